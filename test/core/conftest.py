@@ -1,0 +1,23 @@
+"""Shared fixtures for the core tests: the paper's planar 3R pendulum and a real 6-DOF arm (UR5)."""
+
+import numpy as np
+import pytest
+
+from vtm_dynamics.core.model import RobotModel, example_robot_urdf
+
+from core_testdata import PLANAR_3R, UR5
+
+
+@pytest.fixture(scope="session")
+def planar_3r() -> RobotModel:
+    return RobotModel.from_urdf(PLANAR_3R, gravity=(0.0, 0.0, -9.81))
+
+
+@pytest.fixture(scope="session")
+def ur5() -> RobotModel:
+    return RobotModel.from_urdf(example_robot_urdf(UR5))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20260421)
