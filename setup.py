@@ -1,0 +1,35 @@
+"""vtm_dynamics: an ament_python package (the repository root); also installable with pip."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "vtm_dynamics"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config/rviz", glob("config/rviz/*.rviz")),
+    ],
+    package_data={PACKAGE: ["data/*"]},
+    install_requires=["setuptools", "numpy", "scipy", "pyyaml"],
+    zip_safe=True,
+    maintainer="vtm_dynamics developers",
+    maintainer_email="vtm-dynamics@example.org",
+    description="Dynamics, e-stop prediction and control of robots whose kinematic topology changes.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    python_requires=">=3.10",
+    entry_points={
+        "console_scripts": [
+            "vtm-solvability = vtm_dynamics.cli.solvability:main",
+        ],
+    },
+)

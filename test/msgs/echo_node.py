@@ -1,0 +1,60 @@
+"""A separate process that echoes every vtm_msgs message back and serves both vtm_msgs services.
+
+Started by test_roundtrip.py, so messages really cross process boundaries through the DDS middleware.
+For each message type T it subscribes to `/roundtrip/in/T` and republishes what it receives on
+`/roundtrip/out/T`; the services copy their request into the response.
+"""
+
+import sys
+
+import rclpy
+import vtm_msgs.msg as M
+import vtm_msgs.srv as S
+from rclpy.executors import SingleThreadedExecutor
+
+MESSAGE_TYPES = ["BrakeEvent", "LockEvent", "TopologyEvent", "StopPrediction", "JointReactions",
+                 "SolvabilityEntry", "SolvabilityReport"]
+
+
+def main() -> int:
+    rclpy.init()
+    node = rclpy.create_node("vtm_msgs_echo")
+    keep = []
+    for name in MESSAGE_TYPES:
+        cls = getattr(M, name)
+        pub = node.create_publisher(cls, f"/roundtrip/out/{name}", 10)
+        keep.append(node.create_subscription(cls, f"/roundtrip/in/{name}", lambda msg, p=pub: p.publish(msg), 10))
+
+    def predict(request, response):
+        response.success = True
+        response.message = ",".join(request.state.name)
+        response.prediction.stop_category = request.stop_category
+        response.prediction.joint_names = list(request.state.name)
+        response.prediction.stopping_angles = list(request.state.position)
+        response.prediction.tcp_frame = request.tcp_frame
+        response.prediction.scenario_id = request.brake_config_yaml
+        response.reactions_at_rest.joint_names = list(request.state.name)
+        response.reactions_at_rest.holding_torques = list(request.state.effort)
+        return response
+
+    def analyze(request, response):
+        response.success = True
+        response.message = request.urdf
+        response.report.planar = request.planar
+        response.report.pairs = [M.SolvabilityEntry(name=f"p{i}", rows=i) for i in range(len(request.positions))]
+        return response
+
+    node.create_service(S.PredictStop, "/roundtrip/predict_stop", predict)
+    node.create_service(S.AnalyzeSolvability, "/roundtrip/analyze_solvability", analyze)
+    print("echo ready", flush=True)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
