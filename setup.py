@@ -29,7 +29,15 @@ setup(
     python_requires=">=3.10",
     entry_points={
         "console_scripts": [
+            # command-line tools
+            "vtm-predict = vtm_dynamics.cli.predict:main",
             "vtm-solvability = vtm_dynamics.cli.solvability:main",
+            "vtm-estop-demo = vtm_dynamics.nodes.estop_demo:main",
+            # ROS 2 nodes (`ros2 run vtm_dynamics <name>`)
+            "estop_predictor = vtm_dynamics.nodes.estop_predictor:main",
+            "robot_sim = vtm_dynamics.nodes.robot_sim:main",
+            "solvability_reporter = vtm_dynamics.nodes.solvability_reporter:main",
+            "projection_controller = vtm_dynamics.nodes.projection_controller:main",
         ],
     },
 )
