@@ -1,11 +1,15 @@
 """Shared fixtures for the core tests: the paper's planar 3R pendulum and a real 6-DOF arm (UR5)."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 
-from vtm_dynamics.core.model import RobotModel, example_robot_urdf
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helper modules (core_testdata, ...)
 
-from core_testdata import PLANAR_3R, UR5
+from core_testdata import PLANAR_3R, UR5  # noqa: E402
+from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402
 
 
 @pytest.fixture(scope="session")
