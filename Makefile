@@ -16,7 +16,10 @@ bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 colcon-build: setup
-	$(VENV)/bin/colcon build --base-paths . --build-base build --install-base install
+	tools/colcon_build.sh
 
 clean:
 	rm -rf build install log
+
+demo: setup
+	$(VENV)/bin/vtm-estop-demo $(DEMO_ARGS)
