@@ -184,6 +184,21 @@ def qr_left_null_space(C: np.ndarray, r: int) -> tuple[np.ndarray, float]:
     return Q[:, r:], tail
 
 
+def _split_directions(NX: np.ndarray, tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+    """Bases of range(N_X) (indeterminate) and null(N_X^T) (determined) in the pair's row coordinates.
+
+    N has orthonormal columns, so its entries are O(1) and an absolute tolerance is scale-free.
+    """
+    k = NX.shape[0]
+    if NX.size == 0:
+        return np.zeros((k, 0)), np.eye(k)
+    U, s, _ = np.linalg.svd(NX, full_matrices=True)
+    d = int(np.sum(s > tol))
+    indet = preferred_basis(U[:, :d], tol=1e-8) if d else np.zeros((k, 0))
+    det = preferred_basis(U[:, d:], tol=1e-8) if d < k else np.zeros((k, 0))
+    return indet, det
+
+
 def _vec(x: np.ndarray) -> tuple[float, ...]:
     return tuple(float(round(v, 12)) + 0.0 for v in x)
 
@@ -212,7 +227,7 @@ def analyze_constraint_matrix(
         cross_check = m <= CROSS_CHECK_MAX_ROWS
     hol = [i for pr in C.pairs if pr.holonomic for i in pr.rows]
     non = [i for pr in C.pairs if not pr.holonomic for i in pr.rows]
-    releasable = np.linalg.norm(N, axis=1) > max(rank_rtol, 1e-12) ** 0.5 * 1e-3 if p else np.zeros(m, dtype=bool)
+    releasable = np.linalg.norm(N, axis=1) > 1e-8 if p else np.zeros(m, dtype=bool)
     pairs = []
     for pr in C.pairs:
         rows = list(pr.rows)
@@ -222,15 +237,15 @@ def analyze_constraint_matrix(
         qr_ok = qr_res <= rank_rtol * 10.0
         rank_x = numerical_rank(CX, tol)
         NX = N[rows]
-        indet = preferred_basis(NX, tol=1e-8) if p else np.zeros((len(rows), 0))
-        det = preferred_basis(scipy.linalg.null_space(NX.T), tol=1e-8) if p else np.eye(len(rows))
+        indet, det = _split_directions(NX)
         if cross_check:
             others = [i for i in range(m) if i not in set(rows)]
             dim_int: int | None = rank_x + numerical_rank(A[others], tol) - r
         else:
             dim_int = None
-        agree = (dim_int is None or ((dim_int == 0) == qr_ok)) and (rank_x < len(rows) or indet.shape[1] == (
-            dim_int if dim_int is not None else indet.shape[1]))
+        # the QR test, the rank criterion and rank(N_X) (= dim(X∩Y) when C_X has full row rank) must agree
+        agree = dim_int is None or (
+            (dim_int == 0) == qr_ok and (rank_x < len(rows) or indet.shape[1] == dim_int))
         W = pr.wrench_basis
         det_labels = tuple(pr.labels[int(np.argmax(np.abs(e)))] for e in det.T if np.sum(np.abs(e) > 1e-9) == 1)
         pairs.append(PairSolvability(
