@@ -99,6 +99,23 @@ class ConstraintSet:
         """Position residual Phi(q) of the holonomic constraints [m, rad]."""
         return self.holonomic_rows(robot, q)[0]
 
+    def residual_jacobian(self, robot: RobotModel, q: object, step: float = 1e-6) -> np.ndarray:
+        """d Phi / d q on the velocity tangent space, by central differences (error O(step^2)).
+
+        The Newton correction (Aghili, eq. (39)) needs the Jacobian of the residual itself. The velocity rows of
+        a constraint span the same space but may be expressed in another frame than its residual (for
+        instance a residual in the pair frame, rows in the world frame), so this adapter differentiates the
+        residual instead of assuming the two agree.
+        """
+        qq = robot.check_q(q)
+        phi0 = self.residual(robot, qq)
+        J = np.zeros((phi0.size, robot.nv))
+        for i in range(robot.nv):
+            d = np.zeros(robot.nv)
+            d[i] = step
+            J[:, i] = (self.residual(robot, robot.integrate(qq, d)) - self.residual(robot, robot.integrate(qq, -d))) / (2 * step)
+        return J
+
 
 def constrained_dynamics(
     robot: RobotModel,
@@ -199,7 +216,7 @@ def constrained_step(
         corr = correct_positions(
             q_new,
             lambda x: constraints.residual(robot, x),
-            lambda x: constraints.holonomic_rows(robot, x)[1],
+            lambda x: constraints.residual_jacobian(robot, x),
             integrate=lambda x, d: robot.integrate(x, d),
             tol=position_tol,
             max_iterations=max_newton,
