@@ -1,0 +1,262 @@
+"""Message <-> numpy conversions for the nodes: joint states by joint NAME, trajectories, durations.
+
+A ``sensor_msgs/JointState`` carries joints by name in any order, possibly a subset (several publishers may share
+``/joint_states``). :class:`JointStateTracker` merges such messages into the model's coordinate vectors and rejects
+malformed ones (NaN, mismatched array lengths) with a one-line reason; names the model does not know are reported
+and ignored. No physics here: positions map to Pinocchio configurations through the joint index maps of
+``vtm_dynamics.core.model.RobotModel`` (one angle per revolute/prismatic joint; a continuous joint's angle goes to
+its (cos, sin) pair).
+
+Units: positions [rad, m], velocities [rad/s, m/s], efforts [N m, N], stamps [s].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Duration, Time
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from vtm_dynamics.core.model import RobotModel
+
+
+class JointStateError(ValueError):
+    """A JointState message cannot be used; the message says which field is wrong."""
+
+
+class UnsupportedJointError(ValueError):
+    """The model has a joint that a JointState cannot describe (floating, planar, spherical)."""
+
+
+# ---------------------------------------------------------------------------------------------- time
+def stamp_to_seconds(stamp: Time) -> float:
+    return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
+
+
+def seconds_to_stamp(t: float) -> Time:
+    sec = math.floor(t)
+    nanosec = int(round((t - sec) * 1e9))
+    if nanosec >= 1_000_000_000:
+        sec, nanosec = sec + 1, nanosec - 1_000_000_000
+    return Time(sec=int(sec), nanosec=nanosec)
+
+
+def seconds_to_duration(t: float) -> Duration:
+    s = seconds_to_stamp(max(0.0, float(t)))
+    return Duration(sec=s.sec, nanosec=s.nanosec)
+
+
+def duration_to_seconds(d: Duration) -> float:
+    return float(d.sec) + 1e-9 * float(d.nanosec)
+
+
+# ---------------------------------------------------------------------------------------------- joint maps
+def check_joint_state_compatible(robot: RobotModel) -> None:
+    """Raise :class:`UnsupportedJointError` if a movable joint has more than one velocity coordinate."""
+    for j in robot.joints:
+        if j.nv != 1 or j.nq not in (1, 2):
+            raise UnsupportedJointError(
+                f"joint {j.name!r} ({j.kind}) has nq={j.nq}, nv={j.nv}: sensor_msgs/JointState describes only "
+                "one-coordinate joints"
+            )
+
+
+def configuration_from_positions(robot: RobotModel, positions: Sequence[float]) -> np.ndarray:
+    """Pinocchio configuration q from one position per movable joint (velocity order) [rad, m]."""
+    q = robot.neutral()
+    for j, x in zip(robot.joints, positions):
+        if j.nq == 1:
+            q[j.idx_q] = x
+        else:  # continuous joint stored as (cos, sin)
+            q[j.idx_q] = math.cos(x)
+            q[j.idx_q + 1] = math.sin(x)
+    return q
+
+
+def positions_from_configuration(robot: RobotModel, q: Sequence[float]) -> np.ndarray:
+    """One position per movable joint (velocity order) from a configuration q [rad, m]."""
+    out = np.empty(robot.nv)
+    for j in robot.joints:
+        if j.nq == 1:
+            out[j.idx_v] = q[j.idx_q]
+        else:
+            out[j.idx_v] = math.atan2(q[j.idx_q + 1], q[j.idx_q])
+    return out
+
+
+@dataclass(frozen=True)
+class ParsedJointState:
+    """The usable content of one JointState: per known joint name, position/velocity/effort (None if absent)."""
+
+    stamp: float
+    positions: dict[str, float]
+    velocities: dict[str, float] | None
+    efforts: dict[str, float] | None
+    unknown_names: tuple[str, ...]
+
+
+def parse_joint_state(msg: JointState, known_names: Sequence[str]) -> ParsedJointState:
+    """Check a JointState and keep the joints in ``known_names``; raise :class:`JointStateError` on bad content.
+
+    Rules (sensor_msgs/JointState convention): ``position`` must be as long as ``name``; ``velocity`` and
+    ``effort`` are either empty (not reported) or as long as ``name``; names must be unique; every value of a known
+    joint must be finite. Entries of unknown names are ignored and listed in ``unknown_names``.
+    """
+    names = list(msg.name)
+    n = len(names)
+    if n == 0:
+        raise JointStateError("name: empty joint state")
+    if len(set(names)) != n:
+        dup = sorted({x for x in names if names.count(x) > 1})
+        raise JointStateError(f"name: duplicate joint names {dup}")
+    if len(msg.position) != n:
+        raise JointStateError(f"position: {len(msg.position)} values for {n} names")
+    for field in ("velocity", "effort"):
+        k = len(getattr(msg, field))
+        if k not in (0, n):
+            raise JointStateError(f"{field}: {k} values for {n} names (must be 0 or {n})")
+    known = set(known_names)
+    positions: dict[str, float] = {}
+    velocities: dict[str, float] | None = {} if len(msg.velocity) else None
+    efforts: dict[str, float] | None = {} if len(msg.effort) else None
+    unknown = []
+    for i, name in enumerate(names):
+        if name not in known:
+            unknown.append(name)
+            continue
+        p = float(msg.position[i])
+        if not math.isfinite(p):
+            raise JointStateError(f"position: non-finite value {p} for joint {name!r}")
+        positions[name] = p
+        if velocities is not None:
+            v = float(msg.velocity[i])
+            if not math.isfinite(v):
+                raise JointStateError(f"velocity: non-finite value {v} for joint {name!r}")
+            velocities[name] = v
+        if efforts is not None:
+            e = float(msg.effort[i])
+            efforts[name] = e if math.isfinite(e) else float("nan")  # efforts are optional input
+    return ParsedJointState(stamp_to_seconds(msg.header.stamp), positions, velocities, efforts, tuple(unknown))
+
+
+@dataclass(frozen=True)
+class JointStateSnapshot:
+    """The robot state assembled from joint state messages, in the model's velocity order.
+
+    ``q`` configuration (size nq), ``v`` velocities [rad/s], ``positions`` one coordinate per joint [rad, m],
+    ``stamp`` [s] of the newest contributing message, ``estimated_velocity`` names of joints whose velocity was
+    estimated by a backward difference because the messages carried none.
+    """
+
+    stamp: float
+    positions: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    estimated_velocity: tuple[str, ...]
+
+
+class JointStateTracker:
+    """Merges JointState messages (possibly subsets, any order) into the latest state of a model's joints."""
+
+    def __init__(self, robot: RobotModel) -> None:
+        check_joint_state_compatible(robot)
+        self.robot = robot
+        self.names = robot.joint_names
+        self._pos: dict[str, float] = {}
+        self._vel: dict[str, float] = {}
+        self._stamp: dict[str, float] = {}
+        self._estimated: set[str] = set()
+        self.newest_stamp = -math.inf
+
+    def update(self, msg: JointState) -> ParsedJointState:
+        """Merge one message; raises :class:`JointStateError` (then nothing is merged)."""
+        parsed = parse_joint_state(msg, self.names)
+        t = parsed.stamp
+        for name, p in parsed.positions.items():
+            if parsed.velocities is not None:
+                self._vel[name] = parsed.velocities[name]
+                self._estimated.discard(name)
+            elif name in self._pos and t > self._stamp[name]:
+                self._vel[name] = (p - self._pos[name]) / (t - self._stamp[name])
+                self._estimated.add(name)
+            else:
+                self._vel.setdefault(name, 0.0)
+                self._estimated.add(name)
+            self._pos[name] = p
+            self._stamp[name] = t
+        if parsed.positions:
+            self.newest_stamp = max(self.newest_stamp, t)
+        return parsed
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Model joints never reported so far."""
+        return tuple(n for n in self.names if n not in self._pos)
+
+    def snapshot(self) -> JointStateSnapshot:
+        """The current state; raises :class:`JointStateError` while some joint has never been reported."""
+        missing = self.missing
+        if missing:
+            raise JointStateError(f"joint_states: no position received yet for {list(missing)}")
+        positions = np.array([self._pos[n] for n in self.names])
+        v = np.array([self._vel[n] for n in self.names])
+        return JointStateSnapshot(
+            stamp=self.newest_stamp, positions=positions, q=configuration_from_positions(self.robot, positions), v=v,
+            estimated_velocity=tuple(n for n in self.names if n in self._estimated),
+        )
+
+
+def joint_state_message(
+    names: Sequence[str], positions: Sequence[float], velocities: Sequence[float] | None = None,
+    efforts: Sequence[float] | None = None, stamp: Time | None = None, frame_id: str = "",
+) -> JointState:
+    msg = JointState()
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.name = list(names)
+    msg.position = [float(x) for x in positions]
+    msg.velocity = [] if velocities is None else [float(x) for x in velocities]
+    msg.effort = [] if efforts is None else [float(x) for x in efforts]
+    return msg
+
+
+# ---------------------------------------------------------------------------------------------- trajectories
+def subsample_indices(n: int, max_points: int) -> np.ndarray:
+    """Indices of at most ``max_points`` samples out of ``n``, evenly spread, always keeping first and last."""
+    if n <= 0:
+        return np.zeros(0, dtype=int)
+    if n <= max_points:
+        return np.arange(n)
+    return np.unique(np.round(np.linspace(0, n - 1, max(2, max_points))).astype(int))
+
+
+def joint_trajectory_message(
+    names: Sequence[str], t: np.ndarray, positions: np.ndarray, velocities: np.ndarray | None = None,
+    accelerations: np.ndarray | None = None, stamp: Time | None = None, frame_id: str = "", max_points: int = 200,
+) -> JointTrajectory:
+    """A JointTrajectory from sampled time series (rows = samples), subsampled to ``max_points`` points.
+
+    ``t`` [s] is the time from the E-stop instant (``header.stamp``); positions [rad, m], velocities [rad/s],
+    accelerations [rad/s^2], one column per entry of ``names``.
+    """
+    msg = JointTrajectory()
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.joint_names = list(names)
+    t = np.asarray(t, dtype=float)
+    for i in subsample_indices(len(t), max_points):
+        pt = JointTrajectoryPoint()
+        pt.positions = [float(x) for x in positions[i]]
+        if velocities is not None:
+            pt.velocities = [float(x) for x in velocities[i]]
+        if accelerations is not None:
+            pt.accelerations = [float(x) for x in accelerations[i]]
+        pt.time_from_start = seconds_to_duration(float(t[i]))
+        msg.points.append(pt)
+    return msg

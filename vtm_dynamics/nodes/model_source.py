@@ -1,0 +1,79 @@
+"""Where a node's robot model comes from: a robot name the project ships, a URDF path, or URDF text.
+
+Robot names: ``ur5`` (Universal Robots UR5 from the ``example-robot-data`` wheel) and ``planar_3r`` (the planar
+3R pendulum of Müller 2026, Sec. 6, in the package's ``urdf/`` directory). The URDF text is also what the nodes
+publish on / read from ``robot_description``. No physics here: models are built by ``vtm_dynamics.core.model``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from vtm_dynamics.core.model import ModelError, RobotModel, example_robot_urdf
+
+ROBOT_NAMES = ("ur5", "planar_3r")
+_EXAMPLE_ROBOT_URDFS = {"ur5": "ur_description/urdf/ur5_robot.urdf"}
+_PACKAGE_URDFS = {"planar_3r": "planar_3r.urdf"}
+DEFAULT_TCP_FRAMES = {"ur5": "tool0", "planar_3r": "link3"}
+
+
+def package_share_dir(subdir: str) -> str:
+    """``<package>/<subdir>`` of a source checkout, else ``<prefix>/share/vtm_dynamics/<subdir>`` (installed)."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    candidates = [os.path.join(here, subdir), os.path.join(sys.prefix, "share", "vtm_dynamics", subdir)]
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix:
+            candidates.append(os.path.join(prefix, "share", "vtm_dynamics", subdir))
+    for c in candidates:
+        if os.path.isdir(c):
+            return c
+    raise ModelError(f"package data directory {subdir!r} not found (looked in {candidates[0]} and the install share)")
+
+
+def robot_urdf_path(robot: str) -> str:
+    """URDF file of a named robot (``ur5`` or ``planar_3r``)."""
+    if robot in _EXAMPLE_ROBOT_URDFS:
+        return example_robot_urdf(_EXAMPLE_ROBOT_URDFS[robot])
+    if robot in _PACKAGE_URDFS:
+        path = os.path.join(package_share_dir("urdf"), _PACKAGE_URDFS[robot])
+        if os.path.isfile(path):
+            return path
+        raise ModelError(f"robot: URDF of {robot!r} not found at {path}")
+    raise ModelError(f"robot: unknown robot {robot!r} (known: {', '.join(ROBOT_NAMES)})")
+
+
+def load_urdf_text(robot: str = "", urdf_path: str = "") -> str:
+    """URDF XML text from ``urdf_path`` if given, else from the named ``robot``; '' when neither is set."""
+    path = os.path.expanduser(urdf_path) if urdf_path else (robot_urdf_path(robot) if robot else "")
+    if not path:
+        return ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as err:
+        raise ModelError(f"urdf_path: cannot read {path}: {err.strerror}") from None
+
+
+def model_from_urdf_text(text: str) -> RobotModel:
+    """Robot model from URDF XML text (raises ``ModelError`` with one line on bad text)."""
+    if not isinstance(text, str) or "<robot" not in text:
+        raise ModelError("robot_description: not URDF XML text (no <robot> element)")
+    return RobotModel.from_urdf(text)
+
+
+def default_tcp_frame(robot: RobotModel, robot_name: str = "") -> str:
+    """The frame whose stopping distance is reported when none is configured: a known robot's tool frame, else
+    ``tool0`` if it exists, else the last frame of the model."""
+    for name in (DEFAULT_TCP_FRAMES.get(robot_name, ""), DEFAULT_TCP_FRAMES.get(robot.name, ""), "tool0"):
+        if name and robot.model.existFrame(name):
+            return name
+    return robot.model.frames[len(robot.model.frames) - 1].name
+
+
+def root_frame(robot: RobotModel) -> str:
+    """Name of the URDF root link (the fixed frame of markers and TCP positions)."""
+    for f in robot.model.frames:
+        if f.parentJoint == 0 and f.name != "universe" and str(f.type).endswith("BODY"):
+            return f.name
+    return "world"

@@ -1,0 +1,187 @@
+"""Parameter declaration with descriptions, and validation with one-line rejection messages.
+
+Every node parameter is described once by a :class:`ParameterSpec` (name, default, description, validator). The
+helpers here declare them all with a ``ParameterDescriptor`` (so ``ros2 param describe`` shows the description and
+the constraint), validate the start values (from YAML or overrides) and every later runtime change through
+``add_on_set_parameters_callback``. A rejected value never reaches the node: the set call fails with a reason of the
+form ``"<name>: <what is wrong> (got <value>)"``.
+
+No physics here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import InvalidParameterValueException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+Validator = Callable[[Any], "str | None"]  # returns None when the value is acceptable, else the reason
+
+
+class ParameterError(ValueError):
+    """A node parameter has an unacceptable value; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One declared parameter: ``default`` fixes its type; ``validator`` returns a reason string to reject a value.
+
+    ``read_only`` parameters can only be set at start-up (YAML / overrides). ``constraint`` is the human-readable
+    constraint text shown by ``ros2 param describe``; ``float_range``/``int_range`` (lo, hi) are also exported as
+    descriptor ranges so that GUIs (rqt_reconfigure) show sliders.
+    """
+
+    name: str
+    default: Any
+    description: str
+    validator: Validator | None = None
+    read_only: bool = False
+    constraint: str = ""
+    float_range: tuple[float, float] | None = None
+    int_range: tuple[int, int] | None = None
+    extra: dict = field(default_factory=dict)
+
+    def descriptor(self) -> ParameterDescriptor:
+        d = ParameterDescriptor(
+            name=self.name, description=self.description, read_only=self.read_only,
+            additional_constraints=self.constraint,
+        )
+        if self.float_range is not None:
+            d.floating_point_range = [FloatingPointRange(from_value=float(self.float_range[0]),
+                                                         to_value=float(self.float_range[1]), step=0.0)]
+        if self.int_range is not None:
+            d.integer_range = [IntegerRange(from_value=int(self.int_range[0]), to_value=int(self.int_range[1]), step=0)]
+        return d
+
+    def check(self, value: Any) -> str | None:
+        """Reason to reject ``value`` (``"<name>: ..."``), or None."""
+        if self.validator is None:
+            return None
+        reason = self.validator(value)
+        return None if reason is None else f"{self.name}: {reason} (got {value!r})"
+
+
+# ---------------------------------------------------------------------------------------------- validators
+def positive(value: Any) -> str | None:
+    return None if _finite(value) and value > 0 else "must be a finite number > 0"
+
+
+def non_negative(value: Any) -> str | None:
+    return None if _finite(value) and value >= 0 else "must be a finite number >= 0"
+
+
+def at_least(lo: float) -> Validator:
+    def check(value: Any) -> str | None:
+        return None if _finite(value) and value >= lo else f"must be a finite number >= {lo}"
+
+    return check
+
+
+def in_range(lo: float, hi: float) -> Validator:
+    def check(value: Any) -> str | None:
+        return None if _finite(value) and lo <= value <= hi else f"must lie in [{lo}, {hi}]"
+
+    return check
+
+
+def one_of(choices: Sequence[Any]) -> Validator:
+    def check(value: Any) -> str | None:
+        return None if value in choices else "must be one of " + ", ".join(repr(c) for c in choices)
+
+    return check
+
+
+def existing_file_or_empty(value: Any) -> str | None:
+    if value == "":
+        return None
+    return None if isinstance(value, str) and os.path.isfile(os.path.expanduser(value)) else "file does not exist"
+
+
+def all_of(*validators: Validator) -> Validator:
+    def check(value: Any) -> str | None:
+        for v in validators:
+            reason = v(value)
+            if reason is not None:
+                return reason
+        return None
+
+    return check
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------------------------------------- declaration
+def declare_validated(
+    node: Node,
+    specs: Iterable[ParameterSpec],
+    on_change: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Declare ``specs`` on ``node`` and validate them now and on every later change; return {name: value}.
+
+    The validation callback is registered before the declarations, so start values from YAML or overrides pass
+    through the same checks; a bad start value raises :class:`ParameterError` naming the parameter. After start-up,
+    accepted changes are passed to ``on_change`` as {name: new value} (after validation, before they are applied,
+    which is the rclpy contract of ``add_on_set_parameters_callback``).
+    """
+    specs = list(specs)
+    by_name = {s.name: s for s in specs}
+    started = {"done": False}
+
+    def validate(params: list[Parameter]) -> SetParametersResult:
+        changes: dict[str, Any] = {}
+        for p in params:
+            spec = by_name.get(p.name)
+            if spec is None:
+                continue
+            value = p.value
+            if isinstance(spec.default, float) and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            reason = spec.check(value)
+            if reason is not None:
+                node.get_logger().error(f"rejected parameter {reason}")
+                return SetParametersResult(successful=False, reason=reason)
+            changes[p.name] = value
+        if started["done"] and on_change is not None and changes:
+            try:
+                on_change(changes)
+            except ValueError as err:  # the node refuses a combination it cannot apply
+                node.get_logger().error(f"rejected parameter change: {err}")
+                return SetParametersResult(successful=False, reason=str(err))
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(validate)
+    values: dict[str, Any] = {}
+    for spec in specs:
+        try:
+            param = node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        except InvalidParameterValueException as err:
+            reason = _reason_from(err, spec)
+            raise ParameterError(reason) from None
+        values[spec.name] = param.value
+    started["done"] = True
+    return values
+
+
+def _reason_from(err: Exception, spec: ParameterSpec) -> str:
+    text = str(err)
+    marker = f"{spec.name}: "
+    i = text.find(marker)
+    return text[i:].strip().rstrip("'\"") if i >= 0 else f"{spec.name}: {text}"
+
+
+def describe(specs: Iterable[ParameterSpec]) -> str:
+    """A Markdown table of the parameters (used to write docs/ros.md and to check it in tests)."""
+    lines = ["| parameter | default | description |", "|---|---|---|"]
+    for s in specs:
+        extra = f" ({s.constraint})" if s.constraint else ""
+        ro = " Read-only at runtime." if s.read_only else ""
+        lines.append(f"| `{s.name}` | `{s.default!r}` | {s.description}{extra}{ro} |")
+    return "\n".join(lines)
