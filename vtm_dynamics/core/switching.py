@@ -34,7 +34,7 @@ Units: v [rad/s, m/s], Lambda [N m s, N s], M [kg m^2, kg].
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -342,4 +342,14 @@ def solve_activation(
     M = robot.mass_matrix(q)
     J1 = before.jacobian(robot, q)
     J2 = Topology(after.constraints[len(before):]).jacobian(robot, q)
-    return transition(M, J1, J2, v_minus, method, U, rank_tol), after
+    result = transition(M, J1, J2, v_minus, method, U, rank_tol)
+    locked = after.locked_v_indices(robot)
+    if locked.size:
+        # Joint-lock rows are unit rows: the solve leaves locked rates at rounding level (~1e-16); set them to
+        # exact zeros so that integrating v = 0 keeps the lock angle exactly.
+        v_plus = result.v_plus.copy()
+        v_plus[locked] = 0.0
+        Jp = np.vstack([J1, J2])
+        result = replace(result, v_plus=v_plus, dv=v_plus - v_minus,
+                         constraint_violation=float(np.max(np.abs(Jp @ v_plus))) if Jp.shape[0] else 0.0)
+    return result, after
