@@ -1,0 +1,782 @@
+"""Emergency-stop prediction: braking, stick/slip, joint locks and the momentum-consistent jumps of Müller 2026.
+
+Scenario (Müller 2026, Sec. 1 and Sec. 7): at an emergency stop the brakes engage; the joints first slide against
+the brakes' sliding friction, then lock one after another. Stop categories follow IEC 60204-1:
+
+* **category 0** -- drive torque removed at t = 0; each brake engages after its delay (:mod:`brakes`);
+* **category 1** -- controlled deceleration by the drives (straight line in joint space, per-joint deceleration
+  limits, optional torque limits), power removed at standstill (the drives hold until the brakes have engaged) or
+  at ``max_duration`` (then the rest is a category-0 stop from that state).
+
+Equations between events (Müller 2026, eq. (3) with joint locks, eq. (39): J = unit rows). With the locked set L,
+the free set F and the brake torques tau_b of the free joints (sign of the sliding part fixed between events),
+
+    M(q) a + h(q, v) = tau_b + E_L lambda,      a_L = 0,
+
+solved as a = a_0 + M^-1 E_L lambda with a_0 = ABA(q, v, tau_b) and lambda = -(M^-1)_LL^-1 (a_0)_L. lambda is the
+torque each locked joint's brake must supply to hold it [N m] (the constraint force of eq. (3)).
+
+Stick/slip decision (when sliding joints reach zero velocity, at brake engagement of a resting joint, after an
+abrupt lock, or when a held joint's needed torque reaches its capacity): all joints whose brake is engaged and whose
+velocity is zero form the candidate set C and are decided jointly. The admissible outcome is a split C = S u R with
+|lambda_i| <= capacity_i for i in S (stick) and, for i in R, a slip direction d_i with brake torque -d_i * sliding_i
+and acceleration d_i a_i > 0 (the joint really leaves rest in the direction it slides). It is found by an active-set
+iteration: start with S = C; while some i in S exceeds its capacity, move the one with the largest ratio
+|lambda_i| / capacity_i to R with d_i = -sign(lambda_i) (it yields to the load it cannot hold); while some i in R
+is inconsistent (d_i a_i <= 0), put it back into S. Each iterate is re-solved with the full constrained dynamics. If
+the iteration revisits a split, all 3^|C| splits are enumerated and the consistent one with the most sticking
+joints is taken (ties: smallest total capacity usage). For a single joint with holding >= sliding capacity the
+first step is always consistent. The decision is exact (no regularisation, no velocity threshold).
+
+Abrupt locks (a pawl, or a ``LockEvent`` at a given time) activate joint-lock rows with the momentum-consistent
+jump of Müller 2026, eq. (22). For joint locks it has the closed form (rows F' of M v conserved, eq. (21) with
+U = 0): with the new locked set L' = L u N and F' its complement,
+
+    v+_F' = v-_F' + M_F'F'^-1 M_F'N v-_N,     v+_L' = 0,     Lambda_L' = -(M (v+ - v-))_L'
+
+(Lambda with the sign convention of eq. (21), M dv + J^T Lambda = 0). ``StopSettings.jump_method`` can instead
+call :func:`vtm_dynamics.core.switching.transition` with any of its methods (eqs. (22)/(24), (32), (37)).
+
+Integration: classical RK4 with a fixed step (as in Müller 2026, Sec. 6) between events; time events (brake
+engagement, pawls, lock events, power off) are step boundaries; zero crossings of sliding joint velocities are
+located on the cubic Hermite interpolant of v (end values and the accelerations at both ends, which the next step
+needs anyway), then the step is recomputed to the located time and the crossing velocity set to zero exactly.
+Release of a held joint is located by regula falsi (Illinois) on re-computed steps. Locked joints stay exactly at
+their lock angles (their v and a are exactly zero). The brake work W = integral tau_b . v dt is integrated with
+the same RK4 stages, so E(t) - E(0) = W(t) (plus jump losses) checks the integration.
+
+Units: SI (rad, rad/s, rad/s^2, N m, N m s, J, s, m). Spatial forces are (linear [N], angular [N m]) in each
+joint's local frame (Pinocchio ``data.f``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from vtm_dynamics.core.brakes import BrakeSet
+from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core import switching
+
+JUMP_METHODS = ("closed_form",) + tuple(m for m in switching.METHODS if m != "naive")
+_EMPTY = np.zeros(0)
+_EMPTY_I = np.zeros(0, dtype=int)
+
+
+class StopInputError(ValueError):
+    """Bad input to a stop prediction; the message is one line naming the field (e.g. ``q[elbow_joint]``)."""
+
+
+# ---------------------------------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class LockEvent:
+    """An abrupt lock of ``joints`` at ``time`` [s] (a pawl or an external command), momentum-consistent jump
+    (Müller 2026, eq. (22)); the lock then holds up to ``holding_torque`` [N m] (inf: rigid)."""
+
+    time: float
+    joints: tuple[str, ...]
+    holding_torque: float = math.inf
+
+    def __init__(self, time: float, joints: str | Sequence[str], holding_torque: float = math.inf) -> None:
+        object.__setattr__(self, "time", float(time))
+        object.__setattr__(self, "joints", (joints,) if isinstance(joints, str) else tuple(joints))
+        object.__setattr__(self, "holding_torque", float(holding_torque))
+
+
+@dataclass(frozen=True)
+class CategoryOne:
+    """Category-1 stop parameters: per-joint deceleration limits ``deceleration`` [rad/s^2] (scalar or nv values),
+    optional ``torque_limits`` [N m] (nv values, or "urdf" for the model's effort limits) that lengthen the ramp
+    until the drive torques fit, and ``max_duration`` [s] after which power is cut regardless (None: never)."""
+
+    deceleration: float | tuple[float, ...] = 3.0
+    torque_limits: str | tuple[float, ...] | None = None
+    max_duration: float | None = None
+
+
+@dataclass(frozen=True)
+class StopSettings:
+    """Numerics: RK4 ``step`` [s], horizon ``t_max`` [s], ``simultaneity_tol`` [s] (zero crossings closer than
+    this are decided together), ``jump_method`` (``closed_form`` or a :mod:`switching` method), ``max_events``."""
+
+    step: float = 0.004
+    t_max: float = 5.0
+    simultaneity_tol: float = 1e-9
+    jump_method: str = "closed_form"
+    max_events: int = 500
+
+
+# ---------------------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class StopEvent:
+    """One event. ``kind``: engage | stick | slip | release | lock | power_off. ``joints``: joints it concerns.
+    ``v_minus``/``v_plus``/``dv`` [rad/s] (dv nonzero only for abrupt locks); ``impulses`` Lambda of the locked
+    rows [N m s] (``impulse_joints`` names them; Müller 2026, eq. (21) sign); ``energy_loss`` [J] of the jump;
+    ``holding_torques`` [N m] needed by each locked joint after the event (nan for free joints); ``wrenches``
+    (njoints x 6) spatial force transmitted by each joint right after the event (RNEA with the post-event
+    acceleration); ``impulse_wrenches`` (njoints x 6) impulsive spatial force of the jump [N s, N m s]."""
+
+    time: float
+    kind: str
+    joints: tuple[str, ...]
+    q: np.ndarray
+    v_minus: np.ndarray
+    v_plus: np.ndarray
+    dv: np.ndarray
+    impulses: np.ndarray
+    impulse_joints: tuple[str, ...]
+    energy_loss: float
+    holding_torques: np.ndarray
+    wrenches: np.ndarray
+    impulse_wrenches: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class StopPrediction:
+    """Predicted stop. Time series (K samples, events appear twice: before and after): ``t`` [s], ``q`` (K x nq),
+    ``v`` (K x nv) [rad/s], ``tau_brake`` (K x nv) brake torque on each joint [N m] (sliding torque while
+    sliding, needed holding torque while locked), ``tau_drive`` (K x nv) drive torque (category 1 ramp),
+    ``locked`` (K x nv, bool) active set, ``brake_work`` (K) cumulative brake work [J] (<= 0).
+
+    Summary: ``stopped`` (all joints held before ``t_max``), ``stop_time`` [s] (last joint comes to rest; nan if
+    not stopped), ``joint_stop_times`` [s] (per joint, when it came to rest for good), ``stopping_angles`` [rad]
+    (q_final - q_0), ``q_final``, ``brake_energy`` [J] dissipated by the brakes, ``impulse_energy`` [J] lost in
+    jumps, ``holding_torques`` [N m] at rest, ``rest_wrenches`` (njoints x 6) at rest, ``pre_stop_wrenches``
+    (from the caller's acceleration or torque, else None), TCP: ``tcp_frame``, ``tcp_positions`` (K x 3) [m],
+    ``tcp_path_length`` [m] (sum of chords between samples), ``tcp_straight_distance`` [m]."""
+
+    joint_names: tuple[str, ...]
+    category: int
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    tau_brake: np.ndarray
+    tau_drive: np.ndarray
+    locked: np.ndarray
+    brake_work: np.ndarray
+    events: tuple[StopEvent, ...]
+    stopped: bool
+    stop_time: float
+    joint_stop_times: np.ndarray
+    stopping_angles: np.ndarray
+    q_final: np.ndarray
+    brake_energy: float
+    impulse_energy: float
+    holding_torques: np.ndarray
+    rest_wrenches: np.ndarray
+    pre_stop_wrenches: np.ndarray | None
+    tcp_frame: str | None
+    tcp_positions: np.ndarray | None
+    tcp_path_length: float
+    tcp_straight_distance: float
+    power_off_time: float = 0.0
+    n_steps: int = field(default=0, compare=False)
+    n_evaluations: int = field(default=0, compare=False)
+
+
+# ---------------------------------------------------------------------------------------------------- validation
+def check_stop_state(robot: RobotModel, q: object, v: object, field_q: str = "q", field_v: str = "v") -> tuple[np.ndarray, np.ndarray]:
+    """Validated (q, v): right sizes, finite, q within the model's position limits and |v| within its velocity
+    limits (where the model has finite positive limits). Raises :class:`StopInputError` naming the entry."""
+    qa = _finite_vector(q, robot.nq, field_q)
+    va = _finite_vector(v, robot.nv, field_v)
+    lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
+    vmax = robot.model.velocityLimit
+    for j in robot.joints:
+        if j.nq == j.nv:
+            for k in range(j.nq):
+                i = j.idx_q + k
+                if np.isfinite(lo[i]) and np.isfinite(hi[i]) and hi[i] > lo[i]:
+                    if not (lo[i] - 1e-9 <= qa[i] <= hi[i] + 1e-9):
+                        raise StopInputError(
+                            f"{field_q}[{j.name}]: {qa[i]:.6g} outside the joint limits [{lo[i]:.6g}, {hi[i]:.6g}]"
+                        )
+        for k in range(j.nv):
+            i = j.idx_v + k
+            if np.isfinite(vmax[i]) and vmax[i] > 0 and abs(va[i]) > vmax[i] * (1 + 1e-9):
+                raise StopInputError(f"{field_v}[{j.name}]: |{va[i]:.6g}| exceeds the velocity limit {vmax[i]:.6g}")
+    return qa, va
+
+
+def _finite_vector(x: object, n: int, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise StopInputError(f"{name}: expected {n} numbers") from None
+    if arr.shape != (n,):
+        raise StopInputError(f"{name}: expected {n} values, got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise StopInputError(f"{name}[{bad[0]}]: not a finite number ({arr[bad[0]]})")
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------------- engine
+class _Engine:
+    """Event-driven RK4 integration of one braking phase (see the module docstring)."""
+
+    def __init__(self, robot: RobotModel, brakes: BrakeSet, settings: StopSettings) -> None:
+        self.robot = robot
+        self.m = robot.model
+        self.d = robot.data
+        self.nv = robot.nv
+        self.brakes = brakes
+        self.st = settings
+        self.vector_space = robot.nq == robot.nv and all(j.nq == j.nv for j in robot.joints)
+        self.n_eval = 0
+        self.n_steps = 0
+        self.ts = brakes.sliding_torque
+        self.c = brakes.viscous
+        self.hold = brakes.holding_torque
+        self.engaged = np.zeros(self.nv, dtype=bool)
+        self.locked = np.zeros(self.nv, dtype=bool)
+        self.cap = np.zeros(self.nv)  # holding capacity of locked joints
+        self.s = np.zeros(self.nv)  # slip direction of engaged free joints (frozen between events)
+        self.events: list[StopEvent] = []
+        self.rest_since = np.full(self.nv, np.nan)
+        self.impulse_energy = 0.0
+        self._set_phase()
+
+    # ---------------------------------------------------------------- dynamics
+    def _set_phase(self) -> None:
+        """Precompute the torque coefficients and index sets of the current active set."""
+        slide = self.engaged & ~self.locked
+        self.cs = np.where(slide, -self.s * self.ts, 0.0)
+        self.cv = np.where(slide, -self.c, 0.0)
+        self.L = np.flatnonzero(self.locked)
+        self.nL = len(self.L)
+        self.slide_idx = np.flatnonzero(slide & (self.ts > 0) | slide & (self.c > 0))
+        self.release_idx = np.flatnonzero(self.locked & np.isfinite(self.cap))
+
+    def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(a, lambda_L, tau_b) for the current phase (module docstring equations)."""
+        self.n_eval += 1
+        tau = self.cs + self.cv * v
+        a = pin.aba(self.m, self.d, q, v, tau).copy()
+        if self.nL == 0:
+            return a, _EMPTY, tau
+        Minv = pin.computeMinverse(self.m, self.d, q)
+        L = self.L
+        if self.nL == 1:
+            i = L[0]
+            lam = np.array([-a[i] / Minv[i, i]])
+            a += Minv[:, i] * lam[0]
+        else:
+            lam = -np.linalg.solve(Minv[np.ix_(L, L)], a[L])
+            a += Minv[:, L] @ lam
+        a[L] = 0.0
+        return a, lam, tau
+
+    def _advance(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        if self.vector_space:
+            return q + dq
+        return pin.integrate(self.m, q, dq)
+
+    def _rk4(self, q, v, W, h, k1):
+        """One RK4 step of (q, v, W) from the stage-1 slopes k1 = (a, power)."""
+        a1, p1 = k1
+        v2 = v + 0.5 * h * a1
+        a2, _, t2 = self._f(self._advance(q, 0.5 * h * v), v2)
+        v3 = v + 0.5 * h * a2
+        a3, _, t3 = self._f(self._advance(q, 0.5 * h * v2), v3)
+        v4 = v + h * a3
+        a4, _, t4 = self._f(self._advance(q, h * v3), v4)
+        q1 = self._advance(q, (h / 6.0) * (v + 2.0 * v2 + 2.0 * v3 + v4))
+        v1 = v + (h / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        W1 = W + (h / 6.0) * (p1 + 2.0 * (t2 @ v2) + 2.0 * (t3 @ v3) + (t4 @ v4))
+        return q1, v1, W1
+
+    # ---------------------------------------------------------------- decisions
+    def _solve_split(self, q, v, S: np.ndarray, R: np.ndarray, d: np.ndarray):
+        """Dynamics with locked set S and slipping-from-rest set R (directions d); returns (a, lambda_S)."""
+        saved = (self.locked.copy(), self.s.copy(), self.engaged.copy())
+        self.locked[:] = False
+        self.locked[S] = True
+        self.s[R] = d[R]
+        self._set_phase()
+        a, lam, _ = self._f(q, v)
+        self.locked, self.s, self.engaged = saved
+        self._set_phase()
+        return a, lam
+
+    def _decide(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+        """Joint stick/slip decision over all engaged or held joints at rest (module docstring).
+
+        Returns (newly stuck, slipping from rest, released) velocity indices and updates the active set."""
+        C = np.flatnonzero((self.engaged | self.locked) & (v == 0.0))
+        if C.size == 0:
+            return [], [], []
+        cap = np.where(self.locked, self.cap, self.hold)
+        cap_C = cap[C]
+        S = set(C.tolist())
+        d = np.zeros(self.nv)
+        seen = set()
+        result = None
+        for _ in range(4 * len(C) + 4):
+            key = (frozenset(S), tuple(d[C]))
+            if key in seen:
+                break
+            seen.add(key)
+            Sa = np.array(sorted(S), dtype=int)
+            Ra = np.array(sorted(set(C.tolist()) - S), dtype=int)
+            a, lam = self._solve_split(q, v, Sa, Ra, d)
+            ratio = np.abs(lam) / np.maximum(cap[Sa], 1e-300) if Sa.size else _EMPTY
+            over = np.flatnonzero(ratio > 1.0 + 1e-12) if Sa.size else _EMPTY_I
+            bad_R = [i for i in Ra if d[i] * a[i] <= 0.0]
+            if over.size == 0 and not bad_R:
+                result = (Sa, Ra)
+                break
+            if over.size:
+                k = int(over[np.argmax(ratio[over])])
+                i = int(Sa[k])
+                S.discard(i)
+                d[i] = -np.sign(lam[k]) if lam[k] != 0 else 1.0
+            else:
+                i = bad_R[0]
+                S.add(i)
+                d[i] = 0.0
+        if result is None:
+            result = self._enumerate(q, v, C, cap)
+        Sa, Ra = result
+        newly = [i for i in Sa if not self.locked[i]]
+        released = [i for i in Ra if self.locked[i]]
+        slipping = [i for i in Ra if not self.locked[i]]
+        for i in Sa:
+            if not self.locked[i]:
+                self.locked[i] = True
+                self.cap[i] = self.hold[i]
+                self.rest_since[i] = t
+        for i in Ra:
+            if self.locked[i]:
+                self.locked[i] = False
+                self.rest_since[i] = np.nan
+            self.s[i] = d[i] if d[i] != 0 else self.s[i]
+        self._set_phase()
+        return newly, slipping, released
+
+    def _enumerate(self, q, v, C, cap):
+        """All 3^|C| splits; the consistent one with most sticking joints (ties: least capacity usage)."""
+        best = None
+        for choice in itertools.product((0, 1, -1), repeat=len(C)):
+            Sa = np.array([C[k] for k, c in enumerate(choice) if c == 0], dtype=int)
+            Ra = np.array([C[k] for k, c in enumerate(choice) if c != 0], dtype=int)
+            d = np.zeros(self.nv)
+            for k, c in enumerate(choice):
+                d[C[k]] = c
+            a, lam = self._solve_split(q, v, Sa, Ra, d)
+            usage = np.abs(lam) / np.maximum(cap[Sa], 1e-300) if Sa.size else _EMPTY
+            if np.any(usage > 1.0 + 1e-12) or any(d[i] * a[i] <= 0.0 for i in Ra):
+                continue
+            score = (-len(Sa), float(usage.sum()) if usage.size else 0.0)
+            if best is None or score < best[0]:
+                best = (score, Sa, Ra)
+        if best is None:
+            raise RuntimeError("stick/slip decision: no consistent split found (check brake capacities)")
+        return best[1], best[2]
+
+    # ---------------------------------------------------------------- events
+    def _holding(self, q, v) -> tuple[np.ndarray, np.ndarray]:
+        a, lam, tau = self._f(q, v)
+        hold = np.full(self.nv, np.nan)
+        hold[self.L] = lam
+        return a, hold
+
+    def _wrenches(self, q, v, a) -> np.ndarray:
+        pin.rnea(self.m, self.d, q, v, a)
+        return np.array([self.d.f[i].vector for i in range(1, self.m.njoints)])
+
+    def _record_event(self, t, kind, idx, q, v_minus, v_plus, dv=None, impulses=_EMPTY, imp_idx=(), loss=0.0,
+                      imp_wrench=None) -> None:
+        a, hold = self._holding(q, v_plus)
+        names = self.robot.joint_names
+        self.events.append(StopEvent(
+            time=float(t), kind=kind, joints=tuple(names[i] for i in idx), q=q.copy(), v_minus=v_minus.copy(),
+            v_plus=v_plus.copy(), dv=np.zeros(self.nv) if dv is None else dv, impulses=impulses,
+            impulse_joints=tuple(names[i] for i in imp_idx), energy_loss=float(loss), holding_torques=hold,
+            wrenches=self._wrenches(q, v_plus, a), impulse_wrenches=imp_wrench,
+        ))
+        if len(self.events) > self.st.max_events:
+            raise RuntimeError(f"more than {self.st.max_events} events (chattering?); raise StopSettings.max_events")
+
+    def _abrupt_lock(self, t, q, v, idx: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        """Momentum-consistent jump for locking joints ``idx`` (Müller 2026, eq. (22); closed form for locks)."""
+        new = np.array([i for i in idx if not self.locked[i]], dtype=int)
+        if new.size == 0:
+            return v
+        M = pin.crba(self.m, self.d, q).copy()
+        M = np.triu(M) + np.triu(M, 1).T
+        Lp = np.union1d(self.L, new)
+        Fp = np.setdiff1d(np.arange(self.nv), Lp)
+        method = self.st.jump_method
+        if method == "closed_form":
+            v_plus = v.copy()
+            v_plus[Lp] = 0.0
+            if Fp.size:
+                v_plus[Fp] = v[Fp] + np.linalg.solve(M[np.ix_(Fp, Fp)], M[np.ix_(Fp, new)] @ v[new])
+        else:
+            J1 = np.eye(self.nv)[self.L]
+            J2 = np.eye(self.nv)[new]
+            v_plus = switching.transition(M, J1, J2, v, method=method).v_plus
+            v_plus[Lp] = 0.0  # exact zero (the solvers leave rounding-level residuals)
+        dv = v_plus - v
+        impulses = -(M @ dv)[Lp]
+        loss = 0.5 * v @ M @ v - 0.5 * v_plus @ M @ v_plus
+        self.impulse_energy += loss
+        f_imp = self._wrenches(q, np.zeros(self.nv), dv) - self._wrenches(q, np.zeros(self.nv), np.zeros(self.nv))
+        for k, i in enumerate(new):
+            self.locked[i] = True
+            self.cap[i] = max(capacity[k], self.hold[i] if self.engaged[i] else 0.0)
+            self.rest_since[i] = t
+        self._set_phase()
+        self._record_event(t, "lock", new, q, v, v_plus, dv, impulses, Lp, loss, f_imp)
+        return v_plus
+
+    # ---------------------------------------------------------------- main loop
+    def run(self, t0, q0, v0, engage_times: np.ndarray, locks: list[tuple[float, np.ndarray, np.ndarray]],
+            samples: dict) -> tuple[float, np.ndarray, np.ndarray, float]:
+        """Integrate from (t0, q0, v0) until every joint is held or t_max. Appends samples; returns final state."""
+        st = self.st
+        t, q, v, W = float(t0), q0.copy(), v0.copy(), 0.0
+        W_base = samples["W"][-1] if samples["W"] else 0.0
+        timed: list[tuple[float, str, object]] = []
+        for i in np.flatnonzero(np.isfinite(engage_times)):
+            timed.append((float(engage_times[i]), "engage", int(i)))
+        for (tl, idx, cap) in locks:
+            timed.append((float(tl), "lock", (idx, cap)))
+        timed.sort(key=lambda e: e[0])
+        t_end = t0 + st.t_max
+
+        def record(tq, qq, vv, a_hold=None):
+            a, lam, tau = self._f(qq, vv) if a_hold is None else a_hold
+            tb = tau.copy()
+            tb[self.L] = lam
+            samples["t"].append(tq)
+            samples["q"].append(qq.copy())
+            samples["v"].append(vv.copy())
+            samples["tau"].append(tb)
+            samples["drive"].append(np.zeros(self.nv))
+            samples["locked"].append(self.locked.copy())
+            samples["W"].append(W_base + W)
+            return a, lam, tau
+
+        k = record(t, q, v)
+        while True:
+            # time events due now
+            while timed and timed[0][0] <= t + 1e-12:
+                _, kind, payload = timed.pop(0)
+                if kind == "engage":
+                    i = payload
+                    self.engaged[i] = True
+                    if self.locked[i]:
+                        self.cap[i] = max(self.cap[i], self.hold[i])
+                    elif v[i] != 0.0:
+                        self.s[i] = np.sign(v[i])
+                    self._set_phase()
+                    newly, slip, rel = self._decide(t, q, v)
+                    self._record_event(t, "engage", [i] + newly, q, v, v)
+                else:
+                    idx, cap = payload
+                    v_new = self._abrupt_lock(t, q, v, idx, cap)
+                    v = v_new
+                    free_eng = self.engaged & ~self.locked
+                    self.s = np.where(free_eng & (v != 0), np.sign(v), self.s)
+                    self._set_phase()
+                    newly, slip, rel = self._decide(t, q, v)
+                    if newly or slip or rel:
+                        self._record_event(t, "stick", newly + slip + rel, q, v, v)
+                k = record(t, q, v)
+            if self.locked.all() or t >= t_end - 1e-12:
+                break
+            t_next = timed[0][0] if timed else math.inf
+            h = min(st.step, t_next - t, t_end - t)
+            q1, v1, W1 = self._rk4(q, v, W, h, (k[0], k[2] @ v))
+            self.n_steps += 1
+            k1 = self._f(q1, v1)
+            # zero crossings of sliding joints
+            sl = self.slide_idx
+            cross = sl[(v1[sl] * self.s[sl] <= 0.0)] if sl.size else _EMPTY_I
+            tau_c = math.inf
+            taus = {}
+            if cross.size:
+                for i in cross:
+                    taus[i] = _hermite_root(v[i], v1[i], k[0][i], k1[0][i], h, self.s[i])
+                tau_c = min(taus.values())
+            tau_r = math.inf
+            ri = self.release_idx
+            if ri.size:
+                lam_full = np.zeros(self.nv)
+                lam_full[self.L] = k1[1]
+                g1 = np.abs(lam_full[ri]) - self.cap[ri]
+                if np.any(g1 > 0):
+                    tau_r = self._locate_release(q, v, W, h, k, ri, min(tau_c, h))
+            if tau_c == math.inf and tau_r == math.inf:
+                t, q, v, W, k = t + h, q1, v1, W1, k1
+                record(t, q, v, k)
+                continue
+            tau = min(tau_c, tau_r)
+            q, v, W = self._rk4(q, v, W, tau, (k[0], k[2] @ v)) if tau > 0 else (q, v, W)
+            t = t + tau
+            v_minus = v.copy()
+            if tau_c <= tau_r:
+                zero = [i for i, ti in taus.items() if ti <= tau + st.simultaneity_tol]
+                v[zero] = 0.0
+                v_minus[zero] = 0.0
+            k = record(t, q, v_minus)
+            newly, slip, rel = self._decide(t, q, v)
+            kind = "stick" if newly else ("slip" if slip else "release")
+            self._record_event(t, kind, newly + slip + rel, q, v_minus, v)
+            k = record(t, q, v)
+        self.W = W
+        return t, q, v, W
+
+    def _locate_release(self, q, v, W, h, k, ri, h_max) -> float:
+        """Earliest time in (0, h_max] where a held joint's needed torque reaches its capacity (Illinois)."""
+        def g(tau):
+            qq, vv, _ = self._rk4(q, v, W, tau, (k[0], k[2] @ v))
+            _, lam, _ = self._f(qq, vv)
+            lf = np.zeros(self.nv)
+            lf[self.L] = lam
+            return float(np.max(np.abs(lf[ri]) - self.cap[ri]))
+        a, b = 0.0, h_max
+        lf = np.zeros(self.nv)
+        lf[self.L] = k[1]
+        ga = float(np.max(np.abs(lf[ri]) - self.cap[ri]))
+        gb = g(b)
+        if gb <= 0:
+            return math.inf
+        side = 0
+        for _ in range(60):
+            c = (a * gb - b * ga) / (gb - ga)
+            gc = g(c)
+            if gc > 0:
+                b, gb = c, gc
+                if side == -1:
+                    ga *= 0.5
+                side = -1
+            else:
+                a, ga = c, gc
+                if side == 1:
+                    gb *= 0.5
+                side = 1
+            if b - a < 1e-12:
+                break
+        return b
+
+
+def _hermite_root(v0: float, v1: float, a0: float, a1: float, h: float, s: float) -> float:
+    """First time in (0, h] where the cubic Hermite interpolant of a velocity (values v0, v1, slopes a0, a1)
+    reaches zero from the side of sign s. Grid search then Newton/bisection (exact to rounding)."""
+    def val(x):
+        x2 = x * x
+        x3 = x2 * x
+        return ((2 * x3 - 3 * x2 + 1) * v0 + (x3 - 2 * x2 + x) * h * a0 + (-2 * x3 + 3 * x2) * v1
+                + (x3 - x2) * h * a1)
+
+    xs = np.linspace(0.0, 1.0, 17)[1:]
+    vals = val(xs) * s
+    hit = np.flatnonzero(vals <= 0.0)
+    hi = float(xs[hit[0]]) if hit.size else 1.0
+    lo = hi - 1.0 / 16.0
+    if lo <= 0.0:
+        lo = 0.0
+    flo = val(lo) * s
+    if lo == 0.0 and flo <= 0.0:
+        lo = 1e-12
+        flo = val(lo) * s
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        fm = val(mid) * s
+        if fm > 0.0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-15:
+            break
+    return hi * h
+
+
+# ---------------------------------------------------------------------------------------------------- API
+def predict_stop(
+    robot: RobotModel,
+    brakes: BrakeSet,
+    q: object,
+    v: object,
+    *,
+    a: object | None = None,
+    tau: object | None = None,
+    category: int = 0,
+    category_one: CategoryOne | None = None,
+    lock_events: Iterable[LockEvent] = (),
+    tcp_frame: str | None = None,
+    settings: StopSettings = StopSettings(),
+) -> StopPrediction:
+    """Predict the stop of ``robot`` from the pre-stop state (q [rad], v [rad/s]; optional acceleration a
+    [rad/s^2] or joint torque tau [N m], used for the pre-stop reaction wrenches) with ``brakes``.
+
+    Category 0 or 1 (IEC 60204-1, see the module docstring); ``lock_events`` add abrupt locks at given times
+    (momentum-consistent jump, Müller 2026, eq. (22)); pawls configured in ``brakes`` are added automatically.
+    ``tcp_frame`` names the frame whose stopping distance is reported. Pure: numpy in, a frozen dataclass out;
+    uses ``robot.data`` as workspace (one RobotModel per thread).
+    """
+    q0, v0 = check_stop_state(robot, q, v)
+    if brakes.joint_names != robot.joint_names:
+        raise StopInputError("brakes: built for another robot (joint names differ)")
+    if category not in (0, 1):
+        raise StopInputError(f"category: must be 0 or 1, got {category!r}")
+    if settings.jump_method not in JUMP_METHODS:
+        raise StopInputError(f"jump_method: must be one of {', '.join(JUMP_METHODS)}, got {settings.jump_method!r}")
+    if not (settings.step > 0 and settings.t_max > 0):
+        raise StopInputError("settings.step: step and t_max must be positive")
+    pre = None
+    if a is not None or tau is not None:
+        if a is not None:
+            acc = _finite_vector(a, robot.nv, "a")
+        else:
+            acc = np.array(pin.aba(robot.model, robot.data, q0, v0, _finite_vector(tau, robot.nv, "tau")))
+        pin.rnea(robot.model, robot.data, q0, v0, acc)
+        pre = np.array([robot.data.f[i].vector for i in range(1, robot.model.njoints)])
+    frame_id = robot.frame_id(tcp_frame) if tcp_frame is not None else None
+
+    engine = _Engine(robot, brakes, settings)
+    samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "tau", "drive", "locked", "W")}
+    t_off = 0.0
+    q_start, v_start = q0, v0
+    engage = brakes.engage_delay.copy()
+    if category == 1:
+        c1 = category_one or CategoryOne()
+        t_off, q_start, v_start, standstill = _controlled_ramp(robot, q0, v0, c1, settings, samples)
+        if standstill:
+            engage = np.zeros(robot.nv)  # the drives hold until the brakes have engaged
+        engage = engage + t_off
+    engage = np.where(brakes.braked, engage, np.inf)
+    locks = []
+    for i in np.flatnonzero(np.isfinite(brakes.pawl_delay)):
+        locks.append((t_off + brakes.pawl_delay[i], np.array([i]), np.array([brakes.pawl_holding_torque[i]])))
+    for ev in lock_events:
+        if not isinstance(ev, LockEvent):
+            raise StopInputError("lock_events: expected LockEvent items")
+        try:
+            idx = robot.v_indices(ev.joints)
+        except ValueError:
+            raise StopInputError(f"lock_events.joints: unknown joint in {ev.joints}") from None
+        if not (np.isfinite(ev.time) and ev.time >= 0):
+            raise StopInputError(f"lock_events.time: must be finite and >= 0, got {ev.time}")
+        locks.append((ev.time, idx, np.full(idx.size, ev.holding_torque)))
+    t_fin, q_fin, v_fin, W = engine.run(t_off, q_start, v_start, engage, locks, samples)
+
+    t_arr = np.array(samples["t"])
+    q_arr = np.array(samples["q"])
+    v_arr = np.array(samples["v"])
+    stopped = bool(engine.locked.all())
+    joint_stop = engine.rest_since.copy()
+    if category == 1 and t_off > 0:
+        joint_stop = np.where(np.isfinite(joint_stop), np.maximum(joint_stop, 0.0), joint_stop)
+    stop_time = float(np.max(joint_stop)) if stopped else math.nan
+    if category == 1 and stopped:
+        # at standstill the controlled ramp already stopped the joints; brakes only hold
+        stop_time = float(max(stop_time if np.isfinite(stop_time) else 0.0, 0.0))
+    pin.rnea(robot.model, robot.data, q_fin, np.zeros(robot.nv), np.zeros(robot.nv))
+    rest_w = np.array([robot.data.f[i].vector for i in range(1, robot.model.njoints)])
+    holding = np.array(pin.computeGeneralizedGravity(robot.model, robot.data, q_fin)) if stopped else \
+        np.full(robot.nv, np.nan)
+    tcp_pos = None
+    path = straight = math.nan
+    if frame_id is not None:
+        tcp_pos = np.empty((len(t_arr), 3))
+        for n in range(len(t_arr)):
+            pin.forwardKinematics(robot.model, robot.data, q_arr[n])
+            tcp_pos[n] = pin.updateFramePlacement(robot.model, robot.data, frame_id).translation
+        path = float(np.sum(np.linalg.norm(np.diff(tcp_pos, axis=0), axis=1)))
+        straight = float(np.linalg.norm(tcp_pos[-1] - tcp_pos[0]))
+    W_arr = np.array(samples["W"])
+    return StopPrediction(
+        joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr,
+        tau_brake=np.array(samples["tau"]), tau_drive=np.array(samples["drive"]), locked=np.array(samples["locked"]),
+        brake_work=W_arr, events=tuple(engine.events), stopped=stopped, stop_time=stop_time,
+        joint_stop_times=joint_stop, stopping_angles=robot.difference(q0, q_fin), q_final=q_fin,
+        brake_energy=float(-W_arr[-1]), impulse_energy=engine.impulse_energy, holding_torques=holding,
+        rest_wrenches=rest_w, pre_stop_wrenches=pre, tcp_frame=tcp_frame, tcp_positions=tcp_pos,
+        tcp_path_length=path, tcp_straight_distance=straight, power_off_time=t_off, n_steps=engine.n_steps,
+        n_evaluations=engine.n_eval,
+    )
+
+
+def _controlled_ramp(robot: RobotModel, q0, v0, c1: CategoryOne, settings: StopSettings, samples: dict):
+    """Category-1 ramp: v(t) = v0 (1 - t/T), a = -v0/T, T = max_i |v0_i| / decel_i, lengthened until the drive
+    torques tau = RNEA(q, v, a) fit the torque limits. Returns (t_off, q_off, v_off, standstill)."""
+    nv = robot.nv
+    dec = np.broadcast_to(np.asarray(c1.deceleration, dtype=float), (nv,)).copy() \
+        if np.ndim(c1.deceleration) == 0 else _finite_vector(c1.deceleration, nv, "category_one.deceleration")
+    if not np.all(np.isfinite(dec)) or np.any(dec <= 0):
+        raise StopInputError("category_one.deceleration: must be positive and finite")
+    T = float(np.max(np.abs(v0) / dec)) if np.any(v0 != 0) else 0.0
+    lim = None
+    if c1.torque_limits == "urdf":
+        lim = np.array(robot.model.effortLimit, dtype=float)
+    elif c1.torque_limits is not None:
+        lim = _finite_vector(c1.torque_limits, nv, "category_one.torque_limits")
+    m, d = robot.model, robot.data
+
+    def state(t, T):
+        if T == 0.0:
+            return q0.copy(), np.zeros(nv), np.zeros(nv)
+        tt = min(t, T)
+        return robot.integrate(q0, v0 * (tt - tt * tt / (2 * T))), v0 * (1 - tt / T), -v0 / T
+
+    def usage(T):
+        worst = 0.0
+        for t in np.linspace(0.0, T, 21):
+            qq, vv, aa = state(t, T)
+            tq = pin.rnea(m, d, qq, vv, aa)
+            worst = max(worst, float(np.max(np.abs(tq) / np.where(lim > 0, lim, np.inf))))
+        return worst
+
+    if lim is not None and T > 0 and usage(T) > 1.0:
+        lo, hi = T, T
+        for _ in range(40):
+            hi *= 2.0
+            if usage(hi) <= 1.0:
+                break
+        else:
+            raise StopInputError("category_one.torque_limits: the drives cannot hold the arm against gravity")
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if usage(mid) <= 1.0:
+                hi = mid
+            else:
+                lo = mid
+        T = hi
+    t_off = T if c1.max_duration is None else min(T, float(c1.max_duration))
+    n = max(int(math.ceil(t_off / settings.step)), 1)
+    for t in np.linspace(0.0, t_off, n + 1):
+        qq, vv, aa = state(t, T)
+        samples["t"].append(float(t))
+        samples["q"].append(qq)
+        samples["v"].append(vv)
+        samples["tau"].append(np.zeros(nv))
+        samples["drive"].append(np.array(pin.rnea(m, d, qq, vv, aa)))
+        samples["locked"].append(np.zeros(nv, dtype=bool))
+        samples["W"].append(0.0)
+    qq, vv, _ = state(t_off, T)
+    standstill = t_off >= T
+    if standstill:
+        vv = np.zeros(nv)
+    return t_off, qq, vv, standstill
+
+
+def energy_series(robot: RobotModel, prediction: StopPrediction) -> tuple[np.ndarray, np.ndarray]:
+    """(kinetic, potential) energy [J] at every sample of ``prediction`` (Pinocchio; for plots and checks)."""
+    T = np.array([robot.kinetic_energy(q, v) for q, v in zip(prediction.q, prediction.v)])
+    V = np.array([robot.potential_energy(q) for q in prediction.q])
+    return T, V
+
+
+def generalized_momenta(robot: RobotModel, prediction: StopPrediction) -> np.ndarray:
+    """Generalized momenta p = M(q) v [N m s] at every sample (rows of locked joints included; Müller 2026,
+    Sec. 6 plots F^T M v, the free rows)."""
+    return np.array([robot.mass_matrix(q) @ v for q, v in zip(prediction.q, prediction.v)])
