@@ -98,7 +98,8 @@ class RankTolerance:
     ``absolute`` has the units of the entries of A (m/rad for position rows of a loop closure, 1 for angular or
     joint-lock rows); ``relative`` is dimensionless. A constraint direction whose singular value falls at or below
     the threshold is dropped: near a singular configuration the constraint is virtually removed (eq. (70)) and
-    A^+ stays bounded by 1/threshold.
+    A^+ stays bounded by 1/threshold. (The text of eq. (70) swaps its two cases: with A^+ = 0 below the threshold,
+    P = I there, and P = I - [2 1]^T [2 1] / 5 elsewhere on the branch; derived from eq. (15).)
 
     Defaults: ``absolute = 1e-9`` and ``relative = 1e-10`` keep every constraint that is numerically present in a
     double-precision Jacobian of a robot of metre scale, and drop only rows that vanish to rounding level
