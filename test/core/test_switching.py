@@ -157,6 +157,7 @@ def _pinocchio_lock_jacobian(model, data, q, joint_names):
                                       pin.ReferenceFrame.LOCAL)
         cd = cm.createData()
         pin.computeJointJacobians(model, data, q)
+        cm.calc(model, data, cd)  # placements of the two constraint frames
         Jc = pin.getConstraintJacobian(model, data, cm, cd)
         rows.append(np.asarray(Jc))
     U, S, Vt = np.linalg.svd(np.vstack(rows))
@@ -190,3 +191,37 @@ def test_bad_inputs_are_named(planar_3r):
     with pytest.raises(SwitchingError, match="J2"):
         kkt_transition(np.eye(3), None, np.ones((1, 2)), np.zeros(3))
     assert Topology.of(None).dim(planar_3r) == 0
+
+
+@pytest.mark.parametrize("kind, contact", [("spherical", "CONTACT_3D"), ("fixed", "CONTACT_6D")])
+def test_loop_closure_jump_agrees_with_pinocchio_contact_constraints(ur5, rng, kind, contact):
+    """A UR5 whose wrist is suddenly pinned (spherical) or welded (fixed) to the world where it is: our rows built
+    from the pair frames versus Pinocchio's own rigid-constraint Jacobian fed to pinocchio.impulseDynamics."""
+    from vtm_dynamics.core.urdf_extension import LoopClosureSpec, Pose
+
+    q = ur5.random_configuration(rng)
+    v = rng.normal(size=ur5.nv)
+    point = Pose(xyz=(0.02, -0.03, 0.05), rpy=(0.2, 0.1, -0.3))
+    oMf = ur5.frame_placement(q, "wrist_3_link")
+    pose = pin.SE3(oMf.rotation, oMf.translation) * pin.SE3(point.rotation(), np.array(point.xyz))
+    rpy = pin.rpy.matrixToRpy(pose.rotation)
+    world_pose = Pose(xyz=tuple(pose.translation), rpy=tuple(rpy))
+    spec = LoopClosureSpec("pin", kind, "world", "wrist_3_link", world_pose, point, (0.0, 0.0, 1.0))
+    closure = LoopClosure(spec)
+    assert np.abs(closure.residual(ur5, q)).max() < 1e-12
+    res, _ = solve_activation(ur5, q, v, None, [closure], method="kkt")
+
+    model = ur5.model.copy()
+    data = model.createData()
+    frame = model.frames[model.getFrameId("wrist_3_link")]
+    jMc = frame.placement * pin.SE3(point.rotation(), np.array(point.xyz))
+    cm = pin.RigidConstraintModel(getattr(pin.ContactType, contact), model, frame.parentJoint, jMc, 0, pose,
+                                  pin.ReferenceFrame.LOCAL)
+    cd = cm.createData()
+    pin.computeJointJacobians(model, data, q)
+    cm.calc(model, data, cd)  # placements of the two constraint frames
+    Jc = np.asarray(pin.getConstraintJacobian(model, data, cm, cd))
+    if kind == "spherical":  # Pinocchio's 3D rows are the point velocity in the contact frame: ours rotated
+        assert np.allclose(pose.rotation @ Jc, closure.jacobian(ur5, q), atol=1e-12)
+    v_pin = pin.impulseDynamics(model, data, q, v, Jc, 0.0, 0.0)
+    assert np.abs(np.asarray(v_pin) - res.v_plus).max() <= 1e-9 * np.abs(v).max()
