@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helper modules (core_testdata, ...)
+# the paper's scenarios and the peer runners live in bench/ and are shared with the benchmarks
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
 
 from core_testdata import PLANAR_3R, UR5  # noqa: E402
 from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402

@@ -5,17 +5,10 @@ result; Drake's Joint.Lock ends 1.5e-4 rad from our NAIVE result and 0.21 rad fr
 zeroes the locked rate without the momentum-consistent jump; adding our jump after Lock brings Drake to 1.5e-4 rad.
 """
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
-from core_testdata import REPO
-
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-from peer_runners import free_momenta, run_drake_3r, run_mujoco_3r, run_ours_3r  # noqa: E402
+from peer_runners import free_momenta, run_drake_3r, run_mujoco_3r, run_ours_3r
 
 
 @pytest.fixture(scope="module")
