@@ -1,0 +1,292 @@
+"""``vtm-estop-demo``: the E-stop prediction graph in one process (robot_sim + estop_predictor).
+
+The same nodes and the same YAML as ``ros2 launch vtm_dynamics estop_predict.launch.py``, composed in one process
+on a ``MultiThreadedExecutor`` (messages still go through the ROS 2 middleware, on loopback). It waits until the
+simulated robot is at rest and the prediction has been checked against it, prints a summary (robot, stop category,
+predicted vs. simulated stop time and distance, events) and writes plots and a JSON summary into ``--output-dir``.
+
+Exit status: 0 when the prediction arrived and was compared, 1 on a timeout, 2 on bad arguments/parameters.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS discovery stays on this machine
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+import yaml  # noqa: E402
+
+DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
+PLANAR_3R_MOTION = {"motion_home": [0.0], "motion_amplitude": [0.6], "motion_phase": [0.0], "tcp_frame": "link3"}
+
+
+def default_config_path() -> str:
+    from vtm_dynamics.nodes.model_source import package_share_dir
+
+    return os.path.join(package_share_dir("config"), "estop_predict.yaml")
+
+
+def node_parameters(config: dict, node_name: str) -> dict[str, Any]:
+    """``ros__parameters`` of ``node_name`` from a ROS 2 parameter YAML dict (``/**`` wildcard entries first)."""
+    out: dict[str, Any] = {}
+    for key in ("/**", "**", node_name, f"/{node_name}"):
+        section = config.get(key) or {}
+        out.update(section.get("ros__parameters") or {})
+    return out
+
+
+def parameter_list(values: dict[str, Any]) -> list:
+    from rclpy.parameter import Parameter
+
+    return [Parameter(name, value=value) for name, value in values.items()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="vtm-estop-demo", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="", help="parameter YAML (default: the package's config/estop_predict.yaml)")
+    ap.add_argument("--robot", choices=("ur5", "planar_3r"), help="override the robot of both nodes")
+    ap.add_argument("--urdf", default="", help="URDF file for both nodes (overrides --robot)")
+    ap.add_argument("--brake-config", default="", help="brake YAML for both nodes")
+    ap.add_argument("--estop-time", type=float, help="simulated time of the E-stop [s]")
+    ap.add_argument("--output-dir", default=DEFAULT_OUTPUT, help=f"where plots and summary go (default {DEFAULT_OUTPUT})")
+    ap.add_argument("--timeout", type=float, default=60.0, help="give up after this many wall-clock seconds")
+    ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    return ap.parse_args(argv)
+
+
+def build_parameters(args: argparse.Namespace) -> tuple[dict, dict]:
+    path = args.config or default_config_path()
+    with open(path, encoding="utf-8") as f:
+        config = yaml.safe_load(f) or {}
+    pred = node_parameters(config, "estop_predictor")
+    sim = node_parameters(config, "robot_sim")
+    if args.robot:
+        pred["robot"] = sim["robot"] = args.robot
+        if args.robot == "planar_3r":
+            sim.update(PLANAR_3R_MOTION)
+            pred["tcp_frame"] = PLANAR_3R_MOTION["tcp_frame"]
+    if args.urdf:
+        pred["urdf_path"] = sim["urdf_path"] = os.path.abspath(args.urdf)
+        pred["tcp_frame"] = sim["tcp_frame"] = ""
+    if args.brake_config:
+        pred["brake_config"] = sim["brake_config"] = os.path.abspath(args.brake_config)
+    if args.estop_time is not None:
+        sim["estop_time"] = float(args.estop_time)
+    # the in-process graph has no robot_state_publisher: the sim publishes the description, as a robot would
+    sim["publish_robot_description"] = True
+    return pred, sim
+
+
+def run(args: argparse.Namespace) -> int:
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    from vtm_dynamics.nodes.estop_predictor import EstopPredictor
+    from vtm_dynamics.nodes.params import ParameterError
+    from vtm_dynamics.nodes.robot_sim import RobotSim
+
+    try:
+        pred_params, sim_params = build_parameters(args)
+    except (OSError, yaml.YAMLError) as err:
+        print(f"vtm-estop-demo: cannot read the configuration: {err}", file=sys.stderr)
+        return 2
+    rclpy.init(args=[])
+    nodes = []
+    try:
+        try:
+            sim = RobotSim(parameter_overrides=parameter_list(sim_params))
+            nodes.append(sim)
+            predictor = EstopPredictor(parameter_overrides=parameter_list(pred_params))
+            nodes.append(predictor)
+        except (ParameterError, ValueError) as err:
+            print(f"vtm-estop-demo: {err}", file=sys.stderr)
+            return 2
+        executor = MultiThreadedExecutor(num_threads=3)
+        for n in nodes:
+            executor.add_node(n)
+        deadline = time.monotonic() + args.timeout
+        print(f"vtm-estop-demo: {sim.robot.name} moving, E-stop at t = {sim.p['estop_time']:g} s ...", flush=True)
+        while time.monotonic() < deadline and sim.comparison is None:
+            executor.spin_once(timeout_sec=0.05)
+        # let a revised prediction (if any) settle briefly
+        end = time.monotonic() + 0.2
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.02)
+        if sim.comparison is None:
+            why = "no prediction received" if predictor.last_prediction is None else "the simulated robot did not stop"
+            print(f"vtm-estop-demo: timeout after {args.timeout:g} s: {why}", file=sys.stderr)
+            return 1
+        summary = summarize(sim, predictor)
+        print(format_summary(summary))
+        os.makedirs(args.output_dir, exist_ok=True)
+        with open(os.path.join(args.output_dir, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2)
+        written = [] if args.no_plots else write_plots(sim, predictor, args.output_dir)
+        for p in [os.path.join(args.output_dir, "summary.json")] + written:
+            print(f"wrote {p}")
+        return 0
+    finally:
+        for n in nodes:
+            n.destroy_node()
+        rclpy.try_shutdown()
+
+
+def summarize(sim: Any, predictor: Any) -> dict:
+    """Plain-data summary of the stop: prediction vs. simulation."""
+    from vtm_dynamics.nodes import prediction_io as io
+
+    c = sim.comparison
+    result = predictor.last_result
+    msg = predictor.last_prediction
+    events: list[dict] = []
+    for e in result.events:  # simultaneous events of one kind (e.g. all brakes engaging) on one line
+        if events and events[-1]["kind"] == e.kind and abs(events[-1]["time_s"] - e.time) < 1e-9:
+            events[-1]["joints"] += list(e.joints)
+            events[-1]["energy_loss_J"] += float(e.energy_loss)
+            continue
+        events.append({"time_s": float(e.time), "kind": e.kind, "joints": list(e.joints),
+                       "energy_loss_J": float(e.energy_loss)})
+    plant_events = [{"time_s": round(e.time, 6), "kind": e.kind, "joints": list(e.joints)} for e in sim.plant.events]
+    lat = predictor.latencies
+    return {
+        "robot": sim.robot.name,
+        "stop_category": int(msg.stop_category),
+        "scenario_id": c.scenario_id,
+        "tcp_frame": msg.tcp_frame,
+        "predicted": {
+            "stop_time_s": io.stop_time(result), "tcp_path_m": c.predicted_tcp_path,
+            "tcp_straight_m": c.predicted_tcp_straight, "rest_positions_rad": c.predicted_rest.tolist(),
+            "stopping_angles_rad": [float(x) for x in result.stopping_angles],
+            "brake_energy_J": float(result.brake_energy), "impulse_energy_J": float(result.impulse_energy),
+            "holding_torques_Nm": [float(x) for x in result.holding_torques],
+        },
+        "simulated": {
+            "stop_time_s": c.simulated_stop_time, "tcp_path_m": c.simulated_tcp_path,
+            "tcp_straight_m": c.simulated_tcp_straight, "rest_positions_rad": c.simulated_rest.tolist(),
+            "integration_step_s": sim.plant.dt,
+        },
+        "max_rest_angle_error_rad": c.max_angle_error,
+        "within_tolerance": c.within_tolerance,
+        "tolerances": {"angle_rad": sim.p["angle_tolerance"], "time_s": sim.p["time_tolerance"]},
+        "joint_names": list(c.joint_names),
+        "predicted_events": events,
+        "simulated_events": plant_events,
+        "trigger_to_prediction_latency_s": lat[-1] if lat else None,
+    }
+
+
+def format_summary(s: dict) -> str:
+    p, m = s["predicted"], s["simulated"]
+    lines = [
+        "",
+        f"E-stop prediction vs. simulation — robot {s['robot']}, stop category {s['stop_category']}, "
+        f"TCP frame {s['tcp_frame']}",
+        "",
+        f"  {'':28s}{'predicted':>12s}{'simulated':>12s}{'difference':>12s}",
+        f"  {'stop time [s]':28s}{p['stop_time_s']:12.4f}{m['stop_time_s']:12.4f}"
+        f"{p['stop_time_s'] - m['stop_time_s']:12.2e}",
+        f"  {'TCP path length [m]':28s}{p['tcp_path_m']:12.4f}{m['tcp_path_m']:12.4f}"
+        f"{p['tcp_path_m'] - m['tcp_path_m']:12.2e}",
+        f"  {'TCP straight distance [m]':28s}{p['tcp_straight_m']:12.4f}{m['tcp_straight_m']:12.4f}"
+        f"{p['tcp_straight_m'] - m['tcp_straight_m']:12.2e}",
+        "",
+        f"  {'joint':24s}{'stop angle [deg]':>18s}{'rest pred [rad]':>16s}{'rest sim [rad]':>16s}{'hold [N m]':>12s}",
+    ]
+    for n, a, rp, rs, h in zip(s["joint_names"], p["stopping_angles_rad"], p["rest_positions_rad"],
+                               m["rest_positions_rad"], p["holding_torques_Nm"]):
+        lines.append(f"  {n:24s}{np.degrees(a):18.3f}{rp:16.5f}{rs:16.5f}{h:12.2f}")
+    lines += [
+        "",
+        f"  max |rest angle error| {s['max_rest_angle_error_rad']:.2e} rad "
+        f"(tolerance {s['tolerances']['angle_rad']:g} rad, stop time {s['tolerances']['time_s']:g} s): "
+        + ("within tolerance" if s["within_tolerance"] else "OUTSIDE TOLERANCE"),
+        f"  energy dissipated: brakes {p['brake_energy_J']:.2f} J, locks {p['impulse_energy_J']:.2f} J",
+    ]
+    if s["trigger_to_prediction_latency_s"] is not None:
+        lines.append(f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms")
+    lines += ["", "  predicted events:"]
+    for e in s["predicted_events"]:
+        extra = f"  (kinetic energy lost {e['energy_loss_J']:.3f} J)" if e["energy_loss_J"] else ""
+        lines.append(f"    t = {e['time_s']:8.4f} s  {e['kind']:8s} {', '.join(e['joints'])}{extra}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_plots(sim: Any, predictor: Any, out_dir: str) -> list[str]:
+    """Joint angles and rates over the stop (prediction solid, fixed-step simulation dashed, events marked) and
+    the TCP path; returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vtm_dynamics.nodes.conversions import positions_from_configuration
+
+    robot = predictor.robot
+    r = predictor.last_result
+    plant = sim.plant
+    names = list(robot.joint_names)
+    tp = np.asarray(r.t)
+    qp = np.array([positions_from_configuration(robot, q) for q in r.q])
+    ts = np.asarray(plant.record.t)
+    qs = np.asarray(plant.record.q)
+    vs = np.asarray(plant.record.v)
+    files = []
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, n in enumerate(names):
+        c = colors[i % len(colors)]
+        axes[0].plot(tp, np.degrees(qp[:, i] - qp[0, i]), color=c, label=n)
+        axes[0].plot(ts, np.degrees(qs[:, i] - qs[0, i]), color=c, ls="--", lw=0.9)
+        axes[1].plot(tp, r.v[:, i], color=c)
+        axes[1].plot(ts, vs[:, i], color=c, ls="--", lw=0.9)
+    for e in r.events:
+        for ax in axes:
+            ax.axvline(e.time, color="0.6", lw=0.5, ls=":")
+    axes[0].set_ylabel("angle since E-stop [deg]")
+    axes[1].set_ylabel("joint rate [rad/s]")
+    axes[1].set_xlabel("time after the E-stop [s]")
+    axes[0].set_title(f"{robot.name}: predicted stop (solid) vs. fixed-step simulation (dashed); events dotted")
+    axes[0].legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "joint_angles_rates.png")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    files.append(path)
+
+    if r.tcp_positions is not None:
+        tcp_sim = np.array([robot.frame_placement(q, r.tcp_frame).translation for q in qs])
+        fig, ax = plt.subplots(1, 2, figsize=(10, 4.5))
+        for k, (a, b, la, lb) in enumerate(((0, 1, "x [m]", "y [m]"), (0, 2, "x [m]", "z [m]"))):
+            ax[k].plot(r.tcp_positions[:, a], r.tcp_positions[:, b], label="predicted")
+            ax[k].plot(tcp_sim[:, a], tcp_sim[:, b], ls="--", label="simulated")
+            ax[k].plot(*r.tcp_positions[0, [a, b]], "go", label="E-stop")
+            ax[k].plot(*r.tcp_positions[-1, [a, b]], "rs", label="rest")
+            ax[k].set_xlabel(la)
+            ax[k].set_ylabel(lb)
+            ax[k].axis("equal")
+        ax[0].legend(fontsize=8)
+        fig.suptitle(f"{r.tcp_frame} path during the stop: {r.tcp_path_length * 1e3:.1f} mm "
+                     f"(straight {r.tcp_straight_distance * 1e3:.1f} mm)")
+        fig.tight_layout()
+        path = os.path.join(out_dir, "tcp_path.png")
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        files.append(path)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,271 @@
+"""Between the ROS messages of an E-stop and ``vtm_dynamics.core.estop``: brakes in, prediction messages out.
+
+* brake configuration: a YAML file (``vtm_dynamics.core.brakes`` format), YAML text (PredictStop service) or the
+  per-joint overrides carried by a ``vtm_msgs/BrakeEvent`` (NaN / empty arrays keep the configured value);
+* the call: :func:`predict_stop` -> ``core.estop.predict_stop`` (category 0 or 1);
+* out: ``vtm_msgs/StopPrediction`` (with its ``trajectory_msgs/JointTrajectory`` and ``TopologyEvent`` list),
+  ``vtm_msgs/JointReactions`` at rest and the RViz ``MarkerArray``.
+
+No physics here: every number comes from the core result or from the core model's kinematics/energies.
+Units: s, rad, rad/s, N m, N, J, m.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import yaml
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, Wrench
+from visualization_msgs.msg import MarkerArray
+from vtm_msgs.msg import BrakeEvent, JointReactions, StopPrediction, TopologyEvent
+
+from vtm_dynamics.core import estop
+from vtm_dynamics.core.brakes import BrakeConfigError, BrakeSet, JointBrake, brakes_from_config
+from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.nodes.conversions import (
+    JointStateSnapshot,
+    configuration_from_positions,
+    joint_trajectory_message,
+    positions_from_configuration,
+    seconds_to_duration,
+)
+from vtm_dynamics.nodes.markers import MarkerScales, stop_markers
+from vtm_dynamics.nodes.model_source import package_share_dir, root_frame
+
+EVENT_KINDS = {
+    "engage": TopologyEvent.BRAKE_ENGAGE,
+    "stick": TopologyEvent.STICK,
+    "slip": TopologyEvent.SLIP,
+    "release": TopologyEvent.SLIP,  # a held joint whose needed torque exceeded its capacity starts to slide
+    "lock": TopologyEvent.LOCK,
+    "unlock": TopologyEvent.UNLOCK,
+}
+OVERRIDE_FIELDS = {  # BrakeEvent array -> JointBrake field (joint-side values)
+    "engage_delay": "engage_delay",
+    "sliding_torque": "sliding_torque",
+    "viscous_coefficient": "viscous",
+    "holding_torque": "holding_torque",
+}
+
+
+# ---------------------------------------------------------------------------------------------- brakes
+def default_brake_config_path(robot_name: str) -> str:
+    """``config/<robot>_brakes.yaml`` of the package, or '' if there is none."""
+    try:
+        path = os.path.join(package_share_dir("config"), f"{robot_name}_brakes.yaml")
+    except ValueError:
+        return ""
+    return path if robot_name and os.path.isfile(path) else ""
+
+
+def load_brakes(robot: RobotModel, path: str, robot_name: str = "") -> BrakeSet:
+    """Brakes of ``robot`` from ``path``, else from the package's default for ``robot_name`` / the model name."""
+    if not path:
+        path = default_brake_config_path(robot_name) or default_brake_config_path(robot.name)
+    if not path:
+        raise BrakeConfigError(f"brake_config: no brake configuration for robot {robot.name!r}; set brake_config")
+    return brakes_from_config(robot, os.path.expanduser(path))
+
+
+def brakes_from_yaml_text(robot: RobotModel, text: str) -> BrakeSet:
+    """Brakes from YAML text (the PredictStop service's ``brake_config_yaml``)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else "YAML error"
+        raise BrakeConfigError(f"brake_config_yaml: cannot parse: {first}") from None
+    if not isinstance(data, Mapping):
+        raise BrakeConfigError("brake_config_yaml: expected a mapping with a top-level 'brakes' key")
+    return brakes_from_config(robot, data)
+
+
+def brake_overrides(msg: BrakeEvent, known: Sequence[str]) -> dict[str, dict[str, float]]:
+    """{joint: {JointBrake field: joint-side value}} from a BrakeEvent's per-joint arrays (joints in ``known``).
+
+    Arrays are empty (no override) or as long as ``joint_names``; NaN entries keep the configured value; other
+    values must be finite and >= 0 (ValueError naming the field otherwise).
+    """
+    names = list(msg.joint_names)
+    out: dict[str, dict[str, float]] = {}
+    for field, target in OVERRIDE_FIELDS.items():
+        values = list(getattr(msg, field))
+        if not values:
+            continue
+        if len(values) != len(names):
+            raise ValueError(f"{field}: {len(values)} values for {len(names)} joint_names (must be 0 or equal)")
+        for name, x in zip(names, values):
+            x = float(x)
+            if math.isnan(x) or name not in known:
+                continue
+            if not (math.isfinite(x) or target == "holding_torque") or x < 0:
+                raise ValueError(f"{field}[{name}]: must be >= 0 and finite, got {x}")
+            out.setdefault(name, {})[target] = x
+    return out
+
+
+def apply_overrides(robot: RobotModel, brakes: BrakeSet, overrides: Mapping[str, Mapping[str, float]]) -> BrakeSet:
+    """A BrakeSet with the per-joint overrides applied (a joint without a configured brake gets one)."""
+    by_joint = {b.joint: b for b in brakes.brakes}
+    for joint, fields in overrides.items():
+        base = by_joint.get(joint, JointBrake(joint=joint))
+        by_joint[joint] = dataclasses.replace(base, **fields)
+    return BrakeSet.from_brakes(robot, list(by_joint.values()), brakes.source)
+
+
+# ---------------------------------------------------------------------------------------------- the call
+def snapshot(robot: RobotModel, stamp: float, positions: np.ndarray, v: np.ndarray) -> JointStateSnapshot:
+    return JointStateSnapshot(stamp=stamp, positions=np.asarray(positions, dtype=float),
+                              q=configuration_from_positions(robot, positions), v=np.asarray(v, dtype=float),
+                              estimated_velocity=())
+
+
+def predict_stop(robot: RobotModel, brakes: BrakeSet, q: np.ndarray, v: np.ndarray, *, category: int,
+                 tcp_frame: str, horizon: float, step: float = 0.004, deceleration: float = 3.0,
+                 lock_events: Sequence[estop.LockEvent] = ()) -> estop.StopPrediction:
+    """``core.estop.predict_stop`` with the node's settings (RK4 ``step`` [s], ``horizon`` [s], category-1
+    ``deceleration`` [rad/s^2]); its ``StopInputError`` (a ValueError) names the offending field."""
+    settings = estop.StopSettings(step=step, t_max=horizon)
+    c1 = estop.CategoryOne(deceleration=deceleration) if category == 1 else None
+    return estop.predict_stop(robot, brakes, q, v, category=category, category_one=c1, tcp_frame=tcp_frame,
+                              settings=settings, lock_events=tuple(lock_events))
+
+
+# ---------------------------------------------------------------------------------------------- results
+def stop_time(result: estop.StopPrediction) -> float:
+    return float(result.stop_time) if result.stopped else float(result.t[-1])
+
+
+def rest_positions(robot: RobotModel, result: estop.StopPrediction) -> np.ndarray:
+    return positions_from_configuration(robot, result.q_final)
+
+
+def root_frame_of(robot: RobotModel) -> str:
+    return root_frame(robot)
+
+
+def _point(p: Sequence[float]) -> Point:
+    return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
+
+
+def _strictly_increasing(t: np.ndarray) -> np.ndarray:
+    """Indices keeping the LAST sample of each run of equal times (events are sampled before and after)."""
+    if len(t) == 0:
+        return np.zeros(0, dtype=int)
+    keep = np.append(np.diff(t) > 0, True)
+    return np.flatnonzero(keep)
+
+
+def topology_events(robot: RobotModel, result: estop.StopPrediction) -> list[TopologyEvent]:
+    out = []
+    names = list(robot.joint_names)
+    for ev in result.events:
+        kind = EVENT_KINDS.get(ev.kind)
+        if kind is None:
+            continue
+        m = TopologyEvent()
+        m.time_from_start = seconds_to_duration(ev.time)
+        m.kind = kind
+        m.joint_names = list(ev.joints)
+        m.velocity_joint_names = names
+        m.velocity_before = [float(x) for x in ev.v_minus]
+        m.velocity_after = [float(x) for x in ev.v_plus]
+        if ev.kind == "lock":
+            imp = dict(zip(ev.impulse_joints, np.asarray(ev.impulses, dtype=float)))
+            m.impulses = [float(imp.get(j, 0.0)) for j in ev.joints]
+        m.kinetic_energy_loss = float(ev.energy_loss)
+        out.append(m)
+    if result.stopped:
+        m = TopologyEvent()
+        m.time_from_start = seconds_to_duration(result.stop_time)
+        m.kind = TopologyEvent.STOP
+        m.joint_names = names
+        m.velocity_joint_names = names
+        zeros = [0.0] * robot.nv
+        m.velocity_before = zeros
+        m.velocity_after = zeros
+        out.append(m)
+    return out
+
+
+def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, stamp: Time, frame_id: str,
+                            scenario_id: str, category: int, max_points: int = 200) -> StopPrediction:
+    """The ``vtm_msgs/StopPrediction`` of a core prediction (``success`` false if the robot did not come to rest
+    within the horizon; the fields then describe the state at the horizon)."""
+    msg = StopPrediction()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.model_name = robot.name
+    msg.scenario_id = scenario_id
+    msg.stop_category = int(category)
+    names = list(robot.joint_names)
+    keep = _strictly_increasing(result.t)
+    positions = np.array([positions_from_configuration(robot, q) for q in result.q[keep]])
+    msg.trajectory = joint_trajectory_message(names, result.t[keep], positions, result.v[keep], stamp=stamp,
+                                              frame_id=frame_id, max_points=max_points)
+    msg.events = topology_events(robot, result)
+    msg.stop_time = seconds_to_duration(stop_time(result))
+    msg.joint_names = names
+    msg.stopping_angles = [float(x) for x in result.stopping_angles]
+    msg.joint_stop_times = [float(x) for x in result.joint_stop_times]
+    msg.holding_torques = [float(x) for x in result.holding_torques]
+    msg.tcp_frame = result.tcp_frame or ""
+    if result.tcp_positions is not None and len(result.tcp_positions):
+        msg.tcp_start = _point(result.tcp_positions[0])
+        msg.tcp_rest = _point(result.tcp_positions[-1])
+    msg.tcp_path_length = float(result.tcp_path_length)
+    msg.tcp_straight_distance = float(result.tcp_straight_distance)
+    q0, v0 = result.q[0], result.v[0]
+    msg.initial_kinetic_energy = robot.kinetic_energy(q0, v0)
+    msg.energy_dissipated_by_brakes = float(result.brake_energy)
+    msg.energy_dissipated_by_impulses = float(result.impulse_energy)
+    msg.potential_energy_change = robot.potential_energy(result.q_final) - robot.potential_energy(q0)
+    msg.success = bool(result.stopped)
+    msg.message = "ok" if result.stopped else f"not at rest within the horizon ({result.t[-1]:.3f} s)"
+    return msg
+
+
+def joint_reactions_message(robot: RobotModel, result: estop.StopPrediction, stamp: Time) -> JointReactions:
+    """Reaction wrenches at rest (Pinocchio joint forces, joint frame, child side) and holding torques."""
+    msg = JointReactions()
+    msg.header.stamp = stamp
+    names = [robot.model.names[i] for i in range(1, robot.model.njoints)]
+    msg.joint_names = names
+    for w in result.rest_wrenches:
+        wr = Wrench()
+        wr.force.x, wr.force.y, wr.force.z = (float(x) for x in w[:3])
+        wr.torque.x, wr.torque.y, wr.torque.z = (float(x) for x in w[3:])
+        msg.wrenches.append(wr)
+    hold = []
+    for n in names:
+        j = robot.joint(n)
+        hold.append(float(result.holding_torques[j.idx_v]) if j.nv == 1 else float("nan"))
+    msg.holding_torques = hold
+    msg.uniquely_determined = [True] * len(names)  # a kinematic tree: every joint reaction is determined
+    msg.method = "rnea"
+    return msg
+
+
+def stop_markers_message(robot: RobotModel, result: estop.StopPrediction, stamp: Time, frame_id: str,
+                         scales: MarkerScales = MarkerScales()) -> MarkerArray:
+    """Markers of the prediction: TCP path, rest pose (joint origins), reaction forces and holding torques at rest
+    (forces rotated from each joint frame to the root frame with the core model's joint placements)."""
+    q = result.q_final
+    origins, axes, forces, hold = [], [], [], []
+    for j in robot.joints:
+        placement = robot.frame_placement(q, j.name)
+        origins.append(np.array(placement.translation))
+        jac = robot.frame_jacobian(q, j.name, "world")
+        axis = jac[3:, j.idx_v] if np.linalg.norm(jac[3:, j.idx_v]) > 1e-12 else jac[:3, j.idx_v]
+        axes.append(axis / max(np.linalg.norm(axis), 1e-12))
+        forces.append(np.array(placement.rotation) @ result.rest_wrenches[j.joint_id - 1][:3])
+        hold.append(result.holding_torques[j.idx_v])
+    tcp = result.tcp_positions if result.tcp_positions is not None else np.zeros((0, 3))
+    summary = (f"stop {stop_time(result):.3f} s, {result.tcp_frame or 'TCP'} path {result.tcp_path_length:.3f} m"
+               if result.tcp_frame else f"stop {stop_time(result):.3f} s")
+    return stop_markers(frame_id, stamp, tcp, np.array(origins), np.array(axes), np.array(forces),
+                        np.nan_to_num(np.array(hold)), summary, scales)
