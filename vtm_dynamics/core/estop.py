@@ -58,6 +58,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pinocchio as pin
+import scipy.linalg.lapack
 
 from vtm_dynamics.core.brakes import BrakeSet
 from vtm_dynamics.core.model import RobotModel
@@ -65,6 +66,22 @@ from vtm_dynamics.core import switching
 
 JUMP_METHODS = ("closed_form",) + tuple(m for m in switching.METHODS if m != "naive")
 _EMPTY = np.zeros(0)
+_dposv = scipy.linalg.lapack.dposv
+
+# Butcher tableaus (A, b) of the explicit methods: classical RK4, and Dormand-Prince 5 (the 5th-order solution of
+# the Dormand-Prince 5(4) pair, J. R. Dormand and P. J. Prince 1980).
+TABLEAUS = {
+    "rk4": (np.array([[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1.0, 0]], dtype=float),
+            np.array([1 / 6, 1 / 3, 1 / 3, 1 / 6])),
+    "dp5": (np.array([
+        [0, 0, 0, 0, 0, 0],
+        [1 / 5, 0, 0, 0, 0, 0],
+        [3 / 40, 9 / 40, 0, 0, 0, 0],
+        [44 / 45, -56 / 15, 32 / 9, 0, 0, 0],
+        [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0, 0],
+        [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656, 0],
+    ], dtype=float), np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])),
+}
 _EMPTY_I = np.zeros(0, dtype=int)
 
 
@@ -101,12 +118,15 @@ class CategoryOne:
 
 @dataclass(frozen=True)
 class StopSettings:
-    """Numerics: RK4 ``step`` [s], horizon ``t_max`` [s], ``simultaneity_tol`` [s] (zero crossings closer than
-    this are decided together), ``jump_method`` (``closed_form`` or a :mod:`switching` method), ``max_events``."""
+    """Numerics: fixed ``step`` [s] of the explicit Runge-Kutta ``method`` (``dp5``: 5th order, 6 evaluations per
+    step; ``rk4``: classical, 4 per step), horizon ``t_max`` [s], ``simultaneity_tol`` [s] (zero crossings closer than
+    this are decided together), ``event_tol`` [s] (Newton tolerance on crossing times), ``jump_method`` (``closed_form`` or a :mod:`switching` method), ``max_events``."""
 
-    step: float = 0.004
+    step: float = 0.01
+    method: str = "dp5"
     t_max: float = 5.0
     simultaneity_tol: float = 1e-9
+    event_tol: float = 1e-10
     jump_method: str = "closed_form"
     max_events: int = 500
 
@@ -230,6 +250,8 @@ class _Engine:
         self.vector_space = robot.nq == robot.nv and all(j.nq == j.nv for j in robot.joints)
         self.n_eval = 0
         self.n_steps = 0
+        self.A, self.B = TABLEAUS[settings.method]
+        self.ns = len(self.B)
         self.ts = brakes.sliding_torque
         self.c = brakes.viscous
         self.hold = brakes.holding_torque
@@ -250,6 +272,8 @@ class _Engine:
         self.cv = np.where(slide, -self.c, 0.0)
         self.L = np.flatnonzero(self.locked)
         self.nL = len(self.L)
+        self._flat_LL = (self.L[:, None] * self.nv + self.L[None, :]).ravel()
+        self._flat_L = (np.arange(self.nv)[:, None] * self.nv + self.L[None, :]).ravel()
         self.slide_idx = np.flatnonzero(slide & (self.ts > 0) | slide & (self.c > 0))
         self.release_idx = np.flatnonzero(self.locked & np.isfinite(self.cap))
 
@@ -261,15 +285,15 @@ class _Engine:
         if self.nL == 0:
             return a, _EMPTY, tau
         Minv = pin.computeMinverse(self.m, self.d, q)
-        L = self.L
         if self.nL == 1:
-            i = L[0]
+            i = self.L[0]
             lam = np.array([-a[i] / Minv[i, i]])
             a += Minv[:, i] * lam[0]
         else:
-            lam = -np.linalg.solve(Minv[np.ix_(L, L)], a[L])
-            a += Minv[:, L] @ lam
-        a[L] = 0.0
+            MLL = Minv.take(self._flat_LL).reshape(self.nL, self.nL)
+            lam = _dposv(MLL, -a[self.L])[1]
+            a += Minv.take(self._flat_L).reshape(self.nv, self.nL) @ lam
+        a[self.L] = 0.0
         return a, lam, tau
 
     def _advance(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
@@ -277,19 +301,27 @@ class _Engine:
             return q + dq
         return pin.integrate(self.m, q, dq)
 
-    def _rk4(self, q, v, W, h, k1):
-        """One RK4 step of (q, v, W) from the stage-1 slopes k1 = (a, power)."""
-        a1, p1 = k1
-        v2 = v + 0.5 * h * a1
-        a2, _, t2 = self._f(self._advance(q, 0.5 * h * v), v2)
-        v3 = v + 0.5 * h * a2
-        a3, _, t3 = self._f(self._advance(q, 0.5 * h * v2), v3)
-        v4 = v + h * a3
-        a4, _, t4 = self._f(self._advance(q, h * v3), v4)
-        q1 = self._advance(q, (h / 6.0) * (v + 2.0 * v2 + 2.0 * v3 + v4))
-        v1 = v + (h / 6.0) * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
-        W1 = W + (h / 6.0) * (p1 + 2.0 * (t2 @ v2) + 2.0 * (t3 @ v3) + (t4 @ v4))
-        return q1, v1, W1
+    def _step(self, q, v, W, h, k1):
+        """One explicit Runge-Kutta step of (q, v, W) with the engine's tableau; k1 = (a, power) at the start.
+
+        Returns (q1, v1, W1). RK4 is the classical method of Müller 2026, Sec. 6; DP5 is the 5th-order
+        Dormand-Prince solution (its embedded 4th-order estimate is not used: the step is fixed)."""
+        A, B, ns = self.A, self.B, self.ns
+        KA = np.empty((ns, self.nv))
+        KV = np.empty((ns, self.nv))
+        P = np.empty(ns)
+        KA[0] = k1[0]
+        KV[0] = v
+        P[0] = k1[1]
+        for s_ in range(1, ns):
+            row = A[s_, :s_]
+            vs = v + h * (row @ KA[:s_])
+            qs = self._advance(q, h * (row @ KV[:s_]))
+            a_s, _, t_s = self._f(qs, vs)
+            KA[s_] = a_s
+            KV[s_] = vs
+            P[s_] = t_s @ vs
+        return self._advance(q, h * (B @ KV)), v + h * (B @ KA), W + h * (B @ P)
 
     # ---------------------------------------------------------------- decisions
     def _solve_split(self, q, v, S: np.ndarray, R: np.ndarray, d: np.ndarray):
@@ -391,8 +423,13 @@ class _Engine:
         return np.array([self.d.f[i].vector for i in range(1, self.m.njoints)])
 
     def _record_event(self, t, kind, idx, q, v_minus, v_plus, dv=None, impulses=_EMPTY, imp_idx=(), loss=0.0,
-                      imp_wrench=None) -> None:
-        a, hold = self._holding(q, v_plus)
+                      imp_wrench=None, k=None) -> None:
+        if k is None:
+            a, hold = self._holding(q, v_plus)
+        else:
+            a = k[0]
+            hold = np.full(self.nv, np.nan)
+            hold[self.L] = k[1]
         names = self.robot.joint_names
         self.events.append(StopEvent(
             time=float(t), kind=kind, joints=tuple(names[i] for i in idx), q=q.copy(), v_minus=v_minus.copy(),
@@ -466,35 +503,37 @@ class _Engine:
 
         k = record(t, q, v)
         while True:
-            # time events due now
+            # time events due now (all events at the same instant are handled together)
+            due = []
             while timed and timed[0][0] <= t + 1e-12:
-                _, kind, payload = timed.pop(0)
-                if kind == "engage":
-                    i = payload
-                    self.engaged[i] = True
-                    if self.locked[i]:
-                        self.cap[i] = max(self.cap[i], self.hold[i])
-                    elif v[i] != 0.0:
-                        self.s[i] = np.sign(v[i])
+                due.append(timed.pop(0))
+            if due:
+                eng = [p for _, kind, p in due if kind == "engage"]
+                if eng:
+                    for i in eng:
+                        self.engaged[i] = True
+                        if self.locked[i]:
+                            self.cap[i] = max(self.cap[i], self.hold[i])
+                        elif v[i] != 0.0:
+                            self.s[i] = np.sign(v[i])
                     self._set_phase()
                     newly, slip, rel = self._decide(t, q, v)
-                    self._record_event(t, "engage", [i] + newly, q, v, v)
-                else:
-                    idx, cap = payload
-                    v_new = self._abrupt_lock(t, q, v, idx, cap)
-                    v = v_new
+                    k = record(t, q, v)
+                    self._record_event(t, "engage", eng + [i for i in newly if i not in eng], q, v, v, k=k)
+                for idx, cap in (p for _, kind, p in due if kind == "lock"):
+                    v = self._abrupt_lock(t, q, v, idx, cap)
                     free_eng = self.engaged & ~self.locked
                     self.s = np.where(free_eng & (v != 0), np.sign(v), self.s)
                     self._set_phase()
                     newly, slip, rel = self._decide(t, q, v)
+                    k = record(t, q, v)
                     if newly or slip or rel:
-                        self._record_event(t, "stick", newly + slip + rel, q, v, v)
-                k = record(t, q, v)
+                        self._record_event(t, "stick" if newly else "slip", newly + slip + rel, q, v, v, k=k)
             if self.locked.all() or t >= t_end - 1e-12:
                 break
             t_next = timed[0][0] if timed else math.inf
             h = min(st.step, t_next - t, t_end - t)
-            q1, v1, W1 = self._rk4(q, v, W, h, (k[0], k[2] @ v))
+            q1, v1, W1 = self._step(q, v, W, h, (k[0], k[2] @ v))
             self.n_steps += 1
             k1 = self._f(q1, v1)
             # zero crossings of sliding joints
@@ -519,25 +558,44 @@ class _Engine:
                 record(t, q, v, k)
                 continue
             tau = min(tau_c, tau_r)
-            q, v, W = self._rk4(q, v, W, tau, (k[0], k[2] @ v)) if tau > 0 else (q, v, W)
+            k0 = (k[0], k[2] @ v)
+            qe, ve, We = self._step(q, v, W, tau, k0) if tau > 0 else (q, v, W)
+            ke = self._f(qe, ve)
+            if tau_c <= tau_r:
+                # polish the crossing time on the integrator itself: Newton on v_i(tau) = 0 with a_i(tau)
+                i0 = min(taus, key=taus.get)
+                t_first = tau
+                for _ in range(4):
+                    vi, ai = ve[i0], ke[0][i0]
+                    if ai == 0.0 or abs(vi) <= st.event_tol * abs(ai):
+                        break
+                    tn = tau - vi / ai
+                    if not (0.0 < tn <= h):
+                        break
+                    tau = tn
+                    qe, ve, We = self._step(q, v, W, tau, k0)
+                    ke = self._f(qe, ve)
+                for i in taus:
+                    taus[i] += tau - t_first
+            q, v, W = qe, ve, We
             t = t + tau
             v_minus = v.copy()
             if tau_c <= tau_r:
                 zero = [i for i, ti in taus.items() if ti <= tau + st.simultaneity_tol]
                 v[zero] = 0.0
                 v_minus[zero] = 0.0
-            k = record(t, q, v_minus)
+            record(t, q, v_minus, ke)
             newly, slip, rel = self._decide(t, q, v)
             kind = "stick" if newly else ("slip" if slip else "release")
-            self._record_event(t, kind, newly + slip + rel, q, v_minus, v)
             k = record(t, q, v)
+            self._record_event(t, kind, newly + slip + rel, q, v_minus, v, k=k)
         self.W = W
         return t, q, v, W
 
     def _locate_release(self, q, v, W, h, k, ri, h_max) -> float:
         """Earliest time in (0, h_max] where a held joint's needed torque reaches its capacity (Illinois)."""
         def g(tau):
-            qq, vv, _ = self._rk4(q, v, W, tau, (k[0], k[2] @ v))
+            qq, vv, _ = self._step(q, v, W, tau, (k[0], k[2] @ v))
             _, lam, _ = self._f(qq, vv)
             lf = np.zeros(self.nv)
             lf[self.L] = lam
@@ -630,6 +688,8 @@ def predict_stop(
         raise StopInputError(f"category: must be 0 or 1, got {category!r}")
     if settings.jump_method not in JUMP_METHODS:
         raise StopInputError(f"jump_method: must be one of {', '.join(JUMP_METHODS)}, got {settings.jump_method!r}")
+    if settings.method not in TABLEAUS:
+        raise StopInputError(f"settings.method: must be one of {', '.join(TABLEAUS)}, got {settings.method!r}")
     if not (settings.step > 0 and settings.t_max > 0):
         raise StopInputError("settings.step: step and t_max must be positive")
     pre = None
