@@ -176,3 +176,15 @@ def test_bad_simulation_inputs_are_named(planar_3r):
         simulate(planar_3r, np.zeros(3), np.zeros(3), -1.0)
     with pytest.raises(IntegrationError, match="formulation"):
         simulate(planar_3r, np.zeros(3), np.zeros(3), 0.01, formulation="magic")
+
+
+@pytest.mark.parametrize("locked", [(), ("joint2",)])
+def test_applied_torques_enter_the_dynamics(planar_3r, locked):
+    # gravity compensation holds the pendulum at rest, with or without a lock (both dynamics paths use tau)
+    q0 = np.array([0.4, -0.7, 1.1])
+    topo = [JointLock(j) for j in locked]
+    traj = simulate(planar_3r, q0, np.zeros(3), 0.2, topology=topo, dt=1e-3,
+                    tau=lambda t, q, v: planar_3r.gravity_torques(q))
+    assert np.abs(traj.q[-1] - q0).max() <= 1e-12 and np.abs(traj.v[-1]).max() <= 1e-10
+    free_fall = simulate(planar_3r, q0, np.zeros(3), 0.2, topology=topo, dt=1e-3)
+    assert np.abs(free_fall.q[-1] - q0).max() > 1e-2
