@@ -10,7 +10,6 @@ from vtm_dynamics.core.diagnostics import constraint_residuals, generalized_mome
 from vtm_dynamics.core.integrator import (
     IntegrationError,
     StateEvent,
-    TimeEvent,
     constrained_acceleration,
     simulate,
 )
