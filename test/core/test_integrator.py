@@ -173,6 +173,8 @@ def test_bad_simulation_inputs_are_named(planar_3r):
         simulate(planar_3r, np.zeros(3), np.zeros(3), 1.0, integrator="euler")
     with pytest.raises(IntegrationError, match="t_end"):
         simulate(planar_3r, np.zeros(3), np.zeros(3), -1.0)
+    with pytest.raises(IntegrationError, match="v0: violates"):
+        simulate(planar_3r, np.zeros(3), np.ones(3), 0.01, topology=[JointLock("joint2")])
     with pytest.raises(IntegrationError, match="formulation"):
         simulate(planar_3r, np.zeros(3), np.zeros(3), 0.01, formulation="magic")
 

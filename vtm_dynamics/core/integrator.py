@@ -321,6 +321,13 @@ def simulate(
     _check_commutative(robot)
     topo = Topology.of(topology)
     topo = Topology(tuple(c.bind(robot, q) for c in topo.constraints))
+    if len(topo):
+        violation = float(np.max(np.abs(topo.velocity_residual(robot, q, v))))
+        if violation > 1e-9 * (1.0 + float(np.max(np.abs(v)))):
+            raise IntegrationError(
+                f"v0: violates the initial topology's velocity constraints (max |J v0| = {violation:.3g}); "
+                "apply switching.solve_activation to v0 first"
+            )
     time_events = sorted((e for e in events if isinstance(e, TimeEvent)), key=lambda e: e.time)
     state_events = [e for e in events if isinstance(e, StateEvent)]
     for e in events:
