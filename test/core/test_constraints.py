@@ -146,3 +146,20 @@ def test_unknown_link_is_a_constraint_error(ur5):
     spec = LoopClosureSpec("bad", "fixed", "nope", "tool0", Pose(), Pose(), (1.0, 0.0, 0.0))
     with pytest.raises(ConstraintError, match="link"):
         LoopClosure(spec).jacobian(ur5, ur5.neutral())
+
+
+@pytest.mark.parametrize("kind", ["spherical", "revolute", "prismatic", "fixed"])
+def test_at_an_assembled_pose_every_residual_row_differentiates_to_its_jacobian_row(ur5, rng, kind):
+    """All rows, rotational ones included: a Newton step q -= J^+ r on the residual then removes position drift."""
+    import pinocchio as pin
+
+    q = ur5.random_configuration(rng)
+    pose_a = Pose(xyz=(0.1, -0.2, 0.05), rpy=(0.3, -0.2, 0.5))
+    oMa = ur5.frame_placement(q, "forearm_link") * pin.SE3(pose_a.rotation(), np.array(pose_a.xyz))
+    bMa = ur5.frame_placement(q, "wrist_3_link").actInv(oMa)  # pair frame A seen from link B: assembled at q
+    pose_b = Pose(xyz=tuple(bMa.translation), rpy=tuple(pin.rpy.matrixToRpy(bMa.rotation)))
+    c = LoopClosure(LoopClosureSpec(kind, kind, "forearm_link", "wrist_3_link", pose_a, pose_b, (0.0, 0.6, 0.8)))
+    assert np.allclose(c.residual(ur5, q), 0.0, atol=1e-12)
+    v = rng.normal(size=ur5.nv)
+    rate = _flow_derivative(ur5, lambda qq: c.residual(ur5, qq), q, v)
+    assert np.allclose(rate, c.jacobian(ur5, q) @ v, atol=1e-6)

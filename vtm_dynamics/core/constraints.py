@@ -189,8 +189,10 @@ class LoopClosure:
 
     Drift terms are the exact time derivatives of these rows along the motion with a = 0, computed from the
     frames' classical accelerations (Pinocchio forward kinematics with zero joint acceleration).
-    Residuals: p_B - p_A (translational rows; for prismatic n_k . (p_B - p_A)), log3(R_A^T R_B) (fixed, prismatic),
-    and n_k . a_B with a_B the axis carried by B (revolute) -- zero iff the pair is assembled.
+    Residuals: p_B - p_A (translational rows; for prismatic n_k . (p_B - p_A)), R_A log3(R_A^T R_B) (fixed,
+    prismatic), and (-n_2 . a_B, n_1 . a_B) with a_B the axis carried by B (revolute) -- zero iff the pair is
+    assembled, ordered and oriented so that at the assembled pose d(residual)/dt = J v (a Newton step with J
+    removes position drift).
     """
 
     spec: LoopClosureSpec
@@ -257,14 +259,19 @@ class LoopClosure:
         A, B = _rows(robot, q, None, self._pairs(robot))
         kind = self.spec.type
         d = B.p - A.p
-        rot = np.array(pin.log3(A.R.T @ B.R))
+        # Rotation error as a world-aligned rotation vector: its derivative at the assembled pose is w_B - w_A,
+        # the same rows as the Jacobian (the frame-A vector log3(R_A^T R_B) would be rotated by R_A^T).
+        rot = A.R @ np.array(pin.log3(A.R.T @ B.R))
         if kind == "spherical":
             return d
         if kind == "fixed":
             return np.concatenate([d, rot])
         N = self._basis(A)
         if kind == "revolute":
-            return np.concatenate([d, N @ (B.R @ np.array(self.spec.axis))])
+            # With (n1, n2, a) right-handed: d/dt(n1 . a_B) = n2 . (w_B - w_A) and d/dt(n2 . a_B) = -n1 . (w_B - w_A)
+            # at the assembled pose, so (-n2 . a_B, n1 . a_B) differentiates to the Jacobian rows N (w_B - w_A).
+            a_B = B.R @ np.array(self.spec.axis)
+            return np.concatenate([d, [-(N[1] @ a_B), N[0] @ a_B]])
         return np.concatenate([N @ d, rot])
 
 
