@@ -164,7 +164,13 @@ class OnceLog:
         repeats = self._repeats.pop(key, 0)
         suffix = f" ({repeats} similar messages suppressed)" if repeats else ""
         self._last[key] = now
-        getattr(self.logger, level)(text + suffix)
+        # rclpy fixes the severity per call site, so each level has its own call
+        if level == "error":
+            self.logger.error(text + suffix)
+        elif level == "warning":
+            self.logger.warning(text + suffix)
+        else:
+            self.logger.info(text + suffix)
 
 
 @dataclass
@@ -273,7 +279,7 @@ class EstopPredictor(Node):
         except (ModelError, UnsupportedJointError) as err:
             if self.robot is None:
                 raise
-            self.log("error", "model", f"{source}: invalid robot description ignored ({err}); keeping model "
+            self.log("error", f"model-{err}", f"{source}: invalid robot description ignored ({err}); keeping model "
                                        f"{self.robot.name!r}")
             return
         if self.p["tcp_frame"] and not robot.model.existFrame(self.p["tcp_frame"]):
@@ -301,7 +307,7 @@ class EstopPredictor(Node):
         try:
             self._set_model(msg.data, "robot_description")
         except (ModelError, UnsupportedJointError) as err:
-            self.log("error", "model", f"robot_description: invalid robot description ignored ({err}); no model yet")
+            self.log("error", f"model-{err}", f"robot_description: invalid robot description ignored ({err}); no model yet")
 
     def tcp_frame(self) -> str:
         f = self.p["tcp_frame"]

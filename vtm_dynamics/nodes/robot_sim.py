@@ -311,12 +311,15 @@ class RobotSim(Node):
         self.comparison = c
         self.comparisons.append(c)
         self._publish_diagnostics()
-        level = "info" if ok else "warning"
-        getattr(self.get_logger(), level)(
+        line = (
             f"prediction check {c.scenario_id}: max |rest angle error| {c.max_angle_error:.2e} rad, stop time "
             f"predicted {c.predicted_stop_time:.4f} s vs simulated {c.simulated_stop_time:.4f} s, TCP path "
             f"{c.predicted_tcp_path:.4f} vs {c.simulated_tcp_path:.4f} m -> {'OK' if ok else 'OUTSIDE TOLERANCE'}"
         )
+        if ok:
+            self.get_logger().info(line)
+        else:
+            self.get_logger().warning(line)
 
     def _tcp_path(self, plant: BrakedPlant) -> tuple[float, float]:
         """(path length, straight distance) [m] of the TCP over the simulated stop (core model kinematics)."""

@@ -1,0 +1,276 @@
+"""The estop_predictor node over real DDS (loopback): what it publishes on a trigger, and how it survives bad input.
+
+Every robustness case checks three things: the problem is logged with a message naming it (read from /rosout),
+the bad input does not change the node's state, and the node still serves good input afterwards.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import rclpy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from visualization_msgs.msg import Marker
+from vtm_msgs.msg import BrakeEvent, LockEvent, StopPrediction, TopologyEvent
+from vtm_msgs.srv import PredictStop
+
+from test.nodes.node_harness import (
+    UR5_JOINTS,
+    UR5_Q,
+    UR5_V,
+    Graph,
+    first_positions,
+    init_rclpy,
+    last_positions,
+)
+from vtm_dynamics.core.brakes import brakes_from_config
+from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.plant import BrakedPlant
+
+from test.nodes.node_harness import TEST_BRAKES
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ros():
+    init_rclpy()
+    yield
+    rclpy.try_shutdown()
+
+
+@pytest.fixture
+def graph():
+    g = Graph()
+    yield g
+    g.close()
+
+
+@pytest.fixture(scope="module")
+def ur5():
+    return model_from_urdf_text(load_urdf_text("ur5"))
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+def test_a_trigger_publishes_a_prediction_that_starts_at_the_latest_state_and_ends_at_rest(graph, ur5):
+    graph.feed(graph.h.state(q=UR5_Q - 0.05))
+    graph.feed(graph.h.state())  # the newest state is the start state
+    pred = graph.trigger()
+    assert pred.success, pred.message
+    assert pred.scenario_id == "estop-1" and pred.model_name == "ur5" and pred.tcp_frame == "tool0"
+    assert np.allclose(first_positions(pred.trajectory), UR5_Q, atol=1e-12)
+    rest = last_positions(pred.trajectory)
+    assert np.allclose(rest - UR5_Q, pred.stopping_angles, atol=1e-12)
+    assert pred.events[-1].kind == TopologyEvent.STOP
+    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in pred.trajectory.points]
+    assert all(b > a for a, b in zip(times, times[1:])), "trajectory times must increase strictly"
+    # independent check of the rest pose: the fixed-step plant from the same state with the same brakes
+    plant = BrakedPlant(ur5, brakes_from_config(ur5, TEST_BRAKES), dt=5e-5)
+    plant.start(UR5_Q, UR5_V)
+    plant.advance(5.0)
+    assert plant.at_rest
+    assert np.max(np.abs(rest - plant.q)) < 1e-3
+    assert abs(pred.stop_time.sec + 1e-9 * pred.stop_time.nanosec - plant.rest_time) < 1e-3
+    # the other outputs of the same trigger
+    assert graph.wait(lambda: graph.h.trajectories and graph.h.reactions and graph.h.markers)
+    assert graph.h.trajectories[-1] == pred.trajectory
+    reactions = graph.h.reactions[-1]
+    assert reactions.joint_names == UR5_JOINTS and len(reactions.wrenches) == 6
+    assert np.allclose(reactions.holding_torques, pred.holding_torques)
+
+
+def test_markers_clear_first_and_scale_reaction_arrows_by_magnitude(graph):
+    graph.feed(graph.h.state())
+    pred = graph.trigger()
+    assert graph.wait(lambda: graph.h.markers)
+    markers = graph.h.markers[-1].markers
+    assert markers[0].action == Marker.DELETEALL
+    by_ns = {}
+    for m in markers[1:]:
+        by_ns.setdefault(m.ns, []).append(m)
+    assert {"tcp_path", "tcp_start", "tcp_rest", "rest_pose", "reaction_forces", "holding_torques"} <= set(by_ns)
+    ids = [(m.ns, m.id) for m in markers[1:]]
+    assert len(ids) == len(set(ids)), "namespace/id pairs must be unique"
+    path = by_ns["tcp_path"][0]
+    assert path.type == Marker.LINE_STRIP
+    rest = by_ns["tcp_rest"][0].pose.position
+    assert (path.points[-1].x, path.points[-1].y, path.points[-1].z) == pytest.approx((rest.x, rest.y, rest.z))
+    assert (rest.x, rest.y, rest.z) == pytest.approx((pred.tcp_rest.x, pred.tcp_rest.y, pred.tcp_rest.z))
+    arrows = sorted(by_ns["holding_torques"], key=lambda m: m.id)
+    assert len(arrows) == 6 and all(m.type == Marker.ARROW for m in arrows)
+    lengths = [math.dist((a.points[0].x, a.points[0].y, a.points[0].z), (a.points[1].x, a.points[1].y, a.points[1].z))
+               for a in arrows]
+    torques = np.abs(pred.holding_torques)
+    scale = graph.predictor.p["marker_torque_scale"]
+    assert np.allclose(lengths, np.minimum(scale * torques, 1.0), atol=1e-9)
+
+
+def test_ghost_joint_states_carry_the_predicted_rest_pose(graph):
+    graph.feed(graph.h.state())
+    pred = graph.trigger()
+    assert graph.wait(lambda: graph.h.ghosts)
+    ghost = graph.h.ghosts[-1]
+    assert list(ghost.name) == UR5_JOINTS
+    assert np.allclose(ghost.position, last_positions(pred.trajectory), atol=1e-12)
+    assert np.allclose(ghost.velocity, 0.0)
+
+
+def test_a_brake_event_triggers_from_the_state_stamped_at_the_estop_instant_with_its_overrides(graph):
+    t0 = graph.h.get_clock().now()
+    stamps = [(t0 + rclpy.duration.Duration(nanoseconds=int(k * 2e6))).to_msg() for k in range(3)]
+    for k, s in enumerate(stamps):
+        graph.feed(graph.h.state(q=UR5_Q + 0.01 * k, stamp=s))
+    event = BrakeEvent(joint_names=["elbow_joint", "not_a_joint"], action=BrakeEvent.ENGAGE)
+    event.header.stamp = stamps[1]
+    event.sliding_torque = [15.0, 1.0]  # a much weaker elbow brake than configured (45 N m)
+    event.holding_torque = [float("nan"), 1.0]  # NaN: keep the configured value
+    graph.h.pub_brake.publish(event)
+    assert graph.wait(lambda: graph.h.predictions)
+    pred = graph.h.predictions[-1]
+    assert pred.success, pred.message
+    assert np.allclose(first_positions(pred.trajectory), UR5_Q + 0.01, atol=1e-12)
+    assert graph.wait(lambda: graph.h.has_log("brake_events", "unknown joints", "not_a_joint"))
+    # the weak elbow brake lets the elbow travel further than with the configured brakes
+    graph.h.pub_brake.publish(BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.RELEASE))
+    assert graph.wait(lambda: graph.predictor.stop is None)
+    configured = graph.trigger()
+    elbow = UR5_JOINTS.index("elbow_joint")
+    assert abs(pred.stopping_angles[elbow]) > 1.5 * abs(configured.stopping_angles[elbow])
+
+
+def test_predict_stop_service_answers_on_demand_and_rejects_incomplete_states(graph):
+    client = graph.h.create_client(PredictStop, "predict_stop")
+    assert graph.wait(client.service_is_ready)
+    req = PredictStop.Request(state=JointState(name=UR5_JOINTS[::-1], position=list(UR5_Q[::-1]),
+                                               velocity=list(UR5_V[::-1])), stop_category=0)
+    fut = client.call_async(req)
+    assert graph.wait(fut.done)
+    res = fut.result()
+    assert res.success, res.message
+    assert np.allclose(first_positions(res.prediction.trajectory), UR5_Q, atol=1e-12)  # matched by name
+    assert res.prediction.success and len(res.reactions_at_rest.wrenches) == 6
+    assert not graph.h.predictions, "the service publishes nothing"
+    bad = PredictStop.Request(state=JointState(name=UR5_JOINTS[:5], position=list(UR5_Q[:5]),
+                                               velocity=list(UR5_V[:5])))
+    fut = client.call_async(bad)
+    assert graph.wait(fut.done)
+    assert not fut.result().success and "state.name" in fut.result().message and "wrist_3_joint" in fut.result().message
+    weak = "brakes:\n  joints:\n" + "".join(f"    {n}: {{sliding_torque: 2.0}}\n" for n in UR5_JOINTS)
+    fut = client.call_async(PredictStop.Request(state=req.state, brake_config_yaml=weak, horizon=0.2))
+    assert graph.wait(fut.done)
+    assert not fut.result().prediction.success and "horizon" in fut.result().prediction.message
+
+
+def test_continuous_mode_predicts_while_moving(graph):
+    from rclpy.parameter import Parameter
+
+    assert graph.predictor.set_parameters([Parameter("continuous_rate", value=50.0)])[0].successful
+    for _ in range(20):
+        graph.feed(graph.h.state())
+        graph.spin_for(0.02)
+    assert graph.wait(lambda: sum(p.scenario_id == "continuous" for p in graph.h.predictions) >= 3)
+    assert all(p.success for p in graph.h.predictions)
+
+
+# ---------------------------------------------------------------------------------------------- robustness
+def test_nan_joint_state_is_logged_and_dropped_and_good_input_still_served(graph):
+    graph.feed(graph.h.state())
+    bad_q = UR5_Q.copy()
+    bad_q[2] = float("nan")
+    graph.feed(graph.h.state(q=bad_q))
+    assert graph.wait(lambda: graph.h.has_log("joint_states: message dropped", "position", "elbow_joint"))
+    bad_v = UR5_V.copy()
+    bad_v[0] = float("inf")
+    graph.feed(graph.h.state(v=bad_v))
+    assert graph.wait(lambda: graph.h.has_log("joint_states: message dropped", "velocity", "shoulder_pan_joint"))
+    pred = graph.trigger()
+    assert pred.success and np.allclose(first_positions(pred.trajectory), UR5_Q, atol=1e-12)
+
+
+def test_mismatched_lengths_are_logged_and_dropped(graph):
+    graph.feed(graph.h.state())
+    short = graph.h.state()
+    short.position = list(UR5_Q[:4])
+    graph.feed(short)
+    assert graph.wait(lambda: graph.h.has_log("joint_states: message dropped", "position: 4 values for 6 names"))
+    odd = graph.h.state()
+    odd.velocity = list(UR5_V[:5])
+    graph.feed(odd)
+    assert graph.wait(lambda: graph.h.has_log("velocity: 5 values for 6 names"))
+    assert graph.predictor.stats["joint_states_rejected"] == 2
+    pred = graph.trigger()
+    assert pred.success and np.allclose(first_positions(pred.trajectory), UR5_Q, atol=1e-12)
+
+
+def test_unknown_joint_names_are_logged_and_ignored_while_known_ones_are_used(graph):
+    names = UR5_JOINTS + ["gripper_finger_joint"]
+    graph.feed(graph.h.state(q=list(UR5_Q) + [0.3], v=list(UR5_V) + [0.1], names=names))
+    assert graph.wait(lambda: graph.h.has_log("ignoring joints not in model", "gripper_finger_joint"))
+    pred = graph.trigger()
+    assert pred.success and np.allclose(first_positions(pred.trajectory), UR5_Q, atol=1e-12)
+
+
+def test_subsets_of_joints_from_several_publishers_are_merged_by_name(graph):
+    graph.feed(graph.h.state(q=UR5_Q[3:], v=UR5_V[3:], names=UR5_JOINTS[3:]))
+    pred = graph.trigger()  # three joints never reported: refused with a reason
+    assert not pred.success and "no complete joint state" in pred.message
+    graph.feed(graph.h.state(q=UR5_Q[:3][::-1], v=UR5_V[:3][::-1], names=UR5_JOINTS[:3][::-1]))
+    pred = graph.trigger()
+    assert pred.success and np.allclose(first_positions(pred.trajectory), UR5_Q, atol=1e-12)
+
+
+def test_lock_events_naming_unknown_joints_are_logged(graph):
+    graph.feed(graph.h.state())
+    graph.h.pub_lock.publish(LockEvent(joint_names=["elbow_joint", "no_such_joint"], action=LockEvent.LOCK,
+                                       source="pawl"))
+    assert graph.wait(lambda: graph.h.has_log("lock_events", "unknown joints", "no_such_joint"))
+    assert graph.wait(lambda: graph.h.has_log("lock event LOCK", "elbow_joint"))
+    assert graph.trigger().success
+
+
+def test_invalid_urdf_on_robot_description_is_logged_and_the_model_kept(graph):
+    graph.feed(graph.h.state())
+    graph.h.pub_desc.publish(String(data="<robot name='broken'><link name='a'/><joint name='j' type='revolute'>"))
+    assert graph.wait(lambda: graph.h.has_log("invalid robot description ignored", "keeping model 'ur5'"))
+    graph.h.pub_desc.publish(String(data="this is not XML"))
+    assert graph.wait(lambda: graph.h.has_log("robot_description", "not URDF XML"))
+    assert graph.predictor.robot.name == "ur5"
+    assert graph.trigger().success
+
+
+def test_a_valid_robot_description_replaces_the_model(graph):
+    graph.h.pub_desc.publish(String(data=load_urdf_text("planar_3r")))
+    assert graph.wait(lambda: graph.predictor.robot.name == "planar_3r")
+    assert graph.wait(lambda: graph.h.has_log("model 'planar_3r' from robot_description"))
+    # the UR5 brake file does not fit the new model: predictions are refused with the reason, the node stays up
+    graph.feed(graph.h.state(q=[0.1, 0.2, 0.3], v=[0.5, 0.0, -0.5], names=["joint1", "joint2", "joint3"]))
+    pred = graph.trigger()
+    assert not pred.success and "brakes.joints" in pred.message
+
+
+def test_a_flood_of_events_is_bounded_logged_and_the_node_recovers(graph):
+    graph.feed(graph.h.state())
+    for k in range(400):
+        ev = BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.ENGAGE if k % 2 == 0 else BrakeEvent.RELEASE)
+        graph.h.pub_brake.publish(ev)
+    assert graph.wait(lambda: graph.h.has_log("brake_events: event flood"), timeout=15.0)
+    graph.spin_for(1.0)
+    p = graph.predictor.p
+    assert graph.predictor.stats["events_dropped"] > 0
+    # at most one prediction per accepted ENGAGE: burst + rate * elapsed bounds the work done
+    assert len(graph.h.predictions) <= p["event_burst"] + p["event_rate_limit"] * 3
+    graph.h.pub_brake.publish(BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.RELEASE))
+    assert graph.wait(lambda: graph.predictor.stop is None)
+    graph.feed(graph.h.state())
+    pred = graph.trigger()
+    assert pred.success and np.allclose(first_positions(pred.trajectory), UR5_Q, atol=1e-12)
+
+
+def test_a_stale_joint_state_is_refused_with_its_age(graph):
+    from rclpy.parameter import Parameter
+
+    assert graph.predictor.set_parameters([Parameter("max_state_age", value=0.05)])[0].successful
+    graph.feed(graph.h.state())
+    graph.spin_for(0.2)
+    pred = graph.trigger()
+    assert not pred.success and "old" in pred.message and "max_state_age" in pred.message
+    assert pred.stop_category == StopPrediction.CATEGORY_0
