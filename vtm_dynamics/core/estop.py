@@ -122,7 +122,7 @@ class StopSettings:
     step; ``rk4``: classical, 4 per step), horizon ``t_max`` [s], ``simultaneity_tol`` [s] (zero crossings closer than
     this are decided together), ``event_tol`` [s] (Newton tolerance on crossing times), ``jump_method`` (``closed_form`` or a :mod:`switching` method), ``max_events``."""
 
-    step: float = 0.01
+    step: float = 0.005
     method: str = "dp5"
     t_max: float = 5.0
     simultaneity_tol: float = 1e-9
@@ -161,7 +161,8 @@ class StopPrediction:
     """Predicted stop. Time series (K samples, events appear twice: before and after): ``t`` [s], ``q`` (K x nq),
     ``v`` (K x nv) [rad/s], ``tau_brake`` (K x nv) brake torque on each joint [N m] (sliding torque while
     sliding, needed holding torque while locked), ``tau_drive`` (K x nv) drive torque (category 1 ramp),
-    ``locked`` (K x nv, bool) active set, ``brake_work`` (K) cumulative brake work [J] (<= 0).
+    ``locked`` (K x nv, bool) active set, ``brake_work`` (K) cumulative brake work [J] (<= 0), ``impulse_loss`` (K)
+    cumulative kinetic energy lost in abrupt-lock jumps [J] (>= 0): E(t) - E(0) = brake_work - impulse_loss.
 
     Summary: ``stopped`` (all joints held before ``t_max``), ``stop_time`` [s] (last joint comes to rest; nan if
     not stopped), ``joint_stop_times`` [s] (per joint, when it came to rest for good), ``stopping_angles`` [rad]
@@ -179,6 +180,7 @@ class StopPrediction:
     tau_drive: np.ndarray
     locked: np.ndarray
     brake_work: np.ndarray
+    impulse_loss: np.ndarray
     events: tuple[StopEvent, ...]
     stopped: bool
     stop_time: float
@@ -336,7 +338,7 @@ class _Engine:
         self._set_phase()
         return a, lam
 
-    def _decide(self, t: float, q: np.ndarray, v: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+    def _decide(self, t: float, q: np.ndarray, v: np.ndarray, force: frozenset = frozenset()) -> tuple[list[int], list[int], list[int]]:
         """Joint stick/slip decision over all engaged or held joints at rest (module docstring).
 
         Returns (newly stuck, slipping from rest, released) velocity indices and updates the active set."""
@@ -358,7 +360,9 @@ class _Engine:
             Ra = np.array(sorted(set(C.tolist()) - S), dtype=int)
             a, lam = self._solve_split(q, v, Sa, Ra, d)
             ratio = np.abs(lam) / np.maximum(cap[Sa], 1e-300) if Sa.size else _EMPTY
-            over = np.flatnonzero(ratio > 1.0 + 1e-12) if Sa.size else _EMPTY_I
+            # ``force``: held joints whose release was located at this instant (their ratio is 1 to rounding)
+            limit = np.array([1.0 - 1e-9 if i in force else 1.0 + 1e-12 for i in Sa])
+            over = np.flatnonzero(ratio > limit) if Sa.size else _EMPTY_I
             bad_R = [i for i in Ra if d[i] * a[i] <= 0.0]
             if over.size == 0 and not bad_R:
                 result = (Sa, Ra)
@@ -499,6 +503,7 @@ class _Engine:
             samples["drive"].append(np.zeros(self.nv))
             samples["locked"].append(self.locked.copy())
             samples["W"].append(W_base + W)
+            samples["J"].append(self.impulse_energy)
             return a, lam, tau
 
         k = record(t, q, v)
@@ -554,10 +559,11 @@ class _Engine:
                 if np.any(g1 > 0):
                     tau_r = self._locate_release(q, v, W, h, k, ri, min(tau_c, h))
             if tau_c == math.inf and tau_r == math.inf:
-                t, q, v, W, k = t + h, q1, v1, W1, k1
+                t = t_next if h == t_next - t else t + h  # land exactly on time events
+                q, v, W, k = q1, v1, W1, k1
                 record(t, q, v, k)
                 continue
-            tau = min(tau_c, tau_r)
+            tau = max(min(tau_c, tau_r), 0.0)
             k0 = (k[0], k[2] @ v)
             qe, ve, We = self._step(q, v, W, tau, k0) if tau > 0 else (q, v, W)
             ke = self._f(qe, ve)
@@ -585,7 +591,12 @@ class _Engine:
                 v[zero] = 0.0
                 v_minus[zero] = 0.0
             record(t, q, v_minus, ke)
-            newly, slip, rel = self._decide(t, q, v)
+            force = frozenset()
+            if tau_r < tau_c:
+                lf = np.zeros(self.nv)
+                lf[self.L] = ke[1]
+                force = frozenset(int(i) for i in ri if abs(lf[i]) >= self.cap[i] * (1 - 1e-9))
+            newly, slip, rel = self._decide(t, q, v, force)
             kind = "stick" if newly else ("slip" if slip else "release")
             k = record(t, q, v)
             self._record_event(t, kind, newly + slip + rel, q, v_minus, v, k=k)
@@ -703,7 +714,7 @@ def predict_stop(
     frame_id = robot.frame_id(tcp_frame) if tcp_frame is not None else None
 
     engine = _Engine(robot, brakes, settings)
-    samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "tau", "drive", "locked", "W")}
+    samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "tau", "drive", "locked", "W", "J")}
     t_off = 0.0
     q_start, v_start = q0, v0
     engage = brakes.engage_delay.copy()
@@ -757,7 +768,7 @@ def predict_stop(
     return StopPrediction(
         joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr,
         tau_brake=np.array(samples["tau"]), tau_drive=np.array(samples["drive"]), locked=np.array(samples["locked"]),
-        brake_work=W_arr, events=tuple(engine.events), stopped=stopped, stop_time=stop_time,
+        brake_work=W_arr, impulse_loss=np.array(samples["J"]), events=tuple(engine.events), stopped=stopped, stop_time=stop_time,
         joint_stop_times=joint_stop, stopping_angles=robot.difference(q0, q_fin), q_final=q_fin,
         brake_energy=float(-W_arr[-1]), impulse_energy=engine.impulse_energy, holding_torques=holding,
         rest_wrenches=rest_w, pre_stop_wrenches=pre, tcp_frame=tcp_frame, tcp_positions=tcp_pos,
@@ -822,6 +833,7 @@ def _controlled_ramp(robot: RobotModel, q0, v0, c1: CategoryOne, settings: StopS
         samples["drive"].append(np.array(pin.rnea(m, d, qq, vv, aa)))
         samples["locked"].append(np.zeros(nv, dtype=bool))
         samples["W"].append(0.0)
+        samples["J"].append(0.0)
     qq, vv, _ = state(t_off, T)
     standstill = t_off >= T
     if standstill:
