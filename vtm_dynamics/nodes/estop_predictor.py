@@ -86,39 +86,38 @@ PARAMETERS = (
                     "config/<robot>_brakes.yaml of the package.", P.existing_file_or_empty,
                     constraint="an existing file or empty; must name joints of the model"),
     P.ParameterSpec("stop_category", 0, "IEC 60204-1 stop category predicted on a trigger: 0 (drive power removed, "
-                    "brakes) or 1 (controlled deceleration, then brakes).", P.one_of((0, 1)), int_range=(0, 1),
+                    "brakes) or 1 (controlled deceleration, then brakes).", P.one_of((0, 1)),
                     constraint="0 or 1"),
     P.ParameterSpec("tcp_frame", "", "Frame whose stopping distance is reported and drawn. Empty: tool0 or the "
                     "robot's tool frame.", constraint="a frame of the model or empty"),
     P.ParameterSpec("horizon", 5.0, "Maximum predicted time after the E-stop [s].", P.all_of(P.positive,
-                    P.in_range(0.0, 600.0)), float_range=(0.0, 600.0), constraint="0 < horizon <= 600 s"),
+                    P.in_range(0.0, 600.0)), constraint="0 < horizon <= 600 s"),
     P.ParameterSpec("integration_step", 0.004, "RK4 step of the prediction between events [s] (events are located "
-                    "exactly inside steps).", P.in_range(1e-6, 0.1), float_range=(1e-6, 0.1),
+                    "exactly inside steps).", P.in_range(1e-6, 0.1),
                     constraint="1e-6 .. 0.1 s"),
     P.ParameterSpec("category1_deceleration", 3.0, "Category 1: joint deceleration limit of the controlled ramp "
                     "[rad/s^2].", P.positive, constraint="> 0 rad/s^2"),
     P.ParameterSpec("continuous_rate", 0.0, "Rate [Hz] of continuous 'if the E-stop fired now' predictions while "
-                    "no stop is active; 0 disables.", P.in_range(0.0, 1000.0), float_range=(0.0, 1000.0),
+                    "no stop is active; 0 disables.", P.in_range(0.0, 1000.0),
                     constraint="0 <= rate <= 1000 Hz"),
     P.ParameterSpec("max_trajectory_points", 200, "Most points in the published JointTrajectory (evenly "
-                    "subsampled, first and last kept).", P.in_range(2, 100000), int_range=(2, 100000),
+                    "subsampled, first and last kept).", P.in_range(2, 100000),
                     constraint="2 .. 100000"),
     P.ParameterSpec("max_state_age", 0.5, "A prediction needs a joint state at most this old [s] (node clock vs. "
                     "receipt); older: the prediction is refused with success=false.", P.positive,
                     constraint="> 0 s"),
     P.ParameterSpec("state_wait_timeout", 0.05, "After a stamped trigger (BrakeEvent), wait at most this long [s] "
                     "for a joint state stamped at or after the E-stop instant before predicting from the newest "
-                    "one.", P.in_range(0.0, 1.0), float_range=(0.0, 1.0), constraint="0 .. 1 s"),
+                    "one.", P.in_range(0.0, 1.0), constraint="0 .. 1 s"),
     P.ParameterSpec("trigger_on_brake_event", True, "A BrakeEvent ENGAGE fires a prediction like the estop topic."),
     P.ParameterSpec("event_queue_depth", 50, "DDS history depth of the event subscriptions (bounded queue).",
-                    P.in_range(1, 10000), read_only=True, int_range=(1, 10000), constraint="1 .. 10000"),
+                    P.in_range(1, 10000), read_only=True, constraint="1 .. 10000"),
     P.ParameterSpec("event_rate_limit", 50.0, "Events (brake, lock, trigger) accepted per second per topic; "
                     "excess events are dropped and counted.", P.positive, constraint="> 0 per s"),
-    P.ParameterSpec("event_burst", 20, "Token-bucket burst size of the event rate limit.", P.in_range(1, 100000),
-                    int_range=(1, 100000), constraint="1 .. 100000"),
+    P.ParameterSpec("event_burst", 20, "Token-bucket burst size of the event rate limit.", P.in_range(1, 100000), constraint="1 .. 100000"),
     P.ParameterSpec("ghost_rate", 10.0, "Rate [Hz] at which the predicted rest pose is republished on "
                     "predicted_joint_states (keeps the ghost's TF fresh); 0: publish once per prediction.",
-                    P.in_range(0.0, 1000.0), float_range=(0.0, 1000.0), constraint="0 .. 1000 Hz"),
+                    P.in_range(0.0, 1000.0), constraint="0 .. 1000 Hz"),
     P.ParameterSpec("marker_force_scale", 0.002, "Length of reaction-force arrows per newton [m/N].", P.positive,
                     constraint="> 0"),
     P.ParameterSpec("marker_torque_scale", 0.005, "Length of holding-torque arrows per newton metre [m/(N m)].",

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -33,8 +33,10 @@ class ParameterSpec:
     """One declared parameter: ``default`` fixes its type; ``validator`` returns a reason string to reject a value.
 
     ``read_only`` parameters can only be set at start-up (YAML / overrides). ``constraint`` is the human-readable
-    constraint text shown by ``ros2 param describe``; ``float_range``/``int_range`` (lo, hi) are also exported as
-    descriptor ranges so that GUIs (rqt_reconfigure) show sliders.
+    constraint text shown by ``ros2 param describe``. ``float_range``/``int_range`` (lo, hi) are informational
+    only: they are deliberately NOT exported as descriptor ranges, because rclpy would then reject out-of-range
+    values itself, before the validator, with its own message instead of the one-line reason of ``validator``
+    (put the range into ``validator``, e.g. ``in_range(lo, hi)``).
     """
 
     name: str
@@ -45,19 +47,12 @@ class ParameterSpec:
     constraint: str = ""
     float_range: tuple[float, float] | None = None
     int_range: tuple[int, int] | None = None
-    extra: dict = field(default_factory=dict)
 
     def descriptor(self) -> ParameterDescriptor:
-        d = ParameterDescriptor(
+        return ParameterDescriptor(
             name=self.name, description=self.description, read_only=self.read_only,
             additional_constraints=self.constraint,
         )
-        if self.float_range is not None:
-            d.floating_point_range = [FloatingPointRange(from_value=float(self.float_range[0]),
-                                                         to_value=float(self.float_range[1]), step=0.0)]
-        if self.int_range is not None:
-            d.integer_range = [IntegerRange(from_value=int(self.int_range[0]), to_value=int(self.int_range[1]), step=0)]
-        return d
 
     def check(self, value: Any) -> str | None:
         """Reason to reject ``value`` (``"<name>: ..."``), or None."""

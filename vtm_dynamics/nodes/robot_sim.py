@@ -76,14 +76,14 @@ PARAMETERS = (
     P.ParameterSpec("publish_robot_description", True, "Publish the URDF on robot_description (transient local); "
                     "disable when a robot_state_publisher does.", read_only=True),
     P.ParameterSpec("publish_rate", 500.0, "joint_states rate [Hz] (wall clock).", P.in_range(250.0, 5000.0),
-                    read_only=True, float_range=(250.0, 5000.0), constraint="250 .. 5000 Hz"),
+                    read_only=True, constraint="250 .. 5000 Hz"),
     P.ParameterSpec("time_scale", 1.0, "Simulated seconds per wall-clock second.", P.in_range(0.01, 10.0),
-                    read_only=True, float_range=(0.01, 10.0), constraint="0.01 .. 10"),
+                    read_only=True, constraint="0.01 .. 10"),
     P.ParameterSpec("sim_step", 2e-4, "Fixed integration step of the braked plant [s].", P.in_range(1e-6, 1e-2),
-                    read_only=True, float_range=(1e-6, 1e-2), constraint="1e-6 .. 1e-2 s"),
+                    read_only=True, constraint="1e-6 .. 1e-2 s"),
     P.ParameterSpec("estop_enabled", True, "Fire the E-stop at estop_time.", read_only=True),
     P.ParameterSpec("estop_time", 2.0, "Simulated time of the E-stop after the start of a cycle [s].",
-                    P.in_range(0.0, 3600.0), read_only=True, float_range=(0.0, 3600.0),
+                    P.in_range(0.0, 3600.0), read_only=True,
                     constraint="0 .. 3600 s"),
     P.ParameterSpec("cycle_period", 0.0, "Simulated time from an E-stop to the brake release and the restart of "
                     "the motion [s]; 0: one stop only.", P.in_range(0.0, 3600.0), read_only=True,

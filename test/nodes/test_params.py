@@ -1,0 +1,107 @@
+"""Node parameters are declared with descriptions and validated at start-up and at runtime, with one-line reasons."""
+
+import pytest
+import rclpy
+from rclpy.parameter import Parameter
+
+from test.nodes.node_harness import TEST_BRAKES, init_rclpy
+from vtm_dynamics.nodes import params as P
+from vtm_dynamics.nodes.estop_predictor import PARAMETERS as PREDICTOR_PARAMETERS
+from vtm_dynamics.nodes.estop_predictor import EstopPredictor
+from vtm_dynamics.nodes.robot_sim import PARAMETERS as SIM_PARAMETERS
+from vtm_dynamics.nodes.robot_sim import RobotSim
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ros():
+    init_rclpy()
+    yield
+    rclpy.try_shutdown()
+
+
+def _predictor(**overrides):
+    params = {"robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0, **overrides}
+    return EstopPredictor(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+
+
+@pytest.mark.parametrize("specs", [PREDICTOR_PARAMETERS, SIM_PARAMETERS], ids=["estop_predictor", "robot_sim"])
+def test_every_parameter_has_a_description_and_its_default_passes_its_own_validation(specs):
+    names = [s.name for s in specs]
+    assert len(names) == len(set(names))
+    for s in specs:
+        assert len(s.description) > 20, s.name
+        assert s.check(s.default) is None, s.name
+
+
+def test_descriptors_are_visible_through_the_ros_parameter_api():
+    node = _predictor()
+    try:
+        d = node.describe_parameter("horizon")
+        assert "Maximum predicted time" in d.description and d.additional_constraints == "0 < horizon <= 600 s"
+        assert node.describe_parameter("robot").read_only
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize("name, value, reason", [
+    ("horizon", -1.0, "horizon: must be a finite number > 0 (got -1.0)"),
+    ("stop_category", 2, "stop_category: must be one of 0, 1 (got 2)"),
+    ("robot", "ur10", "robot: must be one of '', 'ur5', 'planar_3r' (got 'ur10')"),
+    ("brake_config", "/nonexistent/brakes.yaml", "brake_config: file does not exist"),
+    ("continuous_rate", 5000.0, "continuous_rate: must lie in [0.0, 1000.0]"),
+    ("event_burst", 0, "event_burst: must lie in [1, 100000] (got 0)"),
+])
+def test_a_bad_start_value_stops_the_node_with_a_reason_naming_the_parameter(name, value, reason):
+    with pytest.raises(P.ParameterError) as err:
+        _predictor(**{name: value})
+    assert str(err.value).startswith(reason)
+    assert "\n" not in str(err.value)
+
+
+def test_runtime_changes_are_validated_and_rejected_with_a_reason():
+    node = _predictor()
+    try:
+        r = node.set_parameters([Parameter("horizon", value=float("nan"))])[0]
+        assert not r.successful and r.reason.startswith("horizon: must be a finite number > 0")
+        assert node.get_parameter("horizon").value == 5.0
+        r = node.set_parameters([Parameter("tcp_frame", value="no_such_frame")])[0]
+        assert not r.successful and r.reason == "tcp_frame: 'no_such_frame' is not a frame of 'ur5'"
+        r = node.set_parameters([Parameter("robot", value="planar_3r")])[0]
+        assert not r.successful  # read-only after start-up
+        r = node.set_parameters([Parameter("horizon", value="long")])[0]
+        assert not r.successful  # wrong type
+        r = node.set_parameters([Parameter("horizon", value=2.5), Parameter("continuous_rate", value=10.0)])
+        assert all(x.successful for x in r)
+        assert node.p["horizon"] == 2.5 and node.continuous_timer is not None
+        r = node.set_parameters([Parameter("tcp_frame", value="wrist_3_link")])[0]
+        assert r.successful and node.tcp_frame() == "wrist_3_link"
+    finally:
+        node.destroy_node()
+
+
+def test_a_brake_file_for_another_robot_is_rejected_at_runtime(tmp_path):
+    other = tmp_path / "brakes.yaml"
+    other.write_text("brakes:\n  joints:\n    joint1: {sliding_torque: 1.0}\n")
+    node = _predictor()
+    try:
+        r = node.set_parameters([Parameter("brake_config", value=str(other))])[0]
+        assert not r.successful and r.reason.startswith("brakes.joints.joint1: unknown joint of 'ur5'")
+        assert node.brakes is not None and node.p["brake_config"] == TEST_BRAKES
+    finally:
+        node.destroy_node()
+
+
+def test_robot_sim_rejects_a_demo_motion_of_the_wrong_size():
+    with pytest.raises(P.ParameterError) as err:
+        RobotSim(parameter_overrides=[Parameter("brake_config", value=TEST_BRAKES),
+                                      Parameter("motion_amplitude", value=[0.1, 0.2])])
+    assert str(err.value) == "motion_amplitude: expected 6 finite numbers, got 2"
+    with pytest.raises(P.ParameterError) as err:
+        RobotSim(parameter_overrides=[Parameter("publish_rate", value=100.0)])
+    assert str(err.value).startswith("publish_rate: must lie in [250.0, 5000.0]")
+
+
+def test_parameter_table_lists_every_parameter():
+    table = P.describe(PREDICTOR_PARAMETERS)
+    for s in PREDICTOR_PARAMETERS:
+        assert f"`{s.name}`" in table
