@@ -111,6 +111,8 @@ class AbsoluteModel:
     extension: URDFExtension = field(repr=False)
     tree_joints: tuple[TreeJoint, ...] = field(repr=False)
     inertias: dict = field(repr=False)
+    frame_ids: dict = field(repr=False)  # link name -> Pinocchio BODY frame id
+    pin_data: pin.Data = field(repr=False)  # scratch data, reused (createData is costly for wide trees)
 
     @property
     def coordinates_per_body(self) -> int:
@@ -377,8 +379,12 @@ def load_absolute_model(urdf: str, planar: bool = False) -> AbsoluteModel:
         pairs.append(PairSpec(dc.name, "driving_constraint", "driving", body(j.parent), body(j.child), body(j.child),
                               Pose(), W, labels, True))
     bodies = tuple(link for link in ext.links if body(link) != GROUND)
+    frame_ids: dict[str, int] = {}
+    for i, frame in enumerate(pin_model.frames):
+        if frame.type == pin.BODY:
+            frame_ids.setdefault(frame.name, i)
     return AbsoluteModel(ext.robot_name, pin_model, root_link, bodies, tuple(pairs), planar, ext, joints,
-                         _inertias(root))
+                         _inertias(root), frame_ids, pin_model.createData())
 
 
 # ------------------------------------------------------------------------------------------------------- kinematics
@@ -394,12 +400,12 @@ def _q_or_neutral(model: AbsoluteModel, q) -> np.ndarray:
 def body_poses(model: AbsoluteModel, q=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """World pose (R, o) of every link frame at ``q`` (Pinocchio forward kinematics) [m]; ground included."""
     q = _q_or_neutral(model, q)
-    data = model.pin_model.createData()
+    data = model.pin_data
     pin.framesForwardKinematics(model.pin_model, data, q)
     poses = {GROUND: (np.eye(3), np.zeros(3))}
+    oMf = data.oMf  # fetch the container once: each attribute access goes through the binding
     for link in model.bodies + (model.root_link,):
-        fid = model.pin_model.getFrameId(link, pin.BODY)
-        M = data.oMf[fid]
+        M = oMf[model.frame_ids[link]]
         poses[GROUND if link == model.root_link else link] = (np.array(M.rotation), np.array(M.translation))
     return poses
 
@@ -503,12 +509,12 @@ def body_twists(model: AbsoluteModel, q, v) -> np.ndarray:
     pm = model.pin_model
     if v.shape[0] != pm.nv or not np.all(np.isfinite(v)):
         raise AbsoluteModelError(f"v: expected {pm.nv} finite numbers, got {v.shape[0]}")
-    data = pm.createData()
+    data = model.pin_data
     pin.forwardKinematics(pm, data, q, v)
     pin.updateFramePlacements(pm, data)
     out = []
     for link in model.bodies:
-        tw = pin.getFrameVelocity(pm, data, pm.getFrameId(link, pin.BODY), pin.LOCAL_WORLD_ALIGNED)
+        tw = pin.getFrameVelocity(pm, data, model.frame_ids[link], pin.LOCAL_WORLD_ALIGNED)
         t = np.concatenate([tw.linear, tw.angular])
         out.append(t[[0, 1, 5]] if model.planar else t)
     return np.concatenate(out) if out else np.zeros(0)

@@ -58,7 +58,7 @@ from vtm_dynamics.core.absolute_coordinates import (
 )
 
 DEFAULT_RANK_RTOL = 1e-9
-CROSS_CHECK_MAX_ROWS = 1500
+CROSS_CHECK_MAX_ROWS = 400  # the rank criterion costs one SVD per pair: O(pairs m n^2)
 
 
 class SolvabilityError(AbsoluteModelError):
@@ -239,7 +239,7 @@ def analyze_constraint_matrix(
         NX = N[rows]
         indet, det = _split_directions(NX)
         if cross_check:
-            others = [i for i in range(m) if i not in set(rows)]
+            others = np.setdiff1d(np.arange(m), rows)
             dim_int: int | None = rank_x + numerical_rank(A[others], tol) - r
         else:
             dim_int = None
@@ -270,7 +270,7 @@ def analyze_constraint_matrix(
     return SolvabilityReport(
         model=model_name, planar=C.planar, n_bodies=len(C.bodies), n_coordinates=n,
         m_holonomic=len(hol), h_nonholonomic=len(non),
-        rank_holonomic=numerical_rank(A[hol], tol), rank_nonholonomic=numerical_rank(A[non], tol),
+        rank_holonomic=numerical_rank(A[hol], tol) if non else r, rank_nonholonomic=numerical_rank(A[non], tol),
         rank=r, redundancy=p, rank_rtol=rank_rtol, rank_tolerance=tol, sigma_max=smax,
         smallest_kept_singular_value=float(s[r - 1]) if r else 0.0,
         largest_dropped_singular_value=float(s[r]) if r < s.size else 0.0,
@@ -295,7 +295,7 @@ def analyze_solvability(
     """Solvability report for a URDF (path or XML string) at configuration ``q`` (Pinocchio order; default neutral).
 
     With ``assemble`` the loop closures are first closed by Newton's method from ``q`` (driven joints held).
-    ``cross_check`` (default: when the matrix has at most 1500 rows) runs the direct-sum rank criterion per pair.
+    ``cross_check`` (default: when the matrix has at most 400 rows) runs the direct-sum rank criterion per pair.
     Raises a ValueError subclass with a one-line message on bad input.
     """
     model, q = _prepare(urdf, planar, q, assemble)
