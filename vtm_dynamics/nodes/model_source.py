@@ -16,6 +16,10 @@ ROBOT_NAMES = ("ur5", "planar_3r")
 _EXAMPLE_ROBOT_URDFS = {"ur5": "ur_description/urdf/ur5_robot.urdf"}
 _PACKAGE_URDFS = {"planar_3r": "planar_3r.urdf"}
 DEFAULT_TCP_FRAMES = {"ur5": "tool0", "planar_3r": "link3"}
+# robot_sim parameters that differ per robot from the UR5 defaults of config/estop_predict.yaml
+SIM_OVERRIDES = {
+    "planar_3r": {"motion_home": [0.0], "motion_amplitude": [0.6], "motion_phase": [0.0], "tcp_frame": "link3"},
+}
 
 
 def package_share_dir(subdir: str) -> str:
@@ -69,6 +73,22 @@ def default_tcp_frame(robot: RobotModel, robot_name: str = "") -> str:
         if name and robot.model.existFrame(name):
             return name
     return robot.model.frames[len(robot.model.frames) - 1].name
+
+
+def urdf_root_link(text: str) -> str:
+    """Name of the root link of URDF text (the link that is no joint's child), found with xml.etree only."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise ModelError(f"urdf: not well-formed XML: {err}") from None
+    links = [link.get("name") for link in root.findall("link")]
+    children = {child.get("link") for child in root.findall("joint/child")}
+    roots = [name for name in links if name not in children]
+    if len(roots) != 1:
+        raise ModelError(f"urdf: expected one root link, found {roots}")
+    return roots[0]
 
 
 def root_frame(robot: RobotModel) -> str:

@@ -1,0 +1,115 @@
+"""Live E-stop prediction next to a real or simulated robot, with RViz.
+
+    ros2 launch vtm_dynamics estop_predict.launch.py                      # UR5, simulated plant, RViz
+    ros2 launch vtm_dynamics estop_predict.launch.py sim:=false           # next to a real robot / Gazebo
+    ros2 launch vtm_dynamics estop_predict.launch.py robot:=planar_3r rviz:=false
+    ros2 launch vtm_dynamics estop_predict.launch.py urdf:=/path/robot.urdf brake_config:=/path/brakes.yaml
+
+Starts: robot_state_publisher (the robot's TF and /robot_description), a second robot_state_publisher in namespace
+``ghost`` with ``frame_prefix: ghost/`` fed by /predicted_joint_states (the predicted rest pose), a static
+transform anchoring ``ghost/<root>`` at ``<root>``, ``estop_predictor``, optionally ``robot_sim`` (the plant and
+safety controller, ``sim:=true``) and optionally RViz (``rviz:=true``). Parameters come from ``params_file``
+(default: the package's config/estop_predict.yaml); the arguments below override the model and brake entries.
+The same nodes and YAML run without ROS 2 launch through ``vtm-estop-demo``.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+PACKAGE = "vtm_dynamics"
+GHOST_PREFIX = "ghost/"
+
+
+def _nodes(context, *args, **kwargs):
+    """Actions that need the URDF text and its root link (known only once the arguments are resolved)."""
+    from vtm_dynamics.nodes.model_source import SIM_OVERRIDES, load_urdf_text, urdf_root_link
+
+    robot = LaunchConfiguration("robot").perform(context)
+    urdf = LaunchConfiguration("urdf").perform(context)
+    brake_config = LaunchConfiguration("brake_config").perform(context)
+    params_file = LaunchConfiguration("params_file").perform(context)
+    rviz_config = LaunchConfiguration("rviz_config").perform(context)
+    category = int(LaunchConfiguration("stop_category").perform(context))
+
+    text = load_urdf_text("" if urdf else robot, urdf)
+    root = urdf_root_link(text)
+    description = ParameterValue(text, value_type=str)
+    model = {"robot": "" if urdf else robot, "urdf_path": urdf, "brake_config": brake_config}
+    sim_overrides = {} if urdf else dict(SIM_OVERRIDES.get(robot, {}))
+    tcp = sim_overrides.get("tcp_frame")
+
+    predictor_params = dict(model, stop_category=category)
+    if tcp is not None or urdf:
+        predictor_params["tcp_frame"] = tcp or ""
+    sim_params = dict(model, publish_robot_description=False, **sim_overrides)
+    if urdf:
+        sim_params["tcp_frame"] = ""
+        sim_params.pop("robot")  # robot_sim's `robot` must name a shipped robot; urdf_path overrides it
+
+    return [
+        LogInfo(msg=f"vtm_dynamics E-stop prediction: model {urdf or robot}, root link {root!r}, "
+                    f"stop category {category}"),
+        Node(
+            package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
+            parameters=[{"robot_description": description}], output="screen",
+            condition=IfCondition(LaunchConfiguration("robot_state_publisher")),
+        ),
+        Node(
+            package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
+            namespace="ghost", parameters=[{"robot_description": description, "frame_prefix": GHOST_PREFIX}],
+            remappings=[("joint_states", "/predicted_joint_states")], output="screen",
+        ),
+        Node(
+            package="tf2_ros", executable="static_transform_publisher", name="ghost_anchor",
+            arguments=["--frame-id", root, "--child-frame-id", GHOST_PREFIX + root], output="log",
+        ),
+        Node(
+            package=PACKAGE, executable="estop_predictor", name="estop_predictor",
+            parameters=[params_file, predictor_params], output="screen",
+        ),
+        Node(
+            package=PACKAGE, executable="robot_sim", name="robot_sim",
+            parameters=[params_file, sim_params], output="screen",
+            condition=IfCondition(LaunchConfiguration("sim")),
+        ),
+        Node(
+            package="rviz2", executable="rviz2", name="rviz2", arguments=["-d", rviz_config, "-f", root],
+            output="log", condition=IfCondition(LaunchConfiguration("rviz")),
+        ),
+    ]
+
+
+def generate_launch_description() -> LaunchDescription:
+    share = FindPackageShare(PACKAGE)
+    return LaunchDescription([
+        DeclareLaunchArgument("robot", default_value="ur5", choices=["ur5", "planar_3r"],
+                              description="Robot shipped with vtm_dynamics (ignored when urdf is set)."),
+        DeclareLaunchArgument("urdf", default_value="",
+                              description="URDF file of the robot; overrides robot. With sim:=true the params "
+                                          "file must give a demo motion with one entry per joint."),
+        DeclareLaunchArgument("brake_config", default_value="",
+                              description="Brake YAML (vtm_dynamics.core.brakes format); empty: "
+                                          "config/<robot>_brakes.yaml of the package."),
+        DeclareLaunchArgument("stop_category", default_value="0", choices=["0", "1"],
+                              description="IEC 60204-1 stop category predicted on an E-stop."),
+        DeclareLaunchArgument("sim", default_value="true", choices=["true", "false"],
+                              description="Start robot_sim (plant + safety controller firing the E-stop). "
+                                          "false: joint states and E-stop come from the real robot."),
+        DeclareLaunchArgument("rviz", default_value="true", choices=["true", "false"],
+                              description="Start RViz with the prediction view."),
+        DeclareLaunchArgument("robot_state_publisher", default_value="true", choices=["true", "false"],
+                              description="Start a robot_state_publisher for the robot itself (false if the "
+                                          "robot's driver already runs one)."),
+        DeclareLaunchArgument("params_file",
+                              default_value=PathJoinSubstitution([share, "config", "estop_predict.yaml"]),
+                              description="Node parameters (estop_predictor, robot_sim)."),
+        DeclareLaunchArgument("rviz_config",
+                              default_value=PathJoinSubstitution([share, "config", "rviz", "estop_predict.rviz"]),
+                              description="RViz configuration."),
+        OpaqueFunction(function=_nodes),
+    ])
