@@ -159,7 +159,7 @@ class StopEvent:
 @dataclass(frozen=True)
 class StopPrediction:
     """Predicted stop. Time series (K samples, events appear twice: before and after): ``t`` [s], ``q`` (K x nq),
-    ``v`` (K x nv) [rad/s], ``tau_brake`` (K x nv) brake torque on each joint [N m] (sliding torque while
+    ``v`` (K x nv) [rad/s], ``a`` (K x nv) [rad/s^2], ``tau_brake`` (K x nv) brake torque on each joint [N m] (sliding torque while
     sliding, needed holding torque while locked), ``tau_drive`` (K x nv) drive torque (category 1 ramp),
     ``locked`` (K x nv, bool) active set, ``brake_work`` (K) cumulative brake work [J] (<= 0), ``impulse_loss`` (K)
     cumulative kinetic energy lost in abrupt-lock jumps [J] (>= 0): E(t) - E(0) = brake_work - impulse_loss.
@@ -176,6 +176,7 @@ class StopPrediction:
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
+    a: np.ndarray
     tau_brake: np.ndarray
     tau_drive: np.ndarray
     locked: np.ndarray
@@ -499,6 +500,7 @@ class _Engine:
             samples["t"].append(tq)
             samples["q"].append(qq.copy())
             samples["v"].append(vv.copy())
+            samples["a"].append(a.copy())
             samples["tau"].append(tb)
             samples["drive"].append(np.zeros(self.nv))
             samples["locked"].append(self.locked.copy())
@@ -714,7 +716,7 @@ def predict_stop(
     frame_id = robot.frame_id(tcp_frame) if tcp_frame is not None else None
 
     engine = _Engine(robot, brakes, settings)
-    samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "tau", "drive", "locked", "W", "J")}
+    samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "a", "tau", "drive", "locked", "W", "J")}
     t_off = 0.0
     q_start, v_start = q0, v0
     engage = brakes.engage_delay.copy()
@@ -766,7 +768,7 @@ def predict_stop(
         straight = float(np.linalg.norm(tcp_pos[-1] - tcp_pos[0]))
     W_arr = np.array(samples["W"])
     return StopPrediction(
-        joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr,
+        joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr, a=np.array(samples["a"]),
         tau_brake=np.array(samples["tau"]), tau_drive=np.array(samples["drive"]), locked=np.array(samples["locked"]),
         brake_work=W_arr, impulse_loss=np.array(samples["J"]), events=tuple(engine.events), stopped=stopped, stop_time=stop_time,
         joint_stop_times=joint_stop, stopping_angles=robot.difference(q0, q_fin), q_final=q_fin,
@@ -829,6 +831,7 @@ def _controlled_ramp(robot: RobotModel, q0, v0, c1: CategoryOne, settings: StopS
         samples["t"].append(float(t))
         samples["q"].append(qq)
         samples["v"].append(vv)
+        samples["a"].append(aa if t < T else np.zeros(nv))
         samples["tau"].append(np.zeros(nv))
         samples["drive"].append(np.array(pin.rnea(m, d, qq, vv, aa)))
         samples["locked"].append(np.zeros(nv, dtype=bool))
@@ -852,3 +855,60 @@ def generalized_momenta(robot: RobotModel, prediction: StopPrediction) -> np.nda
     """Generalized momenta p = M(q) v [N m s] at every sample (rows of locked joints included; Müller 2026,
     Sec. 6 plots F^T M v, the free rows)."""
     return np.array([robot.mass_matrix(q) @ v for q, v in zip(prediction.q, prediction.v)])
+
+
+def state_from_joint_names(
+    robot: RobotModel, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(q, v) in model order from a JointState-like message (``names``, ``positions`` [rad], ``velocities``
+    [rad/s], any order; velocities may be empty = zero). Every movable joint must be present (one-DOF joints;
+    a continuous joint's angle becomes (cos, sin)); unknown names are an error naming them."""
+    names = list(names)
+    pos = list(positions)
+    vel = list(velocities) if velocities is not None and len(velocities) else [0.0] * len(names)
+    if len(pos) != len(names) or len(vel) != len(names):
+        raise StopInputError(f"joint_state: {len(names)} names but {len(pos)} positions and {len(vel)} velocities")
+    index = {n: k for k, n in enumerate(names)}
+    unknown = [n for n in names if n not in robot.joint_names]
+    if unknown:
+        raise StopInputError(f"joint_state.name: unknown joint {unknown[0]!r} for {robot.name!r}")
+    missing = [n for n in robot.joint_names if n not in index]
+    if missing:
+        raise StopInputError(f"joint_state.name: joint {missing[0]!r} is missing")
+    angles = np.array([float(pos[index[n]]) for n in robot.joint_names])
+    v = np.array([float(vel[index[n]]) for n in robot.joint_names])
+    if not np.all(np.isfinite(angles)):
+        bad = robot.joint_names[int(np.flatnonzero(~np.isfinite(angles))[0])]
+        raise StopInputError(f"joint_state.position[{bad}]: not a finite number")
+    if not np.all(np.isfinite(v)):
+        bad = robot.joint_names[int(np.flatnonzero(~np.isfinite(v))[0])]
+        raise StopInputError(f"joint_state.velocity[{bad}]: not a finite number")
+    if any(j.nv != 1 for j in robot.joints):
+        raise StopInputError("joint_state: only models with one-DOF joints are supported")
+    q = robot.configuration_from_angles(angles)
+    return q, v
+
+
+def dense_series(prediction: StopPrediction, per_interval: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, angles, v) refined between samples by cubic Hermite interpolation (q with v, v with a) for plots and
+    animations; ``angles`` are q for models whose q is a vector (nq == nv), else the velocity-space displacement is
+    not available and q samples are repeated. Accuracy O(step^4)."""
+    t, q, v, a = prediction.t, prediction.q, prediction.v, prediction.a
+    ts, qs, vs = [t[:1]], [q[:1]], [v[:1]]
+    x = np.linspace(0.0, 1.0, per_interval + 1)[1:]
+    h00, h10, h01, h11 = 2 * x**3 - 3 * x**2 + 1, x**3 - 2 * x**2 + x, -2 * x**3 + 3 * x**2, x**3 - x**2
+    vector = q.shape[1] == v.shape[1]
+    for k in range(len(t) - 1):
+        h = t[k + 1] - t[k]
+        if h <= 0:
+            ts.append(t[k + 1:k + 2])
+            qs.append(q[k + 1:k + 2])
+            vs.append(v[k + 1:k + 2])
+            continue
+        ts.append(t[k] + h * x)
+        vs.append(np.outer(h00, v[k]) + np.outer(h10 * h, a[k]) + np.outer(h01, v[k + 1]) + np.outer(h11 * h, a[k + 1]))
+        if vector:
+            qs.append(np.outer(h00, q[k]) + np.outer(h10 * h, v[k]) + np.outer(h01, q[k + 1]) + np.outer(h11 * h, v[k + 1]))
+        else:
+            qs.append(np.repeat(q[k + 1:k + 2], len(x), axis=0))
+    return np.concatenate(ts), np.concatenate(qs), np.concatenate(vs)

@@ -1,0 +1,90 @@
+"""vtm-predict: summary table, JSON/CSV/PNG outputs, envelope progress, and one-line errors with exit code 2."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+import yaml
+
+from vtm_dynamics.cli.predict import main, run_default_demo
+from vtm_dynamics.core.brakes import brakes_from_config
+from vtm_dynamics.core.estop import predict_stop
+from vtm_dynamics.core.model import RobotModel, example_robot_urdf
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_default_run_prints_a_summary_table(capsys):
+    assert main(["ur5"]) == 0
+    out = capsys.readouterr().out
+    assert "E-stop prediction: ur5, category 0" in out
+    assert "stop time" in out and "shoulder_pan_joint" in out and "stick" in out
+
+
+def test_outputs_match_the_core_prediction(tmp_path, capsys):
+    q = [0.1, -1.0, 1.2, -0.5, 0.4, 0.0]
+    v = [1.0, -1.5, 2.0, 1.0, -1.0, 2.0]
+    js, cs, pl = tmp_path / "s.json", tmp_path / "s.csv", tmp_path / "plots"
+    rc = main(["ur5", "--q", *map(str, q), "--v", *map(str, v), "--json", str(js), "--csv", str(cs),
+               "--plots", str(pl), "--lock", "wrist_3_joint@0.004"])
+    assert rc == 0
+    data = json.loads(js.read_text())
+    robot = RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    brakes = brakes_from_config(robot, os.path.join(REPO, "config", "ur5_brakes.yaml"))
+    from vtm_dynamics.core.estop import LockEvent
+    ref = predict_stop(robot, brakes, np.array(q), np.array(v), tcp_frame="tool0",
+                       lock_events=[LockEvent(0.004, "wrist_3_joint")])
+    assert data["stop_time_s"] == pytest.approx(ref.stop_time, abs=1e-12)
+    np.testing.assert_allclose(data["stopping_angles_rad"], ref.stopping_angles, atol=1e-12)
+    assert data["tcp_straight_distance_m"] == pytest.approx(ref.tcp_straight_distance, abs=1e-12)
+    assert [e["kind"] for e in data["events"]][0] == "lock"
+    rows = list(csv.reader(cs.open()))
+    assert rows[0][0] == "t_s" and len(rows) == len(ref.t) + 1
+    assert float(rows[-1][1]) == pytest.approx(ref.q_final[0], abs=1e-15)
+    for name in ("angles.png", "rates.png", "momenta.png", "energy.png"):
+        png = pl / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_envelope_reports_progress_on_stderr(capsys):
+    assert main(["planar_3r", "--envelope", "2"]) == 0
+    cap = capsys.readouterr()
+    assert "envelope: 1/" in cap.err and "envelope over" in cap.out and "worst distance" in cap.out
+
+
+def test_category1_and_run_default_demo(tmp_path, capsys):
+    assert main(["planar_3r", "--category", "1", "--decel", "4"]) == 0
+    assert "category 1 (power off at" in capsys.readouterr().out
+    summary = run_default_demo(str(tmp_path))
+    assert summary.robot == "ur5" and summary.prediction.stopped
+    assert {os.path.basename(f) for f in summary.files} >= {"stop.json", "stop.csv", "energy.png"}
+
+
+def _bad_brakes(tmp_path, entry):
+    path = tmp_path / "brakes.yaml"
+    path.write_text(yaml.safe_dump({"brakes": {"joints": entry}}))
+    return str(path)
+
+
+@pytest.mark.parametrize("args_fn, field", [
+    (lambda t: ["ur5", "--brakes", _bad_brakes(t, {"no_joint": {"sliding_torque": 1.0}})], "brakes.joints.no_joint"),
+    (lambda t: ["ur5", "--brakes", _bad_brakes(t, {"elbow_joint": {"sliding_torque": -5.0}})],
+     "brakes.joints.elbow_joint.sliding_torque"),
+    (lambda t: ["ur5", "--q", "0", "nan", "0", "0", "0", "0", "--v", "0", "0", "0", "0", "0", "0"], "q[1]"),
+    (lambda t: ["ur5", "--q", "0", "0", "3.5", "0", "0", "0", "--v", "0", "0", "0", "0", "0", "0"], "q[elbow_joint]"),
+    (lambda t: ["ur5", "--q", "0", "0", "0", "--v", "0", "0", "0"], "q"),
+    (lambda t: ["ur5", "--state", "flying"], "state"),
+    (lambda t: ["ur5", "--lock", "elbow_joint"], "lock"),
+    (lambda t: ["kuka"], "robot"),
+    (lambda t: ["--urdf", str(t / "missing.urdf"), "--brakes", "x.yaml"], "urdf"),
+])
+def test_bad_input_gives_one_error_line_and_exit_code_2(tmp_path, capsys, args_fn, field):
+    assert main(args_fn(tmp_path)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"vtm-predict: error: {field}")
+
+
+def test_argparse_errors_also_exit_2(capsys):
+    assert main(["ur5", "--category", "3"]) == 2

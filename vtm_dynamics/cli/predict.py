@@ -1,0 +1,350 @@
+"""``vtm-predict``: predict an emergency stop from the command line (summary table, JSON/CSV, PNG plots, envelope).
+
+Examples::
+
+    vtm-predict ur5                                   # default state, calibrated UR5 brakes, category 0
+    vtm-predict ur5 --q 0 -1.2 1.5 -0.8 0.5 0.2 --v 2 -2.5 2.8 1.5 -2 3 --json stop.json --plots out/
+    vtm-predict planar_3r --category 1 --decel 4 --csv stop.csv
+    vtm-predict --urdf my_arm.urdf --brakes my_brakes.yaml --q ... --v ... --tcp-frame tool0 --envelope 20
+
+Bad input (unknown joint in the brake file, negative torques, NaN or out-of-limit state) prints one line
+``vtm-predict: error: <field>: <reason>`` and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from vtm_dynamics.core.brakes import BrakeSet, brakes_from_config
+from vtm_dynamics.core.envelope import EnvelopeSpec, StopEnvelope, stop_envelope
+from vtm_dynamics.core.estop import (
+    CategoryOne, LockEvent, StopInputError, StopPrediction, StopSettings, dense_series, energy_series,
+    generalized_momenta, predict_stop,
+)
+from vtm_dynamics.core.model import RobotModel, example_robot_urdf
+
+PROG = "vtm-predict"
+_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+ROBOTS = {
+    # name: (URDF source, brake config, default TCP frame, payload frame, named states {name: (q, v)})
+    "ur5": ("example:ur_description/urdf/ur5_robot.urdf", "ur5_brakes.yaml", "tool0", "tool0", {
+        "demo": ([0.3, -1.2, 1.5, -0.8, 0.5, 0.2], [2.0, -2.5, 2.8, 1.5, -2.0, 3.0]),
+        "stretched_j0": ([0.0] * 6, [math.pi, 0, 0, 0, 0, 0]),
+        "stretched_j1": ([0.0] * 6, [0, math.pi, 0, 0, 0, 0]),
+        "stretched_j2": ([0.0] * 6, [0, 0, math.pi, 0, 0, 0]),
+    }),
+    "planar_3r": ("urdf/planar_3r.urdf", "planar_3r_brakes.yaml", "link3", None, {
+        "demo": ([math.pi / 6] * 3, [1.0, -0.5, 0.8]),
+        "rest": ([math.pi / 6] * 3, [0.0, 0.0, 0.0]),
+    }),
+}
+
+
+def _data_path(*parts: str) -> str:
+    """A file shipped with the package: the source tree, else the ament/pip share directory."""
+    local = os.path.join(_PKG_ROOT, *parts)
+    if os.path.exists(local):
+        return local
+    return os.path.join(sys.prefix, "share", "vtm_dynamics", *parts)
+
+
+def _urdf_path(source: str) -> str:
+    if source.startswith("example:"):
+        return example_robot_urdf(source.split(":", 1)[1])
+    return _data_path(*source.split("/"))
+
+
+@dataclass(frozen=True)
+class PredictionSummary:
+    """What a run produced: the prediction (and envelope), the robot name and the files written."""
+
+    robot: str
+    prediction: StopPrediction
+    envelope: StopEnvelope | None
+    files: tuple[str, ...]
+
+
+# ---------------------------------------------------------------------------------------------------- output
+def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: StopEnvelope | None = None) -> str:
+    """Readable plain-text summary of a prediction (the CLI's stdout)."""
+    lines = []
+    cat = f"category {p.category}" + (f" (power off at {p.power_off_time:.4f} s)" if p.category == 1 else "")
+    lines.append(f"E-stop prediction: {robot.name}, {cat}, {robot.nv} joints")
+    if p.stopped:
+        lines.append(f"stop time        {p.stop_time:9.4f} s   (all joints held)")
+    else:
+        lines.append(f"stop time        not stopped within the horizon ({p.t[-1]:.3f} s): a joint without brake?")
+    if p.tcp_frame:
+        lines.append(f"TCP '{p.tcp_frame}'      straight {p.tcp_straight_distance:.4f} m, path {p.tcp_path_length:.4f} m")
+    lines.append(f"energy           brakes {p.brake_energy + 0.0:.3f} J, impulsive locks {p.impulse_energy + 0.0:.3f} J")
+    lines.append("")
+    hdr = f"{'joint':<22}{'q0 [rad]':>10}{'v0 [rad/s]':>12}{'angle [rad]':>13}{'stop [s]':>10}{'hold [N m]':>12}{'cap [N m]':>11}"
+    lines.append(hdr)
+    lines.append("-" * len(hdr))
+    for i, name in enumerate(robot.joint_names):
+        st = p.joint_stop_times[i]
+        lines.append(
+            f"{name:<22}{p.q[0][i] if robot.nq == robot.nv else float('nan'):>10.4f}{p.v[0][i]:>12.4f}"
+            f"{p.stopping_angles[i]:>13.5f}{st if np.isfinite(st) else float('nan'):>10.4f}"
+            f"{p.holding_torques[i]:>12.2f}{brakes.holding_torque[i]:>11.2f}"
+        )
+    lines.append("")
+    lines.append(f"events ({len(p.events)}):")
+    for e in p.events:
+        jump = float(np.max(np.abs(e.dv))) if e.dv.size else 0.0
+        extra = f"  max|dv| {jump:.4f} rad/s, loss {e.energy_loss:.4f} J" if e.kind == "lock" else ""
+        lines.append(f"  {e.time:9.5f} s  {e.kind:<8} {', '.join(e.joints)}{extra}")
+    if env is not None:
+        lines.append("")
+        lines.append(f"envelope over {len(env.cases)} cases (torque x, delay x, payload kg):")
+        for label, c in (("nominal", env.nominal), ("worst distance", env.worst_distance),
+                         ("best distance", env.best_distance), ("worst time", env.worst_time),
+                         ("best time", env.best_time)):
+            dist = c.tcp_straight_distance if env.tcp_frame else c.max_stopping_angle
+            unit = "m" if env.tcp_frame else "rad"
+            lines.append(f"  {label:<15} ({c.torque_factor:.3f}, {c.delay_factor:.3f}, {c.payload:.2f}):"
+                         f" distance {dist:.4f} {unit}, stop time {c.stop_time:.4f} s")
+    return "\n".join(lines)
+
+
+def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope | None = None) -> dict:
+    """JSON-ready dict: summary, events and time series (SI units, keys name them)."""
+    def f(x):
+        return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+    out = {
+        "robot": robot.name, "joint_names": list(robot.joint_names), "category": p.category,
+        "stopped": p.stopped, "stop_time_s": f(p.stop_time), "power_off_time_s": p.power_off_time,
+        "joint_stop_times_s": [f(float(x)) for x in p.joint_stop_times],
+        "stopping_angles_rad": p.stopping_angles.tolist(), "q_final": p.q_final.tolist(),
+        "tcp_frame": p.tcp_frame, "tcp_straight_distance_m": f(p.tcp_straight_distance),
+        "tcp_path_length_m": f(p.tcp_path_length), "brake_energy_J": p.brake_energy,
+        "impulse_energy_J": p.impulse_energy, "holding_torques_Nm": [f(float(x)) for x in p.holding_torques],
+        "rest_wrenches_N_Nm": p.rest_wrenches.tolist(),
+        "events": [{
+            "time_s": e.time, "kind": e.kind, "joints": list(e.joints), "v_minus": e.v_minus.tolist(),
+            "v_plus": e.v_plus.tolist(), "dv": e.dv.tolist(), "impulses_Nms": e.impulses.tolist(),
+            "impulse_joints": list(e.impulse_joints), "energy_loss_J": e.energy_loss,
+            "holding_torques_Nm": [f(float(x)) for x in e.holding_torques], "wrenches_N_Nm": e.wrenches.tolist(),
+        } for e in p.events],
+        "series": {"t_s": p.t.tolist(), "q": p.q.tolist(), "v": p.v.tolist(), "tau_brake_Nm": p.tau_brake.tolist(),
+                   "tau_drive_Nm": p.tau_drive.tolist(), "locked": p.locked.astype(int).tolist(),
+                   "brake_work_J": p.brake_work.tolist(), "impulse_loss_J": p.impulse_loss.tolist()},
+    }
+    if env is not None:
+        out["envelope"] = {
+            "cases": [{"torque_factor": c.torque_factor, "delay_factor": c.delay_factor, "payload_kg": c.payload,
+                       "stop_time_s": f(c.stop_time), "tcp_straight_distance_m": f(c.tcp_straight_distance),
+                       "max_stopping_angle_rad": c.max_stopping_angle, "stopped": c.stopped} for c in env.cases],
+            "worst_distance_index": env.cases.index(env.worst_distance),
+            "worst_time_index": env.cases.index(env.worst_time),
+        }
+    return out
+
+
+def write_csv(path: str, robot: RobotModel, p: StopPrediction) -> None:
+    """Time series as CSV: t, then q_, v_, tau_brake_, locked_ per joint, then brake work and jump losses."""
+    names = robot.joint_names
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        qn = [f"q_{n}" for n in names] if robot.nq == robot.nv else [f"q{k}" for k in range(robot.nq)]
+        w.writerow(["t_s"] + qn + [f"v_{n}" for n in names] + [f"tau_brake_{n}" for n in names]
+                   + [f"locked_{n}" for n in names] + ["brake_work_J", "impulse_loss_J"])
+        for k in range(len(p.t)):
+            w.writerow([repr(float(p.t[k]))] + [repr(float(x)) for x in p.q[k]] + [repr(float(x)) for x in p.v[k]]
+                       + [repr(float(x)) for x in p.tau_brake[k]] + [int(x) for x in p.locked[k]]
+                       + [repr(float(p.brake_work[k])), repr(float(p.impulse_loss[k]))])
+
+
+def write_plots(out_dir: str, robot: RobotModel, p: StopPrediction) -> list[str]:
+    """PNG plots for a report: joint angles, joint rates, generalized momenta M v, energy; events marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(out_dir, exist_ok=True)
+    T, V = energy_series(robot, p)
+    td, qd, vd = dense_series(p)  # cubic Hermite between the integration samples
+    mom = np.array([robot.mass_matrix(q) @ v for q, v in zip(qd, vd)]) if robot.nq == robot.nv else \
+        generalized_momenta(robot, p)
+    tm = td if robot.nq == robot.nv else p.t
+    ang = qd if robot.nq == robot.nv else np.array([robot.difference(p.q[0], q) for q in p.q])
+    ta = td if robot.nq == robot.nv else p.t
+    panels = [
+        ("angles.png", "joint angle [rad]", ta, ang, robot.joint_names),
+        ("rates.png", "joint rate [rad/s]", td, vd, robot.joint_names),
+        ("momenta.png", "generalized momentum (M v) [N m s]", tm, mom, robot.joint_names),
+        ("energy.png", "energy [J]", p.t, np.column_stack([T, V, T + V, p.brake_work, -p.impulse_loss]),
+         ("kinetic", "potential", "total", "brake work", "- jump losses")),
+    ]
+    files = []
+    for fname, ylabel, tt, data, labels in panels:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for k, lab in enumerate(labels):
+            ax.plot(tt, data[:, k], label=lab)
+        for e in p.events:
+            ax.axvline(e.time, color="0.6" if e.kind == "engage" else ("r" if e.kind == "lock" else "0.3"),
+                       lw=0.8, ls="--" if e.kind in ("engage", "power_off") else ":")
+        ax.set_xlabel("time [s]  (dashed: brakes engage, dotted: stick/slip/release, red: abrupt lock)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{robot.name}: category-{p.category} stop")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        path = os.path.join(out_dir, fname)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
+    return files
+
+
+# ---------------------------------------------------------------------------------------------------- run
+def run_prediction(
+    robot_name: str | None = "ur5", *, urdf: str | None = None, q: Sequence[float] | None = None,
+    v: Sequence[float] | None = None, state: str = "demo", category: int = 0, deceleration: float = 3.0,
+    max_duration: float | None = None, brakes_path: str | None = None, tcp_frame: str | None = None,
+    payload: float = 0.0, locks: Sequence[LockEvent] = (), json_path: str | None = None,
+    csv_path: str | None = None, plots_dir: str | None = None, envelope: int | None = None,
+    step: float | None = None, progress=None,
+) -> tuple[PredictionSummary, RobotModel, BrakeSet]:
+    """The CLI's work as a function (numpy in, dataclasses out; files only when paths are given)."""
+    from vtm_dynamics.core.payload import with_payload
+
+    spec = ROBOTS.get(robot_name) if robot_name else None
+    if urdf is None and spec is None:
+        raise StopInputError(f"robot: must be one of {', '.join(ROBOTS)} or --urdf PATH, got {robot_name!r}")
+    robot = RobotModel.from_urdf(urdf if urdf is not None else _urdf_path(spec[0]))
+    if payload:
+        frame = spec[3] if spec and spec[3] else tcp_frame
+        if frame is None:
+            raise StopInputError("payload: needs --tcp-frame to know where to attach it")
+        robot = with_payload(robot, payload, frame)
+    if brakes_path is None:
+        if spec is None:
+            raise StopInputError("brakes: --brakes YAML is required with --urdf")
+        brakes_path = _data_path("config", spec[1])
+    brakes = brakes_from_config(robot, brakes_path)
+    if q is None or v is None:
+        states = spec[4] if spec else {}
+        if state not in states:
+            raise StopInputError(f"state: {state!r} is not a named state of {robot.name!r}"
+                                 + (f" (known: {', '.join(states)})" if states else "; give --q and --v"))
+        q = states[state][0] if q is None else q
+        v = states[state][1] if v is None else v
+    if tcp_frame is None and spec is not None:
+        tcp_frame = spec[2]
+    qa = np.asarray(q, dtype=float)
+    if robot.nq != robot.nv and qa.shape == (robot.nv,):
+        qa = robot.configuration_from_angles(qa)
+    settings = StopSettings() if step is None else StopSettings(step=step)
+    c1 = CategoryOne(deceleration=deceleration, max_duration=max_duration) if category == 1 else None
+    p = predict_stop(robot, brakes, qa, v, category=category, category_one=c1, lock_events=locks,
+                     tcp_frame=tcp_frame, settings=settings)
+    env = None
+    if envelope:
+        pl = (0.0, 5.0) if robot_name == "ur5" and urdf is None and not payload else (payload, payload)
+        env = stop_envelope(robot, brakes, qa, v, EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5),
+                                                               payload=pl, payload_frame=spec[3] if spec else tcp_frame,
+                                                               n_random=envelope),
+                            category=category, lock_events=locks, tcp_frame=tcp_frame, settings=settings,
+                            progress=progress)
+    files = []
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as fh:
+            json.dump(prediction_to_dict(robot, p, env), fh, indent=1)
+        files.append(json_path)
+    if csv_path:
+        write_csv(csv_path, robot, p)
+        files.append(csv_path)
+    if plots_dir:
+        files.extend(write_plots(plots_dir, robot, p))
+    return PredictionSummary(robot.name, p, env, tuple(files)), robot, brakes
+
+
+def run_default_demo(out_dir: str) -> PredictionSummary:
+    """The default demo: UR5 with its calibrated brakes, category 0 from the 'demo' state; writes stop.json,
+    stop.csv and the PNG plots into ``out_dir`` and returns the summary."""
+    os.makedirs(out_dir, exist_ok=True)
+    summary, _, _ = run_prediction(
+        "ur5", json_path=os.path.join(out_dir, "stop.json"), csv_path=os.path.join(out_dir, "stop.csv"),
+        plots_dir=out_dir,
+    )
+    return summary
+
+
+def _parse_lock(text: str) -> LockEvent:
+    try:
+        joints, time = text.rsplit("@", 1)
+        return LockEvent(float(time), joints.split(","))
+    except ValueError:
+        raise StopInputError(f"lock: expected JOINT[,JOINT...]@TIME, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description="Predict an emergency stop (stopping time, angles, TCP "
+                                 "distance, events) of a robot with joint brakes.")
+    ap.add_argument("robot", nargs="?", default="ur5", help=f"robot: {' | '.join(ROBOTS)} (ignored with --urdf)")
+    ap.add_argument("--urdf", help="URDF file of another robot (then --brakes is required)")
+    ap.add_argument("--q", type=float, nargs="+", help="joint positions [rad] in model order")
+    ap.add_argument("--v", type=float, nargs="+", help="joint velocities [rad/s] in model order")
+    ap.add_argument("--state", default="demo", help="named default state when --q/--v are not given")
+    ap.add_argument("--category", type=int, default=0, choices=(0, 1), help="IEC 60204-1 stop category")
+    ap.add_argument("--decel", type=float, default=3.0, help="category 1: joint deceleration limit [rad/s^2]")
+    ap.add_argument("--max-duration", type=float, help="category 1: power is cut after this time [s]")
+    ap.add_argument("--brakes", help="brake YAML (default: the robot's config/*_brakes.yaml)")
+    ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported")
+    ap.add_argument("--payload", type=float, default=0.0, help="payload mass at the TCP [kg]")
+    ap.add_argument("--lock", action="append", default=[], help="abrupt lock JOINT[,JOINT]@TIME (repeatable)")
+    ap.add_argument("--step", type=float, help="integration step [s] (default 0.005)")
+    ap.add_argument("--json", help="write the prediction as JSON")
+    ap.add_argument("--csv", help="write the time series as CSV")
+    ap.add_argument("--plots", help="directory for PNG plots")
+    ap.add_argument("--envelope", type=int, metavar="N", help="also run an uncertainty envelope with N random cases")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = build_parser()
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its message
+        return int(exc.code or 0)
+
+    def progress(done: int, total: int) -> None:
+        sys.stderr.write(f"\renvelope: {done}/{total} cases")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    try:
+        locks = [_parse_lock(s) for s in args.lock]
+        summary, robot, brakes = run_prediction(
+            None if args.urdf else args.robot, urdf=args.urdf, q=args.q, v=args.v, state=args.state,
+            category=args.category, deceleration=args.decel, max_duration=args.max_duration,
+            brakes_path=args.brakes, tcp_frame=args.tcp_frame, payload=args.payload, locks=locks,
+            json_path=args.json, csv_path=args.csv, plots_dir=args.plots, envelope=args.envelope, step=args.step,
+            progress=progress,
+        )
+    except (ValueError, OSError) as err:  # our errors are ValueError subclasses with one line naming the field
+        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        sys.stderr.write(f"{PROG}: error: {msg}\n")
+        return 2
+    print(summary_table(robot, brakes, summary.prediction, summary.envelope))
+    for f in summary.files:
+        print(f"wrote {f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
