@@ -25,7 +25,6 @@ import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
 DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
-PLANAR_3R_MOTION = {"motion_home": [0.0], "motion_amplitude": [0.6], "motion_phase": [0.0], "tcp_frame": "link3"}
 
 
 def default_config_path() -> str:
@@ -69,10 +68,12 @@ def build_parameters(args: argparse.Namespace) -> tuple[dict, dict]:
     pred = node_parameters(config, "estop_predictor")
     sim = node_parameters(config, "robot_sim")
     if args.robot:
+        from vtm_dynamics.nodes.model_source import SIM_OVERRIDES
+
         pred["robot"] = sim["robot"] = args.robot
-        if args.robot == "planar_3r":
-            sim.update(PLANAR_3R_MOTION)
-            pred["tcp_frame"] = PLANAR_3R_MOTION["tcp_frame"]
+        sim.update(SIM_OVERRIDES.get(args.robot, {}))
+        if "tcp_frame" in SIM_OVERRIDES.get(args.robot, {}):
+            pred["tcp_frame"] = SIM_OVERRIDES[args.robot]["tcp_frame"]
     if args.urdf:
         pred["urdf_path"] = sim["urdf_path"] = os.path.abspath(args.urdf)
         pred["tcp_frame"] = sim["tcp_frame"] = ""
@@ -129,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         os.makedirs(args.output_dir, exist_ok=True)
         with open(os.path.join(args.output_dir, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2)
-        written = [] if args.no_plots else write_plots(sim, predictor, args.output_dir)
+        written = [] if args.no_plots else write_plots(sim, predictor, args.output_dir) + \
+            report_plots(predictor, args.output_dir)
         for p in [os.path.join(args.output_dir, "summary.json")] + written:
             print(f"wrote {p}")
         return 0
@@ -218,6 +220,20 @@ def format_summary(s: dict) -> str:
         lines.append(f"    t = {e['time_s']:8.4f} s  {e['kind']:8s} {', '.join(e['joints'])}{extra}")
     lines.append("")
     return "\n".join(lines)
+
+
+def report_plots(predictor: Any, out_dir: str) -> list[str]:
+    """The prediction's report plots (angles, rates, generalized momenta, energy) from the ``vtm-predict`` CLI."""
+    try:
+        from vtm_dynamics.cli.predict import write_plots as predict_plots
+    except ImportError as err:
+        print(f"vtm-estop-demo: report plots of vtm-predict unavailable ({err})", file=sys.stderr)
+        return []
+    try:
+        return predict_plots(out_dir, predictor.robot, predictor.last_result)
+    except (AttributeError, ValueError) as err:  # an optional extra: the summary and comparison plots stand
+        print(f"vtm-estop-demo: report plots of vtm-predict failed: {err}", file=sys.stderr)
+        return []
 
 
 def write_plots(sim: Any, predictor: Any, out_dir: str) -> list[str]:
