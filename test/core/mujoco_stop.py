@@ -12,10 +12,18 @@ import mujoco
 import numpy as np
 
 
-def mujoco_model_from_urdf(path: str, payload: tuple[float, str] | None = None) -> mujoco.MjModel:
+def mujoco_model_from_urdf(path: str, payload: tuple[float, str] | None = None,
+                           fixed_joints: tuple[str, ...] = ()) -> mujoco.MjModel:
     """MuJoCo model of a URDF file without geometry; ``payload`` = (mass [kg], link name) adds a point mass body
-    rigidly attached at that link's origin (matches vtm_dynamics.core.payload.with_payload at a link frame)."""
+    rigidly attached at that link's origin (matches vtm_dynamics.core.payload.with_payload at a link frame);
+    ``fixed_joints`` are turned into fixed joints (e.g. gripper fingers)."""
     root = ET.parse(path).getroot()
+    for j in root.findall("joint"):
+        if j.get("name") in fixed_joints:
+            j.set("type", "fixed")
+            for tag in ("limit", "axis", "mimic"):
+                for e in j.findall(tag):
+                    j.remove(e)
     for link in root.findall("link"):
         for tag in ("visual", "collision"):
             for e in link.findall(tag):

@@ -126,7 +126,7 @@ class StopSettings:
     method: str = "dp5"
     t_max: float = 5.0
     simultaneity_tol: float = 1e-9
-    event_tol: float = 1e-10
+    event_tol: float = 1e-9
     jump_method: str = "closed_form"
     max_events: int = 500
 
@@ -265,20 +265,25 @@ class _Engine:
         self.events: list[StopEvent] = []
         self.rest_since = np.full(self.nv, np.nan)
         self.impulse_energy = 0.0
+        self._phase_cache: dict = {}
         self._set_phase()
 
     # ---------------------------------------------------------------- dynamics
     def _set_phase(self) -> None:
-        """Precompute the torque coefficients and index sets of the current active set."""
-        slide = self.engaged & ~self.locked
-        self.cs = np.where(slide, -self.s * self.ts, 0.0)
-        self.cv = np.where(slide, -self.c, 0.0)
-        self.L = np.flatnonzero(self.locked)
-        self.nL = len(self.L)
-        self._flat_LL = (self.L[:, None] * self.nv + self.L[None, :]).ravel()
-        self._flat_L = (np.arange(self.nv)[:, None] * self.nv + self.L[None, :]).ravel()
-        self.slide_idx = np.flatnonzero(slide & (self.ts > 0) | slide & (self.c > 0))
-        self.release_idx = np.flatnonzero(self.locked & np.isfinite(self.cap))
+        """Precompute the torque coefficients and index sets of the current active set (cached per set)."""
+        key = (self.locked.tobytes(), self.engaged.tobytes(), self.s.tobytes(), np.isfinite(self.cap).tobytes())
+        hit = self._phase_cache.get(key)
+        if hit is None:
+            slide = self.engaged & ~self.locked
+            L = np.flatnonzero(self.locked)
+            hit = (
+                np.where(slide, -self.s * self.ts, 0.0), np.where(slide, -self.c, 0.0), L, len(L),
+                (L[:, None] * self.nv + L[None, :]).ravel(), (np.arange(self.nv)[:, None] * self.nv + L[None, :]).ravel(),
+                np.flatnonzero(slide & ((self.ts > 0) | (self.c > 0))),
+                np.flatnonzero(self.locked & np.isfinite(self.cap)),
+            )
+            self._phase_cache[key] = hit
+        (self.cs, self.cv, self.L, self.nL, self._flat_LL, self._flat_L, self.slide_idx, self.release_idx) = hit
 
     def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a, lambda_L, tau_b) for the current phase (module docstring equations)."""
@@ -641,34 +646,36 @@ class _Engine:
 
 def _hermite_root(v0: float, v1: float, a0: float, a1: float, h: float, s: float) -> float:
     """First time in (0, h] where the cubic Hermite interpolant of a velocity (values v0, v1, slopes a0, a1)
-    reaches zero from the side of sign s. Grid search then Newton/bisection (exact to rounding)."""
-    def val(x):
-        x2 = x * x
-        x3 = x2 * x
-        return ((2 * x3 - 3 * x2 + 1) * v0 + (x3 - 2 * x2 + x) * h * a0 + (-2 * x3 + 3 * x2) * v1
-                + (x3 - x2) * h * a1)
-
-    xs = np.linspace(0.0, 1.0, 17)[1:]
-    vals = val(xs) * s
+    reaches zero from the side of sign s: bracket on a 16-point grid, then safeguarded Newton on the cubic.
+    Only a starting value: the caller polishes it on the integrator itself."""
+    c0 = v0
+    c1 = h * a0
+    c2 = -3 * v0 - 2 * h * a0 + 3 * v1 - h * a1
+    c3 = 2 * v0 + h * a0 - 2 * v1 + h * a1
+    vals = (((c3 * _GRID + c2) * _GRID + c1) * _GRID + c0) * s
     hit = np.flatnonzero(vals <= 0.0)
-    hi = float(xs[hit[0]]) if hit.size else 1.0
-    lo = hi - 1.0 / 16.0
-    if lo <= 0.0:
-        lo = 0.0
-    flo = val(lo) * s
-    if lo == 0.0 and flo <= 0.0:
-        lo = 1e-12
-        flo = val(lo) * s
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        fm = val(mid) * s
-        if fm > 0.0:
-            lo = mid
+    k = int(hit[0]) if hit.size else len(_GRID) - 1
+    hi = float(_GRID[k])
+    lo = float(_GRID[k - 1]) if k > 0 else 0.0
+    x = hi
+    for _ in range(30):
+        fx = ((c3 * x + c2) * x + c1) * x + c0
+        dfx = (3 * c3 * x + 2 * c2) * x + c1
+        if fx * s > 0:
+            lo = x
         else:
-            hi = mid
-        if hi - lo < 1e-15:
+            hi = x
+        xn = x - fx / dfx if dfx != 0 else 0.5 * (lo + hi)
+        if not (lo < xn <= hi):
+            xn = 0.5 * (lo + hi)
+        if abs(xn - x) < 1e-13 or hi - lo < 1e-13:
+            x = xn
             break
-    return hi * h
+        x = xn
+    return max(x, 1e-12) * h
+
+
+_GRID = np.linspace(0.0, 1.0, 17)[1:]
 
 
 # ---------------------------------------------------------------------------------------------------- API
