@@ -122,7 +122,8 @@ def test_mobile_robot_rows_match_the_paper_pair_by_pair():
 
 
 def test_pinocchio_twists_satisfy_every_tree_joint_row_for_every_joint_type():
-    """At random q, v the link twists from Pinocchio are annihilated by the tree-joint rows, whose rank is 6b − nv."""
+    """At random q, v: link poses equal Pinocchio's framesForwardKinematics; the link twists from Pinocchio are
+    annihilated by the tree-joint rows, whose rank is 6b − nv."""
     xml = """<robot name="all_types"><link name="world"/>
       <link name="a"/><link name="b"/><link name="c"/><link name="d"/><link name="e"/><link name="f"/>
       <joint name="j_planar" type="planar"><parent link="world"/><child link="a"/>
@@ -140,6 +141,12 @@ def test_pinocchio_twists_satisfy_every_tree_joint_row_for_every_joint_type():
     rng = np.random.default_rng(3)
     q = pin.randomConfiguration(model.pin_model, -np.ones(model.pin_model.nq), np.ones(model.pin_model.nq))
     v = rng.normal(size=model.pin_model.nv)
+    data = model.pin_model.createData()
+    pin.framesForwardKinematics(model.pin_model, data, q)
+    for link, (R, o) in body_poses(model, q).items():
+        if link != GROUND:
+            M = data.oMf[model.pin_model.getFrameId(link, pin.BODY)]
+            assert np.allclose(R, M.rotation, atol=1e-14) and np.allclose(o, M.translation, atol=1e-14)
     C = constraint_matrix(model, q)
     assert [len(p.rows) for p in C.pairs] == [3, 5, 5, 6, 5]  # floating: no rows
     assert C.free_pairs == ("j_free",)

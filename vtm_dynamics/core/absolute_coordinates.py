@@ -112,7 +112,6 @@ class AbsoluteModel:
     tree_joints: tuple[TreeJoint, ...] = field(repr=False)
     inertias: dict = field(repr=False)
     frame_ids: dict = field(repr=False)  # link name -> Pinocchio BODY frame id
-    pin_data: pin.Data = field(repr=False)  # scratch data, reused (createData is costly for wide trees)
 
     @property
     def coordinates_per_body(self) -> int:
@@ -384,7 +383,7 @@ def load_absolute_model(urdf: str, planar: bool = False) -> AbsoluteModel:
         if frame.type == pin.BODY:
             frame_ids.setdefault(frame.name, i)
     return AbsoluteModel(ext.robot_name, pin_model, root_link, bodies, tuple(pairs), planar, ext, joints,
-                         _inertias(root), frame_ids, pin_model.createData())
+                         _inertias(root), frame_ids)
 
 
 # ------------------------------------------------------------------------------------------------------- kinematics
@@ -400,12 +399,20 @@ def _q_or_neutral(model: AbsoluteModel, q) -> np.ndarray:
 def body_poses(model: AbsoluteModel, q=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """World pose (R, o) of every link frame at ``q`` (Pinocchio forward kinematics) [m]; ground included."""
     q = _q_or_neutral(model, q)
-    data = model.pin_data
-    pin.framesForwardKinematics(model.pin_model, data, q)
+    pm = model.pin_model
+    # Forward kinematics with Pinocchio's joint models, composed here: pin.Data of a model with N joints costs
+    # O(N^3) memory (about 15 GB at 600 joints), so large models must not allocate one.
+    joints, parents, placements, frames = pm.joints, pm.parents, pm.jointPlacements, pm.frames
+    oMi = [pin.SE3.Identity()] * pm.njoints
+    for i in range(1, pm.njoints):
+        jm = joints[i]
+        jd = jm.createData()
+        jm.calc(jd, q)
+        oMi[i] = oMi[parents[i]] * placements[i] * jd.M
     poses = {GROUND: (np.eye(3), np.zeros(3))}
-    oMf = data.oMf  # fetch the container once: each attribute access goes through the binding
     for link in model.bodies + (model.root_link,):
-        M = oMf[model.frame_ids[link]]
+        frame = frames[model.frame_ids[link]]
+        M = oMi[frame.parentJoint] * frame.placement
         poses[GROUND if link == model.root_link else link] = (np.array(M.rotation), np.array(M.translation))
     return poses
 
@@ -509,7 +516,7 @@ def body_twists(model: AbsoluteModel, q, v) -> np.ndarray:
     pm = model.pin_model
     if v.shape[0] != pm.nv or not np.all(np.isfinite(v)):
         raise AbsoluteModelError(f"v: expected {pm.nv} finite numbers, got {v.shape[0]}")
-    data = model.pin_data
+    data = pm.createData()
     pin.forwardKinematics(pm, data, q, v)
     pin.updateFramePlacements(pm, data)
     out = []
