@@ -314,6 +314,8 @@ class _Engine:
 
         Returns (q1, v1, W1). RK4 is the classical method of Müller 2026, Sec. 6; DP5 is the 5th-order
         Dormand-Prince solution (its embedded 4th-order estimate is not used: the step is fixed)."""
+        if self.vector_space:
+            return self._step_vector(q, v, W, h, k1)
         A, B, ns = self.A, self.B, self.ns
         KA = np.empty((ns, self.nv))
         KV = np.empty((ns, self.nv))
@@ -331,6 +333,26 @@ class _Engine:
             P[s_] = t_s @ vs
         return self._advance(q, h * (B @ KV)), v + h * (B @ KA), W + h * (B @ P)
 
+    def _step_vector(self, q, v, W, h, k1):
+        """:meth:`_step` for models whose q is a vector (revolute/prismatic joints): one stacked state
+        y = (q, v, W) so that each stage is a single matrix-vector product (same arithmetic, less overhead)."""
+        n, ns = self.nv, self.ns
+        K = np.empty((ns, 2 * n + 1))
+        K[0, :n] = v
+        K[0, n:2 * n] = k1[0]
+        K[0, 2 * n] = k1[1]
+        y = np.concatenate((q, v, (W,)))
+        hA = h * self.A
+        for s_ in range(1, ns):
+            Y = y + hA[s_, :s_] @ K[:s_]
+            vs = Y[n:2 * n]
+            a_s, _, t_s = self._f(Y[:n], vs)
+            K[s_, :n] = vs
+            K[s_, n:2 * n] = a_s
+            K[s_, 2 * n] = t_s @ vs
+        y1 = y + (h * self.B) @ K
+        return y1[:n], y1[n:2 * n], float(y1[2 * n])
+
     # ---------------------------------------------------------------- decisions
     def _solve_split(self, q, v, S: np.ndarray, R: np.ndarray, d: np.ndarray):
         """Dynamics with locked set S and slipping-from-rest set R (directions d); returns (a, lambda_S)."""
@@ -339,16 +361,18 @@ class _Engine:
         self.locked[S] = True
         self.s[R] = d[R]
         self._set_phase()
-        a, lam, _ = self._f(q, v)
+        k = self._f(q, v)
         self.locked, self.s, self.engaged = saved
         self._set_phase()
-        return a, lam
+        self._k_split = k
+        return k[0], k[1]
 
     def _decide(self, t: float, q: np.ndarray, v: np.ndarray, force: frozenset = frozenset()) -> tuple[list[int], list[int], list[int]]:
         """Joint stick/slip decision over all engaged or held joints at rest (module docstring).
 
         Returns (newly stuck, slipping from rest, released) velocity indices and updates the active set."""
         C = np.flatnonzero((self.engaged | self.locked) & (v == 0.0))
+        self._k_after = None
         if C.size == 0:
             return [], [], []
         cap = np.where(self.locked, self.cap, self.hold)
@@ -372,6 +396,7 @@ class _Engine:
             bad_R = [i for i in Ra if d[i] * a[i] <= 0.0]
             if over.size == 0 and not bad_R:
                 result = (Sa, Ra)
+                k_final = self._k_split
                 break
             if over.size:
                 k = int(over[np.argmax(ratio[over])])
@@ -382,6 +407,7 @@ class _Engine:
                 i = bad_R[0]
                 S.add(i)
                 d[i] = 0.0
+        result_from_iteration = result is not None
         if result is None:
             result = self._enumerate(q, v, C, cap)
         Sa, Ra = result
@@ -399,6 +425,8 @@ class _Engine:
                 self.rest_since[i] = np.nan
             self.s[i] = d[i] if d[i] != 0 else self.s[i]
         self._set_phase()
+        if result_from_iteration:
+            self._k_after = k_final  # the accepted split's dynamics are those of the committed phase
         return newly, slipping, released
 
     def _enumerate(self, q, v, C, cap):
@@ -530,7 +558,7 @@ class _Engine:
                             self.s[i] = np.sign(v[i])
                     self._set_phase()
                     newly, slip, rel = self._decide(t, q, v)
-                    k = record(t, q, v)
+                    k = record(t, q, v, self._k_after)
                     self._record_event(t, "engage", eng + [i for i in newly if i not in eng], q, v, v, k=k)
                 for idx, cap in (p for _, kind, p in due if kind == "lock"):
                     v = self._abrupt_lock(t, q, v, idx, cap)
@@ -538,7 +566,7 @@ class _Engine:
                     self.s = np.where(free_eng & (v != 0), np.sign(v), self.s)
                     self._set_phase()
                     newly, slip, rel = self._decide(t, q, v)
-                    k = record(t, q, v)
+                    k = record(t, q, v, self._k_after)
                     if newly or slip or rel:
                         self._record_event(t, "stick" if newly else "slip", newly + slip + rel, q, v, v, k=k)
             if self.locked.all() or t >= t_end - 1e-12:
@@ -605,7 +633,7 @@ class _Engine:
                 force = frozenset(int(i) for i in ri if abs(lf[i]) >= self.cap[i] * (1 - 1e-9))
             newly, slip, rel = self._decide(t, q, v, force)
             kind = "stick" if newly else ("slip" if slip else "release")
-            k = record(t, q, v)
+            k = record(t, q, v, self._k_after)
             self._record_event(t, kind, newly + slip + rel, q, v_minus, v, k=k)
         self.W = W
         return t, q, v, W
