@@ -146,11 +146,17 @@ def _cubic(p0: np.ndarray, v0: np.ndarray, p1: np.ndarray, v1: np.ndarray, h: fl
 
 
 def _quintic(p0, v0, a0, p1, v1, a1, h: float) -> list[np.ndarray]:
-    """Coefficients of the quintic with p, p', p'' matching at s = 0 and s = h."""
-    dp = p1 - p0
-    c3 = (20.0 * dp - (8.0 * v1 + 12.0 * v0) * h - (3.0 * a0 - a1) * h**2) / (2.0 * h**3)
-    c4 = (-30.0 * dp + (14.0 * v1 + 16.0 * v0) * h + (3.0 * a0 - 2.0 * a1) * h**2) / (2.0 * h**4)
-    c5 = (12.0 * dp - 6.0 * (v1 + v0) * h - (a1 - a0) * h**2) / (2.0 * h**5)
+    """Coefficients of the quintic with p, p', p'' matching at s = 0 and s = h.
+
+    With c0..c2 fixed by the start, c3..c5 solve the 3 x 3 end conditions; r0, r1, r2 are what the end position,
+    velocity and acceleration still lack after the quadratic part.
+    """
+    r0 = p1 - p0 - v0 * h - 0.5 * a0 * h**2
+    r1 = v1 - v0 - a0 * h
+    r2 = a1 - a0
+    c3 = (10.0 * r0 - 4.0 * r1 * h + 0.5 * r2 * h**2) / h**3
+    c4 = (-15.0 * r0 + 7.0 * r1 * h - r2 * h**2) / h**4
+    c5 = (6.0 * r0 - 3.0 * r1 * h + 0.5 * r2 * h**2) / h**5
     return [p0, v0, 0.5 * a0, c3, c4, c5]
 
 
