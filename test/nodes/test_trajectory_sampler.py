@@ -1,0 +1,63 @@
+"""Trajectory sampling reproduces the polynomials it is built from, holds the ends and rejects malformed input."""
+
+import numpy as np
+import pytest
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from vtm_dynamics.nodes.trajectory_sampler import PiecewiseTrajectory, TrajectoryError, trajectory_from_message
+
+
+def poly(coeffs, t, d=0):
+    return np.polynomial.polynomial.polyval(t, np.polynomial.polynomial.polyder(coeffs, d) if d else coeffs)
+
+
+@pytest.mark.parametrize("degree, given", [(5, "pva"), (3, "pv"), (1, "p")])
+def test_a_polynomial_of_the_segment_order_is_reproduced_exactly_between_waypoints(degree, given):
+    rng = np.random.default_rng(degree)
+    coeffs = rng.normal(size=(degree + 1, 2))  # two joints
+    knots = np.array([0.0, 0.3, 0.45, 1.2])
+    P = np.stack([poly(coeffs[:, j], knots) for j in range(2)], axis=1)
+    V = np.stack([poly(coeffs[:, j], knots, 1) for j in range(2)], axis=1) if "v" in given else None
+    A = np.stack([poly(coeffs[:, j], knots, 2) for j in range(2)], axis=1) if "a" in given else None
+    traj = PiecewiseTrajectory(knots, P, V, A)
+    for t in np.linspace(0.0, 1.2, 37)[:-1]:
+        s = traj.sample(t)
+        for j in range(2):
+            assert s.positions[j] == pytest.approx(poly(coeffs[:, j], t), abs=1e-10)
+            if degree > 1:
+                assert s.velocities[j] == pytest.approx(poly(coeffs[:, j], t, 1), abs=1e-9)
+                assert s.accelerations[j] == pytest.approx(poly(coeffs[:, j], t, 2), abs=1e-8)
+            else:
+                assert s.velocities[j] == pytest.approx(coeffs[1, j], abs=1e-10)
+                assert s.accelerations[j] == 0.0
+        assert not s.finished
+
+
+def test_the_last_point_is_held_with_zero_velocity_and_the_first_before_the_start():
+    traj = PiecewiseTrajectory([0.5, 1.0], [[0.0, 1.0], [2.0, 3.0]], [[1.0, 1.0], [4.0, 4.0]])
+    end = traj.sample(7.0)
+    assert end.finished and list(end.positions) == [2.0, 3.0] and not end.velocities.any()
+    assert not end.accelerations.any()
+    before = traj.sample(0.1)
+    assert list(before.positions) == [0.0, 1.0] and not before.velocities.any() and not before.finished
+    started = traj.with_start([5.0, 5.0], [0.0, 0.0])
+    assert list(started.times) == [0.0, 0.5, 1.0] and list(started.sample(0.0).positions) == [5.0, 5.0]
+
+
+def test_malformed_trajectories_are_rejected_naming_the_field():
+    with pytest.raises(TrajectoryError, match="^time_from_start:"):
+        PiecewiseTrajectory([0.0, 0.0], [[0.0], [1.0]])
+    with pytest.raises(TrajectoryError, match="^positions:"):
+        PiecewiseTrajectory([0.0, 1.0], [[0.0], [np.nan]])
+    msg = JointTrajectory(joint_names=["b", "a"])
+    msg.points = [JointTrajectoryPoint(positions=[1.0, 2.0])]
+    assert list(trajectory_from_message(msg, ["a", "b"]).positions[0]) == [2.0, 1.0]  # mapped by name
+    for names, points, field in (
+        (["a"], [JointTrajectoryPoint(positions=[1.0])], "joint_names"),
+        (["a", "b", "c"], [JointTrajectoryPoint(positions=[1.0, 2.0, 3.0])], "joint_names"),
+        (["a", "b"], [JointTrajectoryPoint(positions=[1.0])], r"points\[0\].positions"),
+        (["a", "b"], [JointTrajectoryPoint(positions=[1.0, 2.0], velocities=[1.0])], r"points\[0\].velocities"),
+        (["a", "b"], [], "points"),
+    ):
+        with pytest.raises(TrajectoryError, match=f"^{field}:"):
+            trajectory_from_message(JointTrajectory(joint_names=names, points=points), ["a", "b"])
