@@ -531,8 +531,8 @@ def test_invalid_start_parameters_stop_the_node_with_a_one_line_reason(tmp_path,
 
 
 # ---------------------------------------------------------------------------------------------------- launch file
-def test_launch_file_is_valid_python_and_starts_this_node_with_the_package_yaml():
-    py_compile.compile(LAUNCH, doraise=True)
+def test_launch_file_is_valid_python_and_starts_this_node_with_the_package_yaml(tmp_path):
+    py_compile.compile(LAUNCH, cfile=str(tmp_path / "launch.pyc"), doraise=True)
     tree = ast.parse(open(LAUNCH).read())
     assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
     strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
