@@ -232,7 +232,8 @@ def analyze_constraint_matrix(
     for pr in C.pairs:
         rows = list(pr.rows)
         CX = A[rows]
-        B = CX.T @ Qbar[rows]
+        support = np.flatnonzero(np.any(CX != 0.0, axis=0))  # a pair touches at most two bodies
+        B = CX[:, support].T @ Qbar[rows]  # the nonzero rows of B_X (eq. (27))
         qr_res = float(np.linalg.norm(B) / smax) if smax > 0 else 0.0
         qr_ok = qr_res <= rank_rtol * 10.0
         rank_x = numerical_rank(CX, tol)
