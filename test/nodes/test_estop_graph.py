@@ -9,15 +9,16 @@ locates events exactly. We require agreement within 2e-3 rad per joint and 2e-3 
 
 import os
 import subprocess
-import time
 
 import numpy as np
 import pytest
 import rclpy
+import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from vtm_dynamics.nodes.plant import demo_motion
 from vtm_msgs.msg import BrakeEvent, StopPrediction
 
 from test.nodes.node_harness import TEST_BRAKES, UR5_JOINTS, first_positions, init_rclpy, last_positions
@@ -58,26 +59,25 @@ def test_predicted_rest_pose_matches_the_simulated_stop_across_processes(ros):
     node = rclpy.create_node("estop_graph_test")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    predictions, rests, diagnostics, brakes, states = [], [], [], [], {}
+    predictions, rests, diagnostics, brakes = [], [], [], []
     latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
     node.create_subscription(StopPrediction, "stop_prediction", predictions.append, 10)
     node.create_subscription(JointState, "rest_joint_states", rests.append, latched)
     node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics.append, 50)
     node.create_subscription(BrakeEvent, "brake_events", brakes.append, 10)
-    node.create_subscription(
-        JointState, "joint_states",
-        lambda m: states.__setitem__((m.header.stamp.sec, m.header.stamp.nanosec), np.array(m.position)), 2000)
     predictor = _start("vtm_dynamics.nodes.estop_predictor", f"brake_config:={TEST_BRAKES}")
     sim = None
     try:
         assert spin_until(executor, lambda: node.count_publishers("stop_prediction") > 0, 30.0), "predictor not up"
-        sim = _start("vtm_dynamics.nodes.robot_sim", f"brake_config:={TEST_BRAKES}", "estop_time:=0.5")
+        # the sim starts its motion once the predictor and this test subscribe to brake_events (discovery of a new
+        # process can take seconds); the E-stop fires estop_time (shipped YAML) later
+        sim = _start("vtm_dynamics.nodes.robot_sim", f"brake_config:={TEST_BRAKES}", "wait_for_subscribers:=2")
 
         def checked() -> bool:
             return any(s.values for d in diagnostics for s in d.status)
 
-        assert spin_until(executor, lambda: checked() and rests and predictions and brakes, 30.0), "no stop"
+        done = spin_until(executor, lambda: checked() and rests and predictions and brakes, 30.0)
         spin_until(executor, lambda: False, 0.3)  # a revised prediction, if any, arrives now
     finally:
         out_sim = _stop(sim) if sim is not None else ""
@@ -85,12 +85,19 @@ def test_predicted_rest_pose_matches_the_simulated_stop_across_processes(ros):
         executor.remove_node(node)
         node.destroy_node()
     report = f"\n--- sim\n{out_sim}\n--- predictor\n{out_pred}"
+    assert done, f"no stop: {len(diagnostics)} diagnostics, {len(rests)} rests, {len(predictions)} predictions, " \
+                 f"{len(brakes)} brake events" + report
     pred = predictions[-1]
     assert pred.success and pred.scenario_id.startswith("estop"), pred.message + report
-    # the prediction starts from the state the sim published AT the E-stop instant (stamp of the brake event)
+    # the prediction starts from the state the sim published AT the E-stop instant (stamp of the brake event),
+    # which is the demo motion of the YAML evaluated at estop_time
     stamp = brakes[0].header.stamp
     assert (pred.header.stamp.sec, pred.header.stamp.nanosec) == (stamp.sec, stamp.nanosec), report
-    assert np.array_equal(first_positions(pred.trajectory), states[(stamp.sec, stamp.nanosec)]), report
+    sim_params = yaml.safe_load(open(CONFIG, encoding="utf-8"))["robot_sim"]["ros__parameters"]
+    motion = demo_motion(6, sim_params["motion_home"], sim_params["motion_amplitude"],
+                         sim_params["motion_frequency"], sim_params["motion_phase"] * 6)
+    at_estop = motion.state(sim_params["estop_time"])[0]
+    assert np.allclose(first_positions(pred.trajectory), at_estop, rtol=0, atol=1e-12), report
     rest = rests[-1]
     assert list(rest.name) == UR5_JOINTS
     err = np.abs(last_positions(pred.trajectory) - np.array(rest.position))

@@ -105,3 +105,13 @@ def test_parameter_table_lists_every_parameter():
     table = P.describe(PREDICTOR_PARAMETERS)
     for s in PREDICTOR_PARAMETERS:
         assert f"`{s.name}`" in table
+
+
+def test_docs_describe_every_parameter_of_both_nodes():
+    import os
+
+    from test.ros_helpers import REPO_ROOT
+
+    doc = open(os.path.join(REPO_ROOT, "docs", "ros.md"), encoding="utf-8").read()
+    for s in list(PREDICTOR_PARAMETERS) + list(SIM_PARAMETERS):
+        assert f"| `{s.name}` |" in doc, s.name

@@ -1,6 +1,8 @@
 """``robot_sim`` node: a plant standing in for a real or Gazebo robot, with a safety controller that fires an E-stop.
 
-Timeline (simulated time t, ``time_scale`` times wall time since start; stamps are start stamp + t):
+Timeline (simulated time t, ``time_scale`` times wall time since the motion started; stamps are start stamp + t;
+the motion starts once ``brake_events`` has ``wait_for_subscribers`` subscribers, at most ``startup_timeout``
+after start-up, because DDS discovery of a new process can take seconds):
 
 1. ``0 <= t < estop_time``: the demo motion (a sinusoid per joint, played back exactly, see ``plant.DemoMotion``)
    is published on ``joint_states`` at ``publish_rate`` Hz (>= 250 Hz by default 500 Hz, wall-clock timer).
@@ -104,6 +106,13 @@ PARAMETERS = (
                     "[rad] for diagnostic level OK.", P.positive, constraint="> 0 rad"),
     P.ParameterSpec("time_tolerance", 0.005, "Comparison: largest acceptable |predicted - simulated| stop time [s].",
                     P.positive, constraint="> 0 s"),
+    P.ParameterSpec("wait_for_subscribers", 1, "The motion (and the E-stop clock) starts once brake_events has "
+                    "this many subscribers (the predictor, plus any monitor), or after startup_timeout; 0: at "
+                    "once. Until then the start pose is published.", P.in_range(0, 100), read_only=True,
+                    constraint="0 .. 100"),
+    P.ParameterSpec("startup_timeout", 10.0, "Longest wait for wait_for_subscribers [s] (wall clock); then the "
+                    "motion starts anyway with a warning.", P.in_range(0.0, 3600.0), read_only=True,
+                    constraint="0 .. 3600 s"),
     P.ParameterSpec("lock_on_rest", True, "At rest, publish lock_events LOCK (source 'standstill') for all joints, as a "
                     "safety controller's standstill monitoring would."),
 )
@@ -164,6 +173,8 @@ class RobotSim(Node):
             self.pub_desc.publish(String(data=self.urdf_text))
         self.create_subscription(StopPrediction, "stop_prediction", self._on_prediction, 10)
 
+        self.created = time.monotonic()
+        self.running = False  # becomes True when the subscribers are there (wait_for_subscribers)
         self.wall0 = time.monotonic()
         self.stamp0 = stamp_to_seconds(self.get_clock().now().to_msg())
         self.cycle_start = 0.0  # simulated time at which the current cycle's motion started
@@ -193,7 +204,29 @@ class RobotSim(Node):
         return seconds_to_stamp(self.stamp0 + t)
 
     # ------------------------------------------------------------------ main loop
+    def _start_when_subscribed(self) -> bool:
+        """Start the motion clock once enough subscribers listen (discovery can take seconds); True when running."""
+        if self.running:
+            return True
+        count = self.pub_brake.get_subscription_count()
+        waited = time.monotonic() - self.created
+        if count >= self.p["wait_for_subscribers"] or waited >= self.p["startup_timeout"]:
+            if count < self.p["wait_for_subscribers"]:
+                self.get_logger().warning(f"starting after {waited:.1f} s with {count} brake_events subscriber(s) "
+                                          f"(wait_for_subscribers {self.p['wait_for_subscribers']})")
+            self.running = True
+            self.wall0 = time.monotonic()
+            self.stamp0 = stamp_to_seconds(self.get_clock().now().to_msg())
+            self.get_logger().info(f"motion started ({count} brake_events subscriber(s) after {waited:.1f} s)")
+            return True
+        pos, vel, _ = self.motion.state(0.0)
+        self.pub_js.publish(joint_state_message(self.names, pos, np.zeros(self.robot.nv),
+                                                stamp=self.get_clock().now().to_msg()))
+        return False
+
     def _on_timer(self) -> None:
+        if not self._start_when_subscribed():
+            return
         t = self.sim_time()
         if self.phase == "motion":
             t_fire = self.cycle_start + self.p["estop_time"]
