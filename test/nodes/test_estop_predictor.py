@@ -274,3 +274,33 @@ def test_a_stale_joint_state_is_refused_with_its_age(graph):
     pred = graph.trigger()
     assert not pred.success and "old" in pred.message and "max_state_age" in pred.message
     assert pred.stop_category == StopPrediction.CATEGORY_0
+
+
+def test_a_lock_event_of_a_joint_still_moving_revises_the_prediction_with_an_abrupt_lock(graph):
+    stamp = graph.h.get_clock().now().to_msg()
+    graph.feed(graph.h.state(stamp=stamp))
+    graph.h.pub_brake.publish(BrakeEvent(header=graph.h.state(stamp=stamp).header, joint_names=UR5_JOINTS,
+                                         action=BrakeEvent.ENGAGE))
+    assert graph.wait(lambda: graph.h.predictions)
+    first = graph.h.predictions[-1]
+    wrist = UR5_JOINTS.index("wrist_1_joint")
+    t_lock = 0.005
+    assert first.joint_stop_times[wrist] > 2 * t_lock  # still moving at the lock instant
+    lock = LockEvent(joint_names=["wrist_1_joint"], action=LockEvent.LOCK, source="pawl")
+    lock.header.stamp = (rclpy.time.Time.from_msg(stamp) + rclpy.duration.Duration(nanoseconds=5_000_000)).to_msg()
+    graph.h.pub_lock.publish(lock)
+    assert graph.wait(lambda: graph.h.predictions[-1].scenario_id == "estop-1-rev1")
+    rev = graph.h.predictions[-1]
+    assert rev.success and rev.header.stamp == first.header.stamp
+    locks = [e for e in rev.events if e.kind == TopologyEvent.LOCK]
+    assert len(locks) == 1 and list(locks[0].joint_names) == ["wrist_1_joint"]
+    t = locks[0].time_from_start.sec + 1e-9 * locks[0].time_from_start.nanosec
+    assert abs(t - t_lock) < 1e-6 and abs(rev.joint_stop_times[wrist] - t_lock) < 1e-6
+    assert locks[0].velocity_after[wrist] == 0.0 and locks[0].velocity_before[wrist] != 0.0
+    # a lock of joints already at rest in the prediction changes nothing: no further revision
+    late = LockEvent(joint_names=UR5_JOINTS, action=LockEvent.LOCK, source="standstill")
+    late.header.stamp = (rclpy.time.Time.from_msg(stamp) + rclpy.duration.Duration(seconds=2.0)).to_msg()
+    graph.h.pub_lock.publish(late)
+    assert graph.wait(lambda: graph.h.has_log("lock event LOCK", "standstill"))
+    graph.spin_for(0.2)
+    assert graph.h.predictions[-1].scenario_id == "estop-1-rev1"

@@ -13,7 +13,9 @@ Inputs
                          joint state whose stamp is nearest to the event stamp (the E-stop instant); its per-joint
                          arrays override the configured brakes (NaN / empty = configured value). An ENGAGE during
                          an ongoing stop that changes the inputs publishes a revised prediction. RELEASE re-arms.
-  ``lock_events``        vtm_msgs/LockEvent: logged and recorded; LOCKs during a stop are reported as events.
+  ``lock_events``        vtm_msgs/LockEvent: logged; a LOCK during a stop of joints that the current prediction
+                         still has moving at the lock's stamp publishes a revised prediction with that abrupt
+                         lock (momentum-consistent jump); locks of joints already at rest change nothing.
 Events naming unknown joints are logged and those names ignored. A flood of events is bounded: each event topic
 has a bounded DDS queue (``event_queue_depth``) and a token bucket (``event_rate_limit`` per second,
 ``event_burst``); events beyond it are dropped and counted in a periodic warning.
@@ -184,6 +186,7 @@ class _Stop:
     revision: int = 0
     predicted: bool = False
     used_state_stamp: float | None = None
+    result: Any = None
 
 
 class EstopPredictor(Node):
@@ -426,10 +429,24 @@ class EstopPredictor(Node):
             self.log("warning", "le-action", f"lock_events: unknown action {msg.action} ignored")
             return
         t = stamp_to_seconds(msg.header.stamp)
-        if self.stop is not None:
-            self.stop.locks.append((t, action, tuple(names), msg.source))
+        stop = self.stop
         self.get_logger().info(f"lock event {action} {names} ({msg.source or 'no source'})"
-                               + (f" during E-stop {self.stop.number}" if self.stop else ""))
+                               + (f" during E-stop {stop.number}" if stop else ""))
+        if stop is None or action != "LOCK" or not stop.predicted or stop.result is None:
+            return
+        # a lock of joints that the current prediction still has moving at that instant changes the stop: revise it
+        # with an abrupt lock (momentum-consistent jump in the core); locks of joints already at rest change nothing
+        origin = stop.instant if stop.instant is not None else stop.used_state_stamp
+        t_rel = t - origin
+        if t_rel < -STAMP_TOL:
+            self.log("warning", "le-early", f"lock_events: LOCK stamped {-t_rel:.4f} s before the E-stop ignored")
+            return
+        idx = [self.robot.joint(n).idx_v for n in names]
+        moving = [n for n, i in zip(names, idx) if not (stop.result.joint_stop_times[i] <= t_rel + 1e-6)]
+        if moving:
+            stop.locks.append(io.estop.LockEvent(max(t_rel, 0.0), tuple(names)))
+            stop.revision += 1
+            self._schedule(stop)
 
     # ================================================================== triggers
     def _begin_stop(self, instant: float | None, overrides: dict, source: str) -> None:
@@ -480,8 +497,8 @@ class EstopPredictor(Node):
                                             f"{self.p['max_state_age']} s)")
             return
         stop.used_state_stamp = state.stamp
-        self.predict_and_publish(state, scenario, stop.instant if stop.instant is not None else state.stamp,
-                                 stop.overrides, trigger_wall=stop.wall)
+        stop.result = self.predict_and_publish(state, scenario, stop.instant if stop.instant is not None else
+                                               state.stamp, stop.overrides, trigger_wall=stop.wall, locks=stop.locks)
         stop.predicted = True
 
     def _on_continuous(self) -> None:
@@ -499,7 +516,8 @@ class EstopPredictor(Node):
 
     # ================================================================== prediction
     def predict(self, state: JointStateSnapshot, overrides: dict, category: int | None = None,
-                tcp_frame: str | None = None, horizon: float | None = None, brakes: Any = None) -> Any:
+                tcp_frame: str | None = None, horizon: float | None = None, brakes: Any = None,
+                locks: Any = ()) -> Any:
         """Call the core prediction for ``state`` (raises ValueError with a one-line reason)."""
         if self.robot is None:
             raise ValueError("no robot model yet (waiting for robot_description)")
@@ -510,17 +528,18 @@ class EstopPredictor(Node):
             self.robot, base if not overrides else io.apply_overrides(self.robot, base, overrides), state.q, state.v,
             category=self.p["stop_category"] if category is None else category,
             tcp_frame=tcp_frame or self.tcp_frame(), horizon=horizon or self.p["horizon"],
-            step=self.p["integration_step"], deceleration=self.p["category1_deceleration"],
+            step=self.p["integration_step"], deceleration=self.p["category1_deceleration"], lock_events=locks,
         )
 
     def predict_and_publish(self, state: JointStateSnapshot, scenario: str, instant: float, overrides: dict,
-                            trigger_wall: float | None) -> None:
+                            trigger_wall: float | None, locks: Any = ()) -> Any:
+        """Predict from ``state`` and publish every output; returns the core result (None on failure)."""
         stamp = seconds_to_stamp(instant)
         try:
-            result = self.predict(state, overrides)
+            result = self.predict(state, overrides, locks=tuple(locks))
         except ValueError as err:
             self._publish_failure(scenario, str(err))
-            return
+            return None
         frame = self.p["frame_id"] or io.root_frame_of(self.robot)
         pred = io.stop_prediction_message(self.robot, result, stamp, frame, scenario, self.p["stop_category"],
                                           self.p["max_trajectory_points"])
@@ -543,6 +562,7 @@ class EstopPredictor(Node):
                 f"{pred.tcp_path_length:.3f} m (straight {pred.tcp_straight_distance:.3f} m), {len(pred.events)} events"
                 + (f" [velocities estimated for {list(state.estimated_velocity)}]" if state.estimated_velocity else "")
             )
+        return result
 
     def _publish_failure(self, scenario: str, reason: str) -> None:
         msg = StopPrediction()
