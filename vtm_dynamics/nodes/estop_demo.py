@@ -18,6 +18,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -113,14 +114,14 @@ def run(args: argparse.Namespace) -> int:
         executor = MultiThreadedExecutor(num_threads=3)
         for n in nodes:
             executor.add_node(n)
+        spinner = threading.Thread(target=executor.spin, name="vtm-estop-demo-executor", daemon=True)
+        spinner.start()
         deadline = time.monotonic() + args.timeout
         print(f"vtm-estop-demo: {sim.robot.name} moving, E-stop at t = {sim.p['estop_time']:g} s ...", flush=True)
-        while time.monotonic() < deadline and sim.comparison is None:
-            executor.spin_once(timeout_sec=0.05)
-        # let a revised prediction (if any) settle briefly
-        end = time.monotonic() + 0.2
-        while time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.02)
+        while time.monotonic() < deadline and not settled(sim, predictor):
+            time.sleep(0.02)
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=5.0)
         if sim.comparison is None:
             why = "no prediction received" if predictor.last_prediction is None else "the simulated robot did not stop"
             print(f"vtm-estop-demo: timeout after {args.timeout:g} s: {why}", file=sys.stderr)
@@ -139,6 +140,14 @@ def run(args: argparse.Namespace) -> int:
         for n in nodes:
             n.destroy_node()
         rclpy.try_shutdown()
+
+
+def settled(sim: Any, predictor: Any) -> bool:
+    """True once the simulated stop has been compared with the predictor's latest revision of that stop."""
+    stop, c = predictor.stop, sim.comparison
+    if c is None or stop is None or not stop.predicted or predictor.pending is not None:
+        return False
+    return c.scenario_id == f"estop-{stop.number}" + (f"-rev{stop.revision}" if stop.revision else "")
 
 
 def summarize(sim: Any, predictor: Any) -> dict:

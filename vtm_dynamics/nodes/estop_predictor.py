@@ -180,13 +180,14 @@ class _Stop:
 
     number: int
     instant: float | None
-    wall: float
+    wall: float  # monotonic time of the trigger (of the revision, for a revision)
     overrides: dict
     locks: list
     revision: int = 0
     predicted: bool = False
     used_state_stamp: float | None = None
     result: Any = None
+    first_wall: float = 0.0  # monotonic time of the first trigger of this stop
 
 
 class EstopPredictor(Node):
@@ -236,7 +237,8 @@ class EstopPredictor(Node):
         self.pub_markers = self.create_publisher(MarkerArray, "stop_markers", 10)
         self.pub_ghost = self.create_publisher(JointState, "predicted_joint_states", 10)
         self.create_service(PredictStop, "predict_stop", self._on_predict_stop)
-        self.housekeeping = self.create_timer(0.005, self._on_housekeeping)
+        self.housekeeping = self.create_timer(0.005, self._on_housekeeping)  # runs only while a trigger waits
+        self.housekeeping.cancel()
         self.continuous_timer = None
         self.ghost_timer = None
         self._make_timers()
@@ -451,7 +453,8 @@ class EstopPredictor(Node):
     # ================================================================== triggers
     def _begin_stop(self, instant: float | None, overrides: dict, source: str) -> None:
         self.stops += 1
-        self.stop = _Stop(self.stops, instant, time.monotonic(), overrides, [])
+        now = time.monotonic()
+        self.stop = _Stop(self.stops, instant, now, overrides, [], first_wall=now)
         self.get_logger().info(f"E-stop {self.stops} triggered by {source}")
         self._schedule(self.stop)
 
@@ -459,10 +462,14 @@ class EstopPredictor(Node):
         stop.wall = time.monotonic() if stop.revision else stop.wall
         self.pending = stop
         self._try_pending()
+        if self.pending is not None:
+            self.housekeeping.reset()
 
     def _on_housekeeping(self) -> None:
         if self.pending is not None:
             self._try_pending()
+        if self.pending is None:
+            self.housekeeping.cancel()
 
     def _select_state(self, instant: float | None) -> tuple[JointStateSnapshot | None, bool]:
         """(state, final): the state to predict from and whether waiting longer could give a better one."""
@@ -491,9 +498,10 @@ class EstopPredictor(Node):
         if state is None:
             self._publish_failure(scenario, "no complete joint state received yet")
             return
-        age = time.monotonic() - self.received.get(id(state), time.monotonic())
+        # how old the state was when the E-stop was triggered (not now: a revision may come much later)
+        age = max(0.0, stop.first_wall - self.received.get(id(state), stop.first_wall))
         if age > self.p["max_state_age"]:
-            self._publish_failure(scenario, f"newest joint state is {age:.3f} s old (max_state_age "
+            self._publish_failure(scenario, f"newest joint state was {age:.3f} s old at the trigger (max_state_age "
                                             f"{self.p['max_state_age']} s)")
             return
         stop.used_state_stamp = state.stamp
