@@ -208,6 +208,8 @@ def analyze_constraint_matrix(
     model_name: str = "",
 ) -> SolvabilityReport:
     """Rank, redundancy, per-pair B_X test and rank criterion, solvable directions and a release set for C."""
+    if not 0.0 < rank_rtol < 1.0:
+        raise SolvabilityError(f"rank_rtol: must be in (0, 1), got {rank_rtol}")
     A = C.matrix
     m, n = A.shape
     if m == 0:
@@ -263,11 +265,8 @@ def analyze_constraint_matrix(
     release: list[tuple[str, str]] = []
     if p and m:
         _, piv = scipy.linalg.qr(A.T, pivoting=True, mode="r")
-        dropped = sorted(int(i) for i in piv[r:])
-        for i in dropped:
-            for pr in C.pairs:
-                if i in pr.rows:
-                    release.append((pr.name, pr.labels[i - pr.rows[0]]))
+        owner = {i: (pr.name, pr.labels[i - pr.rows[0]]) for pr in C.pairs for i in pr.rows}
+        release = [owner[int(i)] for i in sorted(piv[r:])]
     return SolvabilityReport(
         model=model_name, planar=C.planar, n_bodies=len(C.bodies), n_coordinates=n,
         m_holonomic=len(hol), h_nonholonomic=len(non),
