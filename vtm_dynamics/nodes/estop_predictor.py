@@ -105,8 +105,8 @@ PARAMETERS = (
     P.ParameterSpec("max_trajectory_points", 200, "Most points in the published JointTrajectory (evenly "
                     "subsampled, first and last kept).", P.in_range(2, 100000),
                     constraint="2 .. 100000"),
-    P.ParameterSpec("max_state_age", 0.5, "A prediction needs a joint state at most this old [s] (node clock vs. "
-                    "receipt); older: the prediction is refused with success=false.", P.positive,
+    P.ParameterSpec("max_state_age", 0.5, "A prediction needs a joint state received at most this long [s] "
+                    "before the trigger; older: the prediction is refused with success=false.", P.positive,
                     constraint="> 0 s"),
     P.ParameterSpec("state_wait_timeout", 0.05, "After a stamped trigger (BrakeEvent), wait at most this long [s] "
                     "for a joint state stamped at or after the E-stop instant before predicting from the newest "
