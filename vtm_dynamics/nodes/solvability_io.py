@@ -1,0 +1,76 @@
+"""Conversion of core solvability reports (Wojtyra & Frączek 2013) into vtm_msgs and diagnostic_msgs. No physics."""
+
+from __future__ import annotations
+
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+from vtm_dynamics.core.solvability import SolvabilityReport
+from vtm_msgs.msg import SolvabilityEntry
+from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
+
+_KINDS = {
+    "joint": SolvabilityEntry.JOINT,
+    "loop_closure": SolvabilityEntry.LOOP_CLOSURE,
+    "knife_edge": SolvabilityEntry.KNIFE_EDGE,
+    "driving_constraint": SolvabilityEntry.DRIVING_CONSTRAINT,
+}
+
+
+def report_message(report: SolvabilityReport) -> SolvabilityReportMsg:
+    """The ``vtm_msgs/SolvabilityReport`` of a core report (header left for the caller to stamp)."""
+    msg = SolvabilityReportMsg()
+    msg.model_name = report.model
+    msg.planar = report.planar
+    msg.coordinates = report.n_coordinates
+    msg.constraints = report.m_holonomic + report.h_nonholonomic
+    msg.rank = report.rank
+    msg.redundancy = report.redundancy
+    msg.tolerance = float(report.rank_tolerance)
+    msg.relative_tolerance = float(report.rank_rtol)
+    for pair in report.pairs:
+        entry = SolvabilityEntry()
+        entry.name = pair.name
+        entry.kind = _KINDS[pair.kind]
+        entry.type = pair.type
+        entry.rows = len(pair.rows)
+        entry.solvable = bool(pair.solvable)
+        entry.residual = float(pair.qr_residual)
+        entry.solvable_direction_count = len(pair.determined_directions)
+        entry.solvable_directions = [float(x) for d in pair.determined_directions for x in d]
+        msg.pairs.append(entry)
+    msg.releasable = [f"{pair}/{row}" for pair, row in report.release_set]
+    msg.success = True
+    msg.message = (
+        f"{len(report.unsolvable)} of {len(report.pairs)} pairs have reactions a rigid-body model cannot determine"
+        if report.unsolvable else f"all {len(report.pairs)} pairs have unique reactions"
+    )
+    return msg
+
+
+def failure_message(model_name: str, reason: str) -> SolvabilityReportMsg:
+    """A report that says the analysis could not be done, and why."""
+    return SolvabilityReportMsg(model_name=model_name, success=False, message=reason)
+
+
+def diagnostic_status(report: SolvabilityReport, hardware_id: str) -> DiagnosticStatus:
+    """One /diagnostics status: OK when every reaction is unique, WARN naming the pairs that are not."""
+    unsolvable = report.unsolvable
+    status = DiagnosticStatus(name="vtm_dynamics: reaction solvability", hardware_id=hardware_id)
+    if unsolvable:
+        status.level = DiagnosticStatus.WARN
+        status.message = f"reactions not unique (redundancy {report.redundancy}): {', '.join(unsolvable)}"
+    else:
+        status.level = DiagnosticStatus.OK
+        status.message = f"all reactions unique (redundancy {report.redundancy})"
+    values = {
+        "rank": report.rank, "redundancy": report.redundancy, "coordinates": report.n_coordinates,
+        "constraints": report.m_holonomic + report.h_nonholonomic, "relative_tolerance": report.rank_rtol,
+        "unsolvable_pairs": ", ".join(unsolvable), "releasable": ", ".join(f"{p}/{r}" for p, r in report.release_set),
+    }
+    status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+    return status
+
+
+def error_status(hardware_id: str, reason: str) -> DiagnosticStatus:
+    return DiagnosticStatus(level=DiagnosticStatus.ERROR, name="vtm_dynamics: reaction solvability",
+                            hardware_id=hardware_id, message=reason)
