@@ -120,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"vtm-estop-demo: {sim.robot.name} moving, E-stop at t = {sim.p['estop_time']:g} s ...", flush=True)
         while time.monotonic() < deadline and not settled(sim, predictor):
             time.sleep(0.02)
+        for n in nodes:  # stop the periodic work first, so no callback is in flight while the nodes are destroyed
+            for timer in list(n.timers):
+                timer.cancel()
         executor.shutdown(timeout_sec=5.0)
         spinner.join(timeout=5.0)
         if sim.comparison is None:
