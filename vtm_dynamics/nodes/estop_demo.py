@@ -123,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         for n in nodes:  # stop the periodic work first, so no callback is in flight while the nodes are destroyed
             for timer in list(n.timers):
                 timer.cancel()
+        time.sleep(0.2)  # let the executor drain the callbacks already queued (rclpy's worker threads may otherwise
+        # finish a task after shutdown destroyed its guard condition and print an unretrieved InvalidHandle)
         executor.shutdown(timeout_sec=5.0)
         spinner.join(timeout=5.0)
         if sim.comparison is None:
