@@ -45,7 +45,6 @@ from dataclasses import dataclass  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -70,6 +69,7 @@ from vtm_dynamics.nodes.conversions import (  # noqa: E402
 )
 from vtm_dynamics.nodes.markers import MarkerScales  # noqa: E402
 from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text  # noqa: E402
+from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
 
 NODE_NAME = "estop_predictor"
 STAMP_TOL = 2e-6  # [s] stamps as float seconds since 1970 resolve about 0.24 us
@@ -622,21 +622,7 @@ class EstopPredictor(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = EstopPredictor()
-    except (P.ParameterError, ModelError, UnsupportedJointError) as err:
-        print(f"estop_predictor: cannot start: {err}", flush=True)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node("estop_predictor", EstopPredictor, (P.ParameterError, ModelError, UnsupportedJointError), args)
 
 
 if __name__ == "__main__":

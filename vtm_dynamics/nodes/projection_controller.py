@@ -88,7 +88,6 @@ from collections import deque  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
@@ -112,6 +111,7 @@ from vtm_dynamics.nodes.conversions import (  # noqa: E402
     configuration_from_positions,
 )
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text  # noqa: E402
+from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
 from vtm_dynamics.nodes.trajectory_sampler import (  # noqa: E402
     PiecewiseTrajectory,
     TrajectoryError,
@@ -513,21 +513,8 @@ def _text(value: Any) -> str:
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = ProjectionController()
-    except (P.ParameterError, ModelError, UnsupportedJointError, ValueError) as err:
-        print(f"projection_controller: cannot start: {err}", flush=True)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node("projection_controller", ProjectionController,
+                    (P.ParameterError, ModelError, UnsupportedJointError, ValueError), args)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ from dataclasses import dataclass  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -52,6 +51,7 @@ from vtm_dynamics.nodes.conversions import (  # noqa: E402
 )
 from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text  # noqa: E402
 from vtm_dynamics.nodes.plant import BrakedPlant, PlantError, demo_motion  # noqa: E402
+from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
 
 NODE_NAME = "robot_sim"
 
@@ -395,21 +395,7 @@ class RobotSim(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = RobotSim()
-    except (P.ParameterError, ModelError, ValueError) as err:
-        print(f"robot_sim: cannot start: {err}", flush=True)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node("robot_sim", RobotSim, (P.ParameterError, ModelError, ValueError), args)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import sys
 
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
-import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -31,6 +30,7 @@ from std_msgs.msg import String  # noqa: E402
 
 from vtm_dynamics.core.solvability import DEFAULT_RANK_RTOL, analyze_solvability  # noqa: E402
 from vtm_dynamics.nodes import params as P  # noqa: E402
+from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
 from vtm_dynamics.nodes.solvability_io import (  # noqa: E402
     diagnostic_status,
     error_status,
@@ -129,21 +129,7 @@ class SolvabilityReporter(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = SolvabilityReporter()
-    except (P.ParameterError, OSError) as err:
-        print(f"solvability_reporter: {err}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node("solvability_reporter", SolvabilityReporter, (P.ParameterError, OSError), args)
 
 
 if __name__ == "__main__":
