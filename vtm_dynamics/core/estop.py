@@ -37,10 +37,14 @@ U = 0): with the new locked set L' = L u N and F' its complement,
 (Lambda with the sign convention of eq. (21), M dv + J^T Lambda = 0). ``StopSettings.jump_method`` can instead
 call :func:`vtm_dynamics.core.switching.transition` with any of its methods (eqs. (22)/(24), (32), (37)).
 
-Integration: classical RK4 with a fixed step (as in Müller 2026, Sec. 6) between events; time events (brake
-engagement, pawls, lock events, power off) are step boundaries; zero crossings of sliding joint velocities are
-located on the cubic Hermite interpolant of v (end values and the accelerations at both ends, which the next step
-needs anyway), then the step is recomputed to the located time and the crossing velocity set to zero exactly.
+Integration: explicit Runge-Kutta with a fixed step between events (Dormand-Prince 5 by default, classical RK4 as
+in Müller 2026, Sec. 6); time events (brake engagement, pawls, lock events, power off) are step boundaries; zero
+crossings of sliding joint velocities are located on the step's continuous extension (DP5: Shampine's quartic,
+which uses the stages and the derivative at the step end, both computed anyway; RK4: the cubic Hermite
+interpolant of v), then the step is recomputed to the located time, the time polished by Newton on v_i = 0
+(a Newton correction dt so short that the Taylor extrapolation q + v dt + a dt^2/2, v + a dt stays within the
+tolerance is applied by extrapolation, longer ones by re-integration) and the crossing velocity set to zero
+exactly.
 Release of a held joint is located by regula falsi (Illinois) on re-computed steps. Locked joints stay exactly at
 their lock angles (their v and a are exactly zero). The brake work W = integral tau_b . v dt is integrated with
 the same RK4 stages, so E(t) - E(0) = W(t) (plus jump losses) checks the integration.
@@ -83,6 +87,20 @@ TABLEAUS = {
     ], dtype=float), np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])),
 }
 _EMPTY_I = np.zeros(0, dtype=int)
+
+# Continuous extension of Dormand-Prince 5(4) (L. F. Shampine, "Some practical Runge-Kutta formulas", Math. Comp.
+# 46 (1986)): y(t0 + theta h) = y0 + h sum_s k_s (P[s] . (theta, theta^2, theta^3, theta^4)), over the six stages
+# and the seventh stage k_7 = f(y1) (first-same-as-last: the derivative at the step end, which the next step needs
+# anyway). Fourth order in theta; P[s] summed over its columns gives the weight b_s, so theta = 1 is y1 exactly.
+DP5_DENSE = np.array([
+    [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
+    [0, 0, 0, 0],
+    [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
+    [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
+    [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
+    [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+    [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423],
+])
 
 
 class StopInputError(ValueError):
@@ -331,6 +349,7 @@ class _Engine:
             KA[s_] = a_s
             KV[s_] = vs
             P[s_] = t_s @ vs
+        self._K = (KV, KA, P)
         return self._advance(q, h * (B @ KV)), v + h * (B @ KA), W + h * (B @ P)
 
     def _step_vector(self, q, v, W, h, k1):
@@ -351,7 +370,14 @@ class _Engine:
             K[s_, n:2 * n] = a_s
             K[s_, 2 * n] = t_s @ vs
         y1 = y + (h * self.B) @ K
+        self._K = K
         return y1[:n], y1[n:2 * n], float(y1[2 * n])
+
+    def _dense_velocity_coefficients(self, h, k_end, idx) -> np.ndarray:
+        """(len(idx), 4) coefficients of theta^1..theta^4 in v_i(t0 + theta h) - v_i(t0) on the DP5 continuous
+        extension of the last step."""
+        KA = self._K[:, self.nv:2 * self.nv] if self.vector_space else self._K[1]
+        return h * (KA[:, idx].T @ DP5_DENSE[:6] + np.outer(k_end[0][idx], DP5_DENSE[6]))
 
     # ---------------------------------------------------------------- decisions
     def _solve_split(self, q, v, S: np.ndarray, R: np.ndarray, d: np.ndarray):
@@ -525,6 +551,7 @@ class _Engine:
             timed.append((float(tl), "lock", (idx, cap)))
         timed.sort(key=lambda e: e[0])
         t_end = t0 + st.t_max
+        dense = st.method == "dp5"
 
         def record(tq, qq, vv, a_hold=None):
             a, lam, tau = self._f(qq, vv) if a_hold is None else a_hold
@@ -582,9 +609,15 @@ class _Engine:
             tau_c = math.inf
             taus = {}
             if cross.size:
-                for i in cross:
-                    taus[i] = _hermite_root(v[i], v1[i], k[0][i], k1[0][i], h, self.s[i])
+                if dense:
+                    C = self._dense_velocity_coefficients(h, k1, cross)
+                    for j, i in enumerate(cross):
+                        taus[i] = _first_root((v[i], *C[j]), self.s[i]) * h
+                else:
+                    for i in cross:
+                        taus[i] = _hermite_root(v[i], v1[i], k[0][i], k1[0][i], h, self.s[i])
                 tau_c = min(taus.values())
+            K_step = self._K
             tau_r = math.inf
             ri = self.release_idx
             if ri.size:
@@ -600,21 +633,36 @@ class _Engine:
                 continue
             tau = max(min(tau_c, tau_r), 0.0)
             k0 = (k[0], k[2] @ v)
-            qe, ve, We = self._step(q, v, W, tau, k0) if tau > 0 else (q, v, W)
-            ke = self._f(qe, ve)
+            if dense and tau_c <= tau_r:
+                # the crossing was located on the step's continuous extension: take the state from it too
+                qe, ve, We = self._step(q, v, W, tau, k0)
+                ke = self._f(qe, ve)
+            else:
+                qe, ve, We = self._step(q, v, W, tau, k0) if tau > 0 else (q, v, W)
+                ke = self._f(qe, ve)
             if tau_c <= tau_r:
                 # polish the crossing time on the integrator itself: Newton on v_i(tau) = 0 with a_i(tau)
                 i0 = min(taus, key=taus.get)
                 t_first = tau
+                # Newton steps shorter than the tolerance allows for a second-order Taylor extrapolation (its velocity
+                # error jerk dt^2 / 2 bounded with the step's mean jerk and a safety factor 10) extrapolate the
+                # state (1 evaluation); longer ones re-integrate from the step start.
+                jerk = float(np.max(np.abs(k1[0] - k[0]))) / h
                 for _ in range(4):
                     vi, ai = ve[i0], ke[0][i0]
                     if ai == 0.0 or abs(vi) <= st.event_tol * abs(ai):
                         break
-                    tn = tau - vi / ai
-                    if not (0.0 < tn <= h):
+                    dt_ = -vi / ai
+                    if not (0.0 < tau + dt_ <= h):
                         break
-                    tau = tn
-                    qe, ve, We = self._step(q, v, W, tau, k0)
+                    if 5.0 * jerk * dt_ * dt_ <= st.event_tol * abs(ai):
+                        a_e = ke[0]
+                        We = We + float(ke[2] @ ve) * dt_ + (0.5 * dt_ * dt_) * float(ke[2] @ a_e + self.cv @ (a_e * ve))
+                        qe = self._advance(qe, dt_ * ve + (0.5 * dt_ * dt_) * a_e)
+                        ve = ve + dt_ * a_e
+                    else:
+                        qe, ve, We = self._step(q, v, W, tau + dt_, k0)
+                    tau = tau + dt_
                     ke = self._f(qe, ve)
                 for i in taus:
                     taus[i] += tau - t_first
@@ -674,21 +722,31 @@ class _Engine:
 
 def _hermite_root(v0: float, v1: float, a0: float, a1: float, h: float, s: float) -> float:
     """First time in (0, h] where the cubic Hermite interpolant of a velocity (values v0, v1, slopes a0, a1)
-    reaches zero from the side of sign s: bracket on a 16-point grid, then safeguarded Newton on the cubic.
-    Only a starting value: the caller polishes it on the integrator itself."""
-    c0 = v0
-    c1 = h * a0
-    c2 = -3 * v0 - 2 * h * a0 + 3 * v1 - h * a1
-    c3 = 2 * v0 + h * a0 - 2 * v1 + h * a1
-    vals = (((c3 * _GRID + c2) * _GRID + c1) * _GRID + c0) * s
-    hit = np.flatnonzero(vals <= 0.0)
-    k = int(hit[0]) if hit.size else len(_GRID) - 1
+    reaches zero from the side of sign s (see :func:`_first_root`). Only a starting value: the caller polishes it
+    on the integrator itself."""
+    c = (v0, h * a0, -3 * v0 - 2 * h * a0 + 3 * v1 - h * a1, 2 * v0 + h * a0 - 2 * v1 + h * a1)
+    return _first_root(c, s) * h
+
+
+def _first_root(c: Sequence[float], s: float) -> float:
+    """First theta in (0, 1] where the polynomial sum_j c[j] theta^j (c[0] of sign s) reaches zero: bracket on a
+    16-point grid, then safeguarded Newton to 1e-13 (if no grid point has changed sign, the bracket is the last
+    cell)."""
+    cr = c[::-1]
+    dc = [k * c[k] for k in range(len(c) - 1, 0, -1)]
+    vals = _GRID_POWERS[:, :len(c)] @ c
+    k = int(np.argmax(vals * s <= 0.0))  # the first grid point at or past zero (the last one if none is)
+    if k == 0 and vals[0] * s > 0.0:
+        k = len(_GRID) - 1
     hi = float(_GRID[k])
     lo = float(_GRID[k - 1]) if k > 0 else 0.0
     x = hi
     for _ in range(30):
-        fx = ((c3 * x + c2) * x + c1) * x + c0
-        dfx = (3 * c3 * x + 2 * c2) * x + c1
+        fx = dfx = 0.0
+        for ck in cr:
+            fx = fx * x + ck
+        for ck in dc:
+            dfx = dfx * x + ck
         if fx * s > 0:
             lo = x
         else:
@@ -700,10 +758,11 @@ def _hermite_root(v0: float, v1: float, a0: float, a1: float, h: float, s: float
             x = xn
             break
         x = xn
-    return max(x, 1e-12) * h
+    return max(x, 1e-12)
 
 
 _GRID = np.linspace(0.0, 1.0, 17)[1:]
+_GRID_POWERS = _GRID[:, None] ** np.arange(5)[None, :]
 
 
 # ---------------------------------------------------------------------------------------------------- API
