@@ -87,6 +87,9 @@ TABLEAUS = {
     ], dtype=float), np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])),
 }
 _EMPTY_I = np.zeros(0, dtype=int)
+# Phase data (see _Engine._phase) shared by all predictions: keyed by the brake torques and the active set, so that
+# a prediction running every control cycle finds its phases already built (bounded: cleared at 4096 entries).
+_PHASES: dict = {}
 
 # Continuous extension of Dormand-Prince 5(4) (L. F. Shampine, "Some practical Runge-Kutta formulas", Math. Comp.
 # 46 (1986)): y(t0 + theta h) = y0 + h sum_s k_s (P[s] . (theta, theta^2, theta^3, theta^4)), over the six stages
@@ -283,44 +286,77 @@ class _Engine:
         self.events: list[StopEvent] = []
         self.rest_since = np.full(self.nv, np.nan)
         self.impulse_energy = 0.0
-        self._phase_cache: dict = {}
+        self._brake_key = self.ts.tobytes() + self.c.tobytes()
+        self._tableau_h = None
         self._set_phase()
 
     # ---------------------------------------------------------------- dynamics
     def _set_phase(self) -> None:
-        """Precompute the torque coefficients and index sets of the current active set (cached per set)."""
-        key = (self.locked.tobytes(), self.engaged.tobytes(), self.s.tobytes(), np.isfinite(self.cap).tobytes())
-        hit = self._phase_cache.get(key)
+        """Install the phase data of the current active set (see :meth:`_phase`)."""
+        self._use_phase(self._phase(self.locked, self.s))
+
+    def _phase(self, locked: np.ndarray, s: np.ndarray) -> tuple:
+        """Torque coefficients and index sets of the active set (``locked``, slip directions ``s``, the engaged
+        brakes), cached per set: tau_b = cs + cv * v on the free engaged joints; the held set L and the free set F;
+        flat indices of M_FF and of M_LF in the upper triangle that ``pin.crba`` fills."""
+        key = (self._brake_key, locked.tobytes(), self.engaged.tobytes(), s.tobytes(), np.isfinite(self.cap).tobytes())
+        hit = _PHASES.get(key)
         if hit is None:
-            slide = self.engaged & ~self.locked
-            L = np.flatnonzero(self.locked)
+            n = self.nv
+            slide = self.engaged & ~locked
+            L = np.flatnonzero(locked)
+            F = np.flatnonzero(~locked)
             hit = (
-                np.where(slide, -self.s * self.ts, 0.0), np.where(slide, -self.c, 0.0), L, len(L),
-                (L[:, None] * self.nv + L[None, :]).ravel(), (np.arange(self.nv)[:, None] * self.nv + L[None, :]).ravel(),
+                np.where(slide, -s * self.ts, 0.0), np.where(slide, -self.c, 0.0), L, len(L), F, len(F),
+                (F[:, None] * n + F[None, :]).ravel(),
+                (np.minimum(L[:, None], F[None, :]) * n + np.maximum(L[:, None], F[None, :])).ravel(),
                 np.flatnonzero(slide & ((self.ts > 0) | (self.c > 0))),
-                np.flatnonzero(self.locked & np.isfinite(self.cap)),
+                np.flatnonzero(locked & np.isfinite(self.cap)),
             )
-            self._phase_cache[key] = hit
-        (self.cs, self.cv, self.L, self.nL, self._flat_LL, self._flat_L, self.slide_idx, self.release_idx) = hit
+            for arr in hit:
+                if isinstance(arr, np.ndarray):
+                    arr.flags.writeable = False
+            if len(_PHASES) >= 4096:
+                _PHASES.clear()
+            _PHASES[key] = hit
+        return hit
+
+    def _use_phase(self, hit: tuple) -> None:
+        self._phase_data = hit
+        (self.cs, self.cv, self.L, self.nL, self.F, self.nF, self._flat_FF, self._flat_LF, self.slide_idx,
+         self.release_idx) = hit
 
     def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(a, lambda_L, tau_b) for the current phase (module docstring equations)."""
+        """(a, lambda_L, tau_b) for the current phase (module docstring equations).
+
+        No held joint: a = ABA(q, v, tau_b). Held set L: with a_L = 0 the free rows of eq. (3) read
+        M_FF a_F = (tau_b - h)_F (Cholesky of M_FF from CRBA, h from Pinocchio's nonLinearEffects), and the held
+        rows give lambda_L = (M a + h - tau_b)_L = M_LF a_F - (tau_b - h)_L. Exact: v_L = 0 in the held phase."""
         self.n_eval += 1
         tau = self.cs + self.cv * v
-        a = pin.aba(self.m, self.d, q, v, tau).copy()
         if self.nL == 0:
-            return a, _EMPTY, tau
-        Minv = pin.computeMinverse(self.m, self.d, q)
-        if self.nL == 1:
-            i = self.L[0]
-            lam = np.array([-a[i] / Minv[i, i]])
-            a += Minv[:, i] * lam[0]
-        else:
-            MLL = Minv.take(self._flat_LL).reshape(self.nL, self.nL)
-            lam = _dposv(MLL, -a[self.L])[1]
-            a += Minv.take(self._flat_L).reshape(self.nv, self.nL) @ lam
-        a[self.L] = 0.0
-        return a, lam, tau
+            return pin.aba(self.m, self.d, q, v, tau), _EMPTY, tau
+        M = pin.crba(self.m, self.d, q)
+        r = tau - pin.nonLinearEffects(self.m, self.d, q, v)
+        a = np.zeros(self.nv)
+        if self.nF == 0:
+            return a, -r.take(self.L), tau
+        x = _dposv(M.take(self._flat_FF).reshape(self.nF, self.nF), r.take(self.F))[1]
+        a[self.F] = x
+        return a, M.take(self._flat_LF).reshape(self.nL, self.nF).dot(x) - r.take(self.L), tau
+
+    def _acc(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a, tau_b) of :meth:`_f` without lambda (Runge-Kutta stages need no holding torques)."""
+        self.n_eval += 1
+        tau = self.cs + self.cv * v
+        if self.nL == 0:
+            return pin.aba(self.m, self.d, q, v, tau), tau
+        a = np.zeros(self.nv)
+        if self.nF:
+            M = pin.crba(self.m, self.d, q)
+            r = tau.take(self.F) - pin.nonLinearEffects(self.m, self.d, q, v).take(self.F)
+            a[self.F] = _dposv(M.take(self._flat_FF).reshape(self.nF, self.nF), r)[1]
+        return a, tau
 
     def _advance(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
         if self.vector_space:
@@ -345,7 +381,7 @@ class _Engine:
             row = A[s_, :s_]
             vs = v + h * (row @ KA[:s_])
             qs = self._advance(q, h * (row @ KV[:s_]))
-            a_s, _, t_s = self._f(qs, vs)
+            a_s, t_s = self._acc(qs, vs)
             KA[s_] = a_s
             KV[s_] = vs
             P[s_] = t_s @ vs
@@ -356,22 +392,35 @@ class _Engine:
         """:meth:`_step` for models whose q is a vector (revolute/prismatic joints): one stacked state
         y = (q, v, W) so that each stage is a single matrix-vector product (same arithmetic, less overhead)."""
         n, ns = self.nv, self.ns
-        K = np.empty((ns, 2 * n + 1))
-        K[0, :n] = v
-        K[0, n:2 * n] = k1[0]
-        K[0, 2 * n] = k1[1]
+        n2 = 2 * n
+        K = np.empty((ns, n2 + 1))
+        row = K[0]
+        row[:n] = v
+        row[n:n2] = k1[0]
+        row[n2] = k1[1]
         y = np.concatenate((q, v, (W,)))
-        hA = h * self.A
+        hA, hB = self._scaled_tableau(h)
+        acc = self._acc
         for s_ in range(1, ns):
-            Y = y + hA[s_, :s_] @ K[:s_]
-            vs = Y[n:2 * n]
-            a_s, _, t_s = self._f(Y[:n], vs)
-            K[s_, :n] = vs
-            K[s_, n:2 * n] = a_s
-            K[s_, 2 * n] = t_s @ vs
-        y1 = y + (h * self.B) @ K
+            Y = y + hA[s_].dot(K[:s_])
+            vs = Y[n:n2]
+            a_s, t_s = acc(Y[:n], vs)
+            row = K[s_]
+            row[:n] = vs
+            row[n:n2] = a_s
+            row[n2] = t_s.dot(vs)
+        y1 = y + hB.dot(K)
         self._K = K
         return y1[:n], y1[n:2 * n], float(y1[2 * n])
+
+    def _scaled_tableau(self, h: float) -> tuple[list, np.ndarray]:
+        """(rows h A[s, :s], h b) of the tableau for step h (cached for the default step)."""
+        if h == self.st.step and self._tableau_h is not None:
+            return self._tableau_h
+        out = ([h * self.A[s_, :s_] for s_ in range(self.ns)], h * self.B)
+        if h == self.st.step:
+            self._tableau_h = out
+        return out
 
     def _dense_velocity_coefficients(self, h, k_end, idx) -> np.ndarray:
         """(len(idx), 4) coefficients of theta^1..theta^4 in v_i(t0 + theta h) - v_i(t0) on the DP5 continuous
@@ -382,14 +431,14 @@ class _Engine:
     # ---------------------------------------------------------------- decisions
     def _solve_split(self, q, v, S: np.ndarray, R: np.ndarray, d: np.ndarray):
         """Dynamics with locked set S and slipping-from-rest set R (directions d); returns (a, lambda_S)."""
-        saved = (self.locked.copy(), self.s.copy(), self.engaged.copy())
-        self.locked[:] = False
-        self.locked[S] = True
-        self.s[R] = d[R]
-        self._set_phase()
+        locked = np.zeros(self.nv, dtype=bool)
+        locked[S] = True
+        s = self.s.copy()
+        s[R] = d[R]
+        current = self._phase_data
+        self._use_phase(self._phase(locked, s))
         k = self._f(q, v)
-        self.locked, self.s, self.engaged = saved
-        self._set_phase()
+        self._use_phase(current)
         self._k_split = k
         return k[0], k[1]
 
