@@ -287,6 +287,7 @@ class _Engine:
         self.rest_since = np.full(self.nv, np.nan)
         self.impulse_energy = 0.0
         self._brake_key = self.ts.tobytes() + self.c.tobytes()
+        self.names = robot.joint_names
         self._tableau_h = None
         self._set_phase()
 
@@ -341,7 +342,7 @@ class _Engine:
         a = np.zeros(self.nv)
         if self.nF == 0:
             return a, -r.take(self.L), tau
-        x = _dposv(M.take(self._flat_FF).reshape(self.nF, self.nF), r.take(self.F))[1]
+        x = _solve_spd(M, self._flat_FF, self.nF, r.take(self.F))
         a[self.F] = x
         return a, M.take(self._flat_LF).reshape(self.nL, self.nF).dot(x) - r.take(self.L), tau
 
@@ -355,7 +356,7 @@ class _Engine:
         if self.nF:
             M = pin.crba(self.m, self.d, q)
             r = tau.take(self.F) - pin.nonLinearEffects(self.m, self.d, q, v).take(self.F)
-            a[self.F] = _dposv(M.take(self._flat_FF).reshape(self.nF, self.nF), r)[1]
+            a[self.F] = _solve_spd(M, self._flat_FF, self.nF, r)
         return a, tau
 
     def _advance(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
@@ -451,8 +452,8 @@ class _Engine:
         if C.size == 0:
             return [], [], []
         cap = np.where(self.locked, self.cap, self.hold)
-        cap_C = cap[C]
-        S = set(C.tolist())
+        C_list = C.tolist()
+        S = set(C_list)
         d = np.zeros(self.nv)
         seen = set()
         result = None
@@ -461,14 +462,17 @@ class _Engine:
             if key in seen:
                 break
             seen.add(key)
-            Sa = np.array(sorted(S), dtype=int)
-            Ra = np.array(sorted(set(C.tolist()) - S), dtype=int)
+            Sa = np.array([i for i in C_list if i in S], dtype=int)
+            Ra = np.array([i for i in C_list if i not in S], dtype=int)
             a, lam = self._solve_split(q, v, Sa, Ra, d)
-            ratio = np.abs(lam) / np.maximum(cap[Sa], 1e-300) if Sa.size else _EMPTY
-            # ``force``: held joints whose release was located at this instant (their ratio is 1 to rounding)
-            limit = np.array([1.0 - 1e-9 if i in force else 1.0 + 1e-12 for i in Sa])
-            over = np.flatnonzero(ratio > limit) if Sa.size else _EMPTY_I
-            bad_R = [i for i in Ra if d[i] * a[i] <= 0.0]
+            if Sa.size:
+                ratio = np.abs(lam) / np.maximum(cap[Sa], 1e-300)
+                # ``force``: held joints whose release was located at this instant (their ratio is 1 to rounding)
+                limit = np.array([1.0 - 1e-9 if i in force else 1.0 + 1e-12 for i in Sa]) if force else 1.0 + 1e-12
+                over = np.flatnonzero(ratio > limit)
+            else:
+                ratio, over = _EMPTY, _EMPTY_I
+            bad_R = [i for i in Ra if d[i] * a[i] <= 0.0] if Ra.size else []
             if over.size == 0 and not bad_R:
                 result = (Sa, Ra)
                 k_final = self._k_split
@@ -543,7 +547,7 @@ class _Engine:
             a = k[0]
             hold = np.full(self.nv, np.nan)
             hold[self.L] = k[1]
-        names = self.robot.joint_names
+        names = self.names
         self.events.append(StopEvent(
             time=float(t), kind=kind, joints=tuple(names[i] for i in idx), q=q.copy(), v_minus=v_minus.copy(),
             v_plus=v_plus.copy(), dv=np.zeros(self.nv) if dv is None else dv, impulses=impulses,
@@ -649,7 +653,7 @@ class _Engine:
                 break
             t_next = timed[0][0] if timed else math.inf
             h = min(st.step, t_next - t, t_end - t)
-            q1, v1, W1 = self._step(q, v, W, h, (k[0], k[2] @ v))
+            q1, v1, W1 = self._step(q, v, W, h, (k[0], k[2].dot(v)))
             self.n_steps += 1
             k1 = self._f(q1, v1)
             # zero crossings of sliding joints
@@ -681,20 +685,16 @@ class _Engine:
                 record(t, q, v, k)
                 continue
             tau = max(min(tau_c, tau_r), 0.0)
-            k0 = (k[0], k[2] @ v)
-            if dense and tau_c <= tau_r:
-                # the crossing was located on the step's continuous extension: take the state from it too
-                qe, ve, We = self._step(q, v, W, tau, k0)
-                ke = self._f(qe, ve)
-            else:
-                qe, ve, We = self._step(q, v, W, tau, k0) if tau > 0 else (q, v, W)
-                ke = self._f(qe, ve)
+            k0 = (k[0], k[2].dot(v))
+            qe, ve, We = self._step(q, v, W, tau, k0) if tau > 0 else (q, v, W)
+            ke = self._f(qe, ve)
             if tau_c <= tau_r:
                 # polish the crossing time on the integrator itself: Newton on v_i(tau) = 0 with a_i(tau)
                 i0 = min(taus, key=taus.get)
                 t_first = tau
                 # Newton steps shorter than the tolerance allows for a second-order Taylor extrapolation (its velocity
-                # error jerk dt^2 / 2 bounded with the step's mean jerk and a safety factor 10) extrapolate the
+                # error jerk dt^2 / 2, with the step's mean jerk and a safety factor 10, below the velocity residual
+                # event_tol |a_i| that ends the iteration) extrapolate the
                 # state (1 evaluation); longer ones re-integrate from the step start.
                 jerk = float(np.max(np.abs(k1[0] - k[0]))) / h
                 for _ in range(4):
@@ -769,6 +769,19 @@ class _Engine:
         return b
 
 
+def _solve_spd(M: np.ndarray, flat: np.ndarray, n: int, r: np.ndarray) -> np.ndarray:
+    """x with M_FF x = r, M_FF the n x n block of the symmetric positive definite M at the flat indices ``flat``
+    of its upper triangle (row-major): closed form for n <= 2 (Cramer), else LAPACK Cholesky (dposv)."""
+    if n == 1:
+        return r / M.flat[flat[0]]
+    if n == 2:
+        m00, m01, _, m11 = M.take(flat).tolist()
+        r0, r1 = r.tolist()
+        det = m00 * m11 - m01 * m01
+        return np.array(((m11 * r0 - m01 * r1) / det, (m00 * r1 - m01 * r0) / det))
+    return _dposv(M.take(flat).reshape(n, n), r)[1]
+
+
 def _hermite_root(v0: float, v1: float, a0: float, a1: float, h: float, s: float) -> float:
     """First time in (0, h] where the cubic Hermite interpolant of a velocity (values v0, v1, slopes a0, a1)
     reaches zero from the side of sign s (see :func:`_first_root`). Only a starting value: the caller polishes it
@@ -783,7 +796,7 @@ def _first_root(c: Sequence[float], s: float) -> float:
     cell)."""
     cr = c[::-1]
     dc = [k * c[k] for k in range(len(c) - 1, 0, -1)]
-    vals = _GRID_POWERS[:, :len(c)] @ c
+    vals = _GRID_POWERS[:, :len(c)].dot(c)
     k = int(np.argmax(vals * s <= 0.0))  # the first grid point at or past zero (the last one if none is)
     if k == 0 and vals[0] * s > 0.0:
         k = len(_GRID) - 1
