@@ -314,6 +314,7 @@ class _Engine:
                 np.flatnonzero(slide & ((self.ts > 0) | (self.c > 0))),
                 np.flatnonzero(locked & np.isfinite(self.cap)),
             )
+            hit = hit + (bool(np.any(hit[1] != 0.0)),)
             for arr in hit:
                 if isinstance(arr, np.ndarray):
                     arr.flags.writeable = False
@@ -325,7 +326,7 @@ class _Engine:
     def _use_phase(self, hit: tuple) -> None:
         self._phase_data = hit
         (self.cs, self.cv, self.L, self.nL, self.F, self.nF, self._flat_FF, self._flat_LF, self.slide_idx,
-         self.release_idx) = hit
+         self.release_idx, self.viscous) = hit
 
     def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a, lambda_L, tau_b) for the current phase (module docstring equations).
@@ -334,7 +335,7 @@ class _Engine:
         M_FF a_F = (tau_b - h)_F (Cholesky of M_FF from CRBA, h from Pinocchio's nonLinearEffects), and the held
         rows give lambda_L = (M a + h - tau_b)_L = M_LF a_F - (tau_b - h)_L. Exact: v_L = 0 in the held phase."""
         self.n_eval += 1
-        tau = self.cs + self.cv * v
+        tau = self.cs + self.cv * v if self.viscous else self.cs
         if self.nL == 0:
             return pin.aba(self.m, self.d, q, v, tau), _EMPTY, tau
         M = pin.crba(self.m, self.d, q)
@@ -349,7 +350,7 @@ class _Engine:
     def _acc(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, tau_b) of :meth:`_f` without lambda (Runge-Kutta stages need no holding torques)."""
         self.n_eval += 1
-        tau = self.cs + self.cv * v
+        tau = self.cs + self.cv * v if self.viscous else self.cs
         if self.nL == 0:
             return pin.aba(self.m, self.d, q, v, tau), tau
         a = np.zeros(self.nv)
@@ -390,35 +391,48 @@ class _Engine:
         return self._advance(q, h * (B @ KV)), v + h * (B @ KA), W + h * (B @ P)
 
     def _step_vector(self, q, v, W, h, k1):
-        """:meth:`_step` for models whose q is a vector (revolute/prismatic joints): one stacked state
-        y = (q, v, W) so that each stage is a single matrix-vector product (same arithmetic, less overhead)."""
+        """:meth:`_step` for models whose q is a vector (revolute/prismatic joints), written for q' = v, v' = a:
+        with c = A 1, the stage state is q_s = q + h c_s v + h^2 (A A)[s] . a, v_s = v + h A[s] . a, so that one
+        small matrix product of the rows (q, v, a_1, ..., a_s) gives (q_s, v_s) (the same method, fewer numpy
+        calls). The brake work needs no stages of its own: P_s = tau_b(v_s) . v_s = cs . v_s + cv . v_s^2."""
         n, ns = self.nv, self.ns
-        n2 = 2 * n
-        K = np.empty((ns, n2 + 1))
-        row = K[0]
-        row[:n] = v
-        row[n:n2] = k1[0]
-        row[n2] = k1[1]
-        y = np.concatenate((q, v, (W,)))
-        hA, hB = self._scaled_tableau(h)
+        G, G_end, hA, hB = self._scaled_tableau(h)
+        X = np.zeros((2 + ns, n))  # rows q, v, a_1 .. a_ns
+        X[0] = q
+        X[1] = v
+        X[2] = k1[0]
         acc = self._acc
         for s_ in range(1, ns):
-            Y = y + hA[s_].dot(K[:s_])
-            vs = Y[n:n2]
-            a_s, t_s = acc(Y[:n], vs)
-            row = K[s_]
-            row[:n] = vs
-            row[n:n2] = a_s
-            row[n2] = t_s.dot(vs)
-        y1 = y + hB.dot(K)
-        self._K = K
-        return y1[:n], y1[n:2 * n], float(y1[2 * n])
+            Y = G[s_].dot(X[:2 + s_])
+            X[2 + s_] = acc(Y[0], Y[1])[0]
+        Y = G_end.dot(X)
+        KA = X[2:]
+        self._K = KA
+        V = v + hA.dot(KA)  # stage velocities (row 0: v)
+        P = V.dot(self.cs) + (V * V).dot(self.cv) if self.viscous else V.dot(self.cs)
+        return Y[0], Y[1], W + float(hB.dot(P))
 
-    def _scaled_tableau(self, h: float) -> tuple[list, np.ndarray]:
-        """(rows h A[s, :s], h b) of the tableau for step h (cached for the default step)."""
+    def _scaled_tableau(self, h: float) -> tuple:
+        """(rows G_s, G_end, h A, h b) of :meth:`_step_vector` for step h (cached for the default step)."""
         if h == self.st.step and self._tableau_h is not None:
             return self._tableau_h
-        out = ([h * self.A[s_, :s_] for s_ in range(self.ns)], h * self.B)
+        A, B, ns = self.A, self.B, self.ns
+        c = A.sum(axis=1)
+        AA = A @ A
+        G = []
+        for s_ in range(ns):
+            g = np.zeros((2, 2 + s_))
+            g[0, 0] = g[1, 1] = 1.0
+            g[0, 1] = h * c[s_]
+            g[0, 2:] = h * h * AA[s_, :s_]
+            g[1, 2:] = h * A[s_, :s_]
+            G.append(g)
+        G_end = np.zeros((2, 2 + ns))
+        G_end[0, 0] = G_end[1, 1] = 1.0
+        G_end[0, 1] = h * B.sum()
+        G_end[0, 2:] = h * h * (B @ A)
+        G_end[1, 2:] = h * B
+        out = (G, G_end, h * A, h * B)
         if h == self.st.step:
             self._tableau_h = out
         return out
@@ -426,7 +440,7 @@ class _Engine:
     def _dense_velocity_coefficients(self, h, k_end, idx) -> np.ndarray:
         """(len(idx), 4) coefficients of theta^1..theta^4 in v_i(t0 + theta h) - v_i(t0) on the DP5 continuous
         extension of the last step."""
-        KA = self._K[:, self.nv:2 * self.nv] if self.vector_space else self._K[1]
+        KA = self._K if self.vector_space else self._K[1]
         return h * (KA[:, idx].T @ DP5_DENSE[:6] + np.outer(k_end[0][idx], DP5_DENSE[6]))
 
     # ---------------------------------------------------------------- decisions
@@ -794,6 +808,7 @@ def _first_root(c: Sequence[float], s: float) -> float:
     """First theta in (0, 1] where the polynomial sum_j c[j] theta^j (c[0] of sign s) reaches zero: bracket on a
     16-point grid, then safeguarded Newton to 1e-13 (if no grid point has changed sign, the bracket is the last
     cell)."""
+    c = [float(ck) for ck in c]  # Python floats: the Newton loop is scalar arithmetic
     cr = c[::-1]
     dc = [k * c[k] for k in range(len(c) - 1, 0, -1)]
     vals = _GRID_POWERS[:, :len(c)].dot(c)
@@ -801,8 +816,11 @@ def _first_root(c: Sequence[float], s: float) -> float:
     if k == 0 and vals[0] * s > 0.0:
         k = len(_GRID) - 1
     hi = float(_GRID[k])
-    lo = float(_GRID[k - 1]) if k > 0 else 0.0
-    x = hi
+    lo, f_lo = (float(_GRID[k - 1]), float(vals[k - 1])) if k > 0 else (0.0, c[0])
+    f_hi = float(vals[k])
+    x = lo + (hi - lo) * f_lo / (f_lo - f_hi) if f_lo != f_hi else hi  # secant start inside the bracket
+    if not (lo < x <= hi):
+        x = hi
     for _ in range(30):
         fx = dfx = 0.0
         for ck in cr:
