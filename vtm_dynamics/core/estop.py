@@ -289,6 +289,7 @@ class _Engine:
         self._brake_key = self.ts.tobytes() + self.c.tobytes()
         self.names = robot.joint_names
         self._tableau_h = None
+        self._tableau_0 = None
         self._set_phase()
 
     # ---------------------------------------------------------------- dynamics
@@ -403,7 +404,7 @@ class _Engine:
         X[2] = k1[0]
         acc = self._acc
         for s_ in range(1, ns):
-            Y = G[s_].dot(X[:2 + s_])
+            Y = G[s_].dot(X)
             X[2 + s_] = acc(Y[0], Y[1])[0]
         Y = G_end.dot(X)
         KA = X[2:]
@@ -413,26 +414,24 @@ class _Engine:
         return Y[0], Y[1], W + float(hB.dot(P))
 
     def _scaled_tableau(self, h: float) -> tuple:
-        """(rows G_s, G_end, h A, h b) of :meth:`_step_vector` for step h (cached for the default step)."""
+        """(G, G_end, h A, h b) of :meth:`_step_vector` for step h: G[s] (2 x (2 + ns)) maps the rows (q, v, a_1..)
+        to (q_s, v_s) (zero columns for the stages not yet computed); cached for the default step."""
         if h == self.st.step and self._tableau_h is not None:
             return self._tableau_h
-        A, B, ns = self.A, self.B, self.ns
-        c = A.sum(axis=1)
-        AA = A @ A
-        G = []
-        for s_ in range(ns):
-            g = np.zeros((2, 2 + s_))
-            g[0, 0] = g[1, 1] = 1.0
-            g[0, 1] = h * c[s_]
-            g[0, 2:] = h * h * AA[s_, :s_]
-            g[1, 2:] = h * A[s_, :s_]
-            G.append(g)
-        G_end = np.zeros((2, 2 + ns))
-        G_end[0, 0] = G_end[1, 1] = 1.0
-        G_end[0, 1] = h * B.sum()
-        G_end[0, 2:] = h * h * (B @ A)
-        G_end[1, 2:] = h * B
-        out = (G, G_end, h * A, h * B)
+        if self._tableau_0 is None:  # h-free parts: G = G0 * (powers of h)
+            A, B, ns = self.A, self.B, self.ns
+            G0 = np.zeros((ns + 1, 2, 2 + ns))
+            G0[:, 0, 0] = G0[:, 1, 1] = 1.0
+            G0[:ns, 0, 1] = A.sum(axis=1)
+            G0[:ns, 0, 2:] = A @ A
+            G0[:ns, 1, 2:] = A
+            G0[ns, 0, 1] = B.sum()
+            G0[ns, 0, 2:] = B @ A
+            G0[ns, 1, 2:] = B
+            self._tableau_0 = G0
+        H = np.array([[1.0, h] + [h * h] * self.ns, [1.0, 1.0] + [h] * self.ns])
+        G = self._tableau_0 * H
+        out = (G, G[self.ns], h * self.A, h * self.B)
         if h == self.st.step:
             self._tableau_h = out
         return out
