@@ -300,7 +300,8 @@ class _Engine:
     def _phase(self, locked: np.ndarray, s: np.ndarray) -> tuple:
         """Torque coefficients and index sets of the active set (``locked``, slip directions ``s``, the engaged
         brakes), cached per set: tau_b = cs + cv * v on the free engaged joints; the held set L and the free set F;
-        flat indices of M_FF and of M_LF in the upper triangle that ``pin.crba`` fills."""
+        flat indices of M_FF and of M_LF in the upper triangle that ``pin.crba`` fills; the sliding joints with their
+        slip directions; the held joints that can release and their rows in lambda_L."""
         key = (self._brake_key, locked.tobytes(), self.engaged.tobytes(), s.tobytes(), np.isfinite(self.cap).tobytes())
         hit = _PHASES.get(key)
         if hit is None:
@@ -315,7 +316,7 @@ class _Engine:
                 np.flatnonzero(slide & ((self.ts > 0) | (self.c > 0))),
                 np.flatnonzero(locked & np.isfinite(self.cap)),
             )
-            hit = hit + (bool(np.any(hit[1] != 0.0)),)
+            hit = hit + (bool(np.any(hit[1] != 0.0)), s[hit[8]], np.searchsorted(L, hit[9]))
             for arr in hit:
                 if isinstance(arr, np.ndarray):
                     arr.flags.writeable = False
@@ -327,7 +328,7 @@ class _Engine:
     def _use_phase(self, hit: tuple) -> None:
         self._phase_data = hit
         (self.cs, self.cv, self.L, self.nL, self.F, self.nF, self._flat_FF, self._flat_LF, self.slide_idx,
-         self.release_idx, self.viscous) = hit
+         self.release_idx, self.viscous, self._slide_s, self._release_pos) = hit
 
     def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a, lambda_L, tau_b) for the current phase (module docstring equations).
@@ -619,16 +620,22 @@ class _Engine:
         t_end = t0 + st.t_max
         dense = st.method == "dp5"
 
+        no_drive = np.zeros(self.nv)
+        no_drive.flags.writeable = False
+
         def record(tq, qq, vv, a_hold=None):
             a, lam, tau = self._f(qq, vv) if a_hold is None else a_hold
-            tb = tau.copy()
-            tb[self.L] = lam
+            if self.nL:
+                tb = tau.copy()
+                tb[self.L] = lam
+            else:
+                tb = tau  # the series are copied into arrays at the end
             samples["t"].append(tq)
             samples["q"].append(qq.copy())
             samples["v"].append(vv.copy())
             samples["a"].append(a.copy())
             samples["tau"].append(tb)
-            samples["drive"].append(np.zeros(self.nv))
+            samples["drive"].append(no_drive)
             samples["locked"].append(self.locked.copy())
             samples["W"].append(W_base + W)
             samples["J"].append(self.impulse_energy)
@@ -662,7 +669,7 @@ class _Engine:
                     k = record(t, q, v, self._k_after)
                     if newly or slip or rel:
                         self._record_event(t, "stick" if newly else "slip", newly + slip + rel, q, v, v, k=k)
-            if self.locked.all() or t >= t_end - 1e-12:
+            if self.nF == 0 or t >= t_end - 1e-12:
                 break
             t_next = timed[0][0] if timed else math.inf
             h = min(st.step, t_next - t, t_end - t)
@@ -671,7 +678,7 @@ class _Engine:
             k1 = self._f(q1, v1)
             # zero crossings of sliding joints
             sl = self.slide_idx
-            cross = sl[(v1[sl] * self.s[sl] <= 0.0)] if sl.size else _EMPTY_I
+            cross = sl[v1.take(sl) * self._slide_s <= 0.0] if sl.size else _EMPTY_I
             tau_c = math.inf
             taus = {}
             if cross.size:
@@ -687,10 +694,7 @@ class _Engine:
             tau_r = math.inf
             ri = self.release_idx
             if ri.size:
-                lam_full = np.zeros(self.nv)
-                lam_full[self.L] = k1[1]
-                g1 = np.abs(lam_full[ri]) - self.cap[ri]
-                if np.any(g1 > 0):
+                if (np.abs(k1[1].take(self._release_pos)) > self.cap.take(ri)).any():
                     tau_r = self._locate_release(q, v, W, h, k, ri, min(tau_c, h))
             if tau_c == math.inf and tau_r == math.inf:
                 t = t_next if h == t_next - t else t + h  # land exactly on time events
@@ -709,7 +713,7 @@ class _Engine:
                 # error jerk dt^2 / 2, with the step's mean jerk and a safety factor 10, below the velocity residual
                 # event_tol |a_i| that ends the iteration) extrapolate the
                 # state (1 evaluation); longer ones re-integrate from the step start.
-                jerk = float(np.max(np.abs(k1[0] - k[0]))) / h
+                jerk = None
                 for _ in range(4):
                     vi, ai = ve[i0], ke[0][i0]
                     if ai == 0.0 or abs(vi) <= st.event_tol * abs(ai):
@@ -717,6 +721,8 @@ class _Engine:
                     dt_ = -vi / ai
                     if not (0.0 < tau + dt_ <= h):
                         break
+                    if jerk is None:
+                        jerk = float(np.max(np.abs(k1[0] - k[0]))) / h
                     if 5.0 * jerk * dt_ * dt_ <= st.event_tol * abs(ai):
                         a_e = ke[0]
                         We = We + float(ke[2] @ ve) * dt_ + (0.5 * dt_ * dt_) * float(ke[2] @ a_e + self.cv @ (a_e * ve))
