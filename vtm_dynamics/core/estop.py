@@ -340,6 +340,9 @@ class _Engine:
         tau = self.cs + self.cv * v if self.viscous else self.cs
         if self.nL == 0:
             return pin.aba(self.m, self.d, q, v, tau), _EMPTY, tau
+        if self.nL == 1 and self.nF:
+            a, lam = self._one_held(q, v, tau)
+            return a, np.array((lam,)), tau
         M = pin.crba(self.m, self.d, q)
         r = tau - pin.nonLinearEffects(self.m, self.d, q, v)
         a = np.zeros(self.nv)
@@ -349,17 +352,30 @@ class _Engine:
         a[self.F] = x
         return a, M.take(self._flat_LF).reshape(self.nL, self.nF).dot(x) - r.take(self.L), tau
 
+    def _one_held(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, float]:
+        """(a, lambda) with one held joint i: a = a_0 + lambda M^-1 e_i, lambda = -(a_0)_i / (M^-1)_ii with
+        a_0 = ABA(q, v, tau_b) (the module docstring's formula with |L| = 1; cheaper than CRBA + Cholesky here)."""
+        i = self.L[0]
+        a = pin.aba(self.m, self.d, q, v, tau)
+        col = pin.computeMinverse(self.m, self.d, q)[i]  # row i = column i (symmetric)
+        lam = -a.item(i) / col.item(i)
+        a += lam * col
+        a[i] = 0.0
+        return a, lam
+
     def _acc(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, tau_b) of :meth:`_f` without lambda (Runge-Kutta stages need no holding torques)."""
         self.n_eval += 1
         tau = self.cs + self.cv * v if self.viscous else self.cs
         if self.nL == 0:
             return pin.aba(self.m, self.d, q, v, tau), tau
+        if self.nL == 1:
+            return self._one_held(q, v, tau)[0], tau
         a = np.zeros(self.nv)
         if self.nF:
             M = pin.crba(self.m, self.d, q)
-            r = tau.take(self.F) - pin.nonLinearEffects(self.m, self.d, q, v).take(self.F)
-            a[self.F] = _solve_spd(M, self._flat_FF, self.nF, r)
+            r = (tau - pin.nonLinearEffects(self.m, self.d, q, v)).take(self.F)
+            a.put(self.F, _solve_spd(M, self._flat_FF, self.nF, r))
         return a, tau
 
     def _advance(self, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
@@ -792,7 +808,7 @@ def _solve_spd(M: np.ndarray, flat: np.ndarray, n: int, r: np.ndarray) -> np.nda
     """x with M_FF x = r, M_FF the n x n block of the symmetric positive definite M at the flat indices ``flat``
     of its upper triangle (row-major): closed form for n <= 2 (Cramer), else LAPACK Cholesky (dposv)."""
     if n == 1:
-        return r / M.flat[flat[0]]
+        return r / M.item(flat[0])
     if n == 2:
         m00, m01, _, m11 = M.take(flat).tolist()
         r0, r1 = r.tolist()
