@@ -567,7 +567,7 @@ class _Engine:
 
     def _wrenches(self, q, v, a) -> np.ndarray:
         pin.rnea(self.m, self.d, q, v, a)
-        return np.array([self.d.f[i].vector for i in range(1, self.m.njoints)])
+        return _joint_forces(self.d, self.m.njoints)
 
     def _record_event(self, t, kind, idx, q, v_minus, v_plus, dv=None, impulses=_EMPTY, imp_idx=(), loss=0.0,
                       imp_wrench=None, k=None) -> None:
@@ -804,6 +804,13 @@ class _Engine:
         return b
 
 
+def _joint_forces(data: pin.Data, njoints: int) -> np.ndarray:
+    """(njoints - 1) x 6 spatial forces transmitted by the joints, from ``data.f`` after RNEA (the attribute is
+    fetched once: each ``data.f`` access costs more than reading one force)."""
+    f = data.f
+    return np.array([f[i].vector for i in range(1, njoints)])
+
+
 def _solve_spd(M: np.ndarray, flat: np.ndarray, n: int, r: np.ndarray) -> np.ndarray:
     """x with M_FF x = r, M_FF the n x n block of the symmetric positive definite M at the flat indices ``flat``
     of its upper triangle (row-major): closed form for n <= 2 (Cramer), else LAPACK Cholesky (dposv)."""
@@ -907,7 +914,7 @@ def predict_stop(
         else:
             acc = np.array(pin.aba(robot.model, robot.data, q0, v0, _finite_vector(tau, robot.nv, "tau")))
         pin.rnea(robot.model, robot.data, q0, v0, acc)
-        pre = np.array([robot.data.f[i].vector for i in range(1, robot.model.njoints)])
+        pre = _joint_forces(robot.data, robot.model.njoints)
     frame_id = robot.frame_id(tcp_frame) if tcp_frame is not None else None
 
     engine = _Engine(robot, brakes, settings)
@@ -949,7 +956,7 @@ def predict_stop(
         # at standstill the controlled ramp already stopped the joints; brakes only hold
         stop_time = float(max(stop_time if np.isfinite(stop_time) else 0.0, 0.0))
     pin.rnea(robot.model, robot.data, q_fin, np.zeros(robot.nv), np.zeros(robot.nv))
-    rest_w = np.array([robot.data.f[i].vector for i in range(1, robot.model.njoints)])
+    rest_w = _joint_forces(robot.data, robot.model.njoints)
     holding = np.array(pin.computeGeneralizedGravity(robot.model, robot.data, q_fin)) if stopped else \
         np.full(robot.nv, np.nan)
     tcp_pos = None
