@@ -14,7 +14,9 @@ the free set F and the brake torques tau_b of the free joints (sign of the slidi
     M(q) a + h(q, v) = tau_b + E_L lambda,      a_L = 0,
 
 solved as a = a_0 + M^-1 E_L lambda with a_0 = ABA(q, v, tau_b) and lambda = -(M^-1)_LL^-1 (a_0)_L. lambda is the
-torque each locked joint's brake must supply to hold it [N m] (the constraint force of eq. (3)).
+torque each locked joint's brake must supply to hold it [N m] (the constraint force of eq. (3)). Computed this way
+for one held joint (one row of M^-1); with two or more, equivalently and cheaper, from the free rows
+M_FF a_F = (tau_b - h)_F (CRBA, Cholesky) and lambda_L = M_LF a_F - (tau_b - h)_L.
 
 Stick/slip decision (when sliding joints reach zero velocity, at brake engagement of a resting joint, after an
 abrupt lock, or when a held joint's needed torque reaches its capacity): all joints whose brake is engaged and whose
@@ -426,7 +428,7 @@ class _Engine:
         small matrix product of the rows (q, v, a_1, ..., a_s) gives (q_s, v_s) (the same method, fewer numpy
         calls). The brake work needs no stages of its own: P_s = tau_b(v_s) . v_s = cs . v_s + cv . v_s^2."""
         n, ns = self.nv, self.ns
-        G, G_end, hA, hB = self._scaled_tableau(h)
+        G = self._scaled_tableau(h)
         X = np.zeros((2 + ns, n))  # rows q, v, a_1 .. a_ns
         X[0] = q
         X[1] = v
@@ -435,17 +437,17 @@ class _Engine:
         for s_ in range(1, ns):
             Y = G[s_].dot(X)
             X[2 + s_] = acc(Y[0], Y[1])[0]
-        Y = G_end.dot(X)
-        KA = X[2:]
-        self._K = KA
-        V = v + hA.dot(KA)  # stage velocities (row 0: v)
+        Y = G[ns].dot(X)
+        self._K = X[2:]
+        V = G[:ns, 1].dot(X)  # stage velocities v_s (row 0: v)
         P = V.dot(self.cs) + (V * V).dot(self.cv) if self.viscous else V.dot(self.cs)
         self._VP = (V, P)
-        return Y[0], Y[1], W + float(hB.dot(P))
+        return Y[0], Y[1], W + float(G[ns, 1, 2:].dot(P))  # h b . P
 
-    def _scaled_tableau(self, h: float) -> tuple:
-        """(G, G_end, h A, h b) of :meth:`_step_vector` for step h: G[s] (2 x (2 + ns)) maps the rows (q, v, a_1..)
-        to (q_s, v_s) (zero columns for the stages not yet computed); cached for the default step."""
+    def _scaled_tableau(self, h: float) -> np.ndarray:
+        """G ((ns + 1) x 2 x (2 + ns)) of :meth:`_step_vector` for step h: G[s] maps the rows (q, v, a_1..) to
+        (q_s, v_s) (zero columns for the stages not yet computed), G[ns] to the step's result (q_1, v_1), so that
+        G[ns, 1, 2:] = h b; cached for the default step."""
         if h == self.st.step and self._tableau_h is not None:
             return self._tableau_h
         if self._tableau_0 is None:  # h-free parts: G = G0 * (powers of h)
@@ -459,12 +461,10 @@ class _Engine:
             G0[ns, 0, 2:] = B @ A
             G0[ns, 1, 2:] = B
             self._tableau_0 = G0
-        H = np.array([[1.0, h] + [h * h] * self.ns, [1.0, 1.0] + [h] * self.ns])
-        G = self._tableau_0 * H
-        out = (G, G[self.ns], h * self.A, h * self.B)
+        G = self._tableau_0 * np.array([[1.0, h] + [h * h] * self.ns, [1.0, 1.0] + [h] * self.ns])
         if h == self.st.step:
-            self._tableau_h = out
-        return out
+            self._tableau_h = G
+        return G
 
     def _dense_state(self, q, v, W, h, v_end, k_end, theta: float):
         """(q, v, W) at t0 + theta h on the DP5 continuous extension of the last step (vector-space models), with
@@ -507,15 +507,18 @@ class _Engine:
         C_list = C.tolist()
         S = set(C_list)
         d = np.zeros(self.nv)
-        seen = set()
+        seen = {(frozenset(C_list), (0.0,) * len(C_list))}  # the first split: all stick, d = 0
         result = None
-        for _ in range(4 * len(C) + 4):
-            key = (frozenset(S), tuple(d[C]))
-            if key in seen:
-                break
-            seen.add(key)
-            Sa = np.array([i for i in C_list if i in S], dtype=int)
-            Ra = np.array([i for i in C_list if i not in S], dtype=int)
+        for it in range(4 * len(C) + 4):
+            if it == 0:  # all stick
+                Sa, Ra = C, _EMPTY_I
+            else:
+                key = (frozenset(S), tuple(d[C]))
+                if key in seen:
+                    break
+                seen.add(key)
+                Sa = np.array([i for i in C_list if i in S], dtype=int)
+                Ra = np.array([i for i in C_list if i not in S], dtype=int)
             a, lam = self._solve_split(q, v, Sa, Ra, d)
             if Sa.size:
                 ratio = np.abs(lam) / np.maximum(cap[Sa], 1e-300)
