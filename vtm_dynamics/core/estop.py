@@ -245,6 +245,11 @@ def check_stop_state(robot: RobotModel, q: object, v: object, field_q: str = "q"
     va = _finite_vector(v, robot.nv, field_v)
     lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
     vmax = robot.model.velocityLimit
+    # vectorised screen (a superset of the violations below); the loop names the first offending joint
+    suspect_q = np.isfinite(lo) & np.isfinite(hi) & (hi > lo) & ((qa < lo - 1e-9) | (qa > hi + 1e-9))
+    suspect_v = np.isfinite(vmax) & (vmax > 0) & (np.abs(va) > vmax * (1 + 1e-9))
+    if not (suspect_q.any() or suspect_v.any()):
+        return qa, va
     for j in robot.joints:
         if j.nq == j.nv:
             for k in range(j.nq):
