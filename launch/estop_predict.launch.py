@@ -4,11 +4,15 @@
     ros2 launch vtm_dynamics estop_predict.launch.py sim:=false           # next to a real robot / Gazebo
     ros2 launch vtm_dynamics estop_predict.launch.py robot:=planar_3r rviz:=false
     ros2 launch vtm_dynamics estop_predict.launch.py urdf:=/path/robot.urdf brake_config:=/path/brakes.yaml
+    ros2 launch vtm_dynamics estop_predict.launch.py rviz:=false ghost:=false robot_state_publisher:=false
 
-Starts: robot_state_publisher (the robot's TF and /robot_description), a second robot_state_publisher in namespace
-``ghost`` with ``frame_prefix: ghost/`` fed by /predicted_joint_states (the predicted rest pose), a static
-transform anchoring ``ghost/<root>`` at ``<root>``, ``estop_predictor``, optionally ``robot_sim`` (the plant and
-safety controller, ``sim:=true``) and optionally RViz (``rviz:=true``). Parameters come from ``params_file``
+Starts: robot_state_publisher (the robot's TF and /robot_description; ``robot_state_publisher:=false`` if the
+robot's driver runs one), a second robot_state_publisher in namespace ``ghost`` with ``frame_prefix: ghost/`` fed by
+/predicted_joint_states (the predicted rest pose) and a static transform anchoring ``ghost/<root>`` at ``<root>``
+(both ``ghost:=true``), ``estop_predictor``, optionally ``robot_sim`` (the plant and safety controller,
+``sim:=true``) and optionally RViz (``rviz:=true``). With ``rviz:=false ghost:=false robot_state_publisher:=false``
+only the vtm_dynamics nodes start, so neither robot_state_publisher, tf2_ros nor rviz2 needs to be installed; a
+package that is needed but missing makes ``ros2 launch`` stop at once with "package '<name>' not found". Parameters come from ``params_file``
 (default: the package's config/estop_predict.yaml); the arguments below override the model and brake entries.
 The same nodes and YAML run without ROS 2 launch through ``vtm-estop-demo``.
 """
@@ -46,14 +50,22 @@ def _nodes(context, *args, **kwargs):
     predictor_params = dict(model, stop_category=category)
     if tcp is not None or urdf:
         predictor_params["tcp_frame"] = tcp or ""
-    sim_params = dict(model, publish_robot_description=False, **sim_overrides)
+    # Without our robot_state_publisher the simulated robot publishes its own description, as a real driver would.
+    own_rsp = LaunchConfiguration("robot_state_publisher").perform(context) == "true"
+    sim_params = dict(model, publish_robot_description=not own_rsp, **sim_overrides)
     if urdf:
         sim_params["tcp_frame"] = ""
         sim_params.pop("robot")  # robot_sim's `robot` must name a shipped robot; urdf_path overrides it
 
+    notes = []
+    if category == 1 and LaunchConfiguration("sim").perform(context) == "true":
+        notes.append(LogInfo(msg="note: robot_sim stops in category 0 only, so its comparison with the category-1 "
+                                 "prediction will report WARN (use sim:=false next to a robot that stops in "
+                                 "category 1)"))
     return [
         LogInfo(msg=f"vtm_dynamics E-stop prediction: model {urdf or robot}, root link {root!r}, "
                     f"stop category {category}"),
+        *notes,
         Node(
             package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
             parameters=[{"robot_description": description}], output="screen",
@@ -63,10 +75,12 @@ def _nodes(context, *args, **kwargs):
             package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
             namespace="ghost", parameters=[{"robot_description": description, "frame_prefix": GHOST_PREFIX}],
             remappings=[("joint_states", "/predicted_joint_states")], output="screen",
+            condition=IfCondition(LaunchConfiguration("ghost")),
         ),
         Node(
             package="tf2_ros", executable="static_transform_publisher", name="ghost_anchor",
             arguments=["--frame-id", root, "--child-frame-id", GHOST_PREFIX + root], output="log",
+            condition=IfCondition(LaunchConfiguration("ghost")),
         ),
         Node(
             package=PACKAGE, executable="estop_predictor", name="estop_predictor",
@@ -104,7 +118,11 @@ def generate_launch_description() -> LaunchDescription:
                               description="Start RViz with the prediction view."),
         DeclareLaunchArgument("robot_state_publisher", default_value="true", choices=["true", "false"],
                               description="Start a robot_state_publisher for the robot itself (false if the "
-                                          "robot's driver already runs one)."),
+                                          "robot's driver already runs one; robot_sim then publishes "
+                                          "/robot_description)."),
+        DeclareLaunchArgument("ghost", default_value="true", choices=["true", "false"],
+                              description="Show the predicted rest pose as a ghost robot: a robot_state_publisher "
+                                          "in namespace ghost and a tf2_ros static transform."),
         DeclareLaunchArgument("params_file",
                               default_value=PathJoinSubstitution([share, "config", "estop_predict.yaml"]),
                               description="Node parameters (estop_predictor, robot_sim)."),

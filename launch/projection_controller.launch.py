@@ -38,7 +38,8 @@ def generate_launch_description():
                 LaunchConfiguration("params_file"),
                 {
                     "urdf_path": ParameterValue(LaunchConfiguration("urdf_path"), value_type=str),
-                    "controller_name": LaunchConfiguration("controller_name"),
+                    # value_type=str: without it a name such as "2" would be read as YAML and reach the node as an integer
+                    "controller_name": ParameterValue(LaunchConfiguration("controller_name"), value_type=str),
                     "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool),
                 },
             ],

@@ -23,7 +23,7 @@ from vtm_dynamics.nodes.robot_sim import PARAMETERS as SIM_PARAMETERS
 LAUNCH = os.path.join(REPO_ROOT, "launch", "estop_predict.launch.py")
 CONFIG = os.path.join(REPO_ROOT, "config", "estop_predict.yaml")
 RVIZ = os.path.join(REPO_ROOT, "config", "rviz", "estop_predict.rviz")
-ARGUMENTS = {"robot", "urdf", "brake_config", "stop_category", "sim", "rviz", "robot_state_publisher",
+ARGUMENTS = {"robot", "urdf", "brake_config", "stop_category", "sim", "rviz", "robot_state_publisher", "ghost",
              "params_file", "rviz_config"}
 SPECS = {"estop_predictor": {s.name: s for s in PREDICTOR_PARAMETERS},
          "robot_sim": {s.name: s for s in SIM_PARAMETERS}}
@@ -55,6 +55,10 @@ def test_launch_file_compiles_and_declares_the_documented_arguments(tmp_path):
     conditions = [ast.unparse(_kw(c, "condition")) for c in _calls(tree, "Node") if _kw(c, "condition")]
     assert "IfCondition(LaunchConfiguration('sim'))" in conditions
     assert "IfCondition(LaunchConfiguration('rviz'))" in conditions
+    # every node from another package can be switched off, so the vtm_dynamics nodes run without those packages
+    for c in _calls(tree, "Node"):
+        if isinstance(_kw(c, "package"), ast.Constant):
+            assert _kw(c, "condition") is not None, ast.unparse(c)
     setup = open(os.path.join(REPO_ROOT, "setup.py"), encoding="utf-8").read()
     for exe in ("estop_predictor", "robot_sim"):
         assert f'"{exe} = vtm_dynamics.nodes.{exe}:main"' in setup
@@ -100,7 +104,7 @@ def launch_module(monkeypatch):
 
 def _context(**overrides) -> dict:
     ctx = {"robot": "ur5", "urdf": "", "brake_config": "", "stop_category": "0", "sim": "true", "rviz": "true",
-           "robot_state_publisher": "true", "params_file": CONFIG, "rviz_config": RVIZ}
+           "robot_state_publisher": "true", "ghost": "true", "params_file": CONFIG, "rviz_config": RVIZ}
     ctx.update(overrides)
     return ctx
 
@@ -145,6 +149,17 @@ def test_launch_function_passes_only_declared_valid_parameters(launch_module, ov
     _check_node_parameters(nodes[("", "estop_predictor")], "estop_predictor")
     _check_node_parameters(nodes[("", "robot_sim")], "robot_sim")
     assert nodes[("", "robot_sim")].kwargs["parameters"][1]["publish_robot_description"] is False
+    conditions = {key: n.kwargs["condition"].args[0].args[0] for key, n in nodes.items() if "condition" in n.kwargs}
+    assert conditions == {("", "robot_state_publisher"): "robot_state_publisher", ("ghost", "robot_state_publisher"):
+                          "ghost", ("", "ghost_anchor"): "ghost", ("", "robot_sim"): "sim", ("", "rviz2"): "rviz"}
+
+
+def test_without_its_robot_state_publisher_the_simulated_robot_publishes_the_description(launch_module):
+    actions = launch_module["generate_launch_description"]().args[0]
+    opaque = [a for a in actions if type(a).__name__ == "OpaqueFunction"][0]
+    result = opaque.kwargs["function"](_context(robot_state_publisher="false"))
+    sim = [n for n in result if type(n).__name__ == "Node" and n.kwargs["name"] == "robot_sim"][0]
+    assert sim.kwargs["parameters"][1]["publish_robot_description"] is True
 
 
 def test_yaml_sets_only_declared_parameters_with_valid_values():
