@@ -26,7 +26,7 @@ from test.nodes.node_harness import (
 )
 from vtm_dynamics.core.brakes import brakes_from_config
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
-from vtm_dynamics.nodes.plant import BrakedPlant
+from vtm_dynamics.core.braked_plant import BrakedPlant
 
 from test.nodes.node_harness import TEST_BRAKES
 

@@ -50,7 +50,7 @@ from vtm_dynamics.nodes.conversions import (  # noqa: E402
     stamp_to_seconds,
 )
 from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text  # noqa: E402
-from vtm_dynamics.nodes.plant import BrakedPlant, PlantError, demo_motion  # noqa: E402
+from vtm_dynamics.core.braked_plant import BrakedPlant, PlantError, demo_motion  # noqa: E402
 from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
 
 NODE_NAME = "robot_sim"

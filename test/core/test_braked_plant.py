@@ -10,7 +10,7 @@ import pytest
 from vtm_dynamics.core.brakes import brakes_from_config
 from vtm_dynamics.nodes import prediction_io as io
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
-from vtm_dynamics.nodes.plant import BrakedPlant, PlantError, demo_motion
+from vtm_dynamics.core.braked_plant import BrakedPlant, PlantError, demo_motion
 
 from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V
 

@@ -1,4 +1,4 @@
-"""The plant behind the ``robot_sim`` node: a demo motion, then a braked category-0 stop on a fixed time step.
+"""A plant for the ``robot_sim`` node: a demo motion, then a braked category-0 stop on a fixed time step.
 
 This is deliberately NOT the predictor's algorithm. The predictor (``vtm_dynamics.core.estop``) locates every
 stick/slip event and integrates between events; this plant uses a plain fixed-step time-stepping scheme so that
