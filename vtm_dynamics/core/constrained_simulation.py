@@ -3,9 +3,9 @@
 Glue between the robot model / constraint objects (``model.py``, ``constraints.py``) and the matrix-level
 projection dynamics (``projection.py``):
 
-* :class:`ConstraintSet` - an ordered, immutable set of constraints (joint locks, loop closures, knife edges) that
-  stacks their rows A(q), drifts A'(q, v) v and position residuals Phi(q). Adding or removing a constraint gives a
-  new set of the same type: the projector formulation needs no other change when the topology changes.
+* ``ConstraintSet`` - the core's :class:`~vtm_dynamics.core.topology.Topology` under the name used by Aghili's
+  formulation: an ordered, immutable set of constraints that stacks their rows A(q), drifts A'(q, v) v and
+  position residuals Phi(q) (Aghili, eq. (11)).
 * :func:`constrained_step` - one step of the simulation recipe of Aghili, Sec. 6: (i) accelerations from eq. (25),
   (ii) classical Runge-Kutta 4 integration of (q, v) on the configuration manifold, (iii) pseudo-inverse Newton
   correction of positions (eq. (39)) and projection of the velocity onto N(A) (eq. (12)).
@@ -16,11 +16,10 @@ Units: SI (rad, m, s, N m, N).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
-from vtm_dynamics.core.constraints import Constraint, JointLock
 from vtm_dynamics.core.model import RobotModel
 from vtm_dynamics.core.projection import (
     DEFAULT_TOLERANCE,
@@ -32,89 +31,12 @@ from vtm_dynamics.core.projection import (
     correct_positions,
     project_velocity,
 )
+from vtm_dynamics.core.topology import Topology
 
 
-@dataclass(frozen=True)
-class ConstraintSet:
-    """An ordered set of constraints acting together; rows are stacked in this order (Aghili, eq. (11))."""
-
-    constraints: tuple[Constraint, ...] = ()
-
-    def __post_init__(self) -> None:
-        names = [c.name for c in self.constraints]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ProjectionInputError(f"constraints: duplicate constraint names {', '.join(dup)}")
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.constraints)
-
-    def __len__(self) -> int:
-        return len(self.constraints)
-
-    def with_constraint(self, constraint: Constraint) -> "ConstraintSet":
-        """This set plus ``constraint`` (appended last)."""
-        return ConstraintSet(self.constraints + (constraint,))
-
-    def without(self, name: str) -> "ConstraintSet":
-        """This set without the constraint called ``name``."""
-        if name not in self.names:
-            raise ProjectionInputError(f"name: no active constraint called {name!r}")
-        return ConstraintSet(tuple(c for c in self.constraints if c.name != name))
-
-    def with_joint_lock(self, robot: RobotModel, joints: str | Sequence[str], q: object, name: str = "") -> "ConstraintSet":
-        """This set plus a lock of ``joints`` at their current values in ``q`` [rad, m]."""
-        return self.with_constraint(JointLock(joints, name=name).bind(robot, robot.check_q(q)))
-
-    def dim(self, robot: RobotModel) -> int:
-        return int(sum(c.dim(robot) for c in self.constraints))
-
-    def jacobian(self, robot: RobotModel, q: object) -> np.ndarray:
-        """Stacked rows A(q) (m x nv)."""
-        qq = robot.check_q(q)
-        if not self.constraints:
-            return np.zeros((0, robot.nv))
-        return np.vstack([c.jacobian(robot, qq) for c in self.constraints])
-
-    def drift(self, robot: RobotModel, q: object, v: object) -> np.ndarray:
-        """Stacked drift A'(q, v) v (m)."""
-        qq, vv = robot.check_q(q), robot.check_v(v)
-        if not self.constraints:
-            return np.zeros(0)
-        return np.concatenate([c.drift(robot, qq, vv) for c in self.constraints])
-
-    def holonomic_rows(self, robot: RobotModel, q: object) -> tuple[np.ndarray, np.ndarray]:
-        """(Phi(q), A_h(q)) of the holonomic constraints only (nonholonomic rows have no position residual)."""
-        qq = robot.check_q(q)
-        hol = [c for c in self.constraints if c.holonomic]
-        if not hol:
-            return np.zeros(0), np.zeros((0, robot.nv))
-        return (
-            np.concatenate([np.asarray(c.residual(robot, qq), dtype=float) for c in hol]),
-            np.vstack([c.jacobian(robot, qq) for c in hol]),
-        )
-
-    def residual(self, robot: RobotModel, q: object) -> np.ndarray:
-        """Position residual Phi(q) of the holonomic constraints [m, rad]."""
-        return self.holonomic_rows(robot, q)[0]
-
-    def residual_jacobian(self, robot: RobotModel, q: object, step: float = 1e-6) -> np.ndarray:
-        """d Phi / d q on the velocity tangent space, by central differences (error O(step^2)).
-
-        The Newton correction (Aghili, eq. (39)) needs the Jacobian of the residual itself. The velocity rows of
-        a constraint span the same space but may be expressed in another frame than its residual (for
-        instance a residual in the pair frame, rows in the world frame), so this adapter differentiates the
-        residual instead of assuming the two agree.
-        """
-        qq = robot.check_q(q)
-        phi0 = self.residual(robot, qq)
-        J = np.zeros((phi0.size, robot.nv))
-        for i in range(robot.nv):
-            d = np.zeros(robot.nv)
-            d[i] = step
-            J[:, i] = (self.residual(robot, robot.integrate(qq, d)) - self.residual(robot, robot.integrate(qq, -d))) / (2 * step)
-        return J
+# The projection formulation works on the same immutable active set as the switching code: adding or removing a
+# constraint gives a new set of the same type, so the projector needs no other change when the topology changes.
+ConstraintSet = Topology
 
 
 def constrained_dynamics(

@@ -46,6 +46,18 @@ class Topology:
         """The topology after activating ``new`` at configuration q (each new constraint bound at q)."""
         return Topology(self.constraints + tuple(c.bind(robot, q) for c in new))
 
+    def with_constraint(self, constraint: Constraint) -> "Topology":
+        """This set plus ``constraint`` appended last, as given (not re-bound)."""
+        return Topology(self.constraints + (constraint,))
+
+    def without(self, name: str) -> "Topology":
+        """This set without the constraint called ``name``."""
+        return self.release([name])
+
+    def with_joint_lock(self, robot: RobotModel, joints: str | Sequence[str], q: object, name: str = "") -> "Topology":
+        """This set plus a lock of ``joints`` at their current values in ``q`` [rad, m]."""
+        return self.with_constraint(JointLock(joints, name=name).bind(robot, robot.check_q(q)))
+
     def release(self, names: Iterable[str]) -> "Topology":
         """The topology without the named constraints (a brake that opens again)."""
         drop = set(names)
@@ -88,22 +100,54 @@ class Topology:
         locked = set(self.locked_v_indices(robot).tolist())
         return np.array([i for i in range(robot.nv) if i not in locked], dtype=int)
 
-    def jacobian(self, robot: RobotModel, q: np.ndarray) -> np.ndarray:
+    def jacobian(self, robot: RobotModel, q: object) -> np.ndarray:
         """Stacked m x nv Jacobian (0 x nv when nothing is active)."""
         if not self.constraints:
             return np.zeros((0, robot.nv))
-        return np.vstack([c.jacobian(robot, q) for c in self.constraints])
+        qq = robot.check_q(q)
+        return np.vstack([c.jacobian(robot, qq) for c in self.constraints])
 
-    def drift(self, robot: RobotModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    def drift(self, robot: RobotModel, q: object, v: object) -> np.ndarray:
         """Stacked J'(q, v) v (Müller 2026, eq. (4)), length m."""
         if not self.constraints:
             return np.zeros(0)
-        return np.concatenate([c.drift(robot, q, v) for c in self.constraints])
+        qq, vv = robot.check_q(q), robot.check_v(v)
+        return np.concatenate([c.drift(robot, qq, vv) for c in self.constraints])
 
-    def residual(self, robot: RobotModel, q: np.ndarray) -> np.ndarray:
-        """Concatenated position residuals of the holonomic constraints (Pfaffian rows have none)."""
-        parts = [r for c in self.constraints if (r := c.residual(robot, q)) is not None]
+    def residual(self, robot: RobotModel, q: object) -> np.ndarray:
+        """Concatenated position residuals Phi(q) of the holonomic constraints [m, rad] (Pfaffian rows have none)."""
+        qq = robot.check_q(q)
+        parts = [r for c in self.constraints if (r := c.residual(robot, qq)) is not None]
         return np.concatenate(parts) if parts else np.zeros(0)
+
+    def holonomic_rows(self, robot: RobotModel, q: object) -> tuple[np.ndarray, np.ndarray]:
+        """(Phi(q), A_h(q)): residuals and velocity rows of the holonomic constraints only."""
+        qq = robot.check_q(q)
+        hol = [c for c in self.constraints if c.holonomic]
+        if not hol:
+            return np.zeros(0), np.zeros((0, robot.nv))
+        return (
+            np.concatenate([np.asarray(c.residual(robot, qq), dtype=float) for c in hol]),
+            np.vstack([c.jacobian(robot, qq) for c in hol]),
+        )
+
+    def residual_jacobian(self, robot: RobotModel, q: object, step: float = 1e-6) -> np.ndarray:
+        """d Phi / d q on the velocity tangent space, by central differences (error O(step^2)).
+
+        The Newton drift correction (Aghili, eq. (39)) wants the exact derivative of the residual. The velocity
+        rows equal it at assembled poses only (constraints.py orients residuals so); away from them the
+        difference quotient keeps Newton's quadratic convergence.
+        """
+        qq = robot.check_q(q)
+        phi0 = self.residual(robot, qq)
+        J = np.zeros((phi0.size, robot.nv))
+        for i in range(robot.nv):
+            d = np.zeros(robot.nv)
+            d[i] = step
+            J[:, i] = (self.residual(robot, robot.integrate(qq, d)) - self.residual(robot, robot.integrate(qq, -d))) / (
+                2 * step
+            )
+        return J
 
     def velocity_residual(self, robot: RobotModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """J(q) v, which vanishes on admissible velocities."""
