@@ -31,6 +31,7 @@ from vtm_dynamics.core.urdf_extension import (
     parse_urdf_extension,
     read_urdf_text,
 )
+from vtm_dynamics.core.validation import finite_vector
 
 REFERENCE_FRAMES = {
     "local": pin.ReferenceFrame.LOCAL,
@@ -85,15 +86,7 @@ def example_robot_urdf(relative_path: str) -> str:
 
 
 def _vector(x: object, n: int, field: str) -> np.ndarray:
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"{field}: expected {n} numbers") from None
-    if arr.shape != (n,):
-        raise ModelError(f"{field}: expected shape ({n},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ModelError(f"{field}: contains non-finite values")
-    return arr
+    return finite_vector(x, n, field, ModelError)
 
 
 class RobotModel:

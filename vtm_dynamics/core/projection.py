@@ -34,6 +34,8 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from vtm_dynamics.core.validation import finite_vector
+
 Method = Literal["Mc", "Mc_prime", "Mc_dprime"]
 METHODS: tuple[str, ...] = ("Mc", "Mc_prime", "Mc_dprime")
 
@@ -59,15 +61,7 @@ def _matrix(x: object, shape: tuple[int | None, int | None], field: str) -> np.n
 
 
 def _vector(x: object, n: int, field: str) -> np.ndarray:
-    try:
-        arr = np.asarray(x, dtype=float).reshape(-1) if np.ndim(x) <= 1 else np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise ProjectionInputError(f"{field}: expected {n} numbers") from None
-    if arr.shape != (n,):
-        raise ProjectionInputError(f"{field}: expected shape ({n},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ProjectionInputError(f"{field}: contains non-finite values")
-    return arr
+    return finite_vector(x, n, field, ProjectionInputError, allow_scalar=True)
 
 
 def _constraint_matrix(A: object, n: int, field: str = "A") -> np.ndarray:

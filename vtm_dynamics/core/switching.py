@@ -43,6 +43,7 @@ import scipy.linalg
 from vtm_dynamics.core.constraints import Constraint
 from vtm_dynamics.core.model import RobotModel
 from vtm_dynamics.core.topology import Topology
+from vtm_dynamics.core.validation import finite_vector
 
 METHODS = ("kkt", "redundant", "minimal", "naive")
 DEFAULT_RANK_TOL = 1e-9
@@ -98,14 +99,7 @@ def _as_matrix(J: np.ndarray | None, nv: int, field: str) -> np.ndarray:
 
 
 def _as_vector(x: np.ndarray | None, n: int, field: str) -> np.ndarray:
-    if x is None:
-        return np.zeros(n)
-    x = np.asarray(x, dtype=float)
-    if x.shape != (n,):
-        raise SwitchingError(f"{field}: expected shape ({n},), got {x.shape}")
-    if not np.all(np.isfinite(x)):
-        raise SwitchingError(f"{field}: contains non-finite values")
-    return x
+    return np.zeros(n) if x is None else finite_vector(x, n, field, SwitchingError)
 
 
 def numerical_rank(A: np.ndarray, rank_tol: float = DEFAULT_RANK_TOL) -> int:
