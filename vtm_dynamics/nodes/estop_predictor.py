@@ -34,30 +34,27 @@ The physics is ``vtm_dynamics.core.estop``; this node converts messages and call
 
 from __future__ import annotations
 
-import os
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+import math
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
 
-import math  # noqa: E402
-import time  # noqa: E402
-from collections import deque  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from typing import Any, Callable  # noqa: E402
+import numpy as np
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, String
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
+from vtm_msgs.srv import PredictStop
 
-import numpy as np  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Bool, String  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-from visualization_msgs.msg import MarkerArray  # noqa: E402
-from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction  # noqa: E402
-from vtm_msgs.srv import PredictStop  # noqa: E402
-
-from vtm_dynamics.core.model import ModelError, RobotModel  # noqa: E402
-from vtm_dynamics.nodes import params as P  # noqa: E402
-from vtm_dynamics.nodes import prediction_io as io  # noqa: E402
-from vtm_dynamics.nodes.conversions import (  # noqa: E402
+from vtm_dynamics.core.model import ModelError, RobotModel
+from vtm_dynamics.nodes import graph
+from vtm_dynamics.nodes import params as P
+from vtm_dynamics.nodes import prediction_io as io
+from vtm_dynamics.nodes.conversions import (
     JointStateError,
     JointStateSnapshot,
     JointStateTracker,
@@ -67,9 +64,9 @@ from vtm_dynamics.nodes.conversions import (  # noqa: E402
     seconds_to_stamp,
     stamp_to_seconds,
 )
-from vtm_dynamics.nodes.markers import MarkerScales  # noqa: E402
-from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text  # noqa: E402
-from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
+from vtm_dynamics.nodes.markers import MarkerScales
+from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.node_main import run_node
 
 NODE_NAME = "estop_predictor"
 STAMP_TOL = 2e-6  # [s] stamps as float seconds since 1970 resolve about 0.24 us
@@ -222,12 +219,11 @@ class EstopPredictor(Node):
             self._set_model(text, source=self.p["urdf_path"] or f"robot {self.p['robot']!r}")
 
         depth = self.p["event_queue_depth"]
-        events_qos = QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        events_qos = graph.events_qos(depth)
+        latched = graph.LATCHED
         if self.p["robot_description_topic"]:
             self.create_subscription(String, self.p["robot_description_topic"], self._on_description, latched)
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, 20)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, graph.sensor_qos(20))
         self.create_subscription(Bool, "estop", self._on_estop, events_qos)
         self.create_subscription(BrakeEvent, "brake_events", self._on_brake_event, events_qos)
         self.create_subscription(LockEvent, "lock_events", self._on_lock_event, events_qos)

@@ -77,42 +77,39 @@ Units: SI (rad, m, s, N m, N); gains K_P [1/s^2], K_D [1/s].
 
 from __future__ import annotations
 
-import os
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+import math
+import re
+import time
+from collections import deque
+from typing import Any
 
-import math  # noqa: E402
-import re  # noqa: E402
-import time  # noqa: E402
-from collections import deque  # noqa: E402
-from typing import Any  # noqa: E402
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
+from trajectory_msgs.msg import JointTrajectory
+from vtm_msgs.msg import JointReactions, LockEvent
 
-import numpy as np  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
-from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-from vtm_msgs.msg import JointReactions, LockEvent  # noqa: E402
-
-from vtm_dynamics.core.constrained_simulation import ConstraintSet  # noqa: E402
-from vtm_dynamics.core.constraints import constraints_from_extension  # noqa: E402
-from vtm_dynamics.core.model import ModelError, RobotModel  # noqa: E402
-from vtm_dynamics.core.projected_control import ProjectedControl, ProjectedInverseDynamicsController  # noqa: E402
-from vtm_dynamics.core.projection import RankTolerance, unit_weighting  # noqa: E402
-from vtm_dynamics.nodes import params as P  # noqa: E402
-from vtm_dynamics.nodes.conversions import (  # noqa: E402
+from vtm_dynamics.core.constrained_simulation import ConstraintSet
+from vtm_dynamics.core.constraints import constraints_from_extension
+from vtm_dynamics.core.model import ModelError, RobotModel
+from vtm_dynamics.core.projected_control import ProjectedControl, ProjectedInverseDynamicsController
+from vtm_dynamics.core.projection import RankTolerance, unit_weighting
+from vtm_dynamics.nodes import graph
+from vtm_dynamics.nodes import params as P
+from vtm_dynamics.nodes.conversions import (
     JointStateError,
     JointStateTracker,
     UnsupportedJointError,
     configuration_from_positions,
 )
-from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text  # noqa: E402
-from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
-from vtm_dynamics.nodes.trajectory_sampler import (  # noqa: E402
+from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.node_main import run_node
+from vtm_dynamics.nodes.trajectory_sampler import (
     PiecewiseTrajectory,
     TrajectoryError,
     trajectory_from_message,
@@ -200,12 +197,11 @@ class ProjectionController(Node):
         if self.p["urdf_path"]:
             self._set_model(load_urdf_text(urdf_path=self.p["urdf_path"]), self.p["urdf_path"], strict=True)
 
-        latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        events_qos = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+        latched = graph.LATCHED
+        events_qos = graph.events_qos(50)
         if not self.p["urdf_path"]:
             self.create_subscription(String, self.p["robot_description_topic"], self._on_description, latched)
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, 20)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, graph.sensor_qos(20))
         self.create_subscription(JointTrajectory, "~/trajectory", self._on_trajectory, 10)
         self.create_subscription(LockEvent, "lock_events", self._on_lock_event, events_qos)
         self.pub_cmd = self.create_publisher(Float64MultiArray, f"{self.p['controller_name']}/commands", 10)

@@ -23,35 +23,32 @@ robot_state_publisher would; disable it when a robot_state_publisher runs.
 
 from __future__ import annotations
 
-import os
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
 
-import math  # noqa: E402
-import time  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-from typing import Any  # noqa: E402
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool, String
+from vtm_msgs.msg import BrakeEvent, LockEvent, StopPrediction
 
-import numpy as np  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Bool, String  # noqa: E402
-from vtm_msgs.msg import BrakeEvent, LockEvent, StopPrediction  # noqa: E402
-
-from vtm_dynamics.core.model import ModelError  # noqa: E402
-from vtm_dynamics.nodes import params as P  # noqa: E402
-from vtm_dynamics.nodes import prediction_io as io  # noqa: E402
-from vtm_dynamics.nodes.conversions import (  # noqa: E402
+from vtm_dynamics.core.model import ModelError
+from vtm_dynamics.nodes import graph
+from vtm_dynamics.nodes import params as P
+from vtm_dynamics.nodes import prediction_io as io
+from vtm_dynamics.nodes.conversions import (
     duration_to_seconds,
     joint_state_message,
     seconds_to_stamp,
     stamp_to_seconds,
 )
-from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text  # noqa: E402
-from vtm_dynamics.core.braked_plant import BrakedPlant, PlantError, demo_motion  # noqa: E402
-from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
+from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text
+from vtm_dynamics.core.braked_plant import BrakedPlant, PlantError, demo_motion
+from vtm_dynamics.nodes.node_main import run_node
 
 NODE_NAME = "robot_sim"
 
@@ -159,9 +156,8 @@ class RobotSim(Node):
         self.tcp = tcp or default_tcp_frame(self.robot, self.robot_name)
         self.names = list(self.robot.joint_names)
 
-        latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        events_qos = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+        latched = graph.LATCHED
+        events_qos = graph.events_qos(50)
         self.pub_js = self.create_publisher(JointState, "joint_states", 20)
         self.pub_brake = self.create_publisher(BrakeEvent, "brake_events", events_qos)
         self.pub_lock = self.create_publisher(LockEvent, "lock_events", events_qos)

@@ -21,24 +21,22 @@ from __future__ import annotations
 import os
 import sys
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from std_msgs.msg import String
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
-
-from vtm_dynamics.core.solvability import DEFAULT_RANK_RTOL, analyze_solvability  # noqa: E402
-from vtm_dynamics.nodes import params as P  # noqa: E402
-from vtm_dynamics.nodes.node_main import run_node  # noqa: E402
-from vtm_dynamics.nodes.solvability_io import (  # noqa: E402
+from vtm_dynamics.core.solvability import DEFAULT_RANK_RTOL, analyze_solvability
+from vtm_dynamics.nodes import graph
+from vtm_dynamics.nodes import params as P
+from vtm_dynamics.nodes.node_main import run_node
+from vtm_dynamics.nodes.solvability_io import (
     diagnostic_status,
     error_status,
     failure_message,
     report_message,
 )
-from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg  # noqa: E402
-from vtm_msgs.srv import AnalyzeSolvability  # noqa: E402
+from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
+from vtm_msgs.srv import AnalyzeSolvability
 
 PARAMETERS = [
     P.ParameterSpec("urdf_path", "", "URDF file to analyse at start-up; empty: wait for the robot_description topic.",
@@ -62,8 +60,7 @@ class SolvabilityReporter(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("solvability_reporter", **kwargs)
         self.p = P.declare_validated(self, PARAMETERS, on_change=self._on_change)
-        latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        latched = graph.LATCHED
         self.report_pub = self.create_publisher(SolvabilityReportMsg, "~/report", latched)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_service(AnalyzeSolvability, "~/analyze", self._analyze_service)
