@@ -617,6 +617,14 @@ class _Engine:
         if len(self.events) > self.st.max_events:
             raise RuntimeError(f"more than {self.st.max_events} events (chattering?); raise StopSettings.max_events")
 
+    def _record_decision(self, t, newly, slipping, released, q, v_minus, v_plus, k) -> None:
+        """One event per kind of a stick/slip decision at ``t``: joints that stick, joints that start slipping from
+        rest, held joints released (a joint appears in exactly one of them), so the record says which joint did
+        what when several change at the same instant."""
+        for kind, idx in (("stick", newly), ("slip", slipping), ("release", released)):
+            if idx:
+                self._record_event(t, kind, idx, q, v_minus, v_plus, k=k)
+
     def _abrupt_lock(self, t, q, v, idx: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         """Momentum-consistent jump for locking joints ``idx`` (Müller 2026, eq. (22); closed form for locks)."""
         new = np.array([i for i in idx if not self.locked[i]], dtype=int)
@@ -714,8 +722,7 @@ class _Engine:
                     self._set_phase()
                     newly, slip, rel = self._decide(t, q, v)
                     k = record(t, q, v, self._k_after)
-                    if newly or slip or rel:
-                        self._record_event(t, "stick" if newly else "slip", newly + slip + rel, q, v, v, k=k)
+                    self._record_decision(t, newly, slip, rel, q, v, v, k)
             if self.nF == 0 or t >= t_end - 1e-12:
                 break
             t_next = timed[0][0] if timed else math.inf
@@ -813,9 +820,8 @@ class _Engine:
                 lf[self.L] = ke[1]
                 force = frozenset(int(i) for i in ri if abs(lf[i]) >= self.cap[i] * (1 - 1e-9))
             newly, slip, rel = self._decide(t, q, v, force)
-            kind = "stick" if newly else ("slip" if slip else "release")
             k = record(t, q, v, self._k_after)
-            self._record_event(t, kind, newly + slip + rel, q, v_minus, v, k=k)
+            self._record_decision(t, newly, slip, rel, q, v_minus, v, k)
         self.W = W
         return t, q, v, W
 
