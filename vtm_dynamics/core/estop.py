@@ -204,7 +204,7 @@ class StopPrediction:
     (q_final - q_0), ``q_final``, ``brake_energy`` [J] dissipated by the brakes, ``impulse_energy`` [J] lost in
     jumps, ``holding_torques`` [N m] at rest, ``rest_wrenches`` (njoints x 6) at rest, ``pre_stop_wrenches``
     (from the caller's acceleration or torque, else None), TCP: ``tcp_frame``, ``tcp_positions`` (K x 3) [m],
-    ``tcp_path_length`` [m] (sum of chords between samples), ``tcp_straight_distance`` [m]."""
+    ``tcp_path_length`` [m] (integral of the TCP speed, see ``_tcp_path``), ``tcp_straight_distance`` [m]."""
 
     joint_names: tuple[str, ...]
     category: int
@@ -859,6 +859,32 @@ class _Engine:
         return b
 
 
+def _tcp_path(robot: RobotModel, frame_id: int, t: np.ndarray, q: np.ndarray, v: np.ndarray,
+              a: np.ndarray) -> tuple[np.ndarray, float]:
+    """TCP positions (K x 3) [m] at the samples and the length [m] of the path it travels, the integral of its speed
+    s = |p'| over time. Between two samples s is integrated by the cubic Hermite rule
+    h (s0 + s1) / 2 + h^2 (s0' - s1') / 12 with s' = p'.p'' / |p'| from the frame's linear velocity and classical
+    acceleration (exact for cubic s; the sum of chords between the samples was short by up to 1e-3 on short stops).
+    Where the TCP comes to rest or reverses inside an interval (s not smooth there) the trapezoid h (s0 + s1) / 2
+    is used; zero-length intervals (the two samples of an event) add nothing."""
+    model, data = robot.model, robot.data
+    K = len(t)
+    pos, speed, dspeed = np.empty((K, 3)), np.empty(K), np.empty(K)
+    world = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    for n in range(K):
+        pin.forwardKinematics(model, data, q[n], v[n], a[n])
+        pos[n] = pin.updateFramePlacement(model, data, frame_id).translation
+        vel = pin.getFrameVelocity(model, data, frame_id, world).linear
+        acc = pin.getFrameClassicalAcceleration(model, data, frame_id, world).linear
+        speed[n] = math.sqrt(float(vel @ vel))
+        dspeed[n] = float(vel @ acc) / speed[n] if speed[n] > 0.0 else math.nan
+    h = np.diff(t)
+    trapezoid = 0.5 * h * (speed[:-1] + speed[1:])
+    correction = h * h * (dspeed[:-1] - dspeed[1:]) / 12.0
+    smooth = np.isfinite(correction) & (np.abs(correction) < 0.5 * np.abs(trapezoid))
+    return pos, float(np.sum(trapezoid + np.where(smooth, correction, 0.0)))
+
+
 def _joint_forces(data: pin.Data, njoints: int) -> np.ndarray:
     """(njoints - 1) x 6 spatial forces transmitted by the joints, from ``data.f`` after RNEA (the attribute is
     fetched once: each ``data.f`` access costs more than reading one force)."""
@@ -1017,11 +1043,7 @@ def predict_stop(
     tcp_pos = None
     path = straight = math.nan
     if frame_id is not None:
-        tcp_pos = np.empty((len(t_arr), 3))
-        for n in range(len(t_arr)):
-            pin.forwardKinematics(robot.model, robot.data, q_arr[n])
-            tcp_pos[n] = pin.updateFramePlacement(robot.model, robot.data, frame_id).translation
-        path = float(np.sum(np.linalg.norm(np.diff(tcp_pos, axis=0), axis=1)))
+        tcp_pos, path = _tcp_path(robot, frame_id, t_arr, q_arr, v_arr, np.array(samples["a"]))
         straight = float(np.linalg.norm(tcp_pos[-1] - tcp_pos[0]))
     W_arr = np.array(samples["W"])
     return StopPrediction(

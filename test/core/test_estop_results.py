@@ -1,5 +1,6 @@
-"""The E-stop event record says which joint did what: a joint that sticks and another that is released at the same
-instant are two events (stick, release), not one 'stick' naming both."""
+"""What an E-stop prediction reports: the event record says which joint did what (a joint that sticks and another
+that is released at the same instant are two events, stick and release, not one 'stick' naming both), and the TCP
+path length is the length of the travelled path, not of chords between output samples."""
 
 from __future__ import annotations
 
@@ -49,3 +50,29 @@ def test_every_event_names_only_joints_that_did_what_its_kind_says(prediction):
                 assert not held[i], f"{e.time:.5f} s: {joint} listed as release but still held"
                 checked += 1
     assert checked >= 7
+
+
+def _reference_path_length(robot: RobotModel, prediction: estop.StopPrediction, per_interval: int = 400) -> float:
+    """TCP path length on a fine resampling of the trajectory (cubic Hermite in q, v between samples)."""
+    import pinocchio as pin
+
+    frame = robot.model.getFrameId("tool0")
+    _, q, _ = estop.dense_series(prediction, per_interval)
+    points = []
+    for qq in q:
+        pin.forwardKinematics(robot.model, robot.data, qq)
+        points.append(pin.updateFramePlacement(robot.model, robot.data, frame).translation.copy())
+    return float(np.sum(np.linalg.norm(np.diff(np.array(points), axis=0), axis=1)))
+
+
+def test_tcp_path_length_is_the_length_of_the_travelled_path_not_of_chords_between_samples():
+    robot = with_payload(RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf")), 5.0, "tool0")
+    brakes = BrakeSet.from_brakes(robot, [JointBrake(n, engage_delay=0.02, sliding_torque=s, holding_torque=1.2 * s)
+                                          for n, s in zip(robot.joint_names, SLIDING)])
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        q, v = rng.uniform(-2.0, 2.0, 6), rng.uniform(-2.0, 2.0, 6)
+        p = estop.predict_stop(robot, brakes, q, v, tcp_frame="tool0")
+        reference = _reference_path_length(robot, p)
+        assert abs(p.tcp_path_length - reference) <= 1e-4 * reference, (p.tcp_path_length, reference)
+        assert p.tcp_path_length >= p.tcp_straight_distance
