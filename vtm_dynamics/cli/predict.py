@@ -224,12 +224,13 @@ def run_prediction(
     spec = ROBOTS.get(robot_name) if robot_name else None
     if urdf is None and spec is None:
         raise StopInputError(f"robot: must be one of {', '.join(ROBOTS)} or --urdf PATH, got {robot_name!r}")
-    robot = RobotModel.from_urdf(urdf if urdf is not None else _urdf_path(spec[0]))
+    bare = RobotModel.from_urdf(urdf if urdf is not None else _urdf_path(spec[0]))
+    payload_frame = spec[3] if spec and spec[3] else tcp_frame
+    robot = bare
     if payload:
-        frame = spec[3] if spec and spec[3] else tcp_frame
-        if frame is None:
+        if payload_frame is None:
             raise StopInputError("payload: needs --tcp-frame to know where to attach it")
-        robot = with_payload(robot, payload, frame)
+        robot = with_payload(bare, payload, payload_frame)
     if brakes_path is None:
         if spec is None:
             raise StopInputError("brakes: --brakes YAML is required with --urdf")
@@ -253,10 +254,12 @@ def run_prediction(
                      tcp_frame=tcp_frame, settings=settings)
     env = None
     if envelope:
+        # the envelope attaches its payload cases to the bare robot: the payload range is the TOTAL payload, so
+        # its nominal case (factors 1, least payload) is the main prediction above
         pl = (0.0, 5.0) if robot_name == "ur5" and urdf is None and not payload else (payload, payload)
-        env = stop_envelope(robot, brakes, qa, v, EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5),
-                                                               payload=pl, payload_frame=spec[3] if spec else tcp_frame,
-                                                               n_random=envelope),
+        env = stop_envelope(bare, brakes, qa, v, EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5),
+                                                              payload=pl, payload_frame=payload_frame,
+                                                              n_random=envelope),
                             category=category, lock_events=locks, tcp_frame=tcp_frame, settings=settings,
                             progress=progress)
     files = []

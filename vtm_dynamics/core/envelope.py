@@ -9,7 +9,8 @@ stopping distance and time. The corners are included because stopping distance i
 factor (weaker brakes, longer delays, heavier payloads stop later), but the random samples guard against the cases
 where it is not (a heavier payload can change which joints stick first). It is a sampled envelope, not a bound.
 
-Payload: a point mass at ``payload_frame`` (:func:`payload.with_payload`). Units: factors dimensionless, kg, s, m.
+Payload: a point mass at ``payload_frame`` (:func:`payload.with_payload`) added to ``robot``; the range is the total
+payload, so pass the robot without its payload (else it is counted twice). Units: factors dimensionless, kg, s, m.
 """
 
 from __future__ import annotations
