@@ -19,6 +19,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from peer_runners import PLANAR_3R  # noqa: E402
+from scenarios import Q0_3R  # noqa: E402
 from vtm_dynamics.core.constraints import JointLock  # noqa: E402
 from vtm_dynamics.core.integrator import TimeEvent, constrained_acceleration, simulate  # noqa: E402
 from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402
@@ -28,7 +29,7 @@ from vtm_dynamics.core.topology import Topology  # noqa: E402
 UR5 = example_robot_urdf("ur_description/urdf/ur5_robot.urdf")
 SCENARIOS = {
     # name: (urdf, q0, v0, [(t, joint index)], horizon)
-    "planar 3R (Sec. 6)": (PLANAR_3R, np.full(3, np.pi / 6), np.zeros(3), [(0.8, 1), (1.3, 2)], 2.0),
+    "planar 3R (Sec. 6)": (PLANAR_3R, Q0_3R, np.zeros(3), [(0.8, 1), (1.3, 2)], 2.0),
     "UR5 (Sec. 7)": (UR5, np.array([0.0, -1.2, 1.5, -0.5, 1.2, 0.0]), np.array([1.0, -0.8, 1.2, 0.5, -0.5, 0.8]),
                      [(0.05, 0), (0.10, 1), (0.15, 2)], 1.0),
 }

@@ -19,12 +19,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scenarios import HORIZON_3R as HORIZON  # one home for the paper's scenario (bench/scenarios.py)
+from scenarios import LOCKS_3R as LOCKS
+from scenarios import Q0_3R as Q0
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLANAR_3R = os.path.join(REPO, "urdf", "planar_3r.urdf")
-Q0 = np.full(3, np.pi / 6)
-LOCKS = ((0.8, "joint2"), (1.3, "joint3"))
-HORIZON = 2.0
 
 
 @dataclass(frozen=True)

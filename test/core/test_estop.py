@@ -208,9 +208,12 @@ def test_closed_form_jump_agrees_with_the_core_switching_solvers(ur5, ur5_brakes
 
 
 def test_paper_sec6_lock_sequence_keeps_free_momenta_and_exact_lock_angles(planar_3r):
-    """Müller 2026, Sec. 6: 3R pendulum from rest at pi/6, joint 2 locked at 0.8 s, joint 3 at 1.3 s (no brakes)."""
+    """Müller 2026, Sec. 6: 3R pendulum from rest at the paper's pose (bench/scenarios.py), joint 2 locked at 0.8 s,
+    joint 3 at 1.3 s (no brakes)."""
+    from scenarios import Q0_3R
+
     brakes = planar_brakes(planar_3r, joint1={"sliding_torque": 0.0})
-    q0 = np.full(3, np.pi / 6)
+    q0 = Q0_3R
     p = predict_stop(planar_3r, brakes, q0, np.zeros(3), lock_events=[LockEvent(0.8, "joint2"), LockEvent(1.3, "joint3")],
                      settings=StopSettings(t_max=2.0, step=0.005))
     locks = [e for e in p.events if e.kind == "lock"]
@@ -222,7 +225,8 @@ def test_paper_sec6_lock_sequence_keeps_free_momenta_and_exact_lock_angles(plana
     T, V = energy_series(planar_3r, p)
     E = T + V
     seg = p.t < 0.8
-    assert np.ptp(E[seg]) < 1e-6  # no brakes: energy conserved between events
+    # no brakes: energy conserved between events up to the integration error (step 5 ms, bars falling from 90 deg)
+    assert np.ptp(E[seg]) < 1e-8 * np.max(T[seg])
     assert not p.stopped  # joint 1 has no brake: the pendulum keeps swinging
     after = p.t >= 0.8
     assert np.all(p.q[after, 1] == locks[0].q[1])

@@ -1,8 +1,10 @@
 """Independent peers on the paper's 3R scenario (Müller 2026, Sec. 6): MuJoCo and Drake (see docs/peers_3r.md).
 
-Measured (step 1e-4 s, horizon 2 s): MuJoCo's switched equality constraint ends 7e-8 rad from our consistent
-result; Drake's Joint.Lock ends 1.5e-4 rad from our NAIVE result and 0.21 rad from the consistent one, i.e. it
-zeroes the locked rate without the momentum-consistent jump; adding our jump after Lock brings Drake to 1.5e-4 rad.
+Measured (step 1e-4 s, horizon 2 s, the paper's pose): MuJoCo's switched equality constraint ends 3e-5 rad from our
+consistent result; Drake's Joint.Lock ends 2.3e-3 rad from our NAIVE result and 1.6 rad from the consistent one,
+i.e. it zeroes the locked rate without the momentum-consistent jump; adding our jump after Lock brings Drake to
+3.9e-3 rad, and to 9.8e-4 rad at a quarter of the step (Drake's discrete solver is first order). The tolerances
+below sit between the integrator differences and the 1.6 rad that separates the two physics.
 """
 
 import numpy as np
@@ -33,23 +35,23 @@ def _dp(a, b):
 
 
 def test_mujoco_switched_equality_ends_on_the_momentum_consistent_result(runs):
-    assert _dq(runs["mujoco"], runs["ours"]) <= 1e-5
-    assert _dp(runs["mujoco"], runs["ours"]) <= 1e-5
-    assert _dq(runs["mujoco"], runs["naive"]) >= 1e-2
+    assert _dq(runs["mujoco"], runs["ours"]) <= 1e-4
+    assert _dp(runs["mujoco"], runs["ours"]) <= 1e-4
+    assert _dq(runs["mujoco"], runs["naive"]) >= 0.5
 
 
 def test_drake_joint_lock_behaves_like_the_naive_update(runs):
-    assert _dq(runs["drake"], runs["naive"]) <= 1e-3
-    assert _dp(runs["drake"], runs["naive"]) <= 1e-3
-    assert _dq(runs["drake"], runs["ours"]) >= 1e-2
+    assert _dq(runs["drake"], runs["naive"]) <= 1e-2
+    assert _dp(runs["drake"], runs["naive"]) <= 1e-2
+    assert _dq(runs["drake"], runs["ours"]) >= 0.5
     # right after Lock only the locked rate changed
     before, after = runs["drake"].v[0], runs["drake"].v[1]
     assert after[1] == 0.0 and np.array_equal(after[[0, 2]], before[[0, 2]])
 
 
 def test_drake_with_our_jump_ends_on_the_consistent_result(runs):
-    assert _dq(runs["drake_jump"], runs["ours"]) <= 1e-3
-    assert _dp(runs["drake_jump"], runs["ours"]) <= 1e-3
+    assert _dq(runs["drake_jump"], runs["ours"]) <= 1e-2
+    assert _dp(runs["drake_jump"], runs["ours"]) <= 1e-2
 
 
 def test_all_peers_hold_the_locked_angles(runs):

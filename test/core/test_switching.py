@@ -1,6 +1,7 @@
 """Specification of the momentum-consistent transition at constraint activation (Müller 2026, eqs. (22)-(37))."""
 
 import numpy as np
+from scenarios import Q0_3R
 import pinocchio as pin
 import pytest
 
@@ -30,7 +31,7 @@ def _after_lock(robot, q, v, joints):
 
 def test_paper_projector_and_complement_for_the_3r_lock(planar_3r):
     # Müller 2026, Sec. 6: N_{J1,M} = [[1, -mb12/mb22, 0], [0, 0, 0], [0, -mb32/mb22, 1]], F1 = [[1,0],[0,0],[0,1]]
-    q = np.full(3, np.pi / 6)
+    q = Q0_3R
     M = planar_3r.mass_matrix(q)
     Mi = np.linalg.inv(M)
     expected = np.array([[1, -Mi[0, 1] / Mi[1, 1], 0], [0, 0, 0], [0, -Mi[2, 1] / Mi[1, 1], 1]])
