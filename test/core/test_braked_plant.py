@@ -54,6 +54,9 @@ def test_plant_rest_pose_converges_to_the_event_located_prediction(ur5, config):
         assert abs(plant.rest_time - pred.stop_time) < 2 * dt + 1e-4
     assert errors[0] > errors[1] > errors[2], errors  # first order in dt
     assert errors[2] < 2e-4, errors
+    path, straight = plant.tcp_travel("tool0")  # the plant's own TCP travel agrees with the prediction's
+    assert path == pytest.approx(pred.tcp_path_length, rel=1e-2)
+    assert straight == pytest.approx(pred.tcp_straight_distance, rel=1e-2)
     if config is PAWL:
         assert [e.kind for e in plant.events].count("pawl") == 1
         assert any(e.kind == "lock" for e in pred.events)

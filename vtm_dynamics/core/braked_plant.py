@@ -131,6 +131,12 @@ class BrakedPlant:
         self.started = True
         self._record()
 
+    def tcp_travel(self, frame: str) -> tuple[float, float]:
+        """(path length, straight-line distance) [m] of ``frame`` from the E-stop to the current state: the sum of
+        chords between the recorded states (every ``record_every`` steps, 1 ms by default) and the current one."""
+        pts = np.array([self.robot.frame_placement(q, frame).translation for q in self.record.q + [self.q]])
+        return float(np.sum(np.linalg.norm(np.diff(pts, axis=0), axis=1))), float(np.linalg.norm(pts[-1] - pts[0]))
+
     def advance(self, t_target: float) -> None:
         """Integrate until ``t_target`` [s after the E-stop] (to the step grid) or until rest."""
         while self.rest_time is None and self.t + 0.5 * self.dt <= t_target:

@@ -323,7 +323,7 @@ class RobotSim(Node):
             self.get_logger().warning(f"prediction {msg.scenario_id} lacks joint {err}")
             return
         simulated = np.array(self.plant.q)
-        tcp = self._tcp_path(self.plant)
+        tcp = self.plant.tcp_travel(self.tcp)
         c = StopComparison(
             scenario_id=msg.scenario_id, joint_names=tuple(self.names), predicted_rest=predicted,
             simulated_rest=simulated, max_angle_error=float(np.max(np.abs(predicted - simulated))),
@@ -349,11 +349,6 @@ class RobotSim(Node):
             self.get_logger().info(line)
         else:
             self.get_logger().warning(line)
-
-    def _tcp_path(self, plant: BrakedPlant) -> tuple[float, float]:
-        """(path length, straight distance) [m] of the TCP over the simulated stop (core model kinematics)."""
-        pts = np.array([self.robot.frame_placement(q, self.tcp).translation for q in plant.record.q + [plant.q]])
-        return float(np.sum(np.linalg.norm(np.diff(pts, axis=0), axis=1))), float(np.linalg.norm(pts[-1] - pts[0]))
 
     def _publish_diagnostics(self) -> None:
         status = DiagnosticStatus()
