@@ -339,13 +339,6 @@ class ProjectedInverseDynamicsController:
         """Lock ``joints`` at their values in ``q`` (a brake engaged): their velocity rows join A."""
         self.add_constraint(JointLock(joints, name=name), q)
 
-    def set_constraints(self, constraints: ConstraintSet | Sequence[Constraint]) -> None:
-        """Replace the whole active set (e.g. from a lock-state message)."""
-        self._constraints = constraints if isinstance(constraints, ConstraintSet) else ConstraintSet(tuple(constraints))
-
-    def reset_force_integral(self) -> None:
-        self._force_integral = np.zeros(self.robot.nv)
-
     # -- one cycle ----------------------------------------------------------------------------------------
     def update(
         self,

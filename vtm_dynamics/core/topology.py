@@ -54,10 +54,6 @@ class Topology:
         """This set without the constraint called ``name``."""
         return self.release([name])
 
-    def with_joint_lock(self, robot: RobotModel, joints: str | Sequence[str], q: object, name: str = "") -> "Topology":
-        """This set plus a lock of ``joints`` at their current values in ``q`` [rad, m]."""
-        return self.with_constraint(JointLock(joints, name=name).bind(robot, robot.check_q(q)))
-
     def release(self, names: Iterable[str]) -> "Topology":
         """The topology without the named constraints (a brake that opens again)."""
         drop = set(names)
@@ -119,17 +115,6 @@ class Topology:
         qq = robot.check_q(q)
         parts = [r for c in self.constraints if (r := c.residual(robot, qq)) is not None]
         return np.concatenate(parts) if parts else np.zeros(0)
-
-    def holonomic_rows(self, robot: RobotModel, q: object) -> tuple[np.ndarray, np.ndarray]:
-        """(Phi(q), A_h(q)): residuals and velocity rows of the holonomic constraints only."""
-        qq = robot.check_q(q)
-        hol = [c for c in self.constraints if c.holonomic]
-        if not hol:
-            return np.zeros(0), np.zeros((0, robot.nv))
-        return (
-            np.concatenate([np.asarray(c.residual(robot, qq), dtype=float) for c in hol]),
-            np.vstack([c.jacobian(robot, qq) for c in hol]),
-        )
 
     def residual_jacobian(self, robot: RobotModel, q: object, step: float = 1e-6) -> np.ndarray:
         """d Phi / d q on the velocity tangent space, by central differences (error O(step^2)).
