@@ -119,7 +119,8 @@ def test_the_estop_abrupt_lock_uses_the_one_home_of_the_jump(ur5, monkeypatch):
         return real(M, held, locking, v_minus, method)
 
     monkeypatch.setattr(switching, "joint_lock_jump", spy)
-    p = predict_stop(ur5, brakes, q, v, lock_events=[LockEvent(0.005, "elbow_joint")], settings=StopSettings(t_max=0.05))
+    p = predict_stop(ur5, brakes, q, v, lock_events=[LockEvent(0.005, "elbow_joint")],
+                     settings=StopSettings(t_max=0.05))
     assert calls == [([], [2], "closed_form")]
     lock = [e for e in p.events if e.kind == "lock"][0]
     expected = real(ur5.mass_matrix(lock.q), np.zeros(0, dtype=int), np.array([2]), lock.v_minus)

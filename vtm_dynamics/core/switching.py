@@ -379,8 +379,9 @@ def joint_lock_jump(
 
         v+_F' = v-_F' + M_F'F'^-1 M_F'N v-_N,     v+_L' = 0,     Lambda_L' = -(M (v+ - v-))_L'
 
-    (N = ``locking``; the held rows must already have v-_L = 0, else :class:`SwitchingError`). ``method`` ``"closed_form"`` uses this formula (one
-    solve with M_F'F'); ``"kkt"``, ``"redundant"`` or ``"minimal"`` call :func:`transition` (eqs. (22)/(24), (32),
+    (N = ``locking``; the held rows must already have v-_L = 0, else :class:`SwitchingError`).
+    ``method`` ``"closed_form"`` uses this formula (one solve with M_F'F'); ``"kkt"``, ``"redundant"`` or
+    ``"minimal"`` call :func:`transition` (eqs. (22)/(24), (32),
     (37)) with J_1 = E_held, J_2 = E_locking, then set v+_L' to exact zeros (the solvers leave rounding-level
     residuals). M is the symmetric positive definite mass matrix [kg m^2] (nv x nv), v_minus [rad/s]; the index
     arrays are velocity indices, ``held`` sorted.

@@ -19,7 +19,7 @@ Each event is followed by the stick/slip decision (:mod:`.stick_slip`); abrupt l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pinocchio as pin
@@ -38,8 +38,7 @@ _EMPTY = np.zeros(0)
 _EMPTY_I = np.zeros(0, dtype=int)
 
 
-@dataclass(frozen=True)
-class ScheduledLock:
+class ScheduledLock(NamedTuple):
     """An abrupt lock of the velocity indices ``joints`` at ``time`` [s], holding up to ``capacity`` [N m] each."""
 
     time: float
@@ -47,10 +46,9 @@ class ScheduledLock:
     capacity: np.ndarray
 
 
-@dataclass(frozen=True)
-class TimeEvent:
+class TimeEvent(NamedTuple):
     """A step boundary known in advance: ``kind`` ``engage`` (the brake of velocity index ``joint``) or ``lock``
-    (``lock``), at ``time`` [s]."""
+    (``lock``), at ``time`` [s]. (Immutable named tuples: several are built per prediction.)"""
 
     time: float
     kind: str
@@ -269,7 +267,8 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                         jerk = float(np.max(np.abs(k1[0] - k[0]))) / h
                     if 5.0 * jerk * dt_ * dt_ <= st.event_tol * abs(ai):
                         a_e = ke[0]
-                        We = We + float(ke[2] @ ve) * dt_ + (0.5 * dt_ * dt_) * float(ke[2] @ a_e + self.cv @ (a_e * ve))
+                        We = We + float(ke[2] @ ve) * dt_ \
+                            + (0.5 * dt_ * dt_) * float(ke[2] @ a_e + self.cv @ (a_e * ve))
                         qe = self._advance(qe, dt_ * ve + (0.5 * dt_ * dt_) * a_e)
                         ve = ve + dt_ * a_e
                     else:

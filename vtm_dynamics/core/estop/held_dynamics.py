@@ -32,7 +32,7 @@ _dposv = scipy.linalg.lapack.dposv
 _PHASES: dict[tuple, "HeldPhase"] = {}
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class HeldPhase:
     """Coefficients and index sets of one active set (held joints, slip directions, engaged brakes); read-only.
 

@@ -86,7 +86,8 @@ def predict_stop(
     engage = np.where(brakes.braked, engage, np.inf)
     locks = []
     for i in np.flatnonzero(np.isfinite(brakes.pawl_delay)):
-        locks.append(ScheduledLock(t_off + brakes.pawl_delay[i], np.array([i]), np.array([brakes.pawl_holding_torque[i]])))
+        locks.append(ScheduledLock(t_off + brakes.pawl_delay[i], np.array([i]),
+                                   np.array([brakes.pawl_holding_torque[i]])))
     for ev in lock_events:
         if not isinstance(ev, LockEvent):
             raise StopInputError("lock_events: expected LockEvent items")

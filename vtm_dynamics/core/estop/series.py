@@ -41,7 +41,8 @@ def dense_series(prediction: StopPrediction, per_interval: int = 8) -> tuple[np.
         ts.append(t[k] + h * x)
         vs.append(np.outer(h00, v[k]) + np.outer(h10 * h, a[k]) + np.outer(h01, v[k + 1]) + np.outer(h11 * h, a[k + 1]))
         if vector:
-            qs.append(np.outer(h00, q[k]) + np.outer(h10 * h, v[k]) + np.outer(h01, q[k + 1]) + np.outer(h11 * h, v[k + 1]))
+            qs.append(np.outer(h00, q[k]) + np.outer(h10 * h, v[k]) + np.outer(h01, q[k + 1])
+                      + np.outer(h11 * h, v[k + 1]))
         else:
             qs.append(np.repeat(q[k + 1:k + 2], len(x), axis=0))
     return np.concatenate(ts), np.concatenate(qs), np.concatenate(vs)
