@@ -126,3 +126,18 @@ def test_the_estop_abrupt_lock_uses_the_one_home_of_the_jump(ur5, monkeypatch):
     expected = real(ur5.mass_matrix(lock.q), np.zeros(0, dtype=int), np.array([2]), lock.v_minus)
     np.testing.assert_allclose(lock.v_plus, expected.v_plus, rtol=0, atol=1e-13)
     np.testing.assert_allclose(lock.impulses, expected.impulses, rtol=1e-13)
+
+
+def test_an_abrupt_lock_gives_each_joint_its_own_capacity_when_one_is_already_held(ur5):
+    """Locking [elbow, wrist_2] while the elbow is already held: the wrist gets the wrist's capacity."""
+    from vtm_dynamics.core.brakes import brakes_from_config
+    from vtm_dynamics.core.estop import StopSettings
+    from vtm_dynamics.core.estop.event_loop import BrakingEngine
+
+    brakes = brakes_from_config(ur5, {"brakes": {"joints": {n: {"sliding_torque": 10.0} for n in ur5.joint_names}}})
+    engine = BrakingEngine(ur5, brakes, StopSettings())
+    q = np.array([0.3, -1.2, 1.5, -0.8, 0.5, 0.2])
+    v = np.array([2.0, -2.5, 2.8, 1.5, -2.0, 3.0])
+    v = engine._abrupt_lock(0.0, q, v, np.array([2]), np.array([150.0]))
+    engine._abrupt_lock(0.0, q, v, np.array([2, 4]), np.array([150.0, 12.0]))
+    assert engine.cap[2] == 150.0 and engine.cap[4] == 12.0

@@ -25,9 +25,11 @@ class AbruptLock:
 
     def _abrupt_lock(self, t: float, q: np.ndarray, v: np.ndarray, idx: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         """Lock the velocity indices ``idx`` (holding ``capacity`` [N m]) at time t [s]; returns v+ [rad/s]."""
-        new = np.array([i for i in idx if not self.locked[i]], dtype=int)
-        if new.size == 0:
+        keep = [k for k, i in enumerate(idx) if not self.locked[i]]  # joints already held keep their lock
+        if not keep:
             return v
+        new = np.asarray(idx, dtype=int)[keep]
+        capacity = np.asarray(capacity)[keep]  # aligned with ``new``
         M = pin.crba(self.m, self.d, q).copy()
         M = np.triu(M) + np.triu(M, 1).T
         jump = switching.joint_lock_jump(M, self.L, new, v, self.st.jump_method)
