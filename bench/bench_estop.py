@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.join(REPO, "test", "core"))  # the MuJoCo peer helper
 
 from mujoco_stop import mujoco_full_stop, mujoco_model_from_urdf  # noqa: E402
 from vtm_dynamics.core.brakes import brakes_from_config  # noqa: E402
-from vtm_dynamics.core.estop import StopSettings, _Engine, predict_stop  # noqa: E402
+from vtm_dynamics.core.estop import StopSettings, predict_stop  # noqa: E402
+from vtm_dynamics.core.estop.event_loop import BrakingEngine  # noqa: E402
 from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402
 
 UR5 = "ur_description/urdf/ur5_robot.urdf"
@@ -71,7 +72,7 @@ def moving_states(robot: RobotModel, n: int, seed: int, speed: float = 0.7):
 def scipy_reference(robot, brakes, q0, v0, rtol=1e-12, t_max=5.0):
     """The straightforward implementation: scipy DOP853 with event functions, restarted at every event, same
     brake law and stick/slip decisions as vtm_dynamics (engine internals reused for the decision only)."""
-    eng = _Engine(robot, brakes, StopSettings(t_max=t_max))
+    eng = BrakingEngine(robot, brakes, StopSettings(t_max=t_max))
     nv = robot.nv
     engage = sorted(set(float(d) for d in brakes.engage_delay[brakes.braked]))
     t, q, v = 0.0, q0.copy(), v0.copy()

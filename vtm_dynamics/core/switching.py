@@ -15,6 +15,9 @@ Three equivalent transition conditions of the paper are implemented, plus a non-
                  for joint locks this just zeroes the locked rates (the paper's Sec. 6 comparison). It ignores
                  inertia and breaks the momentum balance (21); use it only to show what goes wrong.
 
+Joint locks (unit rows J) have a closed form of eq. (22), :func:`joint_lock_jump`: the emergency-stop engine's
+abrupt locks call it, and the tests check it against the three general methods above.
+
 Note on the right-hand sides: the paper prints U in the first block row of (32) and (37); its own derivations
 (eqs. (28) and (35)) give N^T U and F_1^T U. We use the derived forms; with no impulsive control force (U = 0,
 the default) both readings coincide.
@@ -347,3 +350,60 @@ def solve_activation(
         result = replace(result, v_plus=v_plus, dv=v_plus - v_minus,
                          constraint_violation=float(np.max(np.abs(Jp @ v_plus))) if Jp.shape[0] else 0.0)
     return result, after
+
+
+@dataclass(frozen=True)
+class JointLockJump:
+    """Velocity jump when joints lock (Müller 2026, eq. (22) with unit rows J, see :func:`joint_lock_jump`).
+
+    ``v_plus``/``dv`` [rad/s] (exact zeros in the locked rows); ``locked`` the velocity indices L' held after the
+    event (sorted); ``impulses`` Lambda_L' [N m s] of those rows with the sign of eq. (21), M dv + J^T Lambda = 0;
+    ``energy_loss`` [J] the kinetic energy the jump dissipates (>= 0).
+    """
+
+    v_plus: np.ndarray
+    dv: np.ndarray
+    locked: np.ndarray
+    impulses: np.ndarray
+    energy_loss: float
+
+
+def joint_lock_jump(
+    M: np.ndarray, held: np.ndarray, locking: np.ndarray, v_minus: np.ndarray, method: str = "closed_form",
+) -> JointLockJump:
+    """Momentum-consistent jump when the joints ``locking`` lock while ``held`` stay locked (Müller 2026, eq. (22)).
+
+    Joint locks are unit rows of J, so the KKT system (22) has a closed form: with L' = held u locking and F' its
+    complement, the rows F' of the momentum M v are conserved (eq. (21) with U = 0, the rows of M dv outside the
+    span of J^T vanish), and
+
+        v+_F' = v-_F' + M_F'F'^-1 M_F'N v-_N,     v+_L' = 0,     Lambda_L' = -(M (v+ - v-))_L'
+
+    (N = ``locking``; the held rows must already have v-_L = 0, else :class:`SwitchingError`).
+    ``method`` ``"closed_form"`` uses this formula (one solve with M_F'F'); ``"kkt"``, ``"redundant"`` or
+    ``"minimal"`` call :func:`transition` (eqs. (22)/(24), (32),
+    (37)) with J_1 = E_held, J_2 = E_locking, then set v+_L' to exact zeros (the solvers leave rounding-level
+    residuals). M is the symmetric positive definite mass matrix [kg m^2] (nv x nv), v_minus [rad/s]; the index
+    arrays are velocity indices, ``held`` sorted.
+    """
+    nv = M.shape[0]
+    if M.shape != (nv, nv) or np.shape(v_minus) != (nv,):
+        raise SwitchingError(f"v_minus: expected shape ({nv},) to match M {M.shape}, got {np.shape(v_minus)}")
+    if len(held) and np.any(v_minus[held] != 0.0):
+        raise SwitchingError("v_minus: the rows of joints already held must be zero")
+    Lp = np.union1d(held, locking)
+    Fp = np.setdiff1d(np.arange(nv), Lp)
+    v = v_minus
+    if method == "closed_form":
+        v_plus = v.copy()
+        v_plus[Lp] = 0.0
+        if Fp.size:
+            v_plus[Fp] = v[Fp] + np.linalg.solve(M[np.ix_(Fp, Fp)], M[np.ix_(Fp, locking)] @ v[locking])
+    else:
+        eye = np.eye(nv)
+        v_plus = transition(M, eye[held], eye[locking], v, method=method).v_plus
+        v_plus[Lp] = 0.0  # exact zero (the solvers leave rounding-level residuals)
+    dv = v_plus - v
+    impulses = -(M @ dv)[Lp]
+    loss = 0.5 * v @ M @ v - 0.5 * v_plus @ M @ v_plus
+    return JointLockJump(v_plus=v_plus, dv=dv, locked=Lp, impulses=impulses, energy_loss=loss)

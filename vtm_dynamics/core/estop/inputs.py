@@ -1,0 +1,143 @@
+"""Inputs of a stop prediction and their checks: the stop scenario, abrupt locks, category-1 parameters, numerics.
+
+Stop categories follow IEC 60204-1 (Müller 2026, Sec. 1 and Sec. 7 for the scenario): category 0 removes the
+drive torque at t = 0 and each brake engages after its delay; category 1 decelerates under the drives first
+(:mod:`.ramp`). Abrupt locks are joint locks activated with the momentum-consistent jump of eq. (22).
+Errors are one line naming the field (:class:`StopInputError`). Units: SI (rad, rad/s, rad/s^2, N m, s).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.validation import finite_vector
+
+
+class StopInputError(ValueError):
+    """Bad input to a stop prediction; the message is one line naming the field (e.g. ``q[elbow_joint]``)."""
+
+
+@dataclass(frozen=True)
+class LockEvent:
+    """An abrupt lock of ``joints`` at ``time`` [s] (a pawl or an external command), momentum-consistent jump
+    (Müller 2026, eq. (22)); the lock then holds up to ``holding_torque`` [N m] (inf: rigid)."""
+
+    time: float
+    joints: tuple[str, ...]
+    holding_torque: float = math.inf
+
+    def __init__(self, time: float, joints: str | Sequence[str], holding_torque: float = math.inf) -> None:
+        object.__setattr__(self, "time", float(time))
+        object.__setattr__(self, "joints", (joints,) if isinstance(joints, str) else tuple(joints))
+        object.__setattr__(self, "holding_torque", float(holding_torque))
+
+
+@dataclass(frozen=True)
+class CategoryOne:
+    """Category-1 stop parameters: per-joint deceleration limits ``deceleration`` [rad/s^2] (scalar or nv values),
+    optional ``torque_limits`` [N m] (nv values, or "urdf" for the model's effort limits) that lengthen the ramp
+    until the drive torques fit, and ``max_duration`` [s] after which power is cut regardless (None: never)."""
+
+    deceleration: float | tuple[float, ...] = 3.0
+    torque_limits: str | tuple[float, ...] | None = None
+    max_duration: float | None = None
+
+
+@dataclass(frozen=True)
+class StopSettings:
+    """Numerics: maximum ``step`` [s] of the explicit Runge-Kutta ``method`` (``dp5``: 5th order, 6 evaluations per
+    step, steps shortened to end just past predicted zero crossings; ``rk4``: classical, 4 per step, fixed),
+    horizon ``t_max`` [s], ``simultaneity_tol`` [s] (zero crossings closer than this are decided together),
+    ``event_tol`` [s] (Newton tolerance on crossing times), ``jump_method`` (``closed_form`` or a
+    :mod:`~vtm_dynamics.core.switching` method), ``max_events``."""
+
+    step: float = 0.005
+    method: str = "dp5"
+    t_max: float = 5.0
+    simultaneity_tol: float = 1e-9
+    event_tol: float = 1e-9
+    jump_method: str = "closed_form"
+    max_events: int = 500
+
+
+def stop_vector(x: object, n: int, field: str) -> np.ndarray:
+    """``x`` as n finite floats (the shared core check, :func:`~vtm_dynamics.core.validation.finite_vector`), else
+    :class:`StopInputError`. Only when refusing, the message is reworded to the E-stop's, which names the first
+    non-finite entry: ``q[2]: not a finite number (nan)``, ``q: expected 6 values, got shape (2,)``."""
+    try:
+        return finite_vector(x, n, field, StopInputError)
+    except StopInputError as err:
+        try:
+            arr = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            raise err from None  # not numbers: the shared wording is the E-stop's
+        if arr.shape != (n,):
+            raise StopInputError(f"{field}: expected {n} values, got shape {arr.shape}") from None
+        i = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise StopInputError(f"{field}[{i}]: not a finite number ({arr[i]})") from None
+
+
+def check_stop_state(robot: RobotModel, q: object, v: object, field_q: str = "q",
+                     field_v: str = "v") -> tuple[np.ndarray, np.ndarray]:
+    """Validated (q [rad], v [rad/s]): right sizes, finite, q within the model's position limits and |v| within its
+    velocity limits (where the model has finite positive limits). Raises :class:`StopInputError` naming the entry."""
+    qa = stop_vector(q, robot.nq, field_q)
+    va = stop_vector(v, robot.nv, field_v)
+    lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
+    vmax = robot.model.velocityLimit
+    # vectorised screen (a superset of the violations below); the loop names the first offending joint
+    suspect_q = np.isfinite(lo) & np.isfinite(hi) & (hi > lo) & ((qa < lo - 1e-9) | (qa > hi + 1e-9))
+    suspect_v = np.isfinite(vmax) & (vmax > 0) & (np.abs(va) > vmax * (1 + 1e-9))
+    if not (suspect_q.any() or suspect_v.any()):
+        return qa, va
+    for j in robot.joints:
+        if j.nq == j.nv:
+            for k in range(j.nq):
+                i = j.idx_q + k
+                if np.isfinite(lo[i]) and np.isfinite(hi[i]) and hi[i] > lo[i]:
+                    if not (lo[i] - 1e-9 <= qa[i] <= hi[i] + 1e-9):
+                        raise StopInputError(
+                            f"{field_q}[{j.name}]: {qa[i]:.6g} outside the joint limits [{lo[i]:.6g}, {hi[i]:.6g}]"
+                        )
+        for k in range(j.nv):
+            i = j.idx_v + k
+            if np.isfinite(vmax[i]) and vmax[i] > 0 and abs(va[i]) > vmax[i] * (1 + 1e-9):
+                raise StopInputError(f"{field_v}[{j.name}]: |{va[i]:.6g}| exceeds the velocity limit {vmax[i]:.6g}")
+    return qa, va
+
+
+def state_from_joint_names(
+    robot: RobotModel, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(q, v) in model order from a JointState-like message (``names``, ``positions`` [rad], ``velocities``
+    [rad/s], any order; velocities may be empty = zero). Every movable joint must be present (one-DOF joints;
+    a continuous joint's angle becomes (cos, sin)); unknown names are an error naming them."""
+    names = list(names)
+    pos = list(positions)
+    vel = list(velocities) if velocities is not None and len(velocities) else [0.0] * len(names)
+    if len(pos) != len(names) or len(vel) != len(names):
+        raise StopInputError(f"joint_state: {len(names)} names but {len(pos)} positions and {len(vel)} velocities")
+    index = {n: k for k, n in enumerate(names)}
+    unknown = [n for n in names if n not in robot.joint_names]
+    if unknown:
+        raise StopInputError(f"joint_state.name: unknown joint {unknown[0]!r} for {robot.name!r}")
+    missing = [n for n in robot.joint_names if n not in index]
+    if missing:
+        raise StopInputError(f"joint_state.name: joint {missing[0]!r} is missing")
+    angles = np.array([float(pos[index[n]]) for n in robot.joint_names])
+    v = np.array([float(vel[index[n]]) for n in robot.joint_names])
+    if not np.all(np.isfinite(angles)):
+        bad = robot.joint_names[int(np.flatnonzero(~np.isfinite(angles))[0])]
+        raise StopInputError(f"joint_state.position[{bad}]: not a finite number")
+    if not np.all(np.isfinite(v)):
+        bad = robot.joint_names[int(np.flatnonzero(~np.isfinite(v))[0])]
+        raise StopInputError(f"joint_state.velocity[{bad}]: not a finite number")
+    if any(j.nv != 1 for j in robot.joints):
+        raise StopInputError("joint_state: only models with one-DOF joints are supported")
+    q = robot.configuration_from_angles(angles)
+    return q, v

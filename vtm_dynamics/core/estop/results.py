@@ -1,0 +1,84 @@
+"""Results of a stop prediction: the events (stick, slip, release, abrupt lock with the jump of Müller 2026,
+eq. (22), impulses with the sign of eq. (21)) and the predicted stop with its time series and summary.
+
+Units: SI (rad, rad/s, rad/s^2, N m, N m s, J, s, m). Spatial forces are (linear [N], angular [N m]) in each
+joint's local frame (Pinocchio ``data.f``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StopEvent:
+    """One event. ``kind``: engage | stick | slip | release | lock | power_off. ``joints``: joints it concerns.
+    ``v_minus``/``v_plus``/``dv`` [rad/s] (dv nonzero only for abrupt locks); ``impulses`` Lambda of the locked
+    rows [N m s] (``impulse_joints`` names them; Müller 2026, eq. (21) sign); ``energy_loss`` [J] of the jump;
+    ``holding_torques`` [N m] needed by each locked joint after the event (nan for free joints); ``wrenches``
+    (njoints x 6) spatial force transmitted by each joint right after the event (RNEA with the post-event
+    acceleration); ``impulse_wrenches`` (njoints x 6) impulsive spatial force of the jump [N s, N m s]."""
+
+    time: float
+    kind: str
+    joints: tuple[str, ...]
+    q: np.ndarray
+    v_minus: np.ndarray
+    v_plus: np.ndarray
+    dv: np.ndarray
+    impulses: np.ndarray
+    impulse_joints: tuple[str, ...]
+    energy_loss: float
+    holding_torques: np.ndarray
+    wrenches: np.ndarray
+    impulse_wrenches: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class StopPrediction:
+    """Predicted stop. Time series (K samples, events appear twice: before and after): ``t`` [s], ``q`` (K x nq),
+    ``v`` (K x nv) [rad/s], ``a`` (K x nv) [rad/s^2], ``tau_brake`` (K x nv) brake torque on each joint [N m]
+    (sliding torque while sliding, needed holding torque while locked), ``tau_drive`` (K x nv) drive torque
+    (category 1 ramp), ``locked`` (K x nv, bool) active set, ``brake_work`` (K) cumulative brake work [J] (<= 0),
+    ``impulse_loss`` (K) cumulative kinetic energy lost in abrupt-lock jumps [J] (>= 0):
+    E(t) - E(0) = brake_work - impulse_loss.
+
+    Summary: ``stopped`` (all joints held before ``t_max``), ``stop_time`` [s] (last joint comes to rest; nan if
+    not stopped), ``joint_stop_times`` [s] (per joint, when it came to rest for good), ``stopping_angles`` [rad]
+    (q_final - q_0), ``q_final``, ``brake_energy`` [J] dissipated by the brakes, ``impulse_energy`` [J] lost in
+    jumps, ``holding_torques`` [N m] at rest, ``rest_wrenches`` (njoints x 6) at rest, ``pre_stop_wrenches``
+    (from the caller's acceleration or torque, else None), TCP: ``tcp_frame``, ``tcp_positions`` (K x 3) [m],
+    ``tcp_path_length`` [m] (integral of the TCP speed, see :func:`.prediction.tcp_path`),
+    ``tcp_straight_distance`` [m]."""
+
+    joint_names: tuple[str, ...]
+    category: int
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    tau_brake: np.ndarray
+    tau_drive: np.ndarray
+    locked: np.ndarray
+    brake_work: np.ndarray
+    impulse_loss: np.ndarray
+    events: tuple[StopEvent, ...]
+    stopped: bool
+    stop_time: float
+    joint_stop_times: np.ndarray
+    stopping_angles: np.ndarray
+    q_final: np.ndarray
+    brake_energy: float
+    impulse_energy: float
+    holding_torques: np.ndarray
+    rest_wrenches: np.ndarray
+    pre_stop_wrenches: np.ndarray | None
+    tcp_frame: str | None
+    tcp_positions: np.ndarray | None
+    tcp_path_length: float
+    tcp_straight_distance: float
+    power_off_time: float = 0.0
+    n_steps: int = field(default=0, compare=False)
+    n_evaluations: int = field(default=0, compare=False)

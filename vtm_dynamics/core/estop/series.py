@@ -1,0 +1,48 @@
+"""Series derived from a stop prediction for plots and checks: energies, generalized momenta (Müller 2026, Sec. 6
+plots F^T M v), and a dense series refined between samples. Units: SI (J, N m s, rad, rad/s, s)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtm_dynamics.core.estop.results import StopPrediction
+from vtm_dynamics.core.model import RobotModel
+
+
+def energy_series(robot: RobotModel, prediction: StopPrediction) -> tuple[np.ndarray, np.ndarray]:
+    """(kinetic, potential) energy [J] at every sample of ``prediction`` (Pinocchio; for plots and checks)."""
+    T = np.array([robot.kinetic_energy(q, v) for q, v in zip(prediction.q, prediction.v)])
+    V = np.array([robot.potential_energy(q) for q in prediction.q])
+    return T, V
+
+
+def generalized_momenta(robot: RobotModel, prediction: StopPrediction) -> np.ndarray:
+    """Generalized momenta p = M(q) v [N m s] at every sample (rows of locked joints included; Müller 2026,
+    Sec. 6 plots F^T M v, the free rows)."""
+    return np.array([robot.mass_matrix(q) @ v for q, v in zip(prediction.q, prediction.v)])
+
+
+def dense_series(prediction: StopPrediction, per_interval: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t, angles, v) refined between samples by cubic Hermite interpolation (q with v, v with a) for plots and
+    animations; ``angles`` are q for models whose q is a vector (nq == nv), else the velocity-space displacement is
+    not available and q samples are repeated. Accuracy O(step^4)."""
+    t, q, v, a = prediction.t, prediction.q, prediction.v, prediction.a
+    ts, qs, vs = [t[:1]], [q[:1]], [v[:1]]
+    x = np.linspace(0.0, 1.0, per_interval + 1)[1:]
+    h00, h10, h01, h11 = 2 * x**3 - 3 * x**2 + 1, x**3 - 2 * x**2 + x, -2 * x**3 + 3 * x**2, x**3 - x**2
+    vector = q.shape[1] == v.shape[1]
+    for k in range(len(t) - 1):
+        h = t[k + 1] - t[k]
+        if h <= 0:
+            ts.append(t[k + 1:k + 2])
+            qs.append(q[k + 1:k + 2])
+            vs.append(v[k + 1:k + 2])
+            continue
+        ts.append(t[k] + h * x)
+        vs.append(np.outer(h00, v[k]) + np.outer(h10 * h, a[k]) + np.outer(h01, v[k + 1]) + np.outer(h11 * h, a[k + 1]))
+        if vector:
+            qs.append(np.outer(h00, q[k]) + np.outer(h10 * h, v[k]) + np.outer(h01, q[k + 1])
+                      + np.outer(h11 * h, v[k + 1]))
+        else:
+            qs.append(np.repeat(q[k + 1:k + 2], len(x), axis=0))
+    return np.concatenate(ts), np.concatenate(qs), np.concatenate(vs)
