@@ -27,10 +27,10 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, "test", "core"))  # the MuJoCo peer helpers shared with the tests
 
 from mujoco_stop import mujoco_full_stop, mujoco_model_from_urdf  # noqa: E402
-from vtm_dynamics.core.brakes import brakes_from_config  # noqa: E402
+from vtm_dynamics.core.estop.brakes import brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop import StopSettings, predict_stop  # noqa: E402
 from vtm_dynamics.core.estop.event_loop import BrakingEngine  # noqa: E402
-from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf  # noqa: E402
 
 UR5 = "ur_description/urdf/ur5_robot.urdf"
 PANDA = "panda_description/urdf/panda.urdf"

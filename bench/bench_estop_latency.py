@@ -40,7 +40,7 @@ from vtm_msgs.msg import BrakeEvent, StopPrediction  # noqa: E402
 from vtm_dynamics.nodes import prediction_io as io  # noqa: E402
 from vtm_dynamics.nodes.conversions import joint_state_message  # noqa: E402
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text  # noqa: E402
-from vtm_dynamics.core.braked_plant import demo_motion  # noqa: E402
+from vtm_dynamics.core.estop.braked_plant import demo_motion  # noqa: E402
 
 CONFIG = os.path.join(REPO, "config", "estop_predict.yaml")
 HOME = [0.0, -1.2, 1.4, -1.0, -1.57, 0.0]

@@ -19,12 +19,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from vtm_dynamics.core.constrained_simulation import ConstraintSet  # noqa: E402
-from vtm_dynamics.core.constraints import JointLock, LoopClosure, constraints_from_extension  # noqa: E402
-from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402
-from vtm_dynamics.core.projected_control import projected_inverse_dynamics  # noqa: E402
-from vtm_dynamics.core.projection import null_space_projector  # noqa: E402
-from vtm_dynamics.core.urdf_extension import LoopClosureSpec, Pose  # noqa: E402
+from vtm_dynamics.core.projection.simulation import ConstraintSet  # noqa: E402
+from vtm_dynamics.core.robot.constraints import JointLock, LoopClosure, constraints_from_extension  # noqa: E402
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf  # noqa: E402
+from vtm_dynamics.core.projection.control import projected_inverse_dynamics  # noqa: E402
+from vtm_dynamics.core.projection.projector import null_space_projector  # noqa: E402
+from vtm_dynamics.core.robot.urdf_extension import LoopClosureSpec, Pose  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -22,8 +22,8 @@ import time
 import numpy as np
 import scipy.linalg
 
-from vtm_dynamics.core.absolute_coordinates import constraint_matrix, load_absolute_model
-from vtm_dynamics.core.solvability import analyze_constraint_matrix
+from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix, load_absolute_model
+from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix
 
 
 def comb_urdf(k: int, spacing: float = 0.1, crank: float = 0.2) -> str:

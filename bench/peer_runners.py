@@ -97,7 +97,7 @@ def run_mujoco_3r(dt: float = 1e-4, integrator: str = "RK4", horizon: float = HO
 
 def run_drake_3r(dt: float = 1e-4, horizon: float = HORIZON, apply_jump: bool = False) -> PeerRun:
     """Drake with ``Joint.Lock`` at each event; with ``apply_jump`` the velocities right after the lock are
-    replaced by the momentum-consistent jump of ``vtm_dynamics.core.switching`` (how a Drake user can get it)."""
+    replaced by the momentum-consistent jump of ``vtm_dynamics.core.switching.transitions`` (how a Drake user can get it)."""
     from pydrake.multibody.parsing import Parser
     from pydrake.multibody.plant import AddMultibodyPlantSceneGraph
     from pydrake.systems.analysis import Simulator
@@ -135,9 +135,9 @@ def run_drake_3r(dt: float = 1e-4, horizon: float = HORIZON, apply_jump: bool = 
 
 
 def _consistent_jump(q, v_minus, locked_before, joint):
-    from vtm_dynamics.core.constraints import JointLock
-    from vtm_dynamics.core.model import RobotModel
-    from vtm_dynamics.core.switching import solve_activation
+    from vtm_dynamics.core.robot.constraints import JointLock
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.core.switching.transitions import solve_activation
 
     robot = RobotModel.from_urdf(PLANAR_3R)
     before = [JointLock(j) for j in locked_before]
@@ -145,9 +145,9 @@ def _consistent_jump(q, v_minus, locked_before, joint):
 
 
 def run_ours_3r(transition: str = "kkt", dt: float = 1e-4, integrator: str = "rk4", horizon: float = HORIZON) -> PeerRun:
-    from vtm_dynamics.core.constraints import JointLock
-    from vtm_dynamics.core.integrator import TimeEvent, simulate
-    from vtm_dynamics.core.model import RobotModel
+    from vtm_dynamics.core.robot.constraints import JointLock
+    from vtm_dynamics.core.switching.integrator import TimeEvent, simulate
+    from vtm_dynamics.core.robot.model import RobotModel
 
     robot = RobotModel.from_urdf(PLANAR_3R)
     events = [TimeEvent(t, JointLock(j)) for t, j in LOCKS]
@@ -166,7 +166,7 @@ def run_ours_3r(transition: str = "kkt", dt: float = 1e-4, integrator: str = "rk
 
 def free_momenta(q: np.ndarray, v: np.ndarray, free: list[int]) -> np.ndarray:
     """F^T M(q) v of the given free joints, evaluated with our model (the same M for every peer's state)."""
-    from vtm_dynamics.core.model import RobotModel
+    from vtm_dynamics.core.robot.model import RobotModel
 
     robot = RobotModel.from_urdf(PLANAR_3R)
     return (robot.mass_matrix(q) @ v)[free]

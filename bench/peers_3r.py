@@ -79,7 +79,7 @@ def markdown(ours, naive, rows, dt, convergence) -> str:
         "- **Drake `Joint.Lock`** sets the locked joint's velocity to zero and leaves the others unchanged, which is",
         "  the naive update: it ends on our naive result, not on the momentum-consistent one. A Drake user obtains the",
         "  consistent result by overwriting the velocities after `Lock` with the jump from",
-        "  `vtm_dynamics.core.switching.solve_activation` (row \"Drake Joint.Lock + vtm_dynamics jump\").",
+        "  `vtm_dynamics.core.switching.transitions.solve_activation` (row \"Drake Joint.Lock + vtm_dynamics jump\").",
         "- Remaining differences against the matching reference come from the integrators (Drake's discrete",
         "  solver is first order in the step; MuJoCo's soft constraint lets the locked joint move by ~1e-6 rad).",
         f"  Drake Joint.Lock + our jump at a quarter of the step: max abs Δq vs ours {convergence[1]:.2e} rad",

@@ -17,11 +17,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from peer_runners import PLANAR_3R  # noqa: E402
 from scenarios import run_3r, run_arm  # noqa: E402
-from vtm_dynamics.core.constraints import JointLock  # noqa: E402
-from vtm_dynamics.core.diagnostics import generalized_momentum, trajectory_energy  # noqa: E402
-from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402
-from vtm_dynamics.core.switching import solve_activation  # noqa: E402
-from vtm_dynamics.core.topology import Topology  # noqa: E402
+from vtm_dynamics.core.robot.constraints import JointLock  # noqa: E402
+from vtm_dynamics.core.switching.diagnostics import generalized_momentum, trajectory_energy  # noqa: E402
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf  # noqa: E402
+from vtm_dynamics.core.switching.transitions import solve_activation  # noqa: E402
+from vtm_dynamics.core.switching.topology import Topology  # noqa: E402
 
 
 def main() -> None:

@@ -14,8 +14,8 @@ q_urdf = (pi/2 + pi/6, pi/6, pi/6): only q1 is offset, the relative angles keep 
 
 import numpy as np
 
-from vtm_dynamics.core.constraints import JointLock
-from vtm_dynamics.core.integrator import TimeEvent, simulate
+from vtm_dynamics.core.robot.constraints import JointLock
+from vtm_dynamics.core.switching.integrator import TimeEvent, simulate
 
 Q0_3R_PAPER = np.full(3, np.pi / 6)  # [rad] as the paper states it, q1 from the horizontal
 Q0_3R = Q0_3R_PAPER + np.array([np.pi / 2, 0.0, 0.0])  # [rad] the same pose in urdf/planar_3r.urdf coordinates

@@ -107,7 +107,7 @@ def generate_launch_description() -> LaunchDescription:
                               description="URDF file of the robot; overrides robot. With sim:=true the params "
                                           "file must give a demo motion with one entry per joint."),
         DeclareLaunchArgument("brake_config", default_value="",
-                              description="Brake YAML (vtm_dynamics.core.brakes format); empty: "
+                              description="Brake YAML (vtm_dynamics.core.estop.brakes format); empty: "
                                           "config/<robot>_brakes.yaml of the package."),
         DeclareLaunchArgument("stop_category", default_value="0", choices=["0", "1"],
                               description="IEC 60204-1 stop category predicted on an E-stop."),

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from vtm_dynamics.cli.predict import main, run_default_demo
-from vtm_dynamics.core.brakes import brakes_from_config
+from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop import predict_stop
-from vtm_dynamics.core.model import RobotModel, example_robot_urdf
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

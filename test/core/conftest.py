@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # sibling helper
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
 
 from core_testdata import PLANAR_3R, UR5  # noqa: E402
-from vtm_dynamics.core.model import RobotModel, example_robot_urdf  # noqa: E402
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf  # noqa: E402
 
 
 @pytest.fixture(scope="session")

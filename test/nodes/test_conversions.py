@@ -7,7 +7,7 @@ import pytest
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker
 
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.conversions import (
     JointStateError,
     JointStateTracker,

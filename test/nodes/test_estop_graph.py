@@ -18,7 +18,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from vtm_dynamics.core.braked_plant import demo_motion
+from vtm_dynamics.core.estop.braked_plant import demo_motion
 from vtm_msgs.msg import BrakeEvent, StopPrediction
 
 from test.nodes.node_harness import TEST_BRAKES, UR5_JOINTS, first_positions, init_rclpy, last_positions

@@ -24,9 +24,9 @@ from test.nodes.node_harness import (
     init_rclpy,
     last_positions,
 )
-from vtm_dynamics.core.brakes import brakes_from_config
+from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
-from vtm_dynamics.core.braked_plant import BrakedPlant
+from vtm_dynamics.core.estop.braked_plant import BrakedPlant
 
 from test.nodes.node_harness import TEST_BRAKES
 

@@ -36,10 +36,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from vtm_msgs.msg import JointReactions, LockEvent
 
 from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env, spin_until
-from vtm_dynamics.core.constrained_simulation import ConstraintSet, constrained_step
-from vtm_dynamics.core.constraints import JointLock, constraints_from_extension
-from vtm_dynamics.core.model import RobotModel
-from vtm_dynamics.core.projection import project_velocity
+from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_step
+from vtm_dynamics.core.robot.constraints import JointLock, constraints_from_extension
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.projection.projector import project_velocity
 
 SLIDER_CRANK = os.path.join(REPO_ROOT, "urdf", "slider_crank.urdf")
 PLANAR_3R = os.path.join(REPO_ROOT, "urdf", "planar_3r.urdf")

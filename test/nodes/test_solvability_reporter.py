@@ -1,7 +1,7 @@
 """solvability_reporter: publishes which reactions of the robot description are unique, and analyses any URDF.
 
 The node runs beside a test node on one executor; messages cross DDS on loopback. Expected answers are the ones
-derived independently in test/core/test_solvability.py (by hand and from the paper), not produced by the node.
+derived independently in test/core/reactions/test_solvability.py (by hand and from the paper), not produced by the node.
 """
 
 import os

@@ -24,13 +24,13 @@ from typing import Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.brakes import BrakeSet, brakes_from_config
-from vtm_dynamics.core.envelope import EnvelopeSpec, StopEnvelope, stop_envelope
+from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
+from vtm_dynamics.core.estop.envelope import EnvelopeSpec, StopEnvelope, stop_envelope
 from vtm_dynamics.core.estop import (
     CategoryOne, LockEvent, StopInputError, StopPrediction, StopSettings, dense_series, energy_series,
     generalized_momenta, predict_stop,
 )
-from vtm_dynamics.core.model import RobotModel, example_robot_urdf
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 
 PROG = "vtm-predict"
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -219,7 +219,7 @@ def run_prediction(
     step: float | None = None, progress=None,
 ) -> tuple[PredictionSummary, RobotModel, BrakeSet]:
     """The CLI's work as a function (numpy in, dataclasses out; files only when paths are given)."""
-    from vtm_dynamics.core.payload import with_payload
+    from vtm_dynamics.core.estop.payload import with_payload
 
     spec = ROBOTS.get(robot_name) if robot_name else None
     if urdf is None and spec is None:

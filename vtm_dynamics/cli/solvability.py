@@ -11,7 +11,7 @@ import dataclasses
 import json
 import sys
 
-from vtm_dynamics.core.solvability import DEFAULT_RANK_RTOL, SolvabilityReport, analyze_solvability
+from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, SolvabilityReport, analyze_solvability
 
 
 def report_to_dict(report: SolvabilityReport) -> dict:

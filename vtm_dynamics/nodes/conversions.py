@@ -21,7 +21,7 @@ from builtin_interfaces.msg import Duration, Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.robot.model import RobotModel
 
 
 class JointStateError(ValueError):

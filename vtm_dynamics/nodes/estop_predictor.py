@@ -50,7 +50,7 @@ from visualization_msgs.msg import MarkerArray
 from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
-from vtm_dynamics.core.model import ModelError, RobotModel
+from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes import prediction_io as io
@@ -81,7 +81,7 @@ PARAMETERS = (
     P.ParameterSpec("robot_description_topic", "robot_description", "Topic of the URDF text (std_msgs/String, "
                     "transient local); a valid description received replaces the model. Empty: do not subscribe.",
                     read_only=True),
-    P.ParameterSpec("brake_config", "", "Brake YAML file (vtm_dynamics.core.brakes format). Empty: "
+    P.ParameterSpec("brake_config", "", "Brake YAML file (vtm_dynamics.core.estop.brakes format). Empty: "
                     "config/<robot>_brakes.yaml of the package.", P.existing_file_or_empty,
                     constraint="an existing file or empty; must name joints of the model"),
     P.ParameterSpec("stop_category", 0, "IEC 60204-1 stop category predicted on a trigger: 0 (drive power removed, "

@@ -2,7 +2,7 @@
 
 Robot names: ``ur5`` (Universal Robots UR5 from the ``example-robot-data`` wheel) and ``planar_3r`` (the planar
 3R pendulum of Müller 2026, Sec. 6, in the package's ``urdf/`` directory). The URDF text is also what the nodes
-publish on / read from ``robot_description``. No physics here: models are built by ``vtm_dynamics.core.model``.
+publish on / read from ``robot_description``. No physics here: models are built by ``vtm_dynamics.core.robot.model``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from vtm_dynamics.core.model import ModelError, RobotModel, example_robot_urdf
+from vtm_dynamics.core.robot.model import ModelError, RobotModel, example_robot_urdf
 
 ROBOT_NAMES = ("ur5", "planar_3r")
 _EXAMPLE_ROBOT_URDFS = {"ur5": "ur_description/urdf/ur5_robot.urdf"}

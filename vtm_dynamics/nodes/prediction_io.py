@@ -1,6 +1,6 @@
 """Between the ROS messages of an E-stop and ``vtm_dynamics.core.estop``: brakes in, prediction messages out.
 
-* brake configuration: a YAML file (``vtm_dynamics.core.brakes`` format), YAML text (PredictStop service) or the
+* brake configuration: a YAML file (``vtm_dynamics.core.estop.brakes`` format), YAML text (PredictStop service) or the
   per-joint overrides carried by a ``vtm_msgs/BrakeEvent`` (NaN / empty arrays keep the configured value);
 * the call: :func:`predict_stop` -> ``core.estop.predict_stop`` (category 0 or 1);
 * out: ``vtm_msgs/StopPrediction`` (with its ``trajectory_msgs/JointTrajectory`` and ``TopologyEvent`` list),
@@ -25,8 +25,8 @@ from visualization_msgs.msg import MarkerArray
 from vtm_msgs.msg import BrakeEvent, JointReactions, StopPrediction, TopologyEvent
 
 from vtm_dynamics.core import estop
-from vtm_dynamics.core.brakes import BrakeConfigError, BrakeSet, JointBrake, brakes_from_config
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.estop.brakes import BrakeConfigError, BrakeSet, JointBrake, brakes_from_config
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.conversions import (
     JointStateSnapshot,
     configuration_from_positions,

@@ -1,7 +1,7 @@
 """``projection_controller`` node: projected inverse-dynamics control of robots whose constraints change.
 
 Implements the node side of Aghili's projected inverse-dynamics controller (eqs. (45)-(46), passive joints
-(55)-(62), controllability (64)); the law itself is ``vtm_dynamics.core.projected_control``. One controller object
+(55)-(62), controllability (64)); the law itself is ``vtm_dynamics.core.projection.control``. One controller object
 lives for the whole run: loop closures of the URDF extension, and joint locks announced while running, are rows of
 the constraint matrix A that the next cycle stacks - a lock never restarts or rebuilds the controller.
 
@@ -94,11 +94,11 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions, LockEvent
 
-from vtm_dynamics.core.constrained_simulation import ConstraintSet
-from vtm_dynamics.core.constraints import constraints_from_extension
-from vtm_dynamics.core.model import ModelError, RobotModel
-from vtm_dynamics.core.projected_control import ProjectedControl, ProjectedInverseDynamicsController
-from vtm_dynamics.core.projection import RankTolerance, unit_weighting
+from vtm_dynamics.core.projection.simulation import ConstraintSet
+from vtm_dynamics.core.robot.constraints import constraints_from_extension
+from vtm_dynamics.core.robot.model import ModelError, RobotModel
+from vtm_dynamics.core.projection.control import ProjectedControl, ProjectedInverseDynamicsController
+from vtm_dynamics.core.projection.projector import RankTolerance, unit_weighting
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes.conversions import (

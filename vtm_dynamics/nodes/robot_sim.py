@@ -36,7 +36,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
 from vtm_msgs.msg import BrakeEvent, LockEvent, StopPrediction
 
-from vtm_dynamics.core.model import ModelError
+from vtm_dynamics.core.robot.model import ModelError
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes import prediction_io as io
@@ -47,7 +47,7 @@ from vtm_dynamics.nodes.conversions import (
     stamp_to_seconds,
 )
 from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text
-from vtm_dynamics.core.braked_plant import BrakedPlant, PlantError, demo_motion
+from vtm_dynamics.core.estop.braked_plant import BrakedPlant, PlantError, demo_motion
 from vtm_dynamics.nodes.node_main import run_node
 
 NODE_NAME = "robot_sim"
@@ -69,7 +69,7 @@ PARAMETERS = (
                     P.one_of(("ur5", "planar_3r")), read_only=True, constraint="ur5 or planar_3r"),
     P.ParameterSpec("urdf_path", "", "URDF file of the simulated robot; overrides 'robot'.",
                     P.existing_file_or_empty, read_only=True, constraint="an existing file or empty"),
-    P.ParameterSpec("brake_config", "", "Brake YAML file (vtm_dynamics.core.brakes format). Empty: "
+    P.ParameterSpec("brake_config", "", "Brake YAML file (vtm_dynamics.core.estop.brakes format). Empty: "
                     "config/<robot>_brakes.yaml of the package.", P.existing_file_or_empty, read_only=True,
                     constraint="an existing file or empty"),
     P.ParameterSpec("publish_robot_description", True, "Publish the URDF on robot_description (transient local); "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
-from vtm_dynamics.core.solvability import SolvabilityReport
+from vtm_dynamics.core.reactions.solvability import SolvabilityReport
 from vtm_msgs.msg import SolvabilityEntry
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 

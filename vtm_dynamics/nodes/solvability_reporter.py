@@ -25,7 +25,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from vtm_dynamics.core.solvability import DEFAULT_RANK_RTOL, analyze_solvability
+from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, analyze_solvability
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes.node_main import run_node

@@ -7,8 +7,12 @@ joint locks (eq. (21), U = 0; the general forms of eqs. (32) and (37) on request
 :mod:`.prediction` (the facade ``predict_stop``, result assembly, TCP path), :mod:`.event_loop` (the braking engine
 and its events), :mod:`.held_dynamics` (eq. (3) with held joints), :mod:`.runge_kutta` (tableaus, steps,
 continuous extension, crossing roots), :mod:`.stick_slip` (active-set decisions), :mod:`.abrupt_lock` (eq. (22)
-via :func:`vtm_dynamics.core.switching.joint_lock_jump`), :mod:`.ramp` (category-1 deceleration),
-:mod:`.wrenches` (joint reactions), :mod:`.series` (energies, momenta, dense series for plots).
+via :func:`vtm_dynamics.core.switching.transitions.joint_lock_jump`), :mod:`.ramp` (category-1 deceleration),
+:mod:`.wrenches` (joint reactions), :mod:`.series` (energies, momenta, dense series for plots); and around the
+prediction: :mod:`.brakes` (the brake model and its YAML), :mod:`.payload` (a payload added to the model),
+:mod:`.envelope` (the stop over brake, delay and payload tolerances), :mod:`.calibration` (brake parameters from
+published stopping figures) and :mod:`.braked_plant` (an independent fixed-step reference plant of a category-0
+stop, used by ``robot_sim`` and the tests).
 """
 
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS

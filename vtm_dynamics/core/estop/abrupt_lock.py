@@ -1,7 +1,7 @@
 """Abrupt joint locks during a stop (a pawl, or a ``LockEvent`` at a given time): Müller 2026, eq. (22).
 
 The joints that lock are added to the held set with the momentum-consistent velocity jump of eq. (22) for joint
-locks, computed by :func:`vtm_dynamics.core.switching.joint_lock_jump` (the closed form, or with
+locks, computed by :func:`vtm_dynamics.core.switching.transitions.joint_lock_jump` (the closed form, or with
 ``StopSettings.jump_method`` one of the general methods, eqs. (22)/(24), (32), (37)). The impulses Lambda have the
 sign convention of eq. (21), M dv + J^T Lambda = 0; the kinetic energy the jump dissipates is booked in
 ``impulse_energy`` [J], and the impulsive spatial force each joint transmits is RNEA with the acceleration dv and
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
-from vtm_dynamics.core import switching
+from vtm_dynamics.core.switching import transitions as switching
 
 JUMP_METHODS = ("closed_form",) + tuple(m for m in switching.METHODS if m != "naive")
 

@@ -24,8 +24,8 @@ from typing import NamedTuple
 import numpy as np
 import pinocchio as pin
 
-from vtm_dynamics.core.brakes import BrakeSet
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.estop.abrupt_lock import AbruptLock
 from vtm_dynamics.core.estop.held_dynamics import HeldSetDynamics
 from vtm_dynamics.core.estop.inputs import StopSettings

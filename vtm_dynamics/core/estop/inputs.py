@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.validation import finite_vector
 
 
@@ -54,7 +54,7 @@ class StopSettings:
     step, steps shortened to end just past predicted zero crossings; ``rk4``: classical, 4 per step, fixed),
     horizon ``t_max`` [s], ``simultaneity_tol`` [s] (zero crossings closer than this are decided together),
     ``event_tol`` [s] (Newton tolerance on crossing times), ``jump_method`` (``closed_form`` or a
-    :mod:`~vtm_dynamics.core.switching` method), ``max_events``."""
+    :mod:`~vtm_dynamics.core.switching.transitions` method), ``max_events``."""
 
     step: float = 0.005
     method: str = "dp5"

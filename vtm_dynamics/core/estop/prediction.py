@@ -2,7 +2,7 @@
 result (Müller 2026, Secs. 6-7: braking, stick/slip, joint locks with the jump of eq. (22)).
 
 Stop categories follow IEC 60204-1: category 0 removes the drive torque at t = 0 and each brake engages after its
-delay (:mod:`vtm_dynamics.core.brakes`); category 1 decelerates under the drives first (:mod:`.ramp`), then the
+delay (:mod:`vtm_dynamics.core.estop.brakes`); category 1 decelerates under the drives first (:mod:`.ramp`), then the
 brakes engage at standstill (the drives hold until then) or power is cut at ``max_duration``. Pawls configured in
 the brakes and ``LockEvent`` items become abrupt locks. Reactions are Pinocchio's RNEA spatial forces
 (:mod:`.wrenches`); holding torques at rest are the generalized gravity. Units: SI (rad, rad/s, N m, J, s, m).
@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 import pinocchio as pin
 
-from vtm_dynamics.core.brakes import BrakeSet
+from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
 from vtm_dynamics.core.estop.event_loop import BrakingEngine, ScheduledLock
 from vtm_dynamics.core.estop.inputs import (
@@ -26,7 +26,7 @@ from vtm_dynamics.core.estop.ramp import controlled_ramp
 from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.estop.runge_kutta import TABLEAUS
 from vtm_dynamics.core.estop.wrenches import joint_forces
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.robot.model import RobotModel
 
 
 def predict_stop(

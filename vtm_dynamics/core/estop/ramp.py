@@ -15,7 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from vtm_dynamics.core.estop.inputs import CategoryOne, StopInputError, StopSettings, stop_vector
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.robot.model import RobotModel
 
 
 def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: CategoryOne, settings: StopSettings,

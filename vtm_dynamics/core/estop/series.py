@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from vtm_dynamics.core.estop.results import StopPrediction
-from vtm_dynamics.core.model import RobotModel
+from vtm_dynamics.core.robot.model import RobotModel
 
 
 def energy_series(robot: RobotModel, prediction: StopPrediction) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,91 @@
+"""robot_sim's fixed-step braked plant agrees with the event-located core prediction and converges to it with dt.
+
+The two are independent formulations of the same category-0 stop: the core locates every stick/slip event and
+integrates between events with RK4; the plant steps with semi-implicit Euler and resolves events to its step.
+"""
+
+import numpy as np
+import pytest
+
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.nodes import prediction_io as io
+from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
+from vtm_dynamics.core.estop.braked_plant import BrakedPlant, PlantError, demo_motion
+
+from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V
+
+
+@pytest.fixture(scope="module")
+def ur5():
+    return model_from_urdf_text(load_urdf_text("ur5"))
+
+
+@pytest.fixture(scope="module")
+def planar():
+    return model_from_urdf_text(load_urdf_text("planar_3r"))
+
+
+def _rest(robot, brakes, q, v, dt):
+    plant = BrakedPlant(robot, brakes, dt=dt)
+    plant.start(q, v)
+    plant.advance(5.0)
+    assert plant.at_rest
+    return plant
+
+
+PAWL = {"brakes": {"defaults": {"engage_delay": 0.02}, "joints": {
+    "shoulder_pan_joint": {"sliding_torque": 60.0, "holding_torque": 90.0},
+    "shoulder_lift_joint": {"sliding_torque": 110.0, "holding_torque": 150.0},
+    "elbow_joint": {"sliding_torque": 45.0, "holding_torque": 70.0},
+    "wrist_1_joint": {"sliding_torque": 6.0, "holding_torque": 9.0, "pawl_delay": 0.03},
+    "wrist_2_joint": {"sliding_torque": 6.0, "holding_torque": 9.0, "pawl_delay": 0.03},
+    "wrist_3_joint": {"sliding_torque": 4.0, "holding_torque": 6.0}}}}
+
+
+@pytest.mark.parametrize("config", [TEST_BRAKES, PAWL], ids=["sliding-brakes", "with-pawls"])
+def test_plant_rest_pose_converges_to_the_event_located_prediction(ur5, config):
+    brakes = brakes_from_config(ur5, config)
+    pred = io.predict_stop(ur5, brakes, UR5_Q, UR5_V, category=0, tcp_frame="tool0", horizon=5.0, step=1e-3)
+    assert pred.stopped
+    errors = []
+    for dt in (1e-3, 2e-4, 4e-5):
+        plant = _rest(ur5, brakes, UR5_Q, UR5_V, dt)
+        errors.append(np.max(np.abs(plant.q - pred.q_final)))
+        assert abs(plant.rest_time - pred.stop_time) < 2 * dt + 1e-4
+    assert errors[0] > errors[1] > errors[2], errors  # first order in dt
+    assert errors[2] < 2e-4, errors
+    path, straight = plant.tcp_travel("tool0")  # the plant's own TCP travel agrees with the prediction's
+    assert path == pytest.approx(pred.tcp_path_length, rel=1e-2)
+    assert straight == pytest.approx(pred.tcp_straight_distance, rel=1e-2)
+    if config is PAWL:
+        assert [e.kind for e in plant.events].count("pawl") == 1
+        assert any(e.kind == "lock" for e in pred.events)
+
+
+def test_a_joint_whose_needed_holding_torque_exceeds_capacity_slips(planar):
+    q = np.array([0.6, 0.0, 0.0])  # static gravity torque at joint 1: far above 1000 N m
+    weak = {"brakes": {"defaults": {"engage_delay": 0.0}, "joints": {
+        "joint1": {"sliding_torque": 300.0, "holding_torque": 400.0},
+        "joint2": {"sliding_torque": 3000.0, "holding_torque": 4000.0},
+        "joint3": {"sliding_torque": 3000.0, "holding_torque": 4000.0}}}}
+    plant = BrakedPlant(planar, brakes_from_config(planar, weak), dt=1e-4)
+    plant.start(q, np.zeros(3))
+    plant.advance(0.05)
+    assert [e.kind for e in plant.events][:2] == ["engage", "slip"] and plant.events[1].joints == ("joint1",)
+    assert plant.q[0] < q[0] - 1e-3, "joint 1 falls towards the hanging position"
+    strong = {"brakes": {"joints": {n: {"sliding_torque": 6000.0, "holding_torque": 8000.0}
+                                    for n in ("joint1", "joint2", "joint3")}}}
+    plant = BrakedPlant(planar, brakes_from_config(planar, strong), dt=1e-4)
+    plant.start(q, np.zeros(3))
+    plant.advance(0.05)
+    assert plant.at_rest and np.array_equal(plant.q, q)
+
+
+def test_demo_motion_velocity_is_the_derivative_of_its_position():
+    m = demo_motion(3, [0.1, 0.2, 0.3], [0.5, 0.4, 0.3], 0.7, [0.0, 1.0, 2.0])
+    t, h = 0.37, 1e-6
+    q0, v0, a0 = m.state(t)
+    assert np.allclose((m.state(t + h)[0] - m.state(t - h)[0]) / (2 * h), v0, atol=1e-7)
+    assert np.allclose((m.state(t + h)[1] - m.state(t - h)[1]) / (2 * h), a0, atol=1e-6)
+    with pytest.raises(PlantError, match="motion_amplitude: expected 3 finite numbers"):
+        demo_motion(3, [], [1.0, float("nan"), 1.0], 1.0, [])

@@ -1,0 +1,41 @@
+"""The shipped UR5 brake defaults are what the calibration computes from the published figures under the stated
+test motion (config/ur5_brakes.yaml names this source), and the calibrated 1-DOF stops reproduce those figures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from vtm_dynamics.core.estop import calibration as cal
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+from vtm_dynamics.core.estop.payload import with_payload
+
+CONFIG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "config", "ur5_brakes.yaml")
+
+
+@pytest.fixture(scope="module")
+def calibrated():
+    robot = RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    robot = with_payload(robot, cal.UR5_MAX_PAYLOAD, cal.UR5_PAYLOAD_FRAME)
+    motion = cal.TestMotion((0.0,) * robot.nv, cal.UR5_TEST_MOTION_SPEED, cal.UR5_TEST_ENGAGE_DELAY)
+    return cal.calibrate_brakes(robot, cal.UR5_PUBLISHED_CAT0, motion)
+
+
+def test_calibration_reproduces_the_published_angle_and_time_of_each_joint(calibrated):
+    for brake, figure in zip(calibrated, cal.UR5_PUBLISHED_CAT0):
+        assert brake.joint == figure.joint
+        assert brake.angle == pytest.approx(figure.angle, rel=1e-6)
+        assert brake.time == pytest.approx(figure.time, rel=1e-6)
+
+
+def test_shipped_ur5_defaults_are_the_calibrated_values(calibrated):
+    with open(CONFIG, encoding="utf-8") as fh:
+        joints = yaml.safe_load(fh)["brakes"]["joints"]
+    assert yaml.safe_load(open(CONFIG, encoding="utf-8"))["brakes"]["defaults"]["engage_delay"] == \
+        cal.UR5_TEST_ENGAGE_DELAY
+    for brake in calibrated:
+        shipped = joints[brake.joint]
+        assert shipped["sliding_torque"] == pytest.approx(brake.sliding_torque, abs=1e-3)
+        assert shipped["viscous"] == pytest.approx(brake.viscous, abs=1e-3)

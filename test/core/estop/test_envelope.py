@@ -1,0 +1,74 @@
+"""Uncertainty envelope: sampling, monotone trends of the physics, payload handling, progress and errors."""
+
+import os
+
+import numpy as np
+import pytest
+
+from core_testdata import REPO
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples, stop_envelope
+from vtm_dynamics.core.estop import StopInputError, predict_stop
+from vtm_dynamics.core.estop.payload import with_payload
+
+UR5_BRAKES = os.path.join(REPO, "config", "ur5_brakes.yaml")
+Q = np.array([0.3, -1.2, 1.5, -0.8, 0.5, 0.2])
+V = np.array([1.5, -1.5, 2.0, 1.0, -1.0, 2.0])
+
+
+def test_samples_are_nominal_then_corners_then_seeded_random():
+    spec = EnvelopeSpec(torque_factor=(0.8, 1.2), delay_factor=(1.0, 2.0), payload=(0.0, 5.0), n_random=3, seed=7)
+    s = envelope_samples(spec)
+    assert s[0] == (1.0, 1.0, 0.0)
+    corners = {(a, b, c) for a in (0.8, 1.2) for b in (1.0, 2.0) for c in (0.0, 5.0)}
+    assert set(s[1:9]) == corners and len(s) == 1 + 8 + 3
+    assert s[-3:] == envelope_samples(spec)[-3:]  # seeded
+    for tf, df, m in s[-3:]:
+        assert 0.8 <= tf <= 1.2 and 1.0 <= df <= 2.0 and 0.0 <= m <= 5.0
+
+
+def test_envelope_brackets_the_nominal_stop_and_weaker_brakes_stop_later(ur5):
+    brakes = brakes_from_config(ur5, UR5_BRAKES)
+    calls = []
+    env = stop_envelope(ur5, brakes, Q, V, EnvelopeSpec(torque_factor=(0.8, 1.2), delay_factor=(1.0, 2.0),
+                                                         payload=(0.0, 5.0), payload_frame="tool0", n_random=2),
+                        tcp_frame="tool0", progress=lambda d, n: calls.append((d, n)))
+    n = len(env.cases)
+    assert calls == [(k, n) for k in range(1, n + 1)]
+    nominal = predict_stop(ur5, brakes, Q, V, tcp_frame="tool0")
+    assert env.nominal.tcp_straight_distance == pytest.approx(nominal.tcp_straight_distance, abs=1e-12)
+    d = [c.tcp_straight_distance for c in env.cases]
+    assert env.worst_distance.tcp_straight_distance == max(d) >= nominal.tcp_straight_distance
+    assert env.best_distance.tcp_straight_distance == min(d) <= nominal.tcp_straight_distance
+    assert env.worst_time.stop_time >= nominal.stop_time >= env.best_time.stop_time
+    # physics trend: at equal delay and payload, weaker brakes stop later and farther. (The delay is not
+    # monotone: while the brakes are not yet engaged gravity can slow a joint that moves upwards.)
+    corner = {(c.torque_factor, c.delay_factor, c.payload): c for c in env.cases[1:9]}
+    for df in (1.0, 2.0):
+        for m in (0.0, 5.0):
+            weak, strong = corner[(0.8, df, m)], corner[(1.2, df, m)]
+            assert weak.stop_time > strong.stop_time
+            assert weak.tcp_straight_distance > strong.tcp_straight_distance
+
+
+def test_payload_case_equals_a_prediction_on_the_loaded_model(ur5):
+    brakes = brakes_from_config(ur5, UR5_BRAKES)
+    env = stop_envelope(ur5, brakes, Q, V, EnvelopeSpec(torque_factor=(1.0, 1.0), delay_factor=(1.0, 1.0),
+                                                         payload=(0.0, 3.0), payload_frame="tool0"))
+    heavy = [c for c in env.cases if c.payload == 3.0][0]
+    direct = predict_stop(with_payload(ur5, 3.0, "tool0"), brakes, Q, V)
+    np.testing.assert_allclose(heavy.stopping_angles, direct.stopping_angles, atol=1e-14)
+    assert heavy.stop_time != env.nominal.stop_time
+
+
+@pytest.mark.parametrize("spec, field", [
+    (EnvelopeSpec(torque_factor=(1.2, 0.8)), "envelope.torque_factor"),
+    (EnvelopeSpec(delay_factor=(-1.0, 1.0)), "envelope.delay_factor"),
+    (EnvelopeSpec(payload=(0.0, float("nan"))), "envelope.payload"),
+    (EnvelopeSpec(payload=(0.0, 2.0)), "envelope.payload_frame"),
+])
+def test_bad_envelope_specs_name_the_field(ur5, spec, field):
+    brakes = brakes_from_config(ur5, UR5_BRAKES)
+    with pytest.raises(StopInputError) as err:
+        stop_envelope(ur5, brakes, Q, V, spec)
+    assert str(err.value).startswith(field + ":")

@@ -1,0 +1,253 @@
+"""Joint brakes for emergency-stop prediction: engage delay, sliding and holding torque, viscous drag, pawls.
+
+The e-stop scenario of Müller 2026, Sec. 1: when the brakes are activated the robot "is initially moving according
+to the brakes' sliding friction. The individual joints eventually lock and enter the stiction phase." A brake is
+the generalized force Q of Müller 2026, eq. (3) acting on one joint coordinate:
+
+* before it engages (``engage_delay`` [s] after the brake command) it exerts nothing;
+* while its joint slides (velocity v != 0) it exerts tau = -sign(v) * sliding_torque - viscous * v   [N m]
+  (Coulomb part opposing the velocity plus an optional viscous part);
+* at rest it sticks while the torque needed to hold the joint stays within ``holding_torque`` [N m] (static
+  capacity); the stick/slip decision itself is made in :mod:`vtm_dynamics.core.estop`;
+* an optional pawl/latch (``pawl_delay`` [s]) locks the joint abruptly at that time whatever its velocity: a
+  joint-lock activation with the momentum-consistent jump of Müller 2026, eq. (22). ``pawl_holding_torque``
+  defaults to infinity (a form lock).
+
+Gear: a brake mounted on the motor side of a gear of ratio r (motor angle = r * joint angle) is described with
+``side: motor``; its torques are motor-side values and become joint-side torques
+tau_joint = r * tau_motor (sliding and holding), viscous_joint = r**2 * viscous_motor (because the motor turns r
+times faster). Gear losses and rotor inertia are not modelled. All numbers held by :class:`JointBrake` are
+joint-side after conversion; ``gear_ratio`` and ``side`` are kept for reporting.
+
+Configuration (YAML or an equivalent dict)::
+
+    brakes:
+      defaults: {engage_delay: 0.01}          # optional: applied to every listed joint
+      joints:
+        shoulder_pan_joint: {sliding_torque: 120.0, holding_torque: 160.0, viscous: 5.0}
+        elbow_joint: {sliding_torque: 0.6, holding_torque: 0.8, gear_ratio: 101, side: motor}
+
+Joints of the robot not listed have no brake (they never stop by themselves). Units: s, N m, N m s/rad.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from vtm_dynamics.core.robot.model import RobotModel
+
+BRAKE_FIELDS = (
+    "engage_delay", "sliding_torque", "holding_torque", "viscous", "pawl_delay", "pawl_holding_torque",
+    "gear_ratio", "side",
+)
+SIDES = ("joint", "motor")
+
+
+class BrakeConfigError(ValueError):
+    """A brake configuration is invalid; the message is one line naming the offending field."""
+
+
+@dataclass(frozen=True)
+class JointBrake:
+    """One joint's brake, joint-side values (see the module docstring for the model and the gear conversion).
+
+    ``engage_delay`` [s] >= 0, ``sliding_torque`` [N m] >= 0, ``holding_torque`` [N m] >= 0 (static capacity),
+    ``viscous`` [N m s/rad] >= 0, ``pawl_delay`` [s] or None, ``pawl_holding_torque`` [N m] (inf = form lock),
+    ``gear_ratio`` (> 0, 1 for joint-side brakes) and ``side`` as configured.
+    """
+
+    joint: str
+    engage_delay: float = 0.0
+    sliding_torque: float = 0.0
+    holding_torque: float = 0.0
+    viscous: float = 0.0
+    pawl_delay: float | None = None
+    pawl_holding_torque: float = math.inf
+    gear_ratio: float = 1.0
+    side: str = "joint"
+
+
+def _number(value: Any, where: str, *, allow_inf: bool = False, positive: bool = False) -> float:
+    if isinstance(value, bool):
+        raise BrakeConfigError(f"{where}: expected a number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise BrakeConfigError(f"{where}: expected a number, got {value!r}") from None
+    if math.isnan(x) or (math.isinf(x) and not allow_inf):
+        raise BrakeConfigError(f"{where}: must be finite, got {value!r}")
+    if positive and not x > 0.0:
+        raise BrakeConfigError(f"{where}: must be positive, got {value!r}")
+    if x < 0.0:
+        raise BrakeConfigError(f"{where}: must not be negative, got {value!r}")
+    return x
+
+
+def brake_from_mapping(joint: str, spec: Mapping[str, Any], prefix: str = "brakes.joints") -> JointBrake:
+    """Validate one joint's brake entry (units in the module docstring) and convert it to joint-side values."""
+    where = f"{prefix}.{joint}"
+    if not isinstance(spec, Mapping):
+        raise BrakeConfigError(f"{where}: expected a mapping of brake parameters")
+    unknown = sorted(set(spec) - set(BRAKE_FIELDS))
+    if unknown:
+        raise BrakeConfigError(f"{where}.{unknown[0]}: unknown brake parameter (known: {', '.join(BRAKE_FIELDS)})")
+    side = spec.get("side", "joint")
+    if side not in SIDES:
+        raise BrakeConfigError(f"{where}.side: must be one of {', '.join(SIDES)}, got {side!r}")
+    ratio = _number(spec.get("gear_ratio", 1.0), f"{where}.gear_ratio", positive=True)
+    r = ratio if side == "motor" else 1.0
+    sliding = _number(spec.get("sliding_torque", 0.0), f"{where}.sliding_torque")
+    holding = _number(spec.get("holding_torque", spec.get("sliding_torque", 0.0)), f"{where}.holding_torque",
+                      allow_inf=True)
+    viscous = _number(spec.get("viscous", 0.0), f"{where}.viscous")
+    delay = _number(spec.get("engage_delay", 0.0), f"{where}.engage_delay")
+    pawl = spec.get("pawl_delay")
+    pawl_delay = None if pawl is None else _number(pawl, f"{where}.pawl_delay")
+    pawl_hold = _number(spec.get("pawl_holding_torque", math.inf), f"{where}.pawl_holding_torque", allow_inf=True)
+    return JointBrake(
+        joint=joint, engage_delay=delay, sliding_torque=r * sliding, holding_torque=r * holding,
+        viscous=r * r * viscous, pawl_delay=pawl_delay, pawl_holding_torque=r * pawl_hold, gear_ratio=ratio,
+        side=side,
+    )
+
+
+@dataclass(frozen=True)
+class BrakeSet:
+    """The brakes of one robot as per-velocity-index arrays (length nv, joint-side values).
+
+    Joints without a brake have zero torques and ``braked`` False. Built by :func:`brakes_from_config`.
+    Arrays: ``engage_delay`` [s], ``sliding_torque`` / ``holding_torque`` [N m], ``viscous`` [N m s/rad],
+    ``pawl_delay`` [s] (inf: no pawl), ``pawl_holding_torque`` [N m].
+    """
+
+    joint_names: tuple[str, ...]
+    brakes: tuple[JointBrake, ...]
+    braked: np.ndarray
+    engage_delay: np.ndarray
+    sliding_torque: np.ndarray
+    holding_torque: np.ndarray
+    viscous: np.ndarray
+    pawl_delay: np.ndarray
+    pawl_holding_torque: np.ndarray
+    source: str = field(default="", compare=False)
+
+    @classmethod
+    def from_brakes(cls, robot: RobotModel, brakes: "list[JointBrake] | tuple[JointBrake, ...]", source: str = "") -> "BrakeSet":
+        """Arrays for ``robot`` from individual brakes (each joint at most once, one velocity per joint)."""
+        nv = robot.nv
+        arr = {k: np.zeros(nv) for k in ("engage_delay", "sliding_torque", "holding_torque", "viscous")}
+        pawl = np.full(nv, np.inf)
+        pawl_hold = np.full(nv, np.inf)
+        braked = np.zeros(nv, dtype=bool)
+        seen: set[str] = set()
+        for b in brakes:
+            if b.joint not in robot.joint_names:
+                raise BrakeConfigError(
+                    f"brakes.joints.{b.joint}: unknown joint of {robot.name!r} (joints: {', '.join(robot.joint_names)})"
+                )
+            if b.joint in seen:
+                raise BrakeConfigError(f"brakes.joints.{b.joint}: listed twice")
+            seen.add(b.joint)
+            jc = robot.joint(b.joint)
+            if jc.nv != 1:
+                raise BrakeConfigError(f"brakes.joints.{b.joint}: only one-DOF joints can carry a brake")
+            i = jc.idx_v
+            braked[i] = True
+            for k in arr:
+                arr[k][i] = getattr(b, k)
+            pawl[i] = np.inf if b.pawl_delay is None else b.pawl_delay
+            pawl_hold[i] = b.pawl_holding_torque
+        return cls(
+            joint_names=robot.joint_names, brakes=tuple(brakes), braked=braked, pawl_delay=pawl,
+            pawl_holding_torque=pawl_hold, source=source, **arr,
+        )
+
+    def scaled(self, torque_factor: float = 1.0, delay_factor: float = 1.0, delay_offset: float = 0.0) -> "BrakeSet":
+        """A copy with sliding/holding/viscous torques times ``torque_factor`` and delays
+        ``delay_factor * delay + delay_offset`` [s] (for uncertainty envelopes); pawls unchanged."""
+        if not (torque_factor >= 0 and delay_factor >= 0 and np.isfinite(torque_factor) and np.isfinite(delay_factor)):
+            raise BrakeConfigError("scale: factors must be finite and non-negative")
+        delay = np.where(self.braked, np.maximum(self.engage_delay * delay_factor + delay_offset, 0.0), 0.0)
+        return BrakeSet(
+            joint_names=self.joint_names, brakes=self.brakes, braked=self.braked.copy(), engage_delay=delay,
+            sliding_torque=self.sliding_torque * torque_factor, holding_torque=self.holding_torque * torque_factor,
+            viscous=self.viscous * torque_factor, pawl_delay=self.pawl_delay.copy(),
+            pawl_holding_torque=self.pawl_holding_torque.copy(), source=self.source,
+        )
+
+    def as_config(self) -> dict:
+        """A plain dict (joint-side values) that :func:`brakes_from_config` accepts again."""
+        joints = {}
+        for i, name in enumerate(self.joint_names):
+            if not self.braked[i]:
+                continue
+            entry = {
+                "engage_delay": float(self.engage_delay[i]), "sliding_torque": float(self.sliding_torque[i]),
+                "holding_torque": float(self.holding_torque[i]), "viscous": float(self.viscous[i]),
+            }
+            if np.isfinite(self.pawl_delay[i]):
+                entry["pawl_delay"] = float(self.pawl_delay[i])
+                entry["pawl_holding_torque"] = float(self.pawl_holding_torque[i])
+            joints[name] = entry
+        return {"brakes": {"joints": joints}}
+
+
+def load_brake_yaml(path: str) -> dict:
+    """Read a brake YAML file into a dict (one-line ``BrakeConfigError`` if missing or malformed)."""
+    import yaml
+
+    if not isinstance(path, str) or not os.path.isfile(path):
+        raise BrakeConfigError(f"brakes: file not found: {path!r}")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else "YAML error"
+        raise BrakeConfigError(f"brakes: cannot parse {os.path.basename(path)}: {first}") from None
+    if not isinstance(data, Mapping):
+        raise BrakeConfigError(f"brakes: {os.path.basename(path)} does not hold a mapping")
+    return dict(data)
+
+
+def brakes_from_config(robot: RobotModel, config: "Mapping[str, Any] | str") -> BrakeSet:
+    """Validated :class:`BrakeSet` for ``robot`` from a YAML path or a dict with a top-level ``brakes`` key
+    (format in the module docstring). Errors are ``BrakeConfigError`` naming the field, e.g.
+    ``brakes.joints.elbow_joint.sliding_torque: must not be negative, got -3``."""
+    source = ""
+    if isinstance(config, str):
+        source = config
+        config = load_brake_yaml(config)
+    if not isinstance(config, Mapping) or "brakes" not in config:
+        raise BrakeConfigError("brakes: expected a mapping with a top-level 'brakes' key")
+    section = config["brakes"]
+    if not isinstance(section, Mapping):
+        raise BrakeConfigError("brakes: expected a mapping with 'joints' (and optional 'defaults')")
+    unknown = sorted(set(section) - {"defaults", "joints"})
+    if unknown:
+        raise BrakeConfigError(f"brakes.{unknown[0]}: unknown key (expected 'defaults' and 'joints')")
+    defaults = section.get("defaults") or {}
+    if not isinstance(defaults, Mapping):
+        raise BrakeConfigError("brakes.defaults: expected a mapping of brake parameters")
+    bad = sorted(set(defaults) - set(BRAKE_FIELDS))
+    if bad:
+        raise BrakeConfigError(f"brakes.defaults.{bad[0]}: unknown brake parameter")
+    joints = section.get("joints")
+    if not isinstance(joints, Mapping) or not joints:
+        raise BrakeConfigError("brakes.joints: expected a non-empty mapping joint name -> brake parameters")
+    brakes = []
+    for name, spec in joints.items():
+        if name not in robot.joint_names:
+            raise BrakeConfigError(
+                f"brakes.joints.{name}: unknown joint of {robot.name!r} (joints: {', '.join(robot.joint_names)})"
+            )
+        if spec is None:
+            spec = {}
+        if not isinstance(spec, Mapping):
+            raise BrakeConfigError(f"brakes.joints.{name}: expected a mapping of brake parameters")
+        brakes.append(brake_from_mapping(str(name), {**defaults, **spec}))
+    return BrakeSet.from_brakes(robot, brakes, source)

@@ -1,0 +1,149 @@
+"""Uncertainty envelope of an emergency stop: the same stop over brake-torque tolerances, engage delays and payloads.
+
+Brake torques scatter (wear, temperature, burnishing), delays vary with the brake electronics, and the payload is
+often only known as "up to m_max". The envelope predicts the same stop (:func:`estop.predict_stop`, Müller 2026,
+eqs. (3) and (22) with brakes) for every corner of the box
+[torque_factor_min, torque_factor_max] x [delay_factor_min, delay_factor_max] x [payload_min, payload_max]
+plus ``n_random`` uniformly drawn interior samples (seeded), and the nominal case, and reports the worst and best
+stopping distance and time. The corners are included because stopping distance is usually monotone in each
+factor (weaker brakes, longer delays, heavier payloads stop later), but the random samples guard against the cases
+where it is not (a heavier payload can change which joints stick first). It is a sampled envelope, not a bound.
+
+Payload: a point mass at ``payload_frame`` (:func:`payload.with_payload`) added to ``robot``; the range is the total
+payload, so pass the robot without its payload (else it is counted twice). Units: factors dimensionless, kg, s, m.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop import LockEvent, StopInputError, StopPrediction, StopSettings, predict_stop
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.estop.payload import with_payload
+
+
+@dataclass(frozen=True)
+class EnvelopeSpec:
+    """Ranges (min, max): ``torque_factor`` on sliding/holding/viscous torques, ``delay_factor`` on engage delays,
+    ``payload`` [kg] at ``payload_frame``; ``n_random`` extra uniform samples with ``seed``."""
+
+    torque_factor: tuple[float, float] = (0.9, 1.1)
+    delay_factor: tuple[float, float] = (1.0, 1.5)
+    payload: tuple[float, float] = (0.0, 0.0)
+    payload_frame: str | None = None
+    n_random: int = 0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class EnvelopeCase:
+    """One sample: its factors, and the predicted ``stop_time`` [s], ``tcp_straight_distance`` / ``tcp_path_length``
+    [m] (nan without a TCP frame), ``max_stopping_angle`` [rad] (largest |joint angle| travelled), ``stopped``."""
+
+    torque_factor: float
+    delay_factor: float
+    payload: float
+    stop_time: float
+    tcp_straight_distance: float
+    tcp_path_length: float
+    max_stopping_angle: float
+    stopping_angles: np.ndarray
+    stopped: bool
+
+
+@dataclass(frozen=True)
+class StopEnvelope:
+    """All cases plus the extremes: ``worst_distance``/``best_distance`` (by TCP straight-line distance, or by the
+    largest joint stopping angle without a TCP frame), ``worst_time``/``best_time`` (by stop time; a case that does
+    not stop within the horizon counts as worst), and the ``nominal`` case (factors 1, payload at its minimum)."""
+
+    cases: tuple[EnvelopeCase, ...]
+    nominal: EnvelopeCase
+    worst_distance: EnvelopeCase
+    best_distance: EnvelopeCase
+    worst_time: EnvelopeCase
+    best_time: EnvelopeCase
+    tcp_frame: str | None
+
+
+def _range(x: Iterable[float], name: str, lower: float = 0.0) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in x)
+    except (TypeError, ValueError):
+        raise StopInputError(f"envelope.{name}: expected (min, max)") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lower <= lo <= hi):
+        raise StopInputError(f"envelope.{name}: expected finite {lower} <= min <= max, got ({lo}, {hi})")
+    return lo, hi
+
+
+def envelope_samples(spec: EnvelopeSpec) -> list[tuple[float, float, float]]:
+    """(torque_factor, delay_factor, payload) of every case: nominal first, then the corners, then random."""
+    tf = _range(spec.torque_factor, "torque_factor")
+    df = _range(spec.delay_factor, "delay_factor")
+    pl = _range(spec.payload, "payload")
+    if spec.n_random < 0:
+        raise StopInputError(f"envelope.n_random: must be >= 0, got {spec.n_random}")
+    nominal = (min(max(1.0, tf[0]), tf[1]), min(max(1.0, df[0]), df[1]), pl[0])
+    out = [nominal]
+    for c in itertools.product(sorted(set(tf)), sorted(set(df)), sorted(set(pl))):
+        if c not in out:
+            out.append(c)
+    rng = np.random.default_rng(spec.seed)
+    for _ in range(spec.n_random):
+        out.append((float(rng.uniform(*tf)), float(rng.uniform(*df)), float(rng.uniform(*pl))))
+    return out
+
+
+def stop_envelope(
+    robot: RobotModel,
+    brakes: BrakeSet,
+    q: object,
+    v: object,
+    spec: EnvelopeSpec = EnvelopeSpec(),
+    *,
+    category: int = 0,
+    lock_events: Iterable[LockEvent] = (),
+    tcp_frame: str | None = None,
+    settings: StopSettings = StopSettings(),
+    progress: Callable[[int, int], None] | None = None,
+) -> StopEnvelope:
+    """Predict the stop for every sample of ``spec`` (see the module docstring); ``progress(done, total)`` is
+    called after each case. Models with payload are built once per distinct mass."""
+    samples = envelope_samples(spec)
+    if spec.payload[1] > 0 and spec.payload_frame is None:
+        raise StopInputError("envelope.payload_frame: a frame is needed to attach a payload")
+    models: dict[float, RobotModel] = {}
+    locks = tuple(lock_events)
+    cases = []
+    for n, (tf, df, m) in enumerate(samples):
+        if m not in models:
+            models[m] = robot if m == 0 else with_payload(robot, m, spec.payload_frame)
+        p: StopPrediction = predict_stop(
+            models[m], brakes.scaled(torque_factor=tf, delay_factor=df), q, v, category=category,
+            lock_events=locks, tcp_frame=tcp_frame, settings=settings,
+        )
+        cases.append(EnvelopeCase(
+            torque_factor=tf, delay_factor=df, payload=m, stop_time=p.stop_time,
+            tcp_straight_distance=p.tcp_straight_distance, tcp_path_length=p.tcp_path_length,
+            max_stopping_angle=float(np.max(np.abs(p.stopping_angles))), stopping_angles=p.stopping_angles,
+            stopped=p.stopped,
+        ))
+        if progress is not None:
+            progress(n + 1, len(samples))
+
+    def dist(c: EnvelopeCase) -> float:
+        return c.tcp_straight_distance if tcp_frame is not None else c.max_stopping_angle
+
+    def time(c: EnvelopeCase) -> float:
+        return c.stop_time if c.stopped else math.inf
+
+    return StopEnvelope(
+        cases=tuple(cases), nominal=cases[0], worst_distance=max(cases, key=dist), best_distance=min(cases, key=dist),
+        worst_time=max(cases, key=time), best_time=min(cases, key=time), tcp_frame=tcp_frame,
+    )
