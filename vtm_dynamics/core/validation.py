@@ -7,7 +7,8 @@ import numpy as np
 
 def finite_vector(x: object, n: int, field: str, error: type[ValueError] = ValueError,
                   allow_scalar: bool = False) -> np.ndarray:
-    """``x`` as a float array of shape (n,) with finite entries, else ``error("<field>: ...")``.
+    """``x`` as a float array of shape (n,) with finite entries, else ``error`` with one line naming the field
+    and, for a non-finite value, its first offending entry (``q[2]: not a finite number (nan)``).
 
     ``allow_scalar`` accepts a plain number where n == 1. Each module passes its own ValueError subclass, so
     callers can tell which layer refused the input.
@@ -19,7 +20,8 @@ def finite_vector(x: object, n: int, field: str, error: type[ValueError] = Value
     if allow_scalar and arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.shape != (n,):
-        raise error(f"{field}: expected shape ({n},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise error(f"{field}: contains non-finite values")
+        raise error(f"{field}: expected {n} values, got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise error(f"{field}[{bad[0]}]: not a finite number ({arr[bad[0]]})")
     return arr

@@ -114,9 +114,9 @@ def test_unreadable_urdfs_raise_one_line_model_errors(urdf, words):
 
 
 def test_bad_inputs_name_the_field(planar_3r):
-    with pytest.raises(ModelError, match="q: expected shape"):
+    with pytest.raises(ModelError, match="q: expected 3 values"):
         planar_3r.mass_matrix(np.zeros(4))
-    with pytest.raises(ModelError, match="v: contains non-finite"):
+    with pytest.raises(ModelError, match=r"v\[1\]: not a finite number"):
         planar_3r.bias_forces(np.zeros(3), [0, np.nan, 0])
     with pytest.raises(ModelError, match="joint"):
         planar_3r.joint("elbow")

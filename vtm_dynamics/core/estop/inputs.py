@@ -66,20 +66,9 @@ class StopSettings:
 
 
 def stop_vector(x: object, n: int, field: str) -> np.ndarray:
-    """``x`` as n finite floats (the shared core check, :func:`~vtm_dynamics.core.validation.finite_vector`), else
-    :class:`StopInputError`. Only when refusing, the message is reworded to the E-stop's, which names the first
-    non-finite entry: ``q[2]: not a finite number (nan)``, ``q: expected 6 values, got shape (2,)``."""
-    try:
-        return finite_vector(x, n, field, StopInputError)
-    except StopInputError as err:
-        try:
-            arr = np.asarray(x, dtype=float)
-        except (TypeError, ValueError):
-            raise err from None  # not numbers: the shared wording is the E-stop's
-        if arr.shape != (n,):
-            raise StopInputError(f"{field}: expected {n} values, got shape {arr.shape}") from None
-        i = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise StopInputError(f"{field}[{i}]: not a finite number ({arr[i]})") from None
+    """``x`` as n finite floats (:func:`~vtm_dynamics.core.validation.finite_vector`), else :class:`StopInputError`
+    naming the field and the first non-finite entry (``q[2]: not a finite number (nan)``)."""
+    return finite_vector(x, n, field, StopInputError)
 
 
 def check_stop_state(robot: RobotModel, q: object, v: object, field_q: str = "q",
