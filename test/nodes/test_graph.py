@@ -88,3 +88,19 @@ def test_guarded_service_returns_a_failed_response():
 
 def test_joint_state_subscription_is_best_effort_so_both_publisher_kinds_match():
     assert sensor_qos().reliability == ReliabilityPolicy.BEST_EFFORT
+
+
+def test_guarded_async_service_returns_a_failed_response_instead_of_a_coroutine():
+    import asyncio
+
+    class Response:
+        success = True
+        message = ""
+
+    @guarded(LogLimiter(_Logger()), "analyze", default="response")
+    async def serve(_request, response):
+        await asyncio.sleep(0)
+        raise RecursionError("deep")
+
+    response = asyncio.run(serve(object(), Response()))
+    assert response.success is False and "RecursionError" in response.message

@@ -11,6 +11,7 @@ trigger edges or brake/lock events); nothing a message says can kill a node (eve
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import time
@@ -132,7 +133,28 @@ def guarded(log: Callable[[str, str], Any], where: str, default: Any = None) -> 
     ``default`` (for a service: the response object if ``default`` is the string ``"response"``), so the node
     keeps serving. ``KeyboardInterrupt`` and ``SystemExit`` still propagate."""
 
+    def report(err: BaseException, args: tuple) -> Any:
+        text = one_line(err)
+        log("error", f"{where}: unexpected {type(err).__name__}: {text}")
+        if os.environ.get("VTM_DEBUG_TRACEBACKS"):
+            traceback.print_exc(file=sys.stderr)
+        if default == "response" and len(args) >= 2:
+            return _failed_response(args[-1], f"internal error ({type(err).__name__}): {text}")
+        return default
+
     def wrap(func: Callable) -> Callable:
+        if inspect.iscoroutinefunction(func):  # an async callback (rclpy awaits it): guard what it awaits too
+            @functools.wraps(func)
+            async def call_async(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await func(*args, **kwargs)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException as err:  # noqa: BLE001 - a callback must never take the node down
+                    return report(err, args)
+
+            return call_async
+
         @functools.wraps(func)
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
@@ -140,13 +162,7 @@ def guarded(log: Callable[[str, str], Any], where: str, default: Any = None) -> 
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as err:  # noqa: BLE001 - a callback must never take the node down
-                text = one_line(err)
-                log("error", f"{where}: unexpected {type(err).__name__}: {text}")
-                if os.environ.get("VTM_DEBUG_TRACEBACKS"):
-                    traceback.print_exc(file=sys.stderr)
-                if default == "response" and len(args) >= 2:
-                    return _failed_response(args[-1], f"internal error ({type(err).__name__}): {text}")
-                return default
+                return report(err, args)
 
         return call
 
