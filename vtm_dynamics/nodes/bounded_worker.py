@@ -64,6 +64,7 @@ def _serve(conn: Connection, preload: Sequence[str], memory_limit: int) -> None:
     """Child main loop: import ``preload``, cap the address space, then run tasks until the pipe closes."""
     import resource
 
+    _die_with_parent()
     for name in preload:
         importlib.import_module(name)
     if memory_limit > 0:
@@ -88,6 +89,19 @@ def _serve(conn: Connection, preload: Sequence[str], memory_limit: int) -> None:
             conn.send((MEMORY, None))
         except Exception as err:  # noqa: BLE001 - e.g. a result that cannot be pickled
             conn.send((ERROR, (type(err).__name__, one_line(f"result cannot be returned: {err}"), False)))
+
+
+def _die_with_parent() -> None:
+    """Linux: the child is killed when its parent (the forkserver, which ends with the node) ends, so a busy child
+    never outlives the node."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 class BoundedWorker:
