@@ -278,5 +278,21 @@ def test_a_bad_description_does_not_replace_the_last_good_report(reporter):
     assert "cannot analyse" in last_error.message and "parallelogram_4bar" in last_error.message
 
 
+
+def test_an_oversized_description_is_refused_fast_and_the_node_keeps_serving(reporter):
+    proc, client, _, _ = reporter
+
+    def refusals() -> int:
+        return sum("max_links" in s.message for a in client.diagnostics for s in a.status)
+
+    seen = refusals()
+    client.description.publish(String(data=chain_urdf(2000)))
+    assert spin_until(client.executor, lambda: refusals() > seen, 30.0)
+    status = [s for a in client.diagnostics for s in a.status if "max_links" in s.message][-1]
+    assert status.level == DiagnosticStatus.ERROR and status.message.startswith("robot_description:")
+    assert proc.poll() is None
+    _assert_answers_the_parallelogram(client)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-s"]))
