@@ -235,6 +235,23 @@ def test_an_analysis_past_the_deadline_is_stopped_and_the_next_request_is_served
     _assert_answers_the_parallelogram(client)
 
 
+def test_requests_beyond_max_pending_are_refused_at_once(reporter):
+    proc, client, _, _ = reporter
+    assert client.set_double("analysis_deadline", 0.5)
+    try:
+        # max_pending_requests 4 (default): four 80-body requests wait or run, the fifth and sixth are refused
+        futures = [client.analyze.call_async(AnalyzeSolvability.Request(urdf=chain_urdf(80))) for _ in range(6)]
+        assert spin_until(client.executor, lambda: all(f.done() for f in futures), 120.0)
+    finally:
+        assert client.set_double("analysis_deadline", 10.0)
+    messages = [f.result().message for f in futures]
+    assert not any(f.result().success for f in futures)
+    assert sum("max_pending_requests" in m for m in messages) == 2, messages
+    assert sum("deadline" in m for m in messages) == 4, messages
+    assert proc.poll() is None
+    _assert_answers_the_parallelogram(client)
+
+
 def test_an_analysis_beyond_the_memory_limit_fails_and_the_node_memory_stays_flat(reporter):
     proc, client, _, _ = reporter
     _assert_answers_the_parallelogram(client)

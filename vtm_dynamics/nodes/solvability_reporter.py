@@ -260,7 +260,7 @@ class SolvabilityReporter(Node):
         problem = (description_problem(request.urdf, "urdf", self.p["max_description_bytes"], self.p["max_links"])
                    or positions_problem(request.positions, self.p["max_positions"]))
         if problem is None and self._pending >= self.p["max_pending_requests"]:
-            problem = f"~/analyze: busy, {self._pending} requests already wait (max_pending_requests)"
+            problem = f"busy: {self._pending} requests already wait for the analysis (max_pending_requests)"
         if problem is not None:
             return self._refuse(response, problem)
         return _Job(request.urdf, bool(request.planar), tuple(float(x) for x in request.positions),
