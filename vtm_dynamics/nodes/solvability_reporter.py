@@ -47,7 +47,7 @@ from std_msgs.msg import String
 from vtm_dynamics.core.solvability import DEFAULT_RANK_RTOL
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
-from vtm_dynamics.nodes.bounded_worker import CRASHED, ERROR, BoundedWorker, Outcome
+from vtm_dynamics.nodes.bounded_worker import CRASHED, DEADLINE, ERROR, MEMORY, BoundedWorker, Outcome
 from vtm_dynamics.nodes.node_main import run_node
 from vtm_dynamics.nodes.solvability_io import (
     description_problem,
@@ -83,7 +83,7 @@ PARAMETERS = [
                     "killed and replaced and the answer is success=false.", P.in_range(0.01, 3600.0),
                     constraint="0.01 <= value <= 3600"),
     P.ParameterSpec("analysis_memory_limit", 1_500_000_000, "Address-space limit of the analysis worker process "
-                    "[bytes] (RLIMIT_AS; includes the ~0.3-0.5 GB of loaded libraries).",
+                    "[bytes] (RLIMIT_AS; includes about 0.6 GB of libraries and thread stacks).",
                     P.in_range(100_000_000, 1_000_000_000_000), read_only=True, constraint="1e8 <= value <= 1e12"),
     P.ParameterSpec("max_pending_requests", 4, "Most ~/analyze calls waiting for the worker; further calls are "
                     "refused at once with success=false.", P.in_range(1, 1000), constraint="1 <= value <= 1000"),
@@ -291,7 +291,8 @@ def failure_reason(field: str, outcome: Outcome) -> str:
         return outcome.reason if outcome.reason.startswith("positions:") or not field else prefix + outcome.reason
     if outcome.kind == ERROR:
         return f"{prefix}analysis failed ({outcome.error_type}: {outcome.reason})"
-    return f"{prefix}analysis stopped: {outcome.reason}"
+    parameter = {DEADLINE: " (analysis_deadline)", MEMORY: " (analysis_memory_limit)"}.get(outcome.kind, "")
+    return f"{prefix}analysis stopped: {outcome.reason}{parameter}"
 
 
 def main(args: list[str] | None = None) -> int:
