@@ -22,9 +22,10 @@ def analyze_text(urdf_text: str, planar: bool, positions: Sequence[float] | None
 
     Raises ValueError with one line naming ``positions`` when their number does not match the model.
     """
-    model = load_absolute_model(urdf_text, planar=planar)
     q = None if positions is None or len(positions) == 0 else [float(x) for x in positions]
-    if q is not None and len(q) != model.pin_model.nq:
-        raise ValueError(f"positions: {len(q)} values given, the model {model.name!r} has "
-                         f"{model.pin_model.nq} joint coordinates")
-    return analyze_solvability(model, planar=planar, q=q, rank_rtol=rank_rtol)
+    if q is not None:  # the model's coordinate count; only then is the model loaded a second time
+        model = load_absolute_model(urdf_text, planar=planar)
+        if len(q) != model.pin_model.nq:
+            raise ValueError(f"positions: {len(q)} values given, the model {model.name!r} has "
+                             f"{model.pin_model.nq} joint coordinates")
+    return analyze_solvability(urdf_text, planar=planar, q=q, rank_rtol=rank_rtol)
