@@ -15,7 +15,7 @@ import numpy as np
 def mujoco_model_from_urdf(path: str, payload: tuple[float, str] | None = None,
                            fixed_joints: tuple[str, ...] = ()) -> mujoco.MjModel:
     """MuJoCo model of a URDF file without geometry; ``payload`` = (mass [kg], link name) adds a point mass body
-    rigidly attached at that link's origin (matches vtm_dynamics.core.payload.with_payload at a link frame);
+    rigidly attached at that link's origin (matches vtm_dynamics.core.estop.payload.with_payload at a link frame);
     ``fixed_joints`` are turned into fixed joints (e.g. gripper fingers)."""
     root = ET.parse(path).getroot()
     for j in root.findall("joint"):

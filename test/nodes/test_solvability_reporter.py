@@ -126,7 +126,7 @@ def test_the_service_answers_bad_urdf_with_a_reason_not_a_crash(graph):
         assert not response.success and words in response.message and "\n" not in response.message
     future = client.call_async(AnalyzeSolvability.Request(urdf=_urdf("parallelogram_4bar.urdf"), positions=[0.0]))
     assert spin_until(executor, future.done, 20.0)
-    assert not future.result().success and "q" in future.result().message
+    assert not future.result().success and future.result().message.startswith("positions:")
 
 
 def test_parameters_are_validated_and_a_change_re_analyses_the_description(graph):

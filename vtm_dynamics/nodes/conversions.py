@@ -4,7 +4,7 @@ A ``sensor_msgs/JointState`` carries joints by name in any order, possibly a sub
 ``/joint_states``). :class:`JointStateTracker` merges such messages into the model's coordinate vectors and rejects
 malformed ones (NaN, mismatched array lengths) with a one-line reason; names the model does not know are reported
 and ignored. No physics here: positions map to Pinocchio configurations through the joint index maps of
-``vtm_dynamics.core.model.RobotModel`` (one angle per revolute/prismatic joint; a continuous joint's angle goes to
+``vtm_dynamics.core.robot.model.RobotModel`` (one angle per revolute/prismatic joint; a continuous joint's angle goes to
 its (cos, sin) pair).
 
 Units: positions [rad, m], velocities [rad/s, m/s], efforts [N m, N], stamps [s].

@@ -38,6 +38,9 @@ def sensor_qos(depth: int = 20) -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
+#: Publishers of streams and results: reliable, depth 10.
+OUTPUT_DEPTH = 10
+
 # ----------------------------------------------------------------------------------------------- discovery default
 DISCOVERY_VARIABLE = "ROS_AUTOMATIC_DISCOVERY_RANGE"
 KNOWN_DISCOVERY_RANGES = ("LOCALHOST", "SUBNET", "OFF", "SYSTEM_DEFAULT")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from vtm_dynamics.core.reactions.solvability import SolvabilityReport
@@ -74,3 +77,43 @@ def diagnostic_status(report: SolvabilityReport, hardware_id: str) -> Diagnostic
 def error_status(hardware_id: str, reason: str) -> DiagnosticStatus:
     return DiagnosticStatus(level=DiagnosticStatus.ERROR, name="vtm_dynamics: reaction solvability",
                             hardware_id=hardware_id, message=reason)
+
+
+# ------------------------------------------------------------------------------------------ checks before any parse
+def description_problem(text: str, field: str, max_bytes: int, max_links: int) -> str | None:
+    """Why ``text`` (a message field holding a URDF) is refused before any parse, or None when it may be analysed.
+
+    Linear time, no model built, nothing opened: the text must be URDF XML (first non-blank character ``<``; a
+    message is data and never names a file), at most ``max_bytes`` bytes of UTF-8 and declare at most ``max_links``
+    ``<link`` elements (a bounded count that stops at the cap). The reason is one line naming ``field`` and never
+    quotes the text.
+    """
+    if len(text) > max_bytes or len(text.encode("utf-8", errors="replace")) > max_bytes:
+        return f"{field}: larger than max_description_bytes ({max_bytes} bytes)"
+    first = _XML_START.match(text)
+    if first is None:
+        return f"{field}: not URDF XML text (a message carries the URDF itself, never a file name)"
+    links = 0
+    for _ in _LINK_TAG.finditer(text):
+        links += 1
+        if links > max_links:
+            return f"{field}: more than max_links ({max_links}) <link> elements"
+    return None
+
+
+def positions_problem(positions, max_positions: int) -> str | None:
+    """Why ``AnalyzeSolvability.positions`` is refused (count above ``max_positions``, a non-finite entry), or
+    None. Linear time; the count against the model is checked with the model."""
+    count = len(positions)
+    if count > max_positions:
+        return f"positions: {count} values exceed max_positions ({max_positions})"
+    if count:
+        values = np.asarray(positions, dtype=float)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            return f"positions: entry {int(bad[0])} is not a finite number"
+    return None
+
+
+_XML_START = re.compile(r"\s*<")
+_LINK_TAG = re.compile(r"<link[\s/>]")

@@ -1,6 +1,6 @@
 """``solvability_reporter``: which joint reactions of the robot model are uniquely determined.
 
-A thin node over :func:`vtm_dynamics.core.solvability.analyze_solvability` (Wojtyra & Frączek 2013).
+A thin node over :func:`vtm_dynamics.core.reactions.solvability.analyze_solvability` (Wojtyra & Frączek 2013).
 
 Inputs
   ``robot_description`` (std_msgs/String, transient-local, the ROS 2 convention) or the ``urdf_path`` parameter:
@@ -9,32 +9,55 @@ Inputs
 Outputs
   ``~/report`` (vtm_msgs/SolvabilityReport, transient-local: late subscribers get the last report),
   ``/diagnostics`` (diagnostic_msgs/DiagnosticArray: OK when every reaction is unique, WARN naming the pairs whose
-  reactions are not, ERROR when the model cannot be analysed).
+  reactions are not, ERROR when the newest description cannot be analysed).
 Service
-  ``~/analyze`` (vtm_msgs/AnalyzeSolvability): analyse any URDF string, independent of the robot description.
+  ``~/analyze`` (vtm_msgs/AnalyzeSolvability): analyse any URDF text, independent of the robot description.
+
+Messages are data: ``robot_description`` and ``AnalyzeSolvability.urdf`` must hold URDF XML text; anything else
+(a file name, say) is refused with one line naming the field, and no file is ever opened for a message. Only the
+``urdf_path`` parameter (trusted configuration) names a file, read once at start-up.
+
+Bounded work: sizes are checked before any parse (``max_description_bytes``, ``max_links`` by a bounded count of
+``<link`` tags, ``max_positions``); the analysis itself runs in a warm child process (:mod:`bounded_worker`) with a
+wall-time deadline (``analysis_deadline``) and an address-space limit (``analysis_memory_limit``): a child that
+overruns either is killed and replaced, the answer is ``success: false`` with the reason, and the node keeps
+serving. The service and description callbacks are coroutines that await the child, so the executor keeps running
+other callbacks meanwhile; at most ``max_pending_requests`` service calls wait, further ones are refused at once.
+
+Report rule: ``~/report`` holds the newest *successful* analysis of the robot description. A description that
+cannot be analysed is reported on ``/diagnostics`` (ERROR) and in the log and does not replace a good report; before
+any good report exists, the failure report itself is latched so that subscribers learn why there is none.
 
 Run: ``ros2 run vtm_dynamics solvability_reporter --ros-args -p urdf_path:=urdf/parallelogram_4bar.urdf``.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
 
-from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, analyze_solvability
+from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
+from vtm_dynamics.nodes.bounded_worker import CRASHED, DEADLINE, ERROR, MEMORY, BoundedWorker, Outcome
 from vtm_dynamics.nodes.node_main import run_node
 from vtm_dynamics.nodes.solvability_io import (
+    description_problem,
     diagnostic_status,
     error_status,
     failure_message,
+    positions_problem,
     report_message,
 )
+from vtm_dynamics.nodes.solvability_task import PRELOAD, analyze_text
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 from vtm_msgs.srv import AnalyzeSolvability
 
@@ -49,80 +72,227 @@ PARAMETERS = [
     P.ParameterSpec("relative_tolerance", DEFAULT_RANK_RTOL, "Relative singular-value tolerance of the rank and B_X "
                     "decisions (times the largest singular value of the constraint matrix).",
                     P.in_range(1e-15, 1e-2), constraint="1e-15 <= value <= 1e-2"),
+    P.ParameterSpec("max_description_bytes", 2_000_000, "Largest URDF text accepted from robot_description or "
+                    "~/analyze [bytes of UTF-8]; checked before any parse.", P.in_range(1, 1_000_000_000),
+                    constraint="1 <= value <= 1e9"),
+    P.ParameterSpec("max_links", 500, "Most <link> elements (bodies) a URDF may declare; counted before any parse.",
+                    P.in_range(1, 100_000), constraint="1 <= value <= 100000"),
+    P.ParameterSpec("max_positions", 10_000, "Most entries of AnalyzeSolvability.positions.",
+                    P.in_range(1, 10_000_000), constraint="1 <= value <= 1e7"),
+    P.ParameterSpec("analysis_deadline", 10.0, "Wall time one analysis may take [s]; the worker process is then "
+                    "killed and replaced and the answer is success=false.", P.in_range(0.01, 3600.0),
+                    constraint="0.01 <= value <= 3600"),
+    P.ParameterSpec("analysis_memory_limit", 1_500_000_000, "Address-space limit of the analysis worker process "
+                    "[bytes] (RLIMIT_AS; includes about 0.6 GB of libraries and thread stacks).",
+                    P.in_range(100_000_000, 1_000_000_000_000), read_only=True, constraint="1e8 <= value <= 1e12"),
+    P.ParameterSpec("max_pending_requests", 4, "Most ~/analyze calls waiting for the worker; further calls are "
+                    "refused at once with success=false.", P.in_range(1, 1000), constraint="1 <= value <= 1000"),
 ]
 
-_ANALYSIS_ERRORS = (ValueError, KeyError, RuntimeError, IndexError)
+_HARDWARE = "robot_description"
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One admitted analysis: the URDF text and what to analyse it with."""
+
+    urdf: str
+    planar: bool
+    positions: tuple[float, ...]
+    rtol: float
 
 
 class SolvabilityReporter(Node):
-    """Publishes the solvability report of the robot description and serves analyses of any URDF."""
+    """Publishes the solvability report of the robot description and serves analyses of any URDF text."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__("solvability_reporter", **kwargs)
+        self.log = graph.LogLimiter(self.get_logger())
         self.p = P.declare_validated(self, PARAMETERS, on_change=self._on_change)
-        latched = graph.LATCHED
-        self.report_pub = self.create_publisher(SolvabilityReportMsg, "~/report", latched)
-        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_service(AnalyzeSolvability, "~/analyze", self._analyze_service)
+        self.report_pub = self.create_publisher(SolvabilityReportMsg, "~/report", graph.LATCHED)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
+        self.worker = BoundedWorker(self.p["analysis_deadline"], self.p["analysis_memory_limit"], preload=PRELOAD)
+        # one thread hands jobs to the worker in arrival order; callbacks await its results
+        self._dispatch = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="solvability")
+        self._pending = 0
+        self._generation = 0
         self.urdf_text = ""
+        self.good_report: SolvabilityReportMsg | None = None
+        # every step that touches message contents reports an unexpected exception as one line and carries on
+        self._admit_description = graph.guarded(self.log, "robot_description")(self._admit_description)
+        self._publish_outcome = graph.guarded(self.log, "robot_description")(self._publish_outcome)
+        self._admit_request = graph.guarded(self.log, "~/analyze", default="response")(self._admit_request)
+        self._answer = graph.guarded(self.log, "~/analyze", default="response")(self._answer)
+        # reentrant: a coroutine that awaits the worker must not hold the group, or the next request would wait
+        waiting = ReentrantCallbackGroup()
+        self.create_service(AnalyzeSolvability, "~/analyze", self._analyze_service, callback_group=waiting)
         if self.p["robot_description_topic"]:
-            self.create_subscription(String, self.p["robot_description_topic"], self._on_description, latched)
-        if self.p["urdf_path"]:
+            self.create_subscription(String, self.p["robot_description_topic"], self._on_description, graph.LATCHED,
+                                     callback_group=waiting)
+        if self.p["urdf_path"]:  # trusted configuration: the only place a file is read
             with open(os.path.expanduser(self.p["urdf_path"]), encoding="utf-8") as handle:
-                self._publish_for(handle.read())
+                text = handle.read()
+            job = self._admit_description(text)
+            if job is not None:
+                self._publish_outcome(job, self._generation, self._run(job))
 
+    def destroy_node(self) -> None:
+        dispatch, worker = getattr(self, "_dispatch", None), getattr(self, "worker", None)  # may fail half-built
+        if dispatch is not None:
+            dispatch.shutdown(wait=False, cancel_futures=True)
+        if worker is not None:
+            worker.close()
+        super().destroy_node()
+
+    # ----------------------------------------------------------------------------------------- running the work
+    def _run(self, job: _Job, generation: int | None = None) -> Outcome | None:
+        """Run ``job`` in the worker (blocking; on the dispatch thread or at start-up). None: superseded by a newer
+        description before it started."""
+        if generation is not None and generation != self._generation:
+            return None
+        try:
+            return self.worker.run(analyze_text, job.urdf, job.planar, job.positions, job.rtol,
+                                   deadline=self.p["analysis_deadline"])
+        except Exception as err:  # noqa: BLE001 - the worker never raises; this keeps the await safe if it did
+            return Outcome(CRASHED, reason=f"worker: {type(err).__name__}")
+
+    async def _in_worker(self, job: _Job, generation: int | None = None) -> Outcome | None:
+        """Await ``job`` without blocking the executor: the executor keeps serving other callbacks meanwhile."""
+        executor = self.executor
+        done = executor.create_future() if executor is not None else None
+        work = self._dispatch.submit(self._run, job, generation)
+        if done is None:  # not spun by an executor: nothing else to serve
+            return work.result()
+        done.add_done_callback(lambda _f: None)  # completing a future with a callback wakes the executor
+        work.add_done_callback(lambda w: done.set_result(
+            w.result() if w.exception() is None else Outcome(CRASHED, reason="worker: dispatch failed")))
+        return await done
+
+    # ------------------------------------------------------------------------------------- robot_description
     def _on_change(self, changes: dict) -> None:
         self.p.update(changes)
+        if "analysis_deadline" in changes:
+            self.worker.deadline = float(changes["analysis_deadline"])
         if self.urdf_text and ({"planar", "relative_tolerance"} & set(changes)):
-            self._publish_for(self.urdf_text)  # parameters are applied after this callback: pass them explicitly
+            # parameters are applied after this callback: the job takes them explicitly
+            self._schedule_description(self.urdf_text)
 
-    def _on_description(self, msg: String) -> None:
-        self._publish_for(msg.data)
+    def _schedule_description(self, text: str) -> None:
+        executor = self.executor
+        if executor is not None:
+            executor.create_task(self._describe, text)
+        else:
+            job = self._admit_description(text)
+            if job is not None:
+                self._publish_outcome(job, self._generation, self._run(job))
 
-    def _analyze(self, urdf: str, planar: bool, rtol: float, positions=None):
-        q = None if positions is None or len(positions) == 0 else list(positions)
-        return analyze_solvability(urdf, planar=planar, q=q, rank_rtol=rtol)
+    async def _on_description(self, msg: String) -> None:
+        await self._describe(msg.data)
 
-    def _publish_for(self, urdf: str) -> None:
-        """Analyse the robot description and publish the report and its diagnostics; never raises on bad input."""
-        self.urdf_text = urdf
+    async def _describe(self, text: str) -> None:
+        job = self._admit_description(text)
+        if job is None:
+            return
+        generation = self._generation
+        outcome = await self._in_worker(job, generation)
+        self._publish_outcome(job, generation, outcome)
+
+    def _admit_description(self, text: str) -> _Job | None:
+        """Check the description before any parse; publish the refusal, or return the job (newest generation)."""
+        self._generation += 1
+        problem = description_problem(text, "robot_description", self.p["max_description_bytes"],
+                                      self.p["max_links"])
+        if problem is not None:
+            self._publish_failure(problem)
+            return None
+        self.urdf_text = text
+        return _Job(text, bool(self.p["planar"]), (), float(self.p["relative_tolerance"]))
+
+    def _publish_outcome(self, job: _Job, generation: int, outcome: Outcome | None) -> None:
+        if outcome is None or generation != self._generation:
+            return  # a newer description arrived meanwhile: its analysis is what counts
+        if not outcome.ok:
+            self._publish_failure(f"robot_description: cannot analyse: {failure_reason('', outcome)}")
+            return
+        report = outcome.value
         stamp = self.get_clock().now().to_msg()
-        hardware = "robot_description"
+        msg = report_message(report)
+        msg.header.stamp = stamp
         diag = DiagnosticArray()
         diag.header.stamp = stamp
-        try:
-            report = self._analyze(urdf, self.p["planar"], self.p["relative_tolerance"])
-        except _ANALYSIS_ERRORS as err:
-            reason = f"robot_description: cannot analyse: {err}"
-            self.get_logger().error(reason)
-            msg = failure_message("", reason)
-            diag.status = [error_status(hardware, reason)]
-        else:
-            msg = report_message(report)
-            diag.status = [diagnostic_status(report, report.model or hardware)]
-            line = f"{report.model}: rank {report.rank}, redundancy {report.redundancy}; {msg.message}"
-            if report.unsolvable:
-                self.get_logger().warning(line)
-            else:
-                self.get_logger().info(line)
-        msg.header.stamp = stamp
+        diag.status = [diagnostic_status(report, report.model or _HARDWARE)]
+        line = f"{report.model}: rank {report.rank}, redundancy {report.redundancy}; {msg.message}"
+        self.log("warning" if report.unsolvable else "info", line)
+        self.good_report = msg
         self.report_pub.publish(msg)
         self.diag_pub.publish(diag)
 
-    def _analyze_service(self, request: AnalyzeSolvability.Request, response: AnalyzeSolvability.Response):
-        try:
-            report = self._analyze(request.urdf, request.planar, self.p["relative_tolerance"], request.positions)
-        except _ANALYSIS_ERRORS as err:
-            response.success = False
-            response.message = str(err)
-            response.report = failure_message("", str(err))
-            self.get_logger().warning(f"~/analyze: {err}")
+    def _publish_failure(self, reason: str) -> None:
+        """ERROR on /diagnostics and in the log; the latched report is replaced only if no good one exists."""
+        stamp = self.get_clock().now().to_msg()
+        kept = self.good_report
+        text = reason if kept is None else f"{reason}; ~/report still holds the last good report ({kept.model_name})"
+        self.log("error", text)
+        diag = DiagnosticArray()
+        diag.header.stamp = stamp
+        diag.status = [error_status(_HARDWARE, text)]
+        if kept is None:
+            msg = failure_message("", reason)
+            msg.header.stamp = stamp
+            self.report_pub.publish(msg)
+        self.diag_pub.publish(diag)
+
+    # ----------------------------------------------------------------------------------------------- ~/analyze
+    async def _analyze_service(self, request: AnalyzeSolvability.Request,
+                               response: AnalyzeSolvability.Response) -> AnalyzeSolvability.Response:
+        admitted = self._admit_request(request, response)
+        if not isinstance(admitted, _Job):
             return response
-        response.report = report_message(report)
+        self._pending += 1
+        try:
+            outcome = await self._in_worker(admitted)
+        finally:
+            self._pending -= 1
+        return self._answer(response, outcome)
+
+    def _admit_request(self, request: AnalyzeSolvability.Request,
+                       response: AnalyzeSolvability.Response) -> _Job | AnalyzeSolvability.Response:
+        problem = (description_problem(request.urdf, "urdf", self.p["max_description_bytes"], self.p["max_links"])
+                   or positions_problem(request.positions, self.p["max_positions"]))
+        if problem is None and self._pending >= self.p["max_pending_requests"]:
+            problem = f"busy: {self._pending} requests already wait for the analysis (max_pending_requests)"
+        if problem is not None:
+            return self._refuse(response, problem)
+        return _Job(request.urdf, bool(request.planar), tuple(float(x) for x in request.positions),
+                    float(self.p["relative_tolerance"]))
+
+    def _answer(self, response: AnalyzeSolvability.Response, outcome: Outcome) -> AnalyzeSolvability.Response:
+        if not outcome.ok:
+            return self._refuse(response, failure_reason("urdf", outcome))
+        response.report = report_message(outcome.value)
         response.report.header.stamp = self.get_clock().now().to_msg()
         response.success = True
         response.message = response.report.message
         return response
+
+    def _refuse(self, response: AnalyzeSolvability.Response, reason: str) -> AnalyzeSolvability.Response:
+        response.success = False
+        response.message = reason
+        response.report = failure_message("", reason)
+        self.log("warning", f"~/analyze: {reason}")
+        return response
+
+
+def failure_reason(field: str, outcome: Outcome) -> str:
+    """One line for an analysis that did not succeed: the core's own reason for bad input (it names the element
+    or field), otherwise what stopped the worker."""
+    prefix = f"{field}: " if field else ""
+    if outcome.kind == ERROR and outcome.expected:
+        return outcome.reason if outcome.reason.startswith("positions:") or not field else prefix + outcome.reason
+    if outcome.kind == ERROR:
+        return f"{prefix}analysis failed ({outcome.error_type}: {outcome.reason})"
+    parameter = {DEADLINE: " (analysis_deadline)", MEMORY: " (analysis_memory_limit)"}.get(outcome.kind, "")
+    return f"{prefix}analysis stopped: {outcome.reason}{parameter}"
 
 
 def main(args: list[str] | None = None) -> int:

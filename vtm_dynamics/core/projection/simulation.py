@@ -3,7 +3,7 @@
 Glue between the robot model / constraint objects (``model.py``, ``constraints.py``) and the matrix-level
 projection dynamics (``projection.py``):
 
-* ``ConstraintSet`` - the core's :class:`~vtm_dynamics.core.topology.Topology` under the name used by Aghili's
+* ``ConstraintSet`` - the core's :class:`~vtm_dynamics.core.switching.topology.Topology` under the name used by Aghili's
   formulation: an ordered, immutable set of constraints that stacks their rows A(q), drifts A'(q, v) v and
   position residuals Phi(q) (Aghili, eq. (11)).
 * :func:`constrained_step` - one step of the simulation recipe of Aghili, Sec. 6: (i) accelerations from eq. (25),
