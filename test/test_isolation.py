@@ -230,3 +230,21 @@ def test_two_demos_side_by_side_each_in_its_own_domain_both_succeed(tmp_path):
         assert summary["max_rest_angle_error_rad"] < 2e-3
         assert abs(summary["predicted"]["stop_time_s"] - summary["simulated"]["stop_time_s"]) < 2e-3
     assert domains[0] != domains[1] and 0 not in domains, domains
+
+
+@pytest.mark.parametrize("value, expected", [(None, "LOCALHOST"), ("", "LOCALHOST"), ("  ", "LOCALHOST"),
+                                             ("SUBNET", "SUBNET")])
+def test_make_passes_localhost_discovery_to_its_commands_when_the_range_is_unset_or_empty(value, expected):
+    import shutil
+
+    make = shutil.which("make")
+    assert make, "make is needed for the project's entry points"
+    env = ros_subprocess_env()
+    env.pop("ROS_AUTOMATIC_DISCOVERY_RANGE")
+    if value is not None:
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = value
+    show = 'vtm-show-range: ; @echo "range=[$$ROS_AUTOMATIC_DISCOVERY_RANGE]"'
+    out = subprocess.run([make, "-s", "--no-print-directory", "-C", REPO_ROOT, "--eval", show, "vtm-show-range"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"range=[{expected}]"
