@@ -7,10 +7,18 @@ started with ``test.ros_helpers.ros_subprocess_env()`` (which copies this enviro
   test opens a socket on a LAN address;
 - a private ``ROS_DOMAIN_ID`` (1..101) that no other process on this machine uses, reserved for the whole run, so
   test runs of several people on one machine never hear each other. ``VTM_TEST_DOMAIN_ID`` forces one.
+
+Test modules call ``rclpy.init`` directly; it is wrapped here in ``fastdds_profile.rcl_init_environment``, as the
+node executables do, so that rmw_fastrtps does not add its all-interface UDP transport to the test's own
+participants (see that module).
 """
 
+import functools
 import os
 
+import rclpy
+
+from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
 from vtm_dynamics.nodes.graph import apply_isolation_defaults
 from vtm_dynamics.nodes.private_domain import choose_domain
 
@@ -23,3 +31,15 @@ if os.environ.get("VTM_TEST_DOMAIN_ID", "").strip():
     os.environ["ROS_DOMAIN_ID"] = os.environ["VTM_TEST_DOMAIN_ID"]
 choose_domain(os.environ)  # keeps a forced id (validated), else picks and reserves a free private one
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _loopback_init(init):
+    @functools.wraps(init)
+    def call(*args, **kwargs):
+        with rcl_init_environment():
+            return init(*args, **kwargs)
+
+    return call
+
+
+rclpy.init = _loopback_init(rclpy.init)

@@ -77,6 +77,25 @@ def test_a_node_binds_every_dds_socket_to_loopback_and_still_talks_to_another_pr
         _stop(proc)
 
 
+def test_participants_created_by_the_tests_themselves_bind_loopback_only():
+    """Test modules call rclpy.init directly; conftest makes that init loopback-only as well."""
+    import rclpy
+
+    before = set(inet_sockets(os.getpid()))
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node("isolation_self_probe", context=context)
+        opened = set(inet_sockets(os.getpid())) - before
+        assert any(proto.startswith("udp") for proto, _, _ in opened), opened
+        exposed = sorted(s for s in opened if not is_loopback(s[1]))
+        assert exposed == [], f"sockets not bound to loopback: {exposed}"
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    assert os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"  # what subprocesses inherit is unchanged
+
+
 def test_isolation_defaults_point_fast_dds_at_the_shipped_loopback_profile():
     from vtm_dynamics.nodes.fastdds_profile import fastdds_profile_path
     from vtm_dynamics.nodes.graph import apply_isolation_defaults
