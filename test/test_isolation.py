@@ -12,6 +12,7 @@ import random
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -59,8 +60,6 @@ def test_a_node_binds_every_dds_socket_to_loopback_and_still_talks_to_another_pr
         node.create_subscription(JointState, "joint_states", received.append, qos)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        import time
-
         deadline = time.monotonic() + 60.0
         while time.monotonic() < deadline and len(received) < 5 and proc.poll() is None:
             executor.spin_once(timeout_sec=0.1)

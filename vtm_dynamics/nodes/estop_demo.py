@@ -121,9 +121,9 @@ def run(args: argparse.Namespace) -> int:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-    from vtm_dynamics.nodes.graph import one_line
-
     from vtm_dynamics.nodes.estop_predictor import EstopPredictor
+    from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
+    from vtm_dynamics.nodes.graph import one_line
     from vtm_dynamics.nodes.params import ParameterError
     from vtm_dynamics.nodes.robot_sim import RobotSim
 
@@ -132,8 +132,6 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, yaml.YAMLError) as err:
         print(f"vtm-estop-demo: cannot read the configuration: {err}", file=sys.stderr)
         return 2
-    from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
-
     try:
         with rcl_init_environment():  # the loopback profile, not rmw's all-interface UDP transport
             rclpy.init(args=[])

@@ -40,7 +40,8 @@ class DomainChoice:
     def describe(self) -> str:
         if self.source == "environment":
             return f"{DOMAIN_VARIABLE}={self.domain_id} (from the environment)"
-        return f"{DOMAIN_VARIABLE}={self.domain_id} (a private domain picked at random; set {DOMAIN_VARIABLE} to choose)"
+        return (f"{DOMAIN_VARIABLE}={self.domain_id} (a private domain picked at random; "
+                f"set {DOMAIN_VARIABLE} to choose)")
 
 
 def parse_domain_id(text: str) -> int:
