@@ -1,6 +1,10 @@
 # Entry points. `make demo` and `make test` set up .venv first (fast when nothing changed).
-# DDS discovery stays on this machine: unset ROS_AUTOMATIC_DISCOVERY_RANGE knowingly if you want LAN discovery.
-export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+# Isolation (docs/security.md): DDS discovery stays on this machine unless you set ROS_AUTOMATIC_DISCOVERY_RANGE
+# knowingly (an empty value counts as unset: rcl would read it as SUBNET); the programs also bind their DDS sockets
+# to loopback, and `make demo` runs in a private random domain unless ROS_DOMAIN_ID is set.
+ifeq ($(strip $(ROS_AUTOMATIC_DISCOVERY_RANGE)),)
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+endif
 VENV ?= .venv
 PY := $(VENV)/bin/python
 

@@ -1,16 +1,45 @@
-"""Project-wide pytest set-up: DDS discovery stays on loopback, and each test run gets its own ROS domain.
+"""Project-wide pytest set-up: DDS stays on this machine, and each test run gets its own ROS domain.
 
-This runs before any test module imports rclpy, so every node created by the tests inherits it.
+This runs before any test module creates a ROS context, so every node created by the tests, and every subprocess
+started with ``test.ros_helpers.ros_subprocess_env()`` (which copies this environment), inherits:
+- ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and no static peers;
+- the shipped loopback Fast DDS profile (``FASTDDS_DEFAULT_PROFILES_FILE``), whatever the user's shell has, so no
+  test opens a socket on a LAN address;
+- a private ``ROS_DOMAIN_ID`` (1..101) that no other process on this machine uses, reserved for the whole run, so
+  test runs of several people on one machine never hear each other. ``VTM_TEST_DOMAIN_ID`` forces one.
+
+Test modules call ``rclpy.init`` directly; it is wrapped here in ``fastdds_profile.rcl_init_environment``, as the
+node executables do, so that rmw_fastrtps does not add its all-interface UDP transport to the test's own
+participants (see that module).
 """
 
+import functools
 import os
-import random
+
+import rclpy
+
+from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
+from vtm_dynamics.nodes.graph import apply_isolation_defaults
+from vtm_dynamics.nodes.private_domain import choose_domain
 
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ.pop("ROS_STATIC_PEERS", None)
-if "VTM_TEST_DOMAIN_ID" in os.environ:
+os.environ.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
+apply_isolation_defaults(os.environ)
+os.environ.pop("ROS_DOMAIN_ID", None)
+if os.environ.get("VTM_TEST_DOMAIN_ID", "").strip():
     os.environ["ROS_DOMAIN_ID"] = os.environ["VTM_TEST_DOMAIN_ID"]
-else:
-    # Domain ids 0..101 are safe on Linux for any participant count; avoid 0 (the default many robots use).
-    os.environ["ROS_DOMAIN_ID"] = str(random.SystemRandom().randint(1, 101))
+choose_domain(os.environ)  # keeps a forced id (validated), else picks and reserves a free private one
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _loopback_init(init):
+    @functools.wraps(init)
+    def call(*args, **kwargs):
+        with rcl_init_environment():
+            return init(*args, **kwargs)
+
+    return call
+
+
+rclpy.init = _loopback_init(rclpy.init)

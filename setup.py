@@ -15,7 +15,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
         (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
         (f"share/{PACKAGE}/config/rviz", glob("config/rviz/*.rviz")),
     ],
     package_data={PACKAGE: ["data/*"]},

@@ -1,7 +1,7 @@
 """Shared helpers for tests that use real ROS 2 middleware (rclpy over Fast DDS on loopback).
 
-conftest.py has already set ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a per-run ROS_DOMAIN_ID; subprocesses
-started through `ros_subprocess_env()` inherit both.
+conftest.py has already set ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, the loopback Fast DDS profile and a private
+per-run ROS_DOMAIN_ID; subprocesses started through `ros_subprocess_env()` inherit all three.
 """
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def ros_subprocess_env() -> dict[str, str]:
-    """Environment for a child process: loopback-only discovery, the test run's domain, the checkout importable."""
+    """Environment for a child process: loopback-only discovery and sockets, the test run's private domain, the
+    checkout importable."""
     env = dict(os.environ)
     assert env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST"
+    assert env.get("FASTDDS_DEFAULT_PROFILES_FILE", "").endswith("fastdds_localhost.xml")
+    assert env.get("ROS_DOMAIN_ID", "").isdigit()
     env["PYTHONPATH"] = REPO_ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -97,3 +100,53 @@ def _value(type_str: str, k: int) -> Any:
         cls = message_class(type_str)
         return cls(sec=k, nanosec=(k * 7919) % 1_000_000_000)
     return filled_message(message_class(type_str), k)
+
+
+# ----------------------------------------------------------------------------------------- sockets of a process
+def _ipv4(hex_addr: str) -> str:
+    """'0100007F' (host byte order as /proc/net/udp prints it on little-endian machines) -> '127.0.0.1'."""
+    raw = bytes.fromhex(hex_addr)
+    return ".".join(str(b) for b in (raw[::-1] if sys.byteorder == "little" else raw))
+
+
+def _ipv6(hex_addr: str) -> str:
+    import ipaddress
+
+    words = [bytes.fromhex(hex_addr[i : i + 8]) for i in range(0, 32, 8)]
+    raw = b"".join(w[::-1] if sys.byteorder == "little" else w for w in words)
+    return str(ipaddress.IPv6Address(raw))
+
+
+def inet_sockets(pid: int) -> list[tuple[str, str, int]]:
+    """The IP sockets process ``pid`` holds, as (protocol, local address, local port), read from
+    ``/proc/<pid>/fd`` (socket inodes) and ``/proc/<pid>/net/{udp,udp6,tcp,tcp6}``."""
+    inodes = set()
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    found = []
+    for proto in ("udp", "udp6", "tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{proto}", encoding="ascii") as f:
+            rows = f.read().splitlines()[1:]
+        for row in rows:
+            cols = row.split()
+            if len(cols) < 10 or cols[9] not in inodes:
+                continue
+            addr, port = cols[1].split(":")
+            found.append((proto, _ipv4(addr) if len(addr) == 8 else _ipv6(addr), int(port, 16)))
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1 and IPv4-mapped loopback; the wildcard addresses 0.0.0.0 and :: are NOT loopback."""
+    import ipaddress
+
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback

@@ -5,25 +5,27 @@ on a ``MultiThreadedExecutor`` (messages still go through the ROS 2 middleware, 
 simulated robot is at rest and the prediction has been checked against it, prints a summary (robot, stop category,
 predicted vs. simulated stop time and distance, events) and writes plots and a JSON summary into ``--output-dir``.
 
-Exit status: 0 when the prediction arrived and was compared, 1 on a timeout, 2 on bad arguments/parameters.
+Isolation: unless ``ROS_DOMAIN_ID`` is set, the demo runs in a private random domain (1..101) that no other
+process on this machine uses, so two demos side by side never hear each other; discovery stays on this machine
+and the DDS sockets bind loopback (``graph.apply_isolation_defaults``). It prints the domain it uses. All of this is
+done in ``main`` before ``rclpy.init``, never at import.
+
+Exit status: 0 when the prediction arrived and was compared, 1 on a timeout, 2 on bad arguments/parameters or
+environment (a malformed ``ROS_DOMAIN_ID``, a middleware that refuses to start).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import sys
+import threading
+import time
+from typing import Any, MutableMapping
 
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS discovery stays on this machine
-os.environ.setdefault("MPLBACKEND", "Agg")
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-from typing import Any  # noqa: E402
-
-import numpy as np  # noqa: E402
-import yaml  # noqa: E402
+import numpy as np
+import yaml
 
 DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
 
@@ -87,11 +89,41 @@ def build_parameters(args: argparse.Namespace) -> tuple[dict, dict]:
     return pred, sim
 
 
+def prepare_environment(environ: MutableMapping[str, str] | None = None) -> tuple[list[str], int]:
+    """Isolation for one demo run, applied to ``environ`` (default ``os.environ``) before ``rclpy.init``:
+    discovery range and loopback profile (``apply_isolation_defaults``; empty or unknown ranges become LOCALHOST),
+    a private random ``ROS_DOMAIN_ID`` unless one is set, ``MPLBACKEND=Agg`` unless set. Returns the lines to print
+    and 0, or the error lines and 2 (a malformed ``ROS_DOMAIN_ID``, no free private domain)."""
+    from vtm_dynamics.nodes.fastdds_profile import PROFILE_VARIABLE, fastdds_profile_path
+    from vtm_dynamics.nodes.graph import DISCOVERY_VARIABLE, apply_isolation_defaults
+    from vtm_dynamics.nodes.private_domain import choose_domain
+
+    env = os.environ if environ is None else environ
+    lines = [f"vtm-estop-demo: warning: {w}" for w in apply_isolation_defaults(env)]
+    env.setdefault("MPLBACKEND", "Agg")
+    try:
+        choice = choose_domain(env)
+    except (ValueError, RuntimeError) as err:
+        return lines + [f"vtm-estop-demo: {err}"], 2
+    profile = env.get(PROFILE_VARIABLE, "")
+    if profile and profile == fastdds_profile_path():
+        transports = "DDS sockets on loopback only"
+    elif profile:
+        transports = f"Fast DDS profile {profile} (yours)"
+    else:
+        transports = "Fast DDS default transports (all interfaces)"
+    lines.append(f"vtm-estop-demo: {choice.describe()}, discovery {env[DISCOVERY_VARIABLE]}, {transports}")
+    return lines, 0
+
+
 def run(args: argparse.Namespace) -> int:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
     from vtm_dynamics.nodes.estop_predictor import EstopPredictor
+    from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
+    from vtm_dynamics.nodes.graph import one_line
     from vtm_dynamics.nodes.params import ParameterError
     from vtm_dynamics.nodes.robot_sim import RobotSim
 
@@ -100,7 +132,12 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, yaml.YAMLError) as err:
         print(f"vtm-estop-demo: cannot read the configuration: {err}", file=sys.stderr)
         return 2
-    rclpy.init(args=[])
+    try:
+        with rcl_init_environment():  # the loopback profile, not rmw's all-interface UDP transport
+            rclpy.init(args=[])
+    except _rclpy.RCLError as err:  # e.g. a malformed ROS_* variable
+        print(f"vtm-estop-demo: cannot start: {one_line(err, 500)}", file=sys.stderr)
+        return 2
     nodes = []
     try:
         try:
@@ -110,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
             nodes.append(predictor)
         except (ParameterError, ValueError) as err:
             print(f"vtm-estop-demo: {err}", file=sys.stderr)
+            return 2
+        except _rclpy.RCLError as err:  # the middleware refused the participant (e.g. security it cannot provide)
+            print(f"vtm-estop-demo: cannot start: {one_line(err, 500)}", file=sys.stderr)
             return 2
         executor = MultiThreadedExecutor(num_threads=3)
         for n in nodes:
@@ -315,7 +355,13 @@ def write_plots(sim: Any, predictor: Any, out_dir: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(argv))
+    args = parse_args(argv)
+    lines, status = prepare_environment()
+    for line in lines:
+        print(line, file=sys.stdout if status == 0 else sys.stderr, flush=True)
+    if status:
+        return status
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -47,12 +47,21 @@ KNOWN_DISCOVERY_RANGES = ("LOCALHOST", "SUBNET", "OFF", "SYSTEM_DEFAULT")
 
 
 def apply_isolation_defaults(environ: MutableMapping[str, str] | None = None) -> list[str]:
-    """Make DDS discovery stay on this machine unless the user chose otherwise; return warnings to print.
+    """Keep DDS on this machine unless the user chose otherwise; return warnings to print. Call it before
+    ``rclpy.init`` (rcl and Fast DDS read these variables when the context and the participant are created).
 
-    An unset or *empty* ``ROS_AUTOMATIC_DISCOVERY_RANGE`` becomes ``LOCALHOST`` (rcl reads an empty value as
-    SUBNET, i.e. LAN multicast); an unknown value becomes ``LOCALHOST`` with a warning; a deliberate ``SUBNET`` /
-    ``SYSTEM_DEFAULT`` is kept with a warning that discovery leaves the machine.
+    - An unset or *empty* ``ROS_AUTOMATIC_DISCOVERY_RANGE`` becomes ``LOCALHOST`` (rcl reads an empty value as
+      SUBNET, i.e. LAN multicast); an unknown value becomes ``LOCALHOST`` with a warning; a deliberate ``SUBNET`` /
+      ``SYSTEM_DEFAULT`` is kept with a warning that discovery leaves the machine.
+    - With LOCALHOST discovery, no ``ROS_STATIC_PEERS`` and no ``FASTDDS_DEFAULT_PROFILES_FILE`` set by the user
+      (empty counts as unset), that variable is set to the shipped loopback profile
+      (``config/fastdds_localhost.xml``) so that every DDS socket binds 127.0.0.1: LOCALHOST discovery alone still
+      binds sockets on all interfaces. A profile of the user's is kept (the knowing opt-out); a missing profile
+      file gives a warning. ``fastdds_profile.rcl_init_environment`` must wrap ``rclpy.init`` (see there).
     """
+    from vtm_dynamics.nodes.fastdds_profile import (PROFILE_FILE, PROFILE_VARIABLE, STATIC_PEERS_VARIABLE,
+                                                    fastdds_profile_path)
+
     env = os.environ if environ is None else environ
     warnings: list[str] = []
     value = env.get(DISCOVERY_VARIABLE, "").strip()
@@ -64,6 +73,14 @@ def apply_isolation_defaults(environ: MutableMapping[str, str] | None = None) ->
         env[DISCOVERY_VARIABLE] = "LOCALHOST"
     elif value.upper() in ("SUBNET", "SYSTEM_DEFAULT"):
         warnings.append(f"{DISCOVERY_VARIABLE}={value}: DDS discovery is not limited to this machine")
+    if (env[DISCOVERY_VARIABLE].strip().upper() == "LOCALHOST" and not env.get(PROFILE_VARIABLE, "").strip()
+            and not env.get(STATIC_PEERS_VARIABLE, "").strip()):
+        profile = fastdds_profile_path()
+        if profile:
+            env[PROFILE_VARIABLE] = profile
+        else:
+            warnings.append(f"{PROFILE_VARIABLE}: the loopback profile {PROFILE_FILE} is not installed; "
+                            "DDS sockets bind all interfaces")
     return warnings
 
 
