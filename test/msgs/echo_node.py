@@ -12,12 +12,15 @@ import vtm_msgs.msg as M
 import vtm_msgs.srv as S
 from rclpy.executors import SingleThreadedExecutor
 
+from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
+
 MESSAGE_TYPES = ["BrakeEvent", "LockEvent", "TopologyEvent", "StopPrediction", "JointReactions",
                  "SolvabilityEntry", "SolvabilityReport"]
 
 
 def main() -> int:
-    rclpy.init()
+    with rcl_init_environment():  # loopback-only transports, as every node of the package
+        rclpy.init()
     node = rclpy.create_node("vtm_msgs_echo")
     keep = []
     for name in MESSAGE_TYPES:
