@@ -45,6 +45,7 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.reactions.absolute_coordinates import (
     AbsoluteConstraintMatrix,
     AbsoluteModel,
@@ -170,13 +171,6 @@ class ReactionReport:
         raise KeyError(name)
 
 
-def numerical_rank(A: np.ndarray, tol: float) -> int:
-    """Number of singular values of A above the absolute tolerance ``tol``."""
-    if A.size == 0:
-        return 0
-    return int(np.sum(np.linalg.svd(A, compute_uv=False) > tol))
-
-
 def qr_left_null_space(C: np.ndarray, r: int) -> tuple[np.ndarray, float]:
     """Q̄: last p = m − r columns of Q in the pivoted QR ``C E = Q R`` (paper eq. (21)), and max |R[r:, :]|."""
     Q, R, _ = scipy.linalg.qr(C, pivoting=True)
@@ -238,12 +232,12 @@ def analyze_constraint_matrix(
         B = CX[:, support].T @ Qbar[rows]  # the nonzero rows of B_X (eq. (27))
         qr_res = float(np.linalg.norm(B) / smax) if smax > 0 else 0.0
         qr_ok = qr_res <= rank_rtol * 10.0
-        rank_x = numerical_rank(CX, tol)
+        rank_x = numerical_rank(CX, atol=tol)
         NX = N[rows]
         indet, det = _split_directions(NX)
         if cross_check:
             others = np.setdiff1d(np.arange(m), rows)
-            dim_int: int | None = rank_x + numerical_rank(A[others], tol) - r
+            dim_int: int | None = rank_x + numerical_rank(A[others], atol=tol) - r
         else:
             dim_int = None
         # the QR test, the rank criterion and rank(N_X) (= dim(X∩Y) when C_X has full row rank) must agree
@@ -270,7 +264,7 @@ def analyze_constraint_matrix(
     return SolvabilityReport(
         model=model_name, planar=C.planar, n_bodies=len(C.bodies), n_coordinates=n,
         m_holonomic=len(hol), h_nonholonomic=len(non),
-        rank_holonomic=numerical_rank(A[hol], tol) if non else r, rank_nonholonomic=numerical_rank(A[non], tol),
+        rank_holonomic=numerical_rank(A[hol], atol=tol) if non else r, rank_nonholonomic=numerical_rank(A[non], atol=tol),
         rank=r, redundancy=p, rank_rtol=rank_rtol, rank_tolerance=tol, sigma_max=smax,
         smallest_kept_singular_value=float(s[r - 1]) if r else 0.0,
         largest_dropped_singular_value=float(s[r]) if r < s.size else 0.0,

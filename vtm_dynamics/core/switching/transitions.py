@@ -45,6 +45,7 @@ import scipy.linalg
 
 from vtm_dynamics.core.robot.constraints import Constraint
 from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.switching.topology import Topology
 from vtm_dynamics.core.validation import finite_vector
 
@@ -105,16 +106,6 @@ def _as_vector(x: np.ndarray | None, n: int, field: str) -> np.ndarray:
     return np.zeros(n) if x is None else finite_vector(x, n, field, SwitchingError)
 
 
-def numerical_rank(A: np.ndarray, rank_tol: float = DEFAULT_RANK_TOL) -> int:
-    """Number of singular values of A above rank_tol * sigma_max (0 for an empty or zero matrix)."""
-    if A.size == 0:
-        return 0
-    s = np.linalg.svd(A, compute_uv=False)
-    if s[0] == 0.0:
-        return 0
-    return int(np.sum(s > rank_tol * s[0]))
-
-
 def _solve_saddle(K: np.ndarray, rhs: np.ndarray, full_rank: bool, rank_tol: float) -> np.ndarray:
     """Solve a symmetric saddle-point system; least squares with truncated SVD when rank deficient."""
     if full_rank:
@@ -156,7 +147,7 @@ def orthogonal_complement(J: np.ndarray, rank_tol: float = DEFAULT_RANK_TOL) -> 
     m, nv = J.shape
     if m == 0:
         return np.eye(nv), np.arange(nv)
-    r = numerical_rank(J, rank_tol)
+    r = numerical_rank(J, rtol=rank_tol)
     if r == 0:
         return np.eye(nv), np.arange(nv)
     # independent rows: pivoted QR of J^T
@@ -177,8 +168,8 @@ def _finish(
 ) -> TransitionResult:
     Jp = np.vstack([J1, J2])
     v_plus = v_minus + dv
-    rank = numerical_rank(Jp, rank_tol)
-    rank_before = numerical_rank(J1, rank_tol)
+    rank = numerical_rank(Jp, rtol=rank_tol)
+    rank_before = numerical_rank(J1, rtol=rank_tol)
     return TransitionResult(
         method=method,
         v_minus=v_minus.copy(),
@@ -212,7 +203,7 @@ def kkt_transition(
     nv, m = M.shape[0], Jp.shape[0]
     K = np.block([[M, Jp.T], [Jp, np.zeros((m, m))]])
     rhs = np.concatenate([U, -Jp @ v_minus])
-    full = numerical_rank(Jp, rank_tol) == m
+    full = numerical_rank(Jp, rtol=rank_tol) == m
     sol = _solve_saddle(K, rhs, full, rank_tol)
     lam = sol[nv:]
     m1 = J1.shape[0]
@@ -233,7 +224,7 @@ def redundant_transition(
     B = J2 @ N
     K = np.block([[M, B.T], [B, np.zeros((m2, m2))]])
     rhs = np.concatenate([N.T @ U, -J2 @ v_minus])
-    full = numerical_rank(B, rank_tol) == m2
+    full = numerical_rank(B, rtol=rank_tol) == m2
     sol = _solve_saddle(K, rhs, full, rank_tol)
     return _finish("redundant", M, J1, J2, v_minus, sol[:nv], sol[nv:], None, True, rank_tol)
 
@@ -261,7 +252,7 @@ def minimal_transition(
     B = J2 @ F1
     K = np.block([[Mbar, B.T], [B, np.zeros((m2, m2))]])
     rhs = np.concatenate([F1.T @ U, -B @ s_minus])
-    full = numerical_rank(B, rank_tol) == m2
+    full = numerical_rank(B, rtol=rank_tol) == m2
     sol = _solve_saddle(K, rhs, full, rank_tol)
     return _finish("minimal", M, J1, J2, v_minus, F1 @ sol[:k], sol[k:], None, True, rank_tol)
 

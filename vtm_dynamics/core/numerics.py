@@ -1,0 +1,21 @@
+"""Numerical linear algebra shared by the groups: the numerical rank of a matrix, with its tolerance stated.
+
+One function for every rank decision, so that "rank" means the same computation everywhere and each caller says
+which tolerance it uses: relative to the largest singular value (Müller's transitions and Aghili's projector, where
+the matrix's own scale is the reference) or absolute (the solvability test of Wojtyra and Frączek, where sub-blocks
+are judged against the tolerance of the whole constraint matrix).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def numerical_rank(A: np.ndarray, *, rtol: float = 0.0, atol: float = 0.0) -> int:
+    """Number of singular values of ``A`` above max(atol, rtol * sigma_max); 0 for an empty or zero matrix."""
+    if A.size == 0:
+        return 0
+    s = np.linalg.svd(A, compute_uv=False)
+    if s[0] == 0.0:
+        return 0
+    return int(np.sum(s > max(atol, rtol * s[0])))
