@@ -25,6 +25,10 @@ What this module computes (pure matrices; numpy only, SI units):
 
 Sign conventions: f is the generalized input force (joint torques/forces), h(q, q') = C(q, q') q' + g(q) the bias
 forces, F the generalized constraint force with M q'' + h = f - F (eq. (19)).
+
+Size: about 500 lines, kept as one module in the paper's order (Secs. 2-4 and 8): the projector, the
+constraint inertia matrices, the direct dynamics and the constraint forces cite each other's equations, and
+reading them in one place in the paper's sequence is the point of this module.
 """
 
 from __future__ import annotations

@@ -30,6 +30,10 @@ prismatic and continuous joints (commutative configuration spaces), which is wha
 use; the adaptive path integrates tangent coordinates around the segment start and rejects spherical/free joints.
 
 Units: t [s], q [rad, m], v [rad/s, m/s], tau [N m, N].
+
+Size: about 500 lines because the segment integration, the event location and the transition call share one
+segment state (topology, reduced model, step, records); splitting them would pass that state between modules
+without making any part shorter to read.
 """
 
 from __future__ import annotations
