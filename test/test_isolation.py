@@ -183,7 +183,7 @@ def test_unset_or_empty_domain_gets_a_private_one_and_two_choosers_never_share_i
 
 
 def test_importing_the_demo_changes_no_environment_variable():
-    code = ("import os; before = dict(os.environ); import vtm_dynamics.nodes.estop_demo; "
+    code = ("import os; before = dict(os.environ); import vtm_dynamics.cli.estop_demo; "
             "print(sorted(k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k)))")
     env = ros_subprocess_env()
     env.pop("ROS_AUTOMATIC_DISCOVERY_RANGE")
@@ -195,7 +195,7 @@ def test_importing_the_demo_changes_no_environment_variable():
 
 
 def test_the_demo_environment_handles_empty_and_unknown_discovery_ranges_and_picks_a_domain(tmp_path):
-    from vtm_dynamics.nodes.estop_demo import prepare_environment
+    from vtm_dynamics.cli.estop_demo import prepare_environment
 
     for value, n_warnings in (("", 0), ("   ", 0), ("EVERYWHERE", 1)):
         env = {"ROS_AUTOMATIC_DISCOVERY_RANGE": value}
@@ -226,7 +226,7 @@ def test_two_demos_side_by_side_each_in_its_own_domain_both_succeed(tmp_path):
         if k == 1:
             env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = ""
         results[k] = subprocess.run(
-            [python_executable(), "-m", "vtm_dynamics.nodes.estop_demo", "--output-dir", str(tmp_path / f"d{k}"),
+            [python_executable(), "-m", "vtm_dynamics.cli.estop_demo", "--output-dir", str(tmp_path / f"d{k}"),
              "--timeout", "120", "--no-plots", "--robot", robots[k]],
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
 

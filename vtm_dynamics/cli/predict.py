@@ -24,12 +24,10 @@ from typing import Sequence
 
 import numpy as np
 
+from vtm_dynamics.cli import plots
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, StopEnvelope, stop_envelope
-from vtm_dynamics.core.estop import (
-    CategoryOne, LockEvent, StopInputError, StopPrediction, StopSettings, dense_series, energy_series,
-    generalized_momenta, predict_stop,
-)
+from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError, StopPrediction, StopSettings, predict_stop
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 
 PROG = "vtm-predict"
@@ -166,49 +164,6 @@ def write_csv(path: str, robot: RobotModel, p: StopPrediction) -> None:
                        + [repr(float(p.brake_work[k])), repr(float(p.impulse_loss[k]))])
 
 
-def write_plots(out_dir: str, robot: RobotModel, p: StopPrediction) -> list[str]:
-    """PNG plots for a report: joint angles, joint rates, generalized momenta M v, energy; events marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.makedirs(out_dir, exist_ok=True)
-    T, V = energy_series(robot, p)
-    td, qd, vd = dense_series(p)  # cubic Hermite between the integration samples
-    mom = np.array([robot.mass_matrix(q) @ v for q, v in zip(qd, vd)]) if robot.nq == robot.nv else \
-        generalized_momenta(robot, p)
-    tm = td if robot.nq == robot.nv else p.t
-    ang = qd if robot.nq == robot.nv else np.array([robot.difference(p.q[0], q) for q in p.q])
-    ta = td if robot.nq == robot.nv else p.t
-    panels = [
-        ("angles.png", "joint angle [rad]", ta, ang, robot.joint_names),
-        ("rates.png", "joint rate [rad/s]", td, vd, robot.joint_names),
-        ("momenta.png", "generalized momentum (M v) [N m s]", tm, mom, robot.joint_names),
-        ("energy.png", "energy [J]", p.t, np.column_stack([T, V, T + V, p.brake_work, -p.impulse_loss]),
-         ("kinetic", "potential", "total", "brake work", "- jump losses")),
-    ]
-    files = []
-    for fname, ylabel, tt, data, labels in panels:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        for k, lab in enumerate(labels):
-            ax.plot(tt, data[:, k], label=lab)
-        for e in p.events:
-            ax.axvline(e.time, color="0.6" if e.kind == "engage" else ("r" if e.kind == "lock" else "0.3"),
-                       lw=0.8, ls="--" if e.kind in ("engage", "power_off") else ":")
-        ax.set_xlabel("time [s]  (dashed: brakes engage, dotted: stick/slip/release, red: abrupt lock)")
-        ax.set_ylabel(ylabel)
-        ax.set_title(f"{robot.name}: category-{p.category} stop")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-        fig.tight_layout()
-        path = os.path.join(out_dir, fname)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        files.append(path)
-    return files
-
-
 # ---------------------------------------------------------------------------------------------------- run
 def run_prediction(
     robot_name: str | None = "ur5", *, urdf: str | None = None, q: Sequence[float] | None = None,
@@ -271,7 +226,7 @@ def run_prediction(
         write_csv(csv_path, robot, p)
         files.append(csv_path)
     if plots_dir:
-        files.extend(write_plots(plots_dir, robot, p))
+        files.extend(plots.prediction_report_plots(plots_dir, robot, p))
     return PredictionSummary(robot.name, p, env, tuple(files)), robot, brakes
 
 

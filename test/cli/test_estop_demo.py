@@ -10,7 +10,7 @@ from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env
 def test_demo_runs_the_graph_prints_the_comparison_and_writes_plots(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [python_executable(), "-m", "vtm_dynamics.nodes.estop_demo", "--output-dir", str(out), "--timeout", "40"],
+        [python_executable(), "-m", "vtm_dynamics.cli.estop_demo", "--output-dir", str(out), "--timeout", "40"],
         cwd=REPO_ROOT, env=ros_subprocess_env(), capture_output=True, text=True, timeout=90,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -33,7 +33,7 @@ def test_demo_rejects_a_bad_configuration_with_status_2(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("estop_predictor:\n  ros__parameters:\n    horizon: -1.0\n")
     proc = subprocess.run(
-        [python_executable(), "-m", "vtm_dynamics.nodes.estop_demo", "--config", str(bad), "--output-dir",
+        [python_executable(), "-m", "vtm_dynamics.cli.estop_demo", "--config", str(bad), "--output-dir",
          str(tmp_path / "o")], cwd=REPO_ROOT, env=ros_subprocess_env(), capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 2

@@ -1,4 +1,5 @@
-"""``vtm-estop-demo``: the E-stop prediction graph in one process (robot_sim + estop_predictor).
+"""``vtm-estop-demo``: the E-stop prediction graph in one process (robot_sim + estop_predictor), a console program
+over the nodes (it composes them; the nodes never import it).
 
 The same nodes and the same YAML as ``ros2 launch vtm_dynamics estop_predict.launch.py``, composed in one process
 on a ``MultiThreadedExecutor`` (messages still go through the ROS 2 middleware, on loopback). It waits until the
@@ -26,6 +27,8 @@ from typing import Any, MutableMapping
 
 import numpy as np
 import yaml
+
+from vtm_dynamics.cli import plots
 
 DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
 
@@ -176,8 +179,9 @@ def run(args: argparse.Namespace) -> int:
         os.makedirs(args.output_dir, exist_ok=True)
         with open(os.path.join(args.output_dir, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2)
-        written = [] if args.no_plots else write_plots(sim, predictor, args.output_dir) + \
-            report_plots(predictor, args.output_dir)
+        written = [] if args.no_plots else plots.prediction_vs_simulation_plots(
+            args.output_dir, predictor.robot, predictor.last_result, sim.plant) + \
+            plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.last_result)
         for p in [os.path.join(args.output_dir, "summary.json")] + written:
             print(f"wrote {p}")
         return 0
@@ -274,84 +278,6 @@ def format_summary(s: dict) -> str:
         lines.append(f"    t = {e['time_s']:8.4f} s  {e['kind']:8s} {', '.join(e['joints'])}{extra}")
     lines.append("")
     return "\n".join(lines)
-
-
-def report_plots(predictor: Any, out_dir: str) -> list[str]:
-    """The prediction's report plots (angles, rates, generalized momenta, energy) from the ``vtm-predict`` CLI."""
-    try:
-        from vtm_dynamics.cli.predict import write_plots as predict_plots
-    except ImportError as err:
-        print(f"vtm-estop-demo: report plots of vtm-predict unavailable ({err})", file=sys.stderr)
-        return []
-    try:
-        return predict_plots(out_dir, predictor.robot, predictor.last_result)
-    except (AttributeError, ValueError) as err:  # an optional extra: the summary and comparison plots stand
-        print(f"vtm-estop-demo: report plots of vtm-predict failed: {err}", file=sys.stderr)
-        return []
-
-
-def write_plots(sim: Any, predictor: Any, out_dir: str) -> list[str]:
-    """Joint angles and rates over the stop (prediction solid, fixed-step simulation dashed, events marked) and
-    the TCP path; returns the files written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from vtm_dynamics.nodes.conversions import positions_from_configuration
-
-    robot = predictor.robot
-    r = predictor.last_result
-    plant = sim.plant
-    names = list(robot.joint_names)
-    tp = np.asarray(r.t)
-    qp = np.array([positions_from_configuration(robot, q) for q in r.q])
-    ts = np.asarray(plant.record.t)
-    qs = np.asarray(plant.record.q)
-    vs = np.asarray(plant.record.v)
-    files = []
-    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, n in enumerate(names):
-        c = colors[i % len(colors)]
-        axes[0].plot(tp, np.degrees(qp[:, i] - qp[0, i]), color=c, label=n)
-        axes[0].plot(ts, np.degrees(qs[:, i] - qs[0, i]), color=c, ls="--", lw=0.9)
-        axes[1].plot(tp, r.v[:, i], color=c)
-        axes[1].plot(ts, vs[:, i], color=c, ls="--", lw=0.9)
-    for e in r.events:
-        for ax in axes:
-            ax.axvline(e.time, color="0.6", lw=0.5, ls=":")
-    axes[0].set_ylabel("angle since E-stop [deg]")
-    axes[1].set_ylabel("joint rate [rad/s]")
-    axes[1].set_xlabel("time after the E-stop [s]")
-    axes[0].set_title(f"{robot.name}: predicted stop (solid) vs. fixed-step simulation (dashed); events dotted")
-    axes[0].legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "joint_angles_rates.png")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    files.append(path)
-
-    if r.tcp_positions is not None:
-        tcp_sim = np.array([robot.frame_placement(q, r.tcp_frame).translation for q in qs])
-        fig, ax = plt.subplots(1, 2, figsize=(10, 4.5))
-        for k, (a, b, la, lb) in enumerate(((0, 1, "x [m]", "y [m]"), (0, 2, "x [m]", "z [m]"))):
-            ax[k].plot(r.tcp_positions[:, a], r.tcp_positions[:, b], label="predicted")
-            ax[k].plot(tcp_sim[:, a], tcp_sim[:, b], ls="--", label="simulated")
-            ax[k].plot(*r.tcp_positions[0, [a, b]], "go", label="E-stop")
-            ax[k].plot(*r.tcp_positions[-1, [a, b]], "rs", label="rest")
-            ax[k].set_xlabel(la)
-            ax[k].set_ylabel(lb)
-            ax[k].axis("equal")
-        ax[0].legend(fontsize=8)
-        fig.suptitle(f"{r.tcp_frame} path during the stop: {r.tcp_path_length * 1e3:.1f} mm "
-                     f"(straight {r.tcp_straight_distance * 1e3:.1f} mm)")
-        fig.tight_layout()
-        path = os.path.join(out_dir, "tcp_path.png")
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        files.append(path)
-    return files
 
 
 def main(argv: list[str] | None = None) -> int:
