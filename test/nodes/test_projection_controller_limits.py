@@ -11,6 +11,9 @@ the duration cap are refused as a whole (one log line naming field, point and jo
 previous goal continues); every published effort lies within [-limit, +limit] (the URDF limit, or a lower
 per-joint override), also for the hold of a gravity-loaded arm, with /diagnostics at WARN (never OK) while
 saturating; a joint without an effort limit in the URDF needs ``default_effort_limit``.
+
+The nodes run with ``state_timeout`` 2 s: on a loaded machine this process may publish the robot's state late, and
+the zero command of a stale state is not what these tests are about.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import math
 
 import numpy as np
 import pytest
+from rclpy.serialization import serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from test.nodes.controller_harness import (  # noqa: F401 - ros is a fixture
@@ -67,7 +71,7 @@ def test_the_hold_of_a_gravity_loaded_arm_is_saturated_at_the_effort_limits_and_
     node, executor = ros
     name, controller = "pc_sat", "sat_effort"
     proc = ControllerProcess(tmp_path, name, f"urdf_path:={PLANAR_3R}", f"controller_name:={controller}",
-                             "diagnostic_period:=0.05", "rate_hz:=100.0", "effort_limit_overrides:=[joint3=200.0]")
+                             "diagnostic_period:=0.05", "rate_hz:=100.0", "state_timeout:=2.0", "effort_limit_overrides:=[joint3=200.0]")
     out = Outputs(node, name, controller)
     robot = FixedRobot(node, NAMES, HORIZONTAL)
     pub_traj = node.create_publisher(JointTrajectory, f"/{name}/trajectory", 10)
@@ -105,7 +109,7 @@ def test_targets_outside_the_limits_are_refused_and_the_previous_goal_continues(
     node, executor = ros
     name, controller = "pc_refuse", "refuse_effort"
     proc = ControllerProcess(tmp_path, name, f"urdf_path:={PLANAR_3R}", f"controller_name:={controller}",
-                             "diagnostic_period:=0.05", "rate_hz:=100.0", "max_trajectory_duration:=600.0")
+                             "diagnostic_period:=0.05", "rate_hz:=100.0", "state_timeout:=2.0", "max_trajectory_duration:=600.0")
     out = Outputs(node, name, controller)
     robot = FixedRobot(node, NAMES, HANGING)
     pub_traj = node.create_publisher(JointTrajectory, f"/{name}/trajectory", 10)
@@ -152,6 +156,16 @@ def test_targets_outside_the_limits_are_refused_and_the_previous_goal_continues(
             lines = [ln for ln in log.splitlines() if text in ln]
             assert len(lines) == 1, (case, text, lines)
             assert "trajectory rejected" in lines[0], lines[0]
+        # bytes that are no trajectory at all (a publisher can send any serialized data): refused, node up
+        good = serialize_message(points_message(NAMES, [{"positions": q}] * 3, [0.5, 1.0, 1.5]))
+        rng = np.random.default_rng(3)
+        garbage = [b"\x00\x01\x00\x00" + b"\xff" * 64, good[: len(good) // 2], b"\x00\x07\x00\x00" + b"\xff" * 100,
+                   b"\x00\x01\x00\x00" + rng.integers(0, 256, 3000).astype(np.uint8).tobytes()]
+        for k, raw in enumerate(garbage, start=len(cases) + 1):
+            pub_traj.publish(raw)
+            latest_diag(executor, out, lambda d: d["trajectories_rejected"] == str(k))
+        efforts = commands_after(out, len(out.commands), executor)
+        assert np.allclose(efforts, hold, atol=1e-6 * np.abs(hold).max()) and proc.alive()
         # a good trajectory is still accepted afterwards
         pub_traj.publish(points_message(NAMES, [{"positions": q}, {"positions": [q[0] + 0.1, q[1], q[2]]}],
                                         [0.5, 1.0]))
@@ -192,7 +206,7 @@ def test_a_joint_without_effort_limit_needs_default_effort_limit(ros, tmp_path):
 
     name, controller = "pc_defeff", "defeff_effort"
     proc = ControllerProcess(tmp_path, name, f"urdf_path:={urdf}", f"controller_name:={controller}",
-                             "default_effort_limit:=300.0", "diagnostic_period:=0.05", "rate_hz:=100.0")
+                             "default_effort_limit:=300.0", "diagnostic_period:=0.05", "rate_hz:=100.0", "state_timeout:=2.0")
     out = Outputs(node, name, controller)
     robot = FixedRobot(node, NAMES, HORIZONTAL)
     pub_traj = node.create_publisher(JointTrajectory, f"/{name}/trajectory", 10)

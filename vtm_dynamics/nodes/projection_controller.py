@@ -484,6 +484,9 @@ class ProjectionController(Node):
         except TrajectoryError as err:
             self._reject(graph.one_line(err, limit=400), log)
             return
+        except Exception as err:  # noqa: BLE001 - e.g. the middleware's deserializer refusing the bytes
+            self._reject(f"message: cannot be read ({type(err).__name__}: {graph.one_line(err, limit=200)})", log)
+            return
         with self._lock:
             self.preparation_ms = 1e3 * (time.perf_counter() - t0)
             if seq != self._submitted:
