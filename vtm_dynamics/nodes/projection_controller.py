@@ -203,14 +203,14 @@ OVERRIDES_DESCRIPTION = ("Lower effort limits for commanded joints, as JOINT=LIM
 INLINE_BYTES = 2048
 
 
+#: [s] pause of the trajectory worker after each chunk of points (see ``_let_others_run``).
+PAUSE = 2e-4
+
+
 def _let_others_run() -> None:
     """Called by the trajectory worker every few hundred points: a short sleep releases the interpreter lock long
     enough for the control cycle to take it at once, instead of after the interpreter's switch interval."""
     time.sleep(PAUSE)
-
-
-#: [s] worker pause per chunk of points (see ``_let_others_run``).
-PAUSE = 2e-4
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ class ProjectionController(Node):
         self.reported_unknown: set[str] = set()
         self.last_rejection = ""
         self._rejection_unreported = False
-        self._lock = threading.Lock()  # guards the worker's results: active, stats of trajectories, rejections
+        self._lock = threading.Lock()  # guards what the worker hands over: pending, _submitted, rejections
         self._submitted = 0  # sequence number of the newest trajectory handed to the worker
 
         if self.p["urdf_path"]:
