@@ -7,8 +7,8 @@ commands in this process (which publishes the trajectory pre-serialized, so it k
 
 The bound, 0.5 s at 250 Hz, is generous on purpose: on the shared 2-core machine these tests were written on (load
 average 7-11) the stream without any trajectory traffic already showed gaps up to 0.25 s, and speed is measured
-elsewhere. Before the trajectory was prepared off the loop the gap was 5.9 s there (1.5 s in the issue report);
-after, typically 15-80 ms while preparing and 30-250 ms while a message over the cap is received and refused.
+elsewhere. Before the trajectory was prepared off the loop the gap was 4.0-5.9 s there (1.5 s in the issue report);
+after, 15-24 ms at load average 2 and up to 0.25 s at load average 7-11.
 """
 
 from __future__ import annotations
