@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from vtm_dynamics.nodes.trajectory_sampler import PiecewiseTrajectory, TrajectoryError, trajectory_from_message
+from vtm_dynamics.nodes.controller_io import trajectory_from_message
+from vtm_dynamics.nodes.trajectory_sampler import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
+
+AB = TrajectoryLimits.unlimited(["a", "b"])
 
 
 def poly(coeffs, t, d=0):
@@ -51,7 +54,7 @@ def test_malformed_trajectories_are_rejected_naming_the_field():
         PiecewiseTrajectory([0.0, 1.0], [[0.0], [np.nan]])
     msg = JointTrajectory(joint_names=["b", "a"])
     msg.points = [JointTrajectoryPoint(positions=[1.0, 2.0])]
-    assert list(trajectory_from_message(msg, ["a", "b"]).positions[0]) == [2.0, 1.0]  # mapped by name
+    assert list(trajectory_from_message(msg, AB).positions[0]) == [2.0, 1.0]  # mapped by name
     for names, points, field in (
         (["a"], [JointTrajectoryPoint(positions=[1.0])], "joint_names"),
         (["a", "b", "c"], [JointTrajectoryPoint(positions=[1.0, 2.0, 3.0])], "joint_names"),
@@ -60,4 +63,4 @@ def test_malformed_trajectories_are_rejected_naming_the_field():
         (["a", "b"], [], "points"),
     ):
         with pytest.raises(TrajectoryError, match=f"^{field}:"):
-            trajectory_from_message(JointTrajectory(joint_names=names, points=points), ["a", "b"])
+            trajectory_from_message(JointTrajectory(joint_names=names, points=points), AB)

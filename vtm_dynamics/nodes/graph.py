@@ -14,6 +14,7 @@ import functools
 import inspect
 import os
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Callable, MutableMapping
@@ -97,21 +98,23 @@ class LogLimiter:
         self.logger, self.period, self.max_keys, self.clock = logger, float(period), int(max_keys), clock
         self._last: dict[str, float] = {}
         self._repeats: dict[str, int] = {}
+        self._lock = threading.Lock()  # one limiter may serve callback and worker threads
 
     def __call__(self, level: str, text: str) -> bool:
         """Log ``text`` at ``level`` ('error' | 'warning' | 'info') unless it was logged within the period;
         returns whether it was logged."""
-        now = self.clock()
-        last = self._last.get(text)
-        if last is not None and now - last < self.period:
-            self._repeats[text] = self._repeats.get(text, 0) + 1
-            return False
-        if len(self._last) >= self.max_keys:  # bounded memory under a flood of distinct texts
-            self._last.clear()
-            self._repeats.clear()
-        repeats = self._repeats.pop(text, 0)
-        suffix = f" ({repeats} identical messages suppressed)" if repeats else ""
-        self._last[text] = now
+        with self._lock:
+            now = self.clock()
+            last = self._last.get(text)
+            if last is not None and now - last < self.period:
+                self._repeats[text] = self._repeats.get(text, 0) + 1
+                return False
+            if len(self._last) >= self.max_keys:  # bounded memory under a flood of distinct texts
+                self._last.clear()
+                self._repeats.clear()
+            repeats = self._repeats.pop(text, 0)
+            suffix = f" ({repeats} identical messages suppressed)" if repeats else ""
+            self._last[text] = now
         # rclpy fixes the severity per call site, so each level has its own call
         if level == "error":
             self.logger.error(text + suffix)

@@ -14,12 +14,13 @@ Inputs
                          NaN, or arrays whose lengths do not match ``name``, are logged and dropped; unknown names
                          are logged once and ignored. Without velocities they are estimated by backward differences.
   ``~/trajectory``       trajectory_msgs/JointTrajectory: the desired motion. It must name every model joint (in any
-                         order); it starts at ``header.stamp``, or on receipt when the stamp is zero. If its first
-                         point lies after t = 0, the measured state is inserted at t = 0 (smooth start). Sampling:
-                         quintic / cubic / linear per segment depending on the fields given (see
-                         ``trajectory_sampler``); after the last point, the last positions are held with zero
-                         velocity. A new trajectory replaces the current one. A trajectory without points means
-                         "stop here": the measured position at receipt is held.
+                         order); it starts at ``header.stamp``, or when it is started (prepared, see below) if the
+                         stamp is zero. If its first point lies after t = 0, the state measured when it is started
+                         is inserted at t = 0 (smooth start). Sampling: quintic / cubic / linear per segment
+                         depending on the fields given (see ``trajectory_sampler``); after the last point, the last
+                         positions are held with zero velocity. A trajectory without points means "stop here": the
+                         measured position is held at once. A new trajectory replaces the current one; one that
+                         breaks a limit is refused as a whole and the current goal continues.
   ``lock_events``        vtm_msgs/LockEvent: LOCK adds one joint-lock constraint per named joint, bound at the
                          measured configuration, to the SAME controller object; UNLOCK removes it. Unknown joint
                          names are logged and ignored (the known ones of the same event are applied).
@@ -32,7 +33,25 @@ Outputs
   ``~/joint_reactions``  vtm_msgs/JointReactions, every control cycle (see "Constraint forces" below).
   ``/diagnostics``       diagnostic_msgs/DiagnosticArray every ``diagnostic_period``: level, reason, rank of A,
                          degrees of freedom, active constraints, controllability of the passive joints (eq. (64)) with
-                         its margin and residual, controller object id and how many controllers were built (1).
+                         its margin and residual, controller object id and how many controllers were built (1), the
+                         effort limits in force, saturation since the previous report, the last refused trajectory.
+
+Limits (never command beyond the robot). A desired trajectory is refused as a whole - one log line and the reason on
+/diagnostics (WARN), naming field, point and joint, e.g. ``points[17].positions[elbow_joint]: 1e+06 rad outside
+[-3.14, 3.14]`` - when a position lies outside the URDF limits of a revolute or prismatic joint (continuous joints
+have none), a given velocity or the mean speed between two consecutive points exceeds the URDF velocity limit (a
+velocity limit of 0 or none is not checked), a value is not finite, it has more than ``max_trajectory_points``
+points, its serialized message exceeds ``max_trajectory_bytes`` or a point lies after ``max_trajectory_duration``.
+Every published effort lies in [-limit, +limit] per entry: the URDF effort limit, lowered (never raised) by
+``effort_limit_overrides``. A commanded joint whose URDF gives no effort limit (missing or 0) takes
+``default_effort_limit``; when that is 0 (the default) the model is refused (at start-up: exit status 2). While the
+law asks for more, the entry is saturated, /diagnostics reports WARN with the joints and by how much (never OK
+while saturating), and the constraint forces on ``~/joint_reactions`` are those of the saturated command.
+
+Off the control loop. A trajectory message is taken serialized; converting, checking and fitting it runs on a
+worker thread (messages of at most ``INLINE_BYTES``, a few points, on the callback thread), so the command stream
+keeps its period while a long trajectory is prepared or refused. The next control cycle starts the prepared
+trajectory (one array copy). A trajectory that arrives while another is prepared supersedes it.
 
 Zero effort before the loop can close. Until a model, a joint state for every joint and a trajectory are
 available, and whenever the joint states are older than ``state_timeout``, the node publishes zeros (when it knows
@@ -41,7 +60,8 @@ command they received, so *not* publishing would leave a stale torque from an ea
 acting on the robot; zero is the defined "no actuation" command, the same value the effort controller itself
 writes when it is deactivated. Holding a gravity-loaded arm is the job of its brakes or of a holding trajectory:
 send a trajectory with the current position (or one without points) to hold. If the core rejects an input or
-returns a non-finite torque, zeros are published and the diagnostics report ERROR.
+returns a non-finite torque, zeros are published and the diagnostics report ERROR. Every callback is guarded: an
+unexpected exception is one log line (identical lines at most once per 5 s) and the node keeps serving.
 
 Constraint forces (``JointReactions``). The core returns the generalized constraint force F = A^T lambda of
 M q'' + h = tau - F (Aghili, eq. (19), (32)) predicted for the commanded torque, and the multipliers lambda = A^{+T} F
@@ -69,8 +89,9 @@ model that the effort controller does not command (e.g. the unactuated joints of
 ``passive_joints``; the controller then computes the torques of least norm with those entries zero (eq. (62)).
 ``launch/projection_controller.launch.py`` starts the node with the package's YAML.
 
-Not thread-safe by design: all callbacks share one mutually exclusive callback group (the default), so a lock event
-never interleaves with a control cycle, also under a MultiThreadedExecutor.
+Threads: all callbacks share one mutually exclusive callback group (the default), so a lock event never
+interleaves with a control cycle, also under a MultiThreadedExecutor. The trajectory worker touches only its own
+job and installs the result by one reference assignment under a lock.
 
 Units: SI (rad, m, s, N m, N); gains K_P [1/s^2], K_D [1/s].
 """
@@ -78,42 +99,42 @@ Units: SI (rad, m, s, N m, N); gains K_P [1/s^2], K_D [1/s].
 from __future__ import annotations
 
 
-import math
 import re
+import threading
 import time
 from collections import deque
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
+from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions, LockEvent
 
-from vtm_dynamics.core.projection.simulation import ConstraintSet
+from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_dynamics
 from vtm_dynamics.core.robot.constraints import constraints_from_extension
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.projection.control import ProjectedControl, ProjectedInverseDynamicsController
 from vtm_dynamics.core.projection.projector import RankTolerance, unit_weighting
+from vtm_dynamics.nodes import controller_io as io
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes.conversions import (
     JointStateError,
+    JointStateSnapshot,
     JointStateTracker,
     UnsupportedJointError,
     configuration_from_positions,
 )
+from vtm_dynamics.nodes.latest_worker import LatestWorker
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
 from vtm_dynamics.nodes.node_main import run_node
-from vtm_dynamics.nodes.trajectory_sampler import (
-    PiecewiseTrajectory,
-    TrajectoryError,
-    trajectory_from_message,
-)
+from vtm_dynamics.nodes.trajectory_sampler import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
 
 NODE_NAME = "projection_controller"
 _NAME_RE = re.compile(r"^[A-Za-z_~][A-Za-z0-9_/]*$")
@@ -157,11 +178,59 @@ PARAMETERS = (
                     "kappa^2 |f_force|^2 + |f_torque|^2. 0: Euclidean norm.", P.in_range(0.0, 1e3),
                     read_only=True, float_range=(0.0, 1e3), constraint="0 (off) .. 1000 m"),
     P.ParameterSpec("publish_reactions", True, "Publish the predicted constraint forces on ~/joint_reactions."),
+    P.ParameterSpec("max_trajectory_points", 10_000, "Most points of a trajectory on ~/trajectory; a longer one is "
+                    "refused (10,000 points: 40 s at 250 Hz, or 2.8 h at one point per second).",
+                    P.in_range(1, 10_000_000), int_range=(1, 10_000_000), constraint="1 .. 1e7"),
+    P.ParameterSpec("max_trajectory_bytes", 16_000_000, "Largest serialized trajectory message [bytes]; a larger "
+                    "one is refused before it is converted.", P.in_range(1_000, 2_000_000_000),
+                    int_range=(1_000, 2_000_000_000), constraint="1e3 .. 2e9 bytes"),
+    P.ParameterSpec("max_trajectory_duration", 3600.0, "Latest time_from_start [s] of a trajectory point; a later "
+                    "one is refused.", P.in_range(1e-3, 1e7), float_range=(1e-3, 1e7), constraint="1e-3 .. 1e7 s"),
+    P.ParameterSpec("default_effort_limit", 0.0, "Effort limit [N m, N] of a commanded joint whose URDF gives none "
+                    "(effort missing or 0). 0: such a model is refused.", P.in_range(0.0, 1e7), read_only=True,
+                    float_range=(0.0, 1e7), constraint="0 (refuse) .. 1e7"),
 )
 JOINTS_DESCRIPTION = ("Joints commanded on <controller_name>/commands, in the effort controller's order. Empty: all "
                       "movable joints of the model in its order. Model joints left out must be passive_joints.")
 PASSIVE_DESCRIPTION = ("Joints without actuator (Aghili eqs. (55)-(62)): they get exactly zero effort and the "
                        "controllability condition (64) is reported. Must be joints of the model.")
+OVERRIDES_DESCRIPTION = ("Lower effort limits for commanded joints, as JOINT=LIMIT [N m, N] entries, e.g. "
+                         "['elbow_joint=50.0']. A limit above the URDF one (or default_effort_limit) is refused.")
+
+
+#: A serialized trajectory up to this size [bytes] is read on the callback thread (a few points at most: a hold takes
+#: effect at once, even while the worker prepares a long trajectory); anything larger goes to the worker.
+INLINE_BYTES = 2048
+
+
+#: [s] pause of the trajectory worker after each chunk of points (see ``_let_others_run``).
+PAUSE = 2e-4
+
+
+def _let_others_run() -> None:
+    """Called by the trajectory worker every few hundred points: a short sleep releases the interpreter lock long
+    enough for the control cycle to take it at once, instead of after the interpreter's switch interval."""
+    time.sleep(PAUSE)
+
+
+@dataclass(frozen=True)
+class PreparedTrajectory:
+    """A checked trajectory waiting for the control cycle to start it. ``stamp`` [s]: its ``header.stamp``
+    (0: start on activation); ``seq``: its place in the arrival order (a newer arrival supersedes it)."""
+
+    trajectory: PiecewiseTrajectory | None  # None: hold the measured position
+    stamp: float
+    points: int
+    seq: int
+
+
+@dataclass(frozen=True)
+class ActiveTrajectory:
+    """The trajectory being followed: sampled at (node time - ``start``) [s]; ``points`` as received."""
+
+    trajectory: PiecewiseTrajectory
+    start: float
+    points: int
 
 
 class ProjectionController(Node):
@@ -173,9 +242,14 @@ class ProjectionController(Node):
 
     def __init__(self, **node_kwargs: Any) -> None:
         super().__init__(NODE_NAME, **node_kwargs)
+        self.log = graph.LogLimiter(self.get_logger())  # callback thread
+        self.worker_log = graph.LogLimiter(self.get_logger())  # trajectory worker thread
+        self.worker = LatestWorker(f"{NODE_NAME}_trajectories", self._on_worker_error)
         self.p = P.declare_validated(self, PARAMETERS, self._on_parameters)
         self.joints_param = self._declare_names("joints", JOINTS_DESCRIPTION)
         self.passive_param = self._declare_names("passive_joints", PASSIVE_DESCRIPTION)
+        self.effort_overrides = io.parse_effort_overrides(
+            self._declare_strings("effort_limit_overrides", OVERRIDES_DESCRIPTION))
         self.robot: RobotModel | None = None
         self.controller: ProjectedInverseDynamicsController | None = None
         self.controller_builds = 0
@@ -184,29 +258,43 @@ class ProjectionController(Node):
         self.model_rejected = False  # a description arrived and could not be used
         self.tracker: JointStateTracker | None = None
         self.command_index = np.zeros(0, dtype=int)
-        self.trajectory: PiecewiseTrajectory | None = None
-        self.trajectory_start = 0.0  # [s] node clock
+        self.trajectory_limits: TrajectoryLimits | None = None
+        self.effort_limits: io.EffortLimits | None = None
+        self.saturation: io.SaturationWindow | None = None
+        self.pending: PreparedTrajectory | None = None  # set by the worker, started by the control cycle
+        self.active: ActiveTrajectory | None = None  # the control cycle's own
         self.last_state_time: float | None = None  # [s] node clock at receipt
         self.last_output: ProjectedControl | None = None
-        self.status = (DiagnosticStatus.WARN, "starting")
-        self.stats = {"cycles": 0, "zero_cycles": 0, "joint_states_rejected": 0, "trajectories": 0,
-                      "trajectories_rejected": 0, "lock_events": 0, "lock_names_ignored": 0}
+        self.status = (io.WARN, "starting")
+        self.stats = {"cycles": 0, "zero_cycles": 0, "saturated_cycles": 0, "joint_states_rejected": 0,
+                      "trajectories_received": 0, "trajectories": 0, "trajectories_rejected": 0,
+                      "trajectories_superseded": 0, "lock_events": 0, "lock_names_ignored": 0}
         self.update_times: deque[float] = deque(maxlen=500)
+        self.preparation_ms = 0.0  # [ms] of the last trajectory prepared by the worker
         self.reported_unknown: set[str] = set()
+        self.last_rejection = ""
+        self._rejection_unreported = False
+        self._lock = threading.Lock()  # guards what the worker hands over: pending, _submitted, rejections
+        self._submitted = 0  # sequence number of the newest trajectory handed to the worker
 
         if self.p["urdf_path"]:
             self._set_model(load_urdf_text(urdf_path=self.p["urdf_path"]), self.p["urdf_path"], strict=True)
 
-        latched = graph.LATCHED
-        events_qos = graph.events_qos(50)
+        guard = self._guard
         if not self.p["urdf_path"]:
-            self.create_subscription(String, self.p["robot_description_topic"], self._on_description, latched)
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, graph.sensor_qos(20))
-        self.create_subscription(JointTrajectory, "~/trajectory", self._on_trajectory, 10)
-        self.create_subscription(LockEvent, "lock_events", self._on_lock_event, events_qos)
-        self.pub_cmd = self.create_publisher(Float64MultiArray, f"{self.p['controller_name']}/commands", 10)
-        self.pub_reactions = self.create_publisher(JointReactions, "~/joint_reactions", 10)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            self.create_subscription(String, self.p["robot_description_topic"],
+                                     guard("robot_description", self._on_description), graph.LATCHED)
+        self.create_subscription(JointState, "joint_states", guard("joint_states", self._on_joint_state),
+                                 graph.sensor_qos(20))
+        # serialized: the conversion of a long trajectory happens on the worker, not here
+        self.create_subscription(JointTrajectory, "~/trajectory", guard("trajectory", self._on_trajectory), 10,
+                                 raw=True)
+        self.create_subscription(LockEvent, "lock_events", guard("lock_events", self._on_lock_event),
+                                 graph.events_qos(50))
+        self.pub_cmd = self.create_publisher(Float64MultiArray, f"{self.p['controller_name']}/commands",
+                                             graph.OUTPUT_DEPTH)
+        self.pub_reactions = self.create_publisher(JointReactions, "~/joint_reactions", graph.OUTPUT_DEPTH)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
         self.control_timer = None
         self.diag_timer = None
         self._make_timers()
@@ -215,18 +303,28 @@ class ProjectionController(Node):
             f", commands on {self.pub_cmd.topic_name}, {self.p['rate_hz']} Hz, kp {self.p['kp']}, kd {self.p['kd']}"
         )
 
+    def destroy_node(self) -> None:
+        self.worker.stop()
+        super().destroy_node()
+
+    def _guard(self, where: str, func: Callable) -> Callable:
+        return graph.guarded(self.log, where)(func)
+
     # ================================================================== parameters
-    def _declare_names(self, name: str, description: str) -> tuple[str, ...]:
+    def _declare_strings(self, name: str, description: str) -> tuple[str, ...]:
         """A read-only string-array parameter (declared by type: an empty list default would be a byte array)."""
         param = self.declare_parameter(name, Parameter.Type.STRING_ARRAY,
                                        ParameterDescriptor(name=name, description=description, read_only=True))
-        value = param.value or []
+        return tuple(param.value or [])
+
+    def _declare_names(self, name: str, description: str) -> tuple[str, ...]:
+        value = self._declare_strings(name, description)
         if len(set(value)) != len(value):
             raise P.ParameterError(f"{name}: repeated joint names (got {list(value)!r})")
-        return tuple(value)
+        return value
 
     def _on_parameters(self, changes: dict[str, Any]) -> None:
-        """Apply validated runtime changes (gains, rates); the controller object is kept."""
+        """Apply validated runtime changes (gains, rates, caps); the controller object is kept."""
         self.p.update(changes)
         if self.controller is not None:
             n = self.robot.nv
@@ -241,38 +339,48 @@ class ProjectionController(Node):
         for timer in (self.control_timer, self.diag_timer):
             if timer is not None:
                 self.destroy_timer(timer)
-        self.control_timer = self.create_timer(1.0 / self.p["rate_hz"], self._on_control)
-        self.diag_timer = self.create_timer(self.p["diagnostic_period"], self._publish_diagnostics)
+        self.control_timer = self.create_timer(1.0 / self.p["rate_hz"], self._guard("control", self._on_control))
+        self.diag_timer = self.create_timer(self.p["diagnostic_period"],
+                                            self._guard("diagnostics", self._publish_diagnostics))
 
     # ================================================================== model
     def _set_model(self, text: str, source: str, strict: bool = False) -> None:
-        """Build model and controller from URDF text. ``strict``: raise on errors (start-up), else log them."""
+        """Build model, limits and controller from URDF text. ``strict``: raise on errors (start-up), else log."""
         if self.controller is not None:
             if text != self.model_text:
-                self.get_logger().warning(
-                    f"{source}: a different robot description arrived; the running controller keeps its model "
-                    f"{self.robot.name!r} (restart the node to change the robot)")
+                self.log("warning", f"{source}: a different robot description arrived; the running controller "
+                                    f"keeps its model {self.robot.name!r} (restart the node to change the robot)")
             return
         try:
             robot = model_from_urdf_text(text)
             tracker = JointStateTracker(robot)
             command_index = self._check_joint_lists(robot)
+            effort = io.effort_limits(robot, self._command_joints_of(robot), self.p["default_effort_limit"],
+                                      self.effort_overrides)
+            limits = io.trajectory_limits(robot, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
             controller = self._build_controller(robot)
         except (ModelError, UnsupportedJointError, P.ParameterError, ValueError) as err:
             if strict:
                 raise
-            self.model_error = f"{source}: {err}"
+            self.model_error = f"{source}: {graph.one_line(err)}"
             self.model_rejected = True
-            self.get_logger().error(f"{source}: robot model rejected, still waiting for a usable one ({err})")
+            self.log("error", f"{source}: robot model rejected, still waiting for a usable one "
+                              f"({graph.one_line(err)})")
             return
-        self.robot, self.tracker, self.command_index, self.controller = robot, tracker, command_index, controller
+        self.robot, self.tracker, self.command_index = robot, tracker, command_index
+        self.effort_limits, self.saturation, self.trajectory_limits = effort, io.SaturationWindow(effort), limits
+        self.controller = controller
         self.model_text = text
         self.model_error = ""
         self.model_rejected = False
         self.controller_builds += 1
         closures = ", ".join(controller.constraints.names) or "none"
         self.get_logger().info(f"model {robot.name!r} from {source}: joints {list(robot.joint_names)}, "
-                               f"constraints {closures}, commanded joints {self.command_joints}")
+                               f"constraints {closures}, commanded joints {self.command_joints}, effort limits "
+                               f"{effort.text()}")
+
+    def _command_joints_of(self, robot: RobotModel) -> list[str]:
+        return list(self.joints_param or robot.joint_names)
 
     def _check_joint_lists(self, robot: RobotModel) -> np.ndarray:
         names = set(robot.joint_names)
@@ -280,15 +388,16 @@ class ProjectionController(Node):
         if bad:
             raise P.ParameterError(f"passive_joints: not movable joints of {robot.name!r}: {bad} "
                                    f"(joints: {list(robot.joint_names)})")
-        joints = self.joints_param or robot.joint_names
+        joints = self._command_joints_of(robot)
         bad = [j for j in joints if j not in names]
         if bad:
             raise P.ParameterError(f"joints: not movable joints of {robot.name!r}: {bad} "
                                    f"(joints: {list(robot.joint_names)})")
-        uncommanded = [j for j in robot.joint_names if j not in joints and j not in self.passive_param]
+        listed = set(joints) | set(self.passive_param)
+        uncommanded = [j for j in robot.joint_names if j not in listed]
         if uncommanded:
             raise P.ParameterError(f"joints: model joints {uncommanded} are neither commanded nor passive_joints")
-        return robot.v_indices(list(joints))
+        return robot.v_indices(joints)
 
     def _build_controller(self, robot: RobotModel) -> ProjectedInverseDynamicsController:
         W = None
@@ -308,7 +417,7 @@ class ProjectionController(Node):
     @property
     def command_joints(self) -> list[str]:
         if self.robot is not None:
-            return list(self.joints_param or self.robot.joint_names)
+            return self._command_joints_of(self.robot)
         return list(self.joints_param)
 
     def _on_description(self, msg: String) -> None:
@@ -325,64 +434,118 @@ class ProjectionController(Node):
             parsed = self.tracker.update(msg)
         except JointStateError as err:
             self.stats["joint_states_rejected"] += 1
-            self.get_logger().warning(f"joint_states: message ignored ({err})", throttle_duration_sec=2.0)
+            self.log("warning", f"joint_states: message ignored ({graph.one_line(err)})")
             return
         new_unknown = set(parsed.unknown_names) - self.reported_unknown
-        if new_unknown:
+        if new_unknown and len(self.reported_unknown) < 1000:
             self.reported_unknown |= new_unknown
-            self.get_logger().warning(f"joint_states: ignoring joints the model does not have: {sorted(new_unknown)}")
+            self.log("warning", "joint_states: ignoring joints the model does not have: "
+                                f"{io.shown(sorted(new_unknown))}")
         if parsed.positions:
             self.last_state_time = self._now()
 
-    def _measured(self):
+    def _measured(self) -> JointStateSnapshot | None:
         """Snapshot of the measured state, or None while some joint was never reported."""
         if self.tracker is None or self.tracker.missing:
             return None
         return self.tracker.snapshot()
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        if self.robot is None:
-            self.get_logger().warning("trajectory ignored: no robot model yet")
+    def _on_trajectory(self, raw: bytes) -> None:
+        """Hand the serialized trajectory to the worker (a small one is read here): bounded time on this thread."""
+        self.stats["trajectories_received"] += 1
+        if self.robot is None or self.trajectory_limits is None:
+            self._reject("trajectory: no robot model yet", self.log)
             return
-        stamp = float(msg.header.stamp.sec) + 1e-9 * float(msg.header.stamp.nanosec)
-        start = stamp if stamp > 0 else self._now()
-        state = self._measured()
+        too_big = io.trajectory_message_bytes_ok(len(raw), self.p["max_trajectory_bytes"])
+        if too_big:
+            self._reject(too_big, self.log)
+            return
+        limits = io.with_caps(self.trajectory_limits, self.p["max_trajectory_points"],
+                              self.p["max_trajectory_duration"])
+        with self._lock:
+            self._submitted += 1  # supersedes whatever arrived before, prepared or not
+            seq = self._submitted
+        if len(raw) <= INLINE_BYTES:
+            self._prepare(seq, raw, limits, self.log)
+        else:
+            self.worker.submit(lambda: self._prepare(seq, raw, limits, self.worker_log, _let_others_run))
+
+    def _prepare(self, seq: int, raw: bytes, limits: TrajectoryLimits, log: Callable[[str, str], Any],
+                 pause: Callable[[], None] | None = None) -> None:
+        """Convert, check and fit one trajectory; leave it for the control cycle unless a newer one arrived.
+
+        Runs on the worker thread (or, for a message of a few points, on the callback thread)."""
+        t0 = time.perf_counter()
         try:
-            if not msg.points:
-                if state is None:
-                    raise TrajectoryError("points: an empty trajectory (hold) needs a measured state")
-                traj = PiecewiseTrajectory([0.0], state.positions[None, :])
-                start = self._now()
-            else:
-                traj = trajectory_from_message(msg, self.robot.joint_names)
-                if state is not None:
-                    traj = traj.with_start(state.positions, state.v)
+            arrays = io.read_trajectory(raw, limits, pause)  # numpy arrays, no Python object per point
+            points, stamp = arrays.n_points, arrays.stamp
+            # the copy with room for the start state happens here; the control cycle only fills that row in
+            traj = io.trajectory_from_arrays(arrays, limits).with_start_slot() if points else None
         except TrajectoryError as err:
-            self.stats["trajectories_rejected"] += 1
-            self.get_logger().error(f"trajectory rejected, the previous goal stays ({err})")
+            self._reject(graph.one_line(err, limit=400), log)
             return
-        self.trajectory, self.trajectory_start = traj, start
-        self.stats["trajectories"] += 1
-        self.get_logger().info(f"trajectory accepted: {len(traj.times)} points over {traj.duration:.3f} s")
+        except Exception as err:  # noqa: BLE001 - e.g. the middleware's deserializer refusing the bytes
+            self._reject(f"message: cannot be read ({type(err).__name__}: {graph.one_line(err, limit=200)})", log)
+            return
+        with self._lock:
+            self.preparation_ms = 1e3 * (time.perf_counter() - t0)
+            if seq != self._submitted:
+                self.stats["trajectories_superseded"] += 1
+                return
+            self.pending = PreparedTrajectory(traj, stamp, points, seq)
+        if points:
+            log("info", f"trajectory prepared: {points} points over {traj.duration:.3f} s in "
+                        f"{self.preparation_ms:.0f} ms")
+
+    def _activate(self, pending: PreparedTrajectory, state: JointStateSnapshot, now: float) -> None:
+        """Control cycle: start a prepared trajectory from the state measured now (O(points) copy at most)."""
+        with self._lock:
+            if self.pending is pending:
+                self.pending = None
+            if pending.seq != self._submitted:
+                self.stats["trajectories_superseded"] += 1
+                return
+        if pending.trajectory is None:  # hold here
+            traj, start = PiecewiseTrajectory([0.0], state.positions[None, :]), now
+        else:
+            traj = pending.trajectory
+            traj.set_start(state.positions, state.v)  # O(joints): the worker made room for it
+            start = pending.stamp if pending.stamp > 0 else now
+        self.active = ActiveTrajectory(traj, start, pending.points)
+        with self._lock:
+            self.stats["trajectories"] += 1
+        self.log("info", f"trajectory {pending.seq} started: {pending.points} points, until {traj.duration:.3f} s "
+                         f"after {'its stamp' if pending.stamp > 0 else 'now'}")
+
+    def _reject(self, reason: str, log: Callable[[str, str], Any]) -> None:
+        with self._lock:
+            self.stats["trajectories_rejected"] += 1
+            self.last_rejection = reason
+            self._rejection_unreported = True
+        log("error", f"trajectory rejected, the previous goal continues: {reason}")
+
+    def _on_worker_error(self, err: BaseException) -> None:
+        self._reject(f"trajectory: unexpected {type(err).__name__}: {graph.one_line(err)}", self.worker_log)
 
     def _on_lock_event(self, msg: LockEvent) -> None:
         self.stats["lock_events"] += 1
         if msg.action not in (LockEvent.LOCK, LockEvent.UNLOCK):
-            self.get_logger().error(f"lock_events: unknown action {msg.action} ignored (LOCK=0, UNLOCK=1)")
+            self.log("error", f"lock_events: unknown action {msg.action} ignored (LOCK=0, UNLOCK=1)")
             return
         if self.controller is None:
-            self.get_logger().error(f"lock_events: no robot model yet; event for {list(msg.joint_names)} ignored")
+            self.log("error", f"lock_events: no robot model yet; event for {io.shown(msg.joint_names)} ignored")
             return
-        names = list(msg.joint_names)
-        unknown = [j for j in names if j not in self.robot.joint_names]
+        names = list(dict.fromkeys(msg.joint_names))
+        known = set(self.robot.joint_names)
+        unknown = [j for j in names if j not in known]
         if unknown:
             self.stats["lock_names_ignored"] += len(unknown)
-            self.get_logger().warning(f"lock_events: unknown joints {unknown} ignored")
+            self.log("warning", f"lock_events: unknown joints {io.shown(unknown)} ignored")
         state = self._measured()
         active = set(self.controller.constraints.names)
         changed = []
-        for j in dict.fromkeys(names):
-            if j in unknown:
+        for j in names:
+            if j not in known:
                 continue
             name = f"lock({j})"
             if msg.action == LockEvent.LOCK and name not in active:
@@ -394,77 +557,91 @@ class ProjectionController(Node):
                 changed.append(j)
         verb = "locked" if msg.action == LockEvent.LOCK else "unlocked"
         if changed:
-            self.get_logger().info(f"lock_events: {verb} {changed} (source {msg.source!r}); active constraints: "
-                                   f"{list(self.controller.constraints.names)}")
+            self.get_logger().info(f"lock_events: {verb} {changed} (source {msg.source[:100]!r}); active "
+                                   f"constraints: {list(self.controller.constraints.names)}")
 
     # ================================================================== control cycle
-    def _publish_command(self, values: np.ndarray) -> None:
-        msg = Float64MultiArray()
-        msg.layout.dim = [MultiArrayDimension(label="joints", size=len(values), stride=len(values))]
-        msg.data = [float(x) for x in values]
-        self.pub_cmd.publish(msg)
-
     def _publish_zero(self, level: int, reason: str) -> None:
         self.status = (level, reason)
         self.stats["zero_cycles"] += 1
         n = len(self.command_joints)
         if n:
-            self._publish_command(np.zeros(n))
+            self.pub_cmd.publish(io.command_message(np.zeros(n)))
 
     def _on_control(self) -> None:
         self.stats["cycles"] += 1
+        try:
+            self._control_cycle()
+        except Exception as err:  # noqa: BLE001 - whatever failed, the robot gets the defined zero command
+            text = f"control: unexpected {type(err).__name__}: {graph.one_line(err)}"
+            self.log("error", f"{text}; zero effort")
+            self._publish_zero(io.ERROR, text)
+
+    def _control_cycle(self) -> None:
         if self.controller is None:
-            level = DiagnosticStatus.ERROR if self.model_rejected else DiagnosticStatus.WARN
+            level = io.ERROR if self.model_rejected else io.WARN
             self._publish_zero(level, f"no robot model ({self.model_error})")
             return
         now = self._now()
         state = self._measured()
         if state is None:
-            self._publish_zero(DiagnosticStatus.WARN, f"waiting for joint_states of {list(self.tracker.missing)}")
+            self._publish_zero(io.WARN, f"waiting for joint_states of {io.shown(self.tracker.missing)}")
             return
         timeout = self.p["state_timeout"]
         if timeout > 0 and self.last_state_time is not None and now - self.last_state_time > timeout:
-            self._publish_zero(DiagnosticStatus.WARN, f"joint_states older than state_timeout ({timeout} s)")
+            self._publish_zero(io.WARN, f"joint_states older than state_timeout ({timeout} s)")
             return
-        if self.trajectory is None:
-            self._publish_zero(DiagnosticStatus.WARN, "waiting for a trajectory on ~/trajectory")
+        pending = self.pending  # one read: the worker may leave a newer one at any time
+        if pending is not None:
+            self._activate(pending, state, now)
+        active = self.active
+        if active is None:
+            self._publish_zero(io.WARN, "waiting for a trajectory on ~/trajectory")
             return
         t0 = time.perf_counter()
         try:
-            sample = self.trajectory.sample(now - self.trajectory_start)
+            sample = active.trajectory.sample(now - active.start)
             q_d = configuration_from_positions(self.robot, sample.positions)
             out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations)
         except ValueError as err:  # ProjectionInputError, ModelError, ConstraintError, TrajectoryError
-            self.get_logger().error(f"control cycle failed, zero effort ({err})", throttle_duration_sec=2.0)
-            self._publish_zero(DiagnosticStatus.ERROR, f"control law failed: {err}")
+            self.log("error", f"control cycle failed, zero effort ({graph.one_line(err)})")
+            self._publish_zero(io.ERROR, f"control law failed: {graph.one_line(err)}")
             return
         self.update_times.append(time.perf_counter() - t0)
         if not np.all(np.isfinite(out.tau)):
-            self._publish_zero(DiagnosticStatus.ERROR, "control law returned non-finite effort")
+            self._publish_zero(io.ERROR, "control law returned non-finite effort")
             return
-        self._publish_command(out.tau[self.command_index])
+        sat = io.saturate(out.tau[self.command_index], self.effort_limits)
+        self.pub_cmd.publish(io.command_message(sat.efforts))
         self.last_output = out
+        self.saturation.add(sat)
+        if sat.saturated:
+            self.stats["saturated_cycles"] += 1
+            saturated = [n for n, x in zip(self.effort_limits.names, sat.excess) if x > 0.0]
+            self.log("warning", f"effort saturated at the limits of {io.shown(saturated)} (amounts on /diagnostics)")
         if out.controllability is not None and not out.controllability.controllable:
-            self.status = (DiagnosticStatus.ERROR, "passive joints not controllable here (eq. (64) fails): the "
-                           "desired motion cannot be produced with zero passive torque")
+            self.status = (io.ERROR, "passive joints not controllable here (eq. (64) fails): the desired motion "
+                                     "cannot be produced with zero passive torque")
         else:
-            self.status = (DiagnosticStatus.OK, "holding the last trajectory point" if sample.finished
-                           else "tracking")
+            self.status = (io.OK, "holding the last trajectory point" if sample.finished else "tracking")
         if self.p["publish_reactions"]:
-            self._publish_reactions(out)
+            self._publish_reactions(out, state, sat)
 
-    def _publish_reactions(self, out: ProjectedControl) -> None:
-        msg = JointReactions()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.joint_names = list(self.robot.joint_names)
-        msg.holding_torques = [float(-f) for f in out.constraint_force]
-        msg.uniquely_determined = [bool(out.multipliers_unique)] * self.robot.nv
-        msg.method = "projection"
-        self.pub_reactions.publish(msg)
+    def _publish_reactions(self, out: ProjectedControl, state: JointStateSnapshot, sat: io.Saturation) -> None:
+        force, unique = out.constraint_force, out.multipliers_unique
+        if sat.saturated:  # the law's prediction is for the torque it asked for; the robot gets the saturated one
+            applied = out.tau.copy()
+            applied[self.command_index] = sat.efforts
+            dyn = constrained_dynamics(self.robot, self.controller.constraints, state.q, state.v, applied,
+                                       tolerance=self.controller.tolerance)
+            force, unique = dyn.constraint_force, dyn.multipliers_unique
+        self.pub_reactions.publish(io.reactions_message(self.robot.joint_names, force, unique,
+                                                        self.get_clock().now().to_msg()))
 
     # ================================================================== diagnostics
     def _publish_diagnostics(self) -> None:
         level, message = self.status
+        parts = [message]
         values: dict[str, Any] = {
             "model": self.robot.name if self.robot else "",
             "commanded_joints": ",".join(self.command_joints),
@@ -474,7 +651,15 @@ class ProjectionController(Node):
             "kp": self.p["kp"],
             "kd": self.p["kd"],
             "rate_hz": self.p["rate_hz"],
+            "effort_limits": self.effort_limits.text() if self.effort_limits else "",
         }
+        if self.saturation is not None:
+            joints, excess, cycles = self.saturation.take()
+            values["saturated_joints"] = ",".join(joints)
+            values["saturation_excess"] = ",".join(f"{n}={x!r}" for n, x in excess.items())
+            if joints:  # saturated at least once since the last report: never OK
+                level = max(level, io.WARN)
+                parts.append(f"{self.saturation.describe(excess)} in {cycles} cycles")
         if self.controller is not None:
             values["constraints"] = ",".join(self.controller.constraints.names)
             values["locked_joints"] = ",".join(
@@ -490,22 +675,20 @@ class ProjectionController(Node):
         if self.update_times:
             values["update_time_mean_ms"] = 1e3 * float(np.mean(self.update_times))
             values["update_time_max_ms"] = 1e3 * float(np.max(self.update_times))
-        values.update(self.stats)
-        status = DiagnosticStatus(level=level, name=f"{self.get_fully_qualified_name()}: projected inverse dynamics",
-                                  message=message, hardware_id=self.robot.name if self.robot else "")
-        status.values = [KeyValue(key=k, value=_text(v)) for k, v in values.items()]
-        arr = DiagnosticArray()
-        arr.header.stamp = self.get_clock().now().to_msg()
-        arr.status = [status]
-        self.pub_diag.publish(arr)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else str(value)
-    return str(value)
+        active = self.active
+        values["trajectory_points"] = active.points if active is not None else 0
+        values["preparing_trajectory"] = self.worker.busy
+        with self._lock:
+            values["trajectory_preparation_ms"] = self.preparation_ms
+            values["last_rejection"] = self.last_rejection
+            if self._rejection_unreported:
+                self._rejection_unreported = False
+                level = max(level, io.WARN)
+                parts.append(f"trajectory rejected ({self.last_rejection}); the previous goal continues")
+            values.update(self.stats)
+        self.pub_diag.publish(io.diagnostic_array(
+            f"{self.get_fully_qualified_name()}: projected inverse dynamics", self.robot.name if self.robot else "",
+            level, "; ".join(parts), values, self.get_clock().now().to_msg()))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -9,8 +9,12 @@ both waypoints specify (the usual convention of joint trajectory controllers):
 * otherwise: linear in position, constant velocity (the segment slope), zero acceleration.
 
 Before the first waypoint the first point is held, after the last waypoint the last positions are held with zero
-velocity and acceleration (``finished`` is then true). No physics and no ROS executor here; the message conversion
-only reads fields.
+velocity and acceleration (``finished`` is then true).
+
+:func:`check_limits` refuses a trajectory that asks more than the robot allows (:class:`TrajectoryLimits`: position
+and velocity limits per joint, a cap on the number of points and on the duration), naming the first offending
+point and joint; it runs in time linear in the number of points. No physics and no ROS here: the message
+conversion is ``controller_io``.
 
 Units: time [s], positions [rad, m], velocities [rad/s, m/s], accelerations [rad/s^2, m/s^2].
 """
@@ -73,6 +77,7 @@ class PiecewiseTrajectory:
         self.accelerations = self._optional(accelerations, p.shape, "accelerations")
         self.has_velocity = np.all(np.isfinite(self.velocities), axis=1)
         self.has_acceleration = np.all(np.isfinite(self.accelerations), axis=1)
+        self._start_slot = False  # see with_start_slot
 
     @staticmethod
     def _optional(x: object | None, shape: tuple[int, ...], field: str) -> np.ndarray:
@@ -100,18 +105,47 @@ class PiecewiseTrajectory:
 
         Only meaningful when the first waypoint lies after t = 0; otherwise the trajectory is returned unchanged.
         """
+        new = self.with_start_slot()
+        new.set_start(positions, velocities)
+        return new
+
+    def with_start_slot(self) -> "PiecewiseTrajectory":
+        """A copy with an empty waypoint at t = 0, to be filled by :meth:`set_start` before sampling.
+
+        Splits :meth:`with_start` into the copy of the arrays (O(points), e.g. on a worker thread) and filling in
+        the start state (O(joints), e.g. in the control cycle at the moment the trajectory starts). Returns this
+        trajectory itself when its first waypoint is at t = 0.
+        """
         if self.times[0] <= 0.0:
             return self
         n = self.n_joints
-        p0 = np.asarray(positions, dtype=float).reshape(1, n)
-        v0 = np.full((1, n), np.nan) if velocities is None else np.asarray(velocities, dtype=float).reshape(1, n)
-        a0 = np.zeros((1, n)) if velocities is not None else np.full((1, n), np.nan)
-        return PiecewiseTrajectory(
-            np.concatenate([[0.0], self.times]),
-            np.vstack([p0, self.positions]),
-            np.vstack([v0, self.velocities]),
-            np.vstack([a0, self.accelerations]),
-        )
+        new = object.__new__(PiecewiseTrajectory)
+        new.times = np.concatenate([[0.0], self.times])
+        new.positions = np.vstack([np.full((1, n), np.nan), self.positions])
+        new.velocities = np.vstack([np.full((1, n), np.nan), self.velocities])
+        new.accelerations = np.vstack([np.full((1, n), np.nan), self.accelerations])
+        new.has_velocity = np.concatenate([[False], self.has_velocity])
+        new.has_acceleration = np.concatenate([[False], self.has_acceleration])
+        new._start_slot = True
+        return new
+
+    def set_start(self, positions: object, velocities: object | None = None) -> None:
+        """Fill the empty waypoint at t = 0 left by :meth:`with_start_slot` with a state [rad, m; rad/s, m/s]
+        (with velocities, the start acceleration is zero); nothing to do on a trajectory without that slot."""
+        if not self._start_slot:
+            return
+        n = self.n_joints
+        p0 = np.asarray(positions, dtype=float).reshape(n)
+        if not np.all(np.isfinite(p0)):
+            raise TrajectoryError("positions: the start state is not finite")
+        v0 = None if velocities is None else np.asarray(velocities, dtype=float).reshape(n)
+        measured = v0 is not None and bool(np.all(np.isfinite(v0)))
+        self.positions[0] = p0
+        if measured:
+            self.velocities[0] = v0
+            self.accelerations[0] = 0.0
+        self.has_velocity[0] = self.has_acceleration[0] = measured
+        self._start_slot = False
 
     def sample(self, t: float) -> TrajectorySample:
         """Desired positions, velocities, accelerations at time ``t`` [s] after the trajectory start."""
@@ -119,6 +153,8 @@ class PiecewiseTrajectory:
         zero = np.zeros(n)
         if not math.isfinite(t):
             raise TrajectoryError("t: sample time must be finite")
+        if self._start_slot:
+            raise TrajectoryError("positions: the start waypoint was never set (set_start)")
         if t < self.times[0]:  # before the first waypoint: hold it
             return TrajectorySample(self.positions[0].copy(), zero, zero.copy(), False)
         if t >= self.times[-1]:
@@ -173,41 +209,93 @@ def _evaluate(coeffs: list[np.ndarray], s: float) -> tuple[np.ndarray, np.ndarra
     return pos, vel, acc
 
 
-def trajectory_from_message(msg: object, joint_order: Sequence[str]) -> PiecewiseTrajectory:
-    """A :class:`PiecewiseTrajectory` in ``joint_order`` from a ``trajectory_msgs/JointTrajectory``.
+# ---------------------------------------------------------------------------------------------------- limits
+@dataclass(frozen=True, eq=False)
+class TrajectoryLimits:
+    """What a desired trajectory may ask of the robot, one entry per joint in the trajectory's joint order.
 
-    Every joint of ``joint_order`` must be named once in ``msg.joint_names`` (any order); names outside it are an
-    error (the message is meant for another robot). Per point: ``positions`` as long as ``joint_names``;
-    ``velocities`` and ``accelerations`` empty or as long as ``joint_names``.
+    ``lower`` / ``upper``: position limits [rad, m] (-inf / +inf for a joint without, e.g. a continuous joint);
+    ``velocity``: speed limits [rad/s, m/s] (inf for a joint without); ``units``: "rad" or "m" per joint (used in
+    messages); ``max_points``: most waypoints; ``max_duration``: latest ``time_from_start`` [s].
     """
-    names = list(msg.joint_names)
-    if len(set(names)) != len(names):
-        raise TrajectoryError("joint_names: repeated joint names")
-    unknown = [n for n in names if n not in joint_order]
-    if unknown:
-        raise TrajectoryError(f"joint_names: not joints of the model: {unknown}")
-    missing = [n for n in joint_order if n not in names]
-    if missing:
-        raise TrajectoryError(f"joint_names: the trajectory must give every model joint; missing {missing}")
-    if not msg.points:
+
+    names: tuple[str, ...]
+    units: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    max_points: int = 10_000
+    max_duration: float = 3600.0
+
+    @staticmethod
+    def unlimited(names: Sequence[str], units: Sequence[str] | None = None) -> "TrajectoryLimits":
+        n = len(names)
+        return TrajectoryLimits(tuple(names), tuple(units or ("rad",) * n), np.full(n, -np.inf), np.full(n, np.inf),
+                                np.full(n, np.inf))
+
+
+def check_limits(times: np.ndarray, positions: np.ndarray, velocities: np.ndarray | None,
+                 limits: TrajectoryLimits) -> None:
+    """Raise :class:`TrajectoryError` naming the first point and joint that break ``limits``; else return.
+
+    ``times`` (k,), ``positions`` (k, n) and ``velocities`` (k, n; NaN rows where a point gives none) are the
+    message's points in order, so index i is ``points[i]``. Checked in this order: the number of points, times
+    (finite, >= 0, strictly increasing, not beyond ``max_duration``), positions (finite, inside [lower, upper]),
+    velocities given (inside [-velocity, velocity]), and the mean speed of every segment |p_i - p_(i-1)| /
+    (t_i - t_(i-1)), which no interpolation between the two points can avoid reaching. Linear time.
+    """
+    k = int(times.shape[0])
+    if k > limits.max_points:
+        raise TrajectoryError(f"points: {k} points, more than max_trajectory_points {limits.max_points}")
+    if k == 0:
         raise TrajectoryError("points: the trajectory has no waypoint")
-    col = [names.index(n) for n in joint_order]
-    k, m = len(msg.points), len(names)
-    times = np.empty(k)
-    pos = np.empty((k, m))
-    vel = np.full((k, m), np.nan)
-    acc = np.full((k, m), np.nan)
-    for i, pt in enumerate(msg.points):
-        times[i] = float(pt.time_from_start.sec) + 1e-9 * float(pt.time_from_start.nanosec)
-        if len(pt.positions) != m:
-            raise TrajectoryError(f"points[{i}].positions: {len(pt.positions)} values for {m} joints")
-        pos[i] = pt.positions
-        for field, arr in (("velocities", vel), ("accelerations", acc)):
-            values = getattr(pt, field)
-            if len(values) not in (0, m):
-                raise TrajectoryError(f"points[{i}].{field}: {len(values)} values for {m} joints (must be 0 or {m})")
-            if len(values):
-                if not np.all(np.isfinite(np.asarray(values, dtype=float))):
-                    raise TrajectoryError(f"points[{i}].{field}: contains non-finite values")
-                arr[i] = values
-    return PiecewiseTrajectory(times, pos[:, col], vel[:, col], acc[:, col])
+    i = _first(~np.isfinite(times) | (times < 0.0))
+    if i is not None:
+        raise TrajectoryError(f"points[{i}].time_from_start: {times[i]:g} s, must be finite and >= 0")
+    if k > 1:
+        i = _first(np.diff(times) <= 0.0)
+        if i is not None:
+            raise TrajectoryError(f"points[{i + 1}].time_from_start: {times[i + 1]:g} s, not after points[{i}] "
+                                  f"({times[i]:g} s)")
+    i = _first(times > limits.max_duration)
+    if i is not None:
+        raise TrajectoryError(f"points[{i}].time_from_start: {times[i]:g} s beyond max_trajectory_duration "
+                              f"{limits.max_duration:g} s")
+    p = positions
+    hit = _first_cell(~np.isfinite(p))
+    if hit is not None:
+        i, j = hit
+        raise TrajectoryError(f"points[{i}].positions[{limits.names[j]}]: {p[i, j]:g} is not finite")
+    hit = _first_cell((p < limits.lower) | (p > limits.upper))
+    if hit is not None:
+        i, j = hit
+        raise TrajectoryError(f"points[{i}].positions[{limits.names[j]}]: {p[i, j]:g} {limits.units[j]} outside "
+                              f"[{limits.lower[j]:g}, {limits.upper[j]:g}]")
+    if velocities is not None:
+        hit = _first_cell(np.abs(velocities) > limits.velocity)  # NaN (not given) compares false
+        if hit is not None:
+            i, j = hit
+            raise TrajectoryError(f"points[{i}].velocities[{limits.names[j]}]: {velocities[i, j]:g} "
+                                  f"{limits.units[j]}/s beyond the velocity limit {limits.velocity[j]:g} "
+                                  f"{limits.units[j]}/s")
+    if k > 1:
+        dt = np.diff(times)[:, None]
+        step = np.abs(np.diff(p, axis=0))
+        hit = _first_cell(step > limits.velocity * dt * (1.0 + 1e-12))
+        if hit is not None:
+            i, j = hit
+            raise TrajectoryError(f"points[{i + 1}].positions[{limits.names[j]}]: reached from points[{i}] at "
+                                  f"{step[i, j] / dt[i, 0]:g} {limits.units[j]}/s, beyond the velocity limit "
+                                  f"{limits.velocity[j]:g} {limits.units[j]}/s")
+
+
+def _first(mask: np.ndarray) -> int | None:
+    return int(np.argmax(mask)) if mask.any() else None
+
+
+def _first_cell(mask: np.ndarray) -> tuple[int, int] | None:
+    """(row, column) of the first true entry in row-major order, or None."""
+    if not mask.any():
+        return None
+    i, j = np.unravel_index(int(np.argmax(mask)), mask.shape)
+    return int(i), int(j)

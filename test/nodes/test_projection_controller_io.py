@@ -1,0 +1,251 @@
+"""The controller's message side without a running node: serialized trajectories read as arrays (checked against
+the middleware's own deserializer), limit checks naming point and joint, effort limits and saturation."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+import pytest
+from rclpy.serialization import serialize_message
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from test.ros_helpers import REPO_ROOT
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.nodes import controller_io as io
+from vtm_dynamics.nodes.params import ParameterError
+from vtm_dynamics.nodes.trajectory_cdr import FIELDS, TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
+from vtm_dynamics.nodes.trajectory_sampler import TrajectoryError, TrajectoryLimits, check_limits
+
+PLANAR_3R = f"{REPO_ROOT}/urdf/planar_3r.urdf"
+
+
+def random_message(rng: np.random.Generator) -> JointTrajectory:
+    msg = JointTrajectory()
+    msg.header.stamp.sec = int(rng.integers(0, 2**31 - 1))
+    msg.header.stamp.nanosec = int(rng.integers(0, 10**9))
+    msg.header.frame_id = "f" * int(rng.integers(0, 7))
+    m = int(rng.integers(0, 5))
+    msg.joint_names = ["j" * int(rng.integers(0, 6)) + "é" * int(rng.integers(0, 2)) + str(c) for c in range(m)]
+    for _ in range(int(rng.integers(0, 6))):
+        pt = JointTrajectoryPoint()
+        for field in FIELDS:
+            n = int(rng.choice([0, m, int(rng.integers(0, 4))]))
+            setattr(pt, field, [float(x) for x in rng.normal(size=n) * 10.0 ** rng.integers(-3, 4)])
+        pt.time_from_start.sec = int(rng.integers(-5, 100))
+        pt.time_from_start.nanosec = int(rng.integers(0, 2**32 - 1))
+        msg.points.append(pt)
+    return msg
+
+
+def expected_rows(msg: JointTrajectory, field: str, width: int) -> np.ndarray:
+    rows = np.full((len(msg.points), width), np.nan)
+    for i, pt in enumerate(msg.points):
+        if len(getattr(pt, field)) == width:
+            rows[i] = getattr(pt, field)
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_serialized_trajectories_read_as_the_middleware_wrote_them(seed):
+    rng = np.random.default_rng(seed)
+    msg = random_message(rng)
+    arr = read_joint_trajectory(serialize_message(msg), 10, 10)
+    assert arr.joint_names == tuple(msg.joint_names)
+    assert arr.stamp == msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    assert list(arr.times) == [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
+    for field in FIELDS:
+        assert list(arr.counts[field]) == [len(getattr(p, field)) for p in msg.points], field
+        for width in range(5):
+            np.testing.assert_array_equal(arr.rows(field, width), expected_rows(msg, field, width))
+    from_object = TrajectoryArrays.from_message(msg)
+    for field in FIELDS:
+        np.testing.assert_array_equal(from_object.rows(field, 2), expected_rows(msg, field, 2))
+
+
+def test_malformed_or_truncated_bytes_are_refused_naming_the_message():
+    rng = np.random.default_rng(7)
+    msg = JointTrajectory(joint_names=["a", "b"])
+    for t in range(3):
+        pt = JointTrajectoryPoint(positions=[1.0, 2.0], velocities=[0.0, 0.0])
+        pt.time_from_start.sec = t + 1
+        msg.points.append(pt)
+    raw = serialize_message(msg)
+    for cut in range(len(raw)):
+        try:
+            read_joint_trajectory(raw[:cut], 10, 10)
+        except (TrajectoryError, UnsupportedEncoding):
+            pass
+    for _ in range(2000):
+        bad = bytearray(raw)
+        for k in rng.integers(4, len(raw), size=3):
+            bad[k] = int(rng.integers(0, 256))
+        try:
+            read_joint_trajectory(bytes(bad), 10, 10)
+        except (TrajectoryError, UnsupportedEncoding):
+            pass
+    with pytest.raises(UnsupportedEncoding):
+        read_joint_trajectory(b"\x00\x07\x00\x00" + raw[4:], 10, 10)  # XCDR2: the middleware's deserializer
+
+
+def test_caps_are_checked_before_the_points_are_read():
+    msg = JointTrajectory(joint_names=["a"])
+    raw = bytearray(serialize_message(msg))
+    # the last 4 bytes are the point count; claim a billion points
+    raw[-4:] = struct.pack("<I", 10**9)
+    with pytest.raises(TrajectoryError, match=r"^points: 1000000000 points, more than max_trajectory_points 10$"):
+        read_joint_trajectory(bytes(raw), 10, 10)
+    many_names = serialize_message(JointTrajectory(joint_names=[f"j{i}" for i in range(50)]))
+    with pytest.raises(TrajectoryError, match="^joint_names: 50 names, more than the model's 6 joints"):
+        read_joint_trajectory(many_names, 10, 6)
+
+
+def limits3(**caps) -> TrajectoryLimits:
+    return TrajectoryLimits(("a", "b", "c"), ("rad", "rad", "m"), np.array([-1.0, -math.inf, 0.0]),
+                            np.array([1.0, math.inf, 0.5]), np.array([2.0, math.inf, 0.25]), **caps)
+
+
+@pytest.mark.parametrize("times, positions, velocities, message", [
+    ([0.0, 1.0], [[0, 5e9, 0], [0.5, -5e9, 0.1]], None, None),  # b has no limits at all
+    ([0.0, 1.0], [[0, 0, 0], [1.5, 0, 0.1]], None, r"^points\[1\]\.positions\[a\]: 1\.5 rad outside \[-1, 1\]$"),
+    ([0.0, 1.0], [[0, 0, 0], [0, 0, -0.1]], None, r"^points\[1\]\.positions\[c\]: -0\.1 m outside \[0, 0\.5\]$"),
+    ([0.0, 1.0], [[0, 0, 0], [0, np.inf, 0]], None, r"^points\[1\]\.positions\[b\]: inf is not finite$"),
+    ([0.0, 1.0], [[0, 0, 0], [0, 0, 0]], [[0, 0, 0.3], [np.nan] * 3],
+     r"^points\[0\]\.velocities\[c\]: 0\.3 m/s beyond the velocity limit 0\.25 m/s$"),
+    ([0.0, 0.1], [[0, 0, 0], [0.5, 0, 0]], None,
+     r"^points\[1\]\.positions\[a\]: reached from points\[0\] at 5 rad/s, beyond the velocity limit 2 rad/s$"),
+    ([0.0, 0.0], [[0, 0, 0], [0, 0, 0]], None, r"^points\[1\]\.time_from_start: 0 s, not after points\[0\]"),
+    ([-1.0], [[0, 0, 0]], None, r"^points\[0\]\.time_from_start: -1 s, must be finite and >= 0$"),
+    ([0.0, 20.0], [[0, 0, 0], [0, 0, 0]], None, r"^points\[1\]\.time_from_start: 20 s beyond max_trajectory_dura"),
+])
+def test_limit_checks_name_point_field_and_joint(times, positions, velocities, message):
+    lim = limits3(max_points=5, max_duration=10.0)
+    v = None if velocities is None else np.array(velocities, dtype=float)
+    args = (np.array(times, dtype=float), np.array(positions, dtype=float), v, lim)
+    if message is None:
+        check_limits(*args)
+    else:
+        with pytest.raises(TrajectoryError, match=message):
+            check_limits(*args)
+    with pytest.raises(TrajectoryError, match=r"^points: 6 points, more than max_trajectory_points 5$"):
+        check_limits(np.arange(6.0), np.zeros((6, 3)), None, lim)
+
+
+def test_the_urdf_limits_are_read_from_the_model():
+    robot = RobotModel.from_urdf(PLANAR_3R)  # +-100 rad, 100 rad/s, 1000 N m per joint
+    lim = io.trajectory_limits(robot, 7, 8.0)
+    assert lim.names == ("joint1", "joint2", "joint3") and lim.units == ("rad",) * 3
+    assert list(lim.lower) == [-100.0] * 3 and list(lim.upper) == [100.0] * 3 and list(lim.velocity) == [100.0] * 3
+    assert (lim.max_points, lim.max_duration) == (7, 8.0)
+    eff = io.effort_limits(robot, ["joint3", "joint1"], 0.0, {"joint1": 250.0})
+    assert eff.names == ("joint3", "joint1") and list(eff.limits) == [1000.0, 250.0]
+    assert eff.sources == ("urdf", "override") and eff.text() == "joint3=1000.0,joint1=250.0"
+
+
+@pytest.mark.parametrize("entries, overrides, message", [
+    (["joint1"], None, "^effort_limit_overrides: 'joint1' is not JOINT=LIMIT$"),
+    (["joint1=abc"], None, "^effort_limit_overrides: 'joint1=abc': the limit is not a number$"),
+    (["joint1=-3"], None, "^effort_limit_overrides: 'joint1=-3': the limit must be a finite number > 0$"),
+    (["joint1=nan"], None, "^effort_limit_overrides: 'joint1=nan': the limit must be a finite number > 0$"),
+    (["joint1=3", "joint1=4"], None, "^effort_limit_overrides: joint1 given twice$"),
+    (["elbow=3"], {"elbow": 3.0}, r"^effort_limit_overrides: \['elbow'\] not commanded joints"),
+    (["joint2=1500"], {"joint2": 1500.0},
+     r"^effort_limit_overrides: joint2=1500 N m would raise the limit 1000 N m \(overrides can only lower it\)$"),
+])
+def test_effort_overrides_can_only_lower_the_limits_of_commanded_joints(entries, overrides, message):
+    robot = RobotModel.from_urdf(PLANAR_3R)
+    if overrides is None:
+        with pytest.raises(ParameterError, match=message):
+            io.parse_effort_overrides(entries)
+    else:
+        assert io.parse_effort_overrides(entries) == overrides
+        with pytest.raises(ParameterError, match=message):
+            io.effort_limits(robot, ["joint1", "joint2", "joint3"], 0.0, overrides)
+
+
+def test_saturation_clips_each_entry_and_remembers_the_largest_excess_until_reported():
+    robot = RobotModel.from_urdf(PLANAR_3R)
+    eff = io.effort_limits(robot, ["joint1", "joint2", "joint3"], 0.0, {"joint3": 10.0})
+    window = io.SaturationWindow(eff)
+    a = io.saturate(np.array([1500.0, -20.0, -12.0]), eff)
+    assert list(a.efforts) == [1000.0, -20.0, -10.0] and list(a.excess) == [500.0, 0.0, 2.0] and a.saturated
+    b = io.saturate(np.array([-1200.0, 999.0, 1.0]), eff)
+    assert list(b.efforts) == [-1000.0, 999.0, 1.0] and list(b.excess) == [200.0, 0.0, 0.0]
+    c = io.saturate(np.array([1000.0, -1000.0, 10.0]), eff)  # exactly at the limits: not saturated
+    assert not c.saturated and list(c.efforts) == [1000.0, -1000.0, 10.0]
+    for s in (a, b, c):
+        window.add(s)
+    assert window.take() == (["joint1", "joint3"], {"joint1": 500.0, "joint3": 2.0}, 2)
+    assert window.take() == ([], {}, 0)
+
+
+@pytest.mark.parametrize("m, fields, change_at", [
+    (3, ("positions",), None), (2, ("positions",), None), (3, ("positions", "velocities"), None),
+    (1, ("positions", "velocities", "accelerations"), None), (6, ("positions", "effort"), None),
+    (3, ("positions",), 500), (2, ("positions", "velocities"), 3), (3, ("positions",), 998),
+])
+def test_long_trajectories_of_one_layout_read_the_same_as_point_by_point(m, fields, change_at):
+    """Points that all look alike are read with array operations; a point that differs (``change_at`` gets an
+    extra velocity array) must be noticed, and the result must still be what the middleware wrote."""
+    rng = np.random.default_rng(m + len(fields))
+    msg = JointTrajectory(joint_names=[f"joint{c}" for c in range(m)])
+    msg.header.frame_id = "x" * m
+    for i in range(1000):
+        pt = JointTrajectoryPoint()
+        for field in fields:
+            setattr(pt, field, [float(x) for x in rng.normal(size=m)])
+        if change_at is not None and i == change_at:
+            pt.velocities = [float(x) for x in rng.normal(size=m + 1)]
+        pt.time_from_start.sec = int(rng.integers(-(2**31), 2**31 - 1))
+        pt.time_from_start.nanosec = int(rng.integers(0, 2**32 - 1))
+        msg.points.append(pt)
+    arr = read_joint_trajectory(serialize_message(msg), 1000, 10)
+    assert list(arr.times) == [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
+    for field in FIELDS:
+        assert list(arr.counts[field]) == [len(getattr(p, field)) for p in msg.points], field
+        np.testing.assert_array_equal(arr.rows(field, m), expected_rows(msg, field, m))
+
+
+def test_the_worker_runs_the_newest_waiting_job_and_survives_a_failing_one():
+    import threading
+
+    from vtm_dynamics.nodes.latest_worker import LatestWorker
+
+    errors: list[BaseException] = []
+    ran: list[str] = []
+    started, release = threading.Event(), threading.Event()
+    worker = LatestWorker("test_worker", errors.append)
+
+    def wait_idle() -> None:
+        for _ in range(1000):
+            if not worker.busy:
+                return
+            threading.Event().wait(0.01)
+        raise AssertionError("the worker did not finish")
+
+    def first() -> None:
+        started.set()
+        release.wait(10.0)
+        ran.append("first")
+
+    def fail() -> None:
+        raise RecursionError("deep")
+
+    try:
+        worker.submit(first)
+        assert started.wait(10.0)
+        assert worker.submit(lambda: ran.append("superseded")) is False
+        assert worker.submit(lambda: ran.append("newest")) is True  # replaced the job still waiting
+        assert worker.busy and worker.replaced == 1
+        release.set()
+        wait_idle()
+        assert ran == ["first", "newest"]
+        worker.submit(fail)
+        wait_idle()
+        assert len(errors) == 1 and isinstance(errors[0], RecursionError)
+        worker.submit(lambda: ran.append("after the failure"))
+        wait_idle()
+        assert ran[-1] == "after the failure"
+    finally:
+        worker.stop()
