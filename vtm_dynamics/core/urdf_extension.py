@@ -3,7 +3,8 @@
 Plain URDF describes a kinematic tree and forbids loops. We keep every URDF a valid tree (so
 robot_state_publisher, RViz, MoveIt and Pinocchio load it unchanged; their parsers ignore unknown top-level
 elements) and add three top-level elements beside ``<link>`` and ``<joint>``. The format is documented for users
-in ``docs/urdf_extension.md``; this module parses it with ``xml.etree`` and returns frozen dataclasses.
+in ``docs/urdf_extension.md``; this module parses it and returns frozen dataclasses. It takes XML text only, never
+a path, and parses it safely and within limits (:func:`parse_urdf_xml`); files are read by :func:`read_urdf_file`.
 
 ``<loop_closure>`` (holonomic): a kinematic pair between two links that the tree does not contain.
 
@@ -49,7 +50,7 @@ import numpy as np
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
 
-from vtm_dynamics.core.excerpt import excerpt, excerpt_list
+from vtm_dynamics.core.excerpt import clip, excerpt, excerpt_list
 
 LOOP_CLOSURE_TYPES = ("revolute", "prismatic", "spherical", "fixed")
 WORLD_LINK = "world"
@@ -238,7 +239,8 @@ def parse_urdf_xml(
     declarations, no entity expansion and no external entities: ``defusedxml``); element nesting at most
     ``max_depth`` levels, at most ``max_links`` top-level ``<link>`` elements (likewise joints and extension
     elements) and at most ``max_dof`` joint degrees of freedom, all counted while parsing so that an oversized
-    document is abandoned early; well-formed XML; a ``<robot>`` root. ``links_field`` names the cap in the message (callers with their own cap pass its name).
+    document is abandoned early; well-formed XML; a ``<robot>`` root. ``links_field`` names the link cap in the
+    message (callers with a cap of their own pass its name).
     """
     if not isinstance(text, str) or not text.lstrip("\ufeff \t\r\n").startswith("<"):
         raise URDFExtensionError(NOT_URDF_TEXT)
@@ -256,7 +258,7 @@ def parse_urdf_xml(
     except (RecursionError, MemoryError) as err:  # not reachable within the limits; never let it escape
         raise URDFExtensionError(f"urdf: URDF too complex ({type(err).__name__})") from None
     if root.tag != "robot":
-        raise URDFExtensionError(f"urdf: URDF root element must be <robot>, found <{excerpt(root.tag)[1:-1]}>")
+        raise URDFExtensionError(f"urdf: URDF root element must be <robot>, found <{clip(root.tag)}>")
     return root
 
 
