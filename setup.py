@@ -19,7 +19,7 @@ setup(
         (f"share/{PACKAGE}/config/rviz", glob("config/rviz/*.rviz")),
     ],
     package_data={PACKAGE: ["data/*"]},
-    install_requires=["setuptools", "numpy", "scipy", "pyyaml"],
+    install_requires=["setuptools", "numpy", "scipy", "pyyaml", "defusedxml"],
     zip_safe=True,
     maintainer="vtm_dynamics developers",
     maintainer_email="vtm-dynamics@example.org",

@@ -39,7 +39,7 @@ PANDA_FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
 
 def panda_model() -> RobotModel:
     """Panda arm with the gripper fingers fixed (7 DOF)."""
-    full = RobotModel.from_urdf(example_robot_urdf(PANDA))
+    full = RobotModel.from_urdf_file(example_robot_urdf(PANDA))
     lock = [full.model.getJointId(n) for n in PANDA_FINGERS]
     reduced = pin.buildReducedModel(full.model, lock, pin.neutral(full.model))
     return RobotModel(reduced, full.extension, full.urdf_text)
@@ -179,7 +179,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--states", type=int, default=5)
     args = ap.parse_args(argv)
-    ur5 = RobotModel.from_urdf(example_robot_urdf(UR5))
+    ur5 = RobotModel.from_urdf_file(example_robot_urdf(UR5))
     ur5_brakes = brakes_from_config(ur5, os.path.join(REPO, "config", "ur5_brakes.yaml"))
     ur5_states = moving_states(ur5, args.states, seed=1)
     bench_robot("UR5, calibrated brakes (config/ur5_brakes.yaml)", ur5, ur5_brakes,

@@ -89,7 +89,7 @@ def bench_case(name, robot, constraints, q, independent_rows, repeats=2000):
 
 
 def main() -> None:
-    panda = RobotModel.from_urdf(example_robot_urdf("panda_description/urdf/panda.urdf"))
+    panda = RobotModel.from_urdf_file(example_robot_urdf("panda_description/urdf/panda.urdf"))
     qp = panda.neutral()
     qp[:7] = [0.1, -0.4, 0.2, -2.0, 0.1, 1.6, 0.7]
     qp[7:] = 0.02
@@ -97,14 +97,14 @@ def main() -> None:
     cs_p = ConstraintSet((JointLock(fingers).bind(panda, qp), point_hold(panda, "panda_link7", qp)))
     bench_case("panda 7+2 DOF, fingers locked + EE point", panda, cs_p, qp, np.arange(5))
 
-    ur5 = RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    ur5 = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     qu = ur5.neutral() + np.array([0.2, -1.0, 1.2, -0.5, 0.4, 0.1])
     cs_u = ConstraintSet((point_hold(ur5, "wrist_3_link", qu),))
     bench_case("ur5 6 DOF, EE point held", ur5, cs_u, qu, np.arange(3))
     cs_u2 = cs_u.with_constraint(JointLock("elbow_joint").bind(ur5, qu))
     bench_case("ur5 6 DOF, EE point + elbow lock", ur5, cs_u2, qu, np.arange(4))
 
-    sc = RobotModel.from_urdf(os.path.join(REPO, "urdf", "slider_crank.urdf"))
+    sc = RobotModel.from_urdf_file(os.path.join(REPO, "urdf", "slider_crank.urdf"))
     cs_sc = ConstraintSet(constraints_from_extension(sc))
     qs = np.array([1.0, -2.0, 1.0]) * 0.7
     A = cs_sc.jacobian(sc, qs)

@@ -73,7 +73,7 @@ def main() -> None:
     for bodies in sizes:
         urdf = comb_urdf(bodies - 1)
         repeat = 3 if bodies <= 100 else 1
-        t_build, C = _timed(lambda: constraint_matrix(load_absolute_model(urdf, planar=planar)), repeat)
+        t_build, C = _timed(lambda: constraint_matrix(load_absolute_model(urdf, planar=planar, max_bodies=bodies, max_dof=bodies)), repeat)
         t_an, report = _timed(lambda: analyze_constraint_matrix(C, cross_check=False), repeat)
         t_rank, rank = _timed(lambda: np.linalg.matrix_rank(C.matrix), repeat)
         t_qr, _ = _timed(lambda: scipy.linalg.qr(C.matrix, pivoting=True), repeat)

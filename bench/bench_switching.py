@@ -81,7 +81,7 @@ def bench_rhs(robot, rng):
 
 
 def run_ours(urdf, q0, v0, locks, horizon, integrator):
-    robot = RobotModel.from_urdf(urdf)
+    robot = RobotModel.from_urdf_file(urdf)
     events = [TimeEvent(t, JointLock(robot.joint_names[i])) for t, i in locks]
     t0 = time.perf_counter()
     simulate(robot, q0, v0, horizon, events, integrator=integrator, dt=1e-4, record_every=100)
@@ -136,11 +136,11 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print("== one activation solve (second lock on top of a first), best of 5 x 200 [us]")
     for name, urdf in (("planar 3R", PLANAR_3R), ("UR5", UR5)):
-        res = bench_transition(RobotModel.from_urdf(urdf), rng)
+        res = bench_transition(RobotModel.from_urdf_file(urdf), rng)
         print(f"  {name:10s} " + "  ".join(f"{m}={t * 1e6:7.1f}" for m, t in res.items()))
     print("== one right-hand-side evaluation with two joints locked [us]")
     for name, urdf in (("planar 3R", PLANAR_3R), ("UR5", UR5)):
-        res = bench_rhs(RobotModel.from_urdf(urdf), rng)
+        res = bench_rhs(RobotModel.from_urdf_file(urdf), rng)
         print(f"  {name:10s} " + "  ".join(f"{m}={t * 1e6:6.1f}" for m, t in res.items()))
     print("== one simulated second of the locking scenario (wall time per simulated second [s])")
     for name, (urdf, q0, v0, locks, horizon) in SCENARIOS.items():

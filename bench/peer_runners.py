@@ -139,7 +139,7 @@ def _consistent_jump(q, v_minus, locked_before, joint):
     from vtm_dynamics.core.robot.model import RobotModel
     from vtm_dynamics.core.switching.transitions import solve_activation
 
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     before = [JointLock(j) for j in locked_before]
     return solve_activation(robot, q, v_minus, before, [JointLock(joint)])[0].v_plus
 
@@ -149,7 +149,7 @@ def run_ours_3r(transition: str = "kkt", dt: float = 1e-4, integrator: str = "rk
     from vtm_dynamics.core.switching.integrator import TimeEvent, simulate
     from vtm_dynamics.core.robot.model import RobotModel
 
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     events = [TimeEvent(t, JointLock(j)) for t, j in LOCKS]
     t0 = time.perf_counter()
     traj = simulate(robot, Q0, np.zeros(3), horizon, events, integrator=integrator, dt=dt, transition=transition,
@@ -168,5 +168,5 @@ def free_momenta(q: np.ndarray, v: np.ndarray, free: list[int]) -> np.ndarray:
     """F^T M(q) v of the given free joints, evaluated with our model (the same M for every peer's state)."""
     from vtm_dynamics.core.robot.model import RobotModel
 
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     return (robot.mass_matrix(q) @ v)[free]

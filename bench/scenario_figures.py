@@ -25,7 +25,7 @@ from vtm_dynamics.core.switching.topology import Topology  # noqa: E402
 
 
 def main() -> None:
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     for transition in ("kkt", "naive"):
         traj = run_3r(robot, transition)
         jumps = [(i - 1, i) for i in range(1, len(traj.t)) if traj.segment[i] != traj.segment[i - 1]]
@@ -49,7 +49,7 @@ def main() -> None:
                 print(f"  t={ev.time:.2f} s: eqs. 22/32/37 max relative difference {dev:.2e}, "
                       f"Lambda_2 = {[float(o.impulses[0]) for o in outs]}")
                 before = ev.topology
-    ur5 = RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    ur5 = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     cons, naive = run_arm(ur5, "kkt"), run_arm(ur5, "naive")
     print("== UR5, joints 1, 2, 3 locked at 0.05, 0.10, 0.15 s (Sec. 7), state at 0.5 s")
     print(f"  locked angles consistent {cons.q[-1, :3]}  naive {naive.q[-1, :3]}  "

@@ -31,7 +31,7 @@ def test_outputs_match_the_core_prediction(tmp_path, capsys):
                "--plots", str(pl), "--lock", "wrist_3_joint@0.004"])
     assert rc == 0
     data = json.loads(js.read_text())
-    robot = RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     brakes = brakes_from_config(robot, os.path.join(REPO, "config", "ur5_brakes.yaml"))
     from vtm_dynamics.core.estop import LockEvent
     ref = predict_stop(robot, brakes, np.array(q), np.array(v), tcp_frame="tool0",

@@ -16,12 +16,12 @@ from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf  # noqa
 
 @pytest.fixture(scope="session")
 def planar_3r() -> RobotModel:
-    return RobotModel.from_urdf(PLANAR_3R, gravity=(0.0, 0.0, -9.81))
+    return RobotModel.from_urdf_file(PLANAR_3R, gravity=(0.0, 0.0, -9.81))
 
 
 @pytest.fixture(scope="session")
 def ur5() -> RobotModel:
-    return RobotModel.from_urdf(example_robot_urdf(UR5))
+    return RobotModel.from_urdf_file(example_robot_urdf(UR5))
 
 
 @pytest.fixture

@@ -117,3 +117,66 @@ def test_markers_start_with_deleteall_and_clip_long_arrows():
     assert lengths == pytest.approx([0.1, 1.0])  # 0.01 m/N * 10 N; 50 m clipped to 1 m
     torque = [m for m in arr.markers if m.ns == "holding_torques"][1]
     assert (torque.points[1].y - torque.points[0].y) == pytest.approx(-0.4)  # negative torque: along -axis
+
+
+# ---------------------------------------------------------------------------------------------- untrusted joint states
+def test_twenty_thousand_names_are_rejected_fast(robot):
+    import time
+
+    names = [f"joint_{i}" for i in range(20_000)]
+    msg = _js(names, [0.0] * len(names))
+    tracker = JointStateTracker(robot)
+    t0 = time.perf_counter()
+    with pytest.raises(JointStateError) as err:
+        tracker.update(msg)
+    elapsed = time.perf_counter() - t0
+    assert str(err.value).startswith("name: 20000 names") and "max_joints" in str(err.value)
+    assert elapsed < 2.0, f"{elapsed:.2f} s"
+    with pytest.raises(JointStateError, match="max_joints"):
+        parse_joint_state(msg, robot.joint_names)
+
+
+def test_the_duplicate_check_is_linear_when_the_cap_is_raised(robot):
+    import time
+
+    names = [f"joint_{i}" for i in range(50_000)] + ["joint_7"]
+    t0 = time.perf_counter()
+    with pytest.raises(JointStateError, match=r"name: duplicate joint names \['joint_7'\]"):
+        parse_joint_state(_js(names, [0.0] * len(names)), robot.joint_names, max_joints=100_000)
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_zero_stamps_without_velocities_make_velocities_unavailable(robot):
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge", "wheel"], [0.0, 1.0], stamp=0.0))
+    tracker.update(_js(["hinge", "wheel"], [0.02, 0.99], stamp=0.0))
+    s = tracker.snapshot()
+    assert s.velocity_source == "unavailable"
+    assert s.unavailable_velocity == ("hinge", "wheel") and s.estimated_velocity == ()
+
+
+def test_stamps_that_do_not_advance_make_velocities_unavailable(robot):
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge", "wheel"], [0.0, 1.0], stamp=10.0))
+    tracker.update(_js(["hinge", "wheel"], [0.02, 0.99], stamp=10.01))
+    assert tracker.snapshot().velocity_source == "estimated"
+    tracker.update(_js(["hinge"], [0.05], stamp=10.01))  # not newer: no estimate possible for hinge
+    s = tracker.snapshot()
+    assert s.velocity_source == "unavailable" and s.unavailable_velocity == ("hinge",)
+    assert s.estimated_velocity == ("wheel",)
+    tracker.update(_js(["hinge"], [0.06], stamp=10.02))  # newer again: estimated from the last two positions
+    s = tracker.snapshot()
+    assert s.velocity_source == "estimated" and s.v[0] == pytest.approx(1.0)
+
+
+def test_a_single_message_without_velocities_gives_no_velocity_estimate(robot):
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge", "wheel"], [0.0, 1.0], stamp=5.0))
+    assert tracker.snapshot().velocity_source == "unavailable"
+
+
+def test_measured_velocities_are_reported_as_measured(robot):
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge", "wheel"], [0.0, 1.0], [0.5, 0.25], stamp=0.0))
+    s = tracker.snapshot()
+    assert s.velocity_source == "measured" and s.unavailable_velocity == () and s.estimated_velocity == ()

@@ -58,7 +58,7 @@ def test_slider_crank_driven_by_the_crank_alone_tracks_and_gives_passive_joints_
     (critically damped at 5 rad/s)."""
     node, executor = ros
     name, controller = "pc_track", "track_effort"
-    robot = RobotModel.from_urdf(SLIDER_CRANK)
+    robot = RobotModel.from_urdf_file(SLIDER_CRANK)
     cs = ConstraintSet(constraints_from_extension(robot))
     proc = ControllerProcess(tmp_path, name, f"urdf_path:={SLIDER_CRANK}", f"controller_name:={controller}",
                              "joints:=[crank_joint, rod_joint, slider_joint]",
@@ -124,7 +124,7 @@ def test_joint_lock_mid_motion_is_absorbed_by_the_running_controller(ros, tmp_pa
     name, controller = "pc_lock", "lock_effort"
     urdf = tmp_path / "planar_3r_strong_drives.urdf"
     urdf.write_text(open(PLANAR_3R).read().replace('effort="1000"', 'effort="100000"'))
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     proc = ControllerProcess(tmp_path, name, f"urdf_path:={urdf}", f"controller_name:={controller}",
                              "use_sim_time:=true", "diagnostic_period:=0.05", "rate_hz:=250.0")
     out = Outputs(node, name, controller)

@@ -133,7 +133,7 @@ def test_limit_checks_name_point_field_and_joint(times, positions, velocities, m
 
 
 def test_the_urdf_limits_are_read_from_the_model():
-    robot = RobotModel.from_urdf(PLANAR_3R)  # +-100 rad, 100 rad/s, 1000 N m per joint
+    robot = RobotModel.from_urdf_file(PLANAR_3R)  # +-100 rad, 100 rad/s, 1000 N m per joint
     lim = io.trajectory_limits(robot, 7, 8.0)
     assert lim.names == ("joint1", "joint2", "joint3") and lim.units == ("rad",) * 3
     assert list(lim.lower) == [-100.0] * 3 and list(lim.upper) == [100.0] * 3 and list(lim.velocity) == [100.0] * 3
@@ -154,7 +154,7 @@ def test_the_urdf_limits_are_read_from_the_model():
      r"^effort_limit_overrides: joint2=1500 N m would raise the limit 1000 N m \(overrides can only lower it\)$"),
 ])
 def test_effort_overrides_can_only_lower_the_limits_of_commanded_joints(entries, overrides, message):
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     if overrides is None:
         with pytest.raises(ParameterError, match=message):
             io.parse_effort_overrides(entries)
@@ -165,7 +165,7 @@ def test_effort_overrides_can_only_lower_the_limits_of_commanded_joints(entries,
 
 
 def test_saturation_clips_each_entry_and_remembers_the_largest_excess_until_reported():
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     eff = io.effort_limits(robot, ["joint1", "joint2", "joint3"], 0.0, {"joint3": 10.0})
     window = io.SaturationWindow(eff)
     a = io.saturate(np.array([1500.0, -20.0, -12.0]), eff)

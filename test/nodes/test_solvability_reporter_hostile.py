@@ -116,6 +116,12 @@ class Client:
         assert spin_until(self.executor, future.done, 20.0)
         return future.result().results[0].successful
 
+    def set_int(self, name: str, value: int) -> bool:
+        param = Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value))
+        future = self.params.call_async(SetParameters.Request(parameters=[param]))
+        assert spin_until(self.executor, future.done, 20.0)
+        return future.result().results[0].successful
+
     def node_lines(self) -> list[str]:
         return [m.msg for m in self.logs if m.name == "solvability_reporter"]
 
@@ -256,7 +262,11 @@ def test_an_analysis_beyond_the_memory_limit_fails_and_the_node_memory_stays_fla
     proc, client, _, _ = reporter
     _assert_answers_the_parallelogram(client)
     before = _status_kb(proc.pid, "VmHWM")
-    response, seconds = client.call(AnalyzeSolvability.Request(urdf=welded_urdf(2000)), timeout=60.0)
+    assert client.set_int("max_links", 2500)  # 2000 closures pass the caps: the memory limit must stop them
+    try:
+        response, seconds = client.call(AnalyzeSolvability.Request(urdf=welded_urdf(2000)), timeout=60.0)
+    finally:
+        assert client.set_int("max_links", 500)
     print(f"memory-hungry request failed after {seconds:.2f} s; node peak RSS {before} kB -> "
           f"{_status_kb(proc.pid, 'VmHWM')} kB")
     assert not response.success and "memory limit" in response.message

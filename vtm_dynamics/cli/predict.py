@@ -179,7 +179,7 @@ def run_prediction(
     spec = ROBOTS.get(robot_name) if robot_name else None
     if urdf is None and spec is None:
         raise StopInputError(f"robot: must be one of {', '.join(ROBOTS)} or --urdf PATH, got {robot_name!r}")
-    bare = RobotModel.from_urdf(urdf if urdf is not None else _urdf_path(spec[0]))
+    bare = RobotModel.from_urdf_file(urdf if urdf is not None else _urdf_path(spec[0]))  # a trusted path
     payload_frame = spec[3] if spec and spec[3] else tcp_frame
     robot = bare
     if payload:

@@ -11,7 +11,13 @@ import dataclasses
 import json
 import sys
 
-from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, SolvabilityReport, analyze_solvability
+from vtm_dynamics.core.reactions.solvability import (
+    DEFAULT_MAX_SOLVABILITY_BODIES,
+    DEFAULT_RANK_RTOL,
+    SolvabilityReport,
+    analyze_solvability,
+)
+from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
 
 
 def report_to_dict(report: SolvabilityReport) -> dict:
@@ -68,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rtol", type=float, default=DEFAULT_RANK_RTOL,
                         help="relative rank tolerance (times the largest singular value)")
     parser.add_argument("--no-assemble", action="store_true", help="use q as given, without closing the loops")
+    parser.add_argument("--max-bodies", type=int, default=DEFAULT_MAX_SOLVABILITY_BODIES,
+                        help="refuse models with more moving links (the analysis costs ~bodies^3)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
@@ -76,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vtm-solvability: error: --rtol must be in (0, 1), got {args.rtol}", file=sys.stderr)
         return 2
     try:
-        report = analyze_solvability(args.model, planar=args.planar, q=args.q, rank_rtol=args.rtol,
-                                     assemble=not args.no_assemble)
+        report = analyze_solvability(read_urdf_file(args.model), planar=args.planar, q=args.q, rank_rtol=args.rtol,
+                                     assemble=not args.no_assemble, max_bodies=args.max_bodies)
     except ValueError as err:
         print(f"vtm-solvability: error: {err}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ Units: positions [rad, m], velocities [rad/s, m/s], efforts [N m, N], stamps [s]
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -21,7 +22,12 @@ from builtin_interfaces.msg import Duration, Time
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from vtm_dynamics.core.excerpt import excerpt, excerpt_list
 from vtm_dynamics.core.robot.model import RobotModel
+
+# Joint names accepted in one JointState. Real robots report 6-50 joints; a mobile manipulator with two hands
+# about 60. 256 leaves room and bounds the work one message can cause.
+DEFAULT_MAX_JOINTS = 256
 
 
 class JointStateError(ValueError):
@@ -99,27 +105,31 @@ class ParsedJointState:
     unknown_names: tuple[str, ...]
 
 
-def parse_joint_state(msg: JointState, known_names: Sequence[str]) -> ParsedJointState:
+def parse_joint_state(msg: JointState, known_names: Sequence[str], *,
+                      max_joints: int = DEFAULT_MAX_JOINTS) -> ParsedJointState:
     """Check a JointState and keep the joints in ``known_names``; raise :class:`JointStateError` on bad content.
 
-    Rules (sensor_msgs/JointState convention): ``position`` must be as long as ``name``; ``velocity`` and
-    ``effort`` are either empty (not reported) or as long as ``name``; names must be unique; every value of a known
-    joint must be finite. Entries of unknown names are ignored and listed in ``unknown_names``.
+    Rules (sensor_msgs/JointState convention): at most ``max_joints`` names (checked first); ``position`` must be
+    as long as ``name``; ``velocity`` and ``effort`` are either empty (not reported) or as long as ``name``; names
+    must be unique; every value of a known joint must be finite. Entries of unknown names are ignored and listed in
+    ``unknown_names``. All checks are linear in the message size.
     """
+    n = len(msg.name)
+    if n > max_joints:
+        raise JointStateError(f"name: {n} names (max_joints {max_joints})")
     names = list(msg.name)
-    n = len(names)
     if n == 0:
         raise JointStateError("name: empty joint state")
     if len(set(names)) != n:
-        dup = sorted({x for x in names if names.count(x) > 1})
-        raise JointStateError(f"name: duplicate joint names {dup}")
+        dup = sorted(x for x, k in Counter(names).items() if k > 1)
+        raise JointStateError(f"name: duplicate joint names [{excerpt_list([repr(d) for d in dup])}]")
     if len(msg.position) != n:
         raise JointStateError(f"position: {len(msg.position)} values for {n} names")
     for field in ("velocity", "effort"):
         k = len(getattr(msg, field))
         if k not in (0, n):
             raise JointStateError(f"{field}: {k} values for {n} names (must be 0 or {n})")
-    known = set(known_names)
+    known = known_names if isinstance(known_names, (set, frozenset)) else set(known_names)
     positions: dict[str, float] = {}
     velocities: dict[str, float] | None = {} if len(msg.velocity) else None
     efforts: dict[str, float] | None = {} if len(msg.effort) else None
@@ -130,17 +140,20 @@ def parse_joint_state(msg: JointState, known_names: Sequence[str]) -> ParsedJoin
             continue
         p = float(msg.position[i])
         if not math.isfinite(p):
-            raise JointStateError(f"position: non-finite value {p} for joint {name!r}")
+            raise JointStateError(f"position: non-finite value {p} for joint {excerpt(name)}")
         positions[name] = p
         if velocities is not None:
             v = float(msg.velocity[i])
             if not math.isfinite(v):
-                raise JointStateError(f"velocity: non-finite value {v} for joint {name!r}")
+                raise JointStateError(f"velocity: non-finite value {v} for joint {excerpt(name)}")
             velocities[name] = v
         if efforts is not None:
             e = float(msg.effort[i])
             efforts[name] = e if math.isfinite(e) else float("nan")  # efforts are optional input
     return ParsedJointState(stamp_to_seconds(msg.header.stamp), positions, velocities, efforts, tuple(unknown))
+
+
+VELOCITY_SOURCES = ("measured", "estimated", "unavailable")
 
 
 @dataclass(frozen=True)
@@ -149,7 +162,11 @@ class JointStateSnapshot:
 
     ``q`` configuration (size nq), ``v`` velocities [rad/s], ``positions`` one coordinate per joint [rad, m],
     ``stamp`` [s] of the newest contributing message, ``estimated_velocity`` names of joints whose velocity was
-    estimated by a backward difference because the messages carried none.
+    estimated by a backward difference because the messages carried none, ``unavailable_velocity`` names of joints
+    whose velocity is neither measured nor estimable (the last message carried no velocity and its stamp was zero or
+    not newer than the previous one, or there was only one message): their entry in ``v`` is a placeholder.
+    ``velocity_source`` sums it up: "unavailable" if any joint's velocity is unavailable, else "estimated" if any is
+    estimated, else "measured". A prediction must not start from a state whose velocities are unavailable.
     """
 
     stamp: float
@@ -157,35 +174,53 @@ class JointStateSnapshot:
     q: np.ndarray
     v: np.ndarray
     estimated_velocity: tuple[str, ...]
+    unavailable_velocity: tuple[str, ...] = ()
+
+    @property
+    def velocity_source(self) -> str:
+        if self.unavailable_velocity:
+            return "unavailable"
+        return "estimated" if self.estimated_velocity else "measured"
+
+    @property
+    def velocities_available(self) -> bool:
+        return not self.unavailable_velocity
 
 
 class JointStateTracker:
-    """Merges JointState messages (possibly subsets, any order) into the latest state of a model's joints."""
+    """Merges JointState messages (possibly subsets, any order) into the latest state of a model's joints.
 
-    def __init__(self, robot: RobotModel) -> None:
+    Velocities: taken from the message when it has them ("measured"); otherwise estimated by a backward difference
+    of positions over the stamps when the stamp is non-zero and newer than the joint's previous one ("estimated");
+    otherwise "unavailable" (the snapshot says so; the old value is not passed off as an estimate).
+    """
+
+    def __init__(self, robot: RobotModel, *, max_joints: int = DEFAULT_MAX_JOINTS) -> None:
         check_joint_state_compatible(robot)
         self.robot = robot
         self.names = robot.joint_names
+        self.max_joints = max_joints
+        self._known = frozenset(self.names)
         self._pos: dict[str, float] = {}
         self._vel: dict[str, float] = {}
         self._stamp: dict[str, float] = {}
-        self._estimated: set[str] = set()
+        self._source: dict[str, str] = {}
         self.newest_stamp = -math.inf
 
     def update(self, msg: JointState) -> ParsedJointState:
         """Merge one message; raises :class:`JointStateError` (then nothing is merged)."""
-        parsed = parse_joint_state(msg, self.names)
+        parsed = parse_joint_state(msg, self._known, max_joints=self.max_joints)
         t = parsed.stamp
         for name, p in parsed.positions.items():
             if parsed.velocities is not None:
                 self._vel[name] = parsed.velocities[name]
-                self._estimated.discard(name)
-            elif name in self._pos and t > self._stamp[name]:
+                self._source[name] = "measured"
+            elif t > 0.0 and name in self._pos and t > self._stamp[name]:
                 self._vel[name] = (p - self._pos[name]) / (t - self._stamp[name])
-                self._estimated.add(name)
+                self._source[name] = "estimated"
             else:
-                self._vel.setdefault(name, 0.0)
-                self._estimated.add(name)
+                self._vel[name] = 0.0  # placeholder: flagged unavailable, never used as an estimate
+                self._source[name] = "unavailable"
             self._pos[name] = p
             self._stamp[name] = t
         if parsed.positions:
@@ -206,7 +241,8 @@ class JointStateTracker:
         v = np.array([self._vel[n] for n in self.names])
         return JointStateSnapshot(
             stamp=self.newest_stamp, positions=positions, q=configuration_from_positions(self.robot, positions), v=v,
-            estimated_velocity=tuple(n for n in self.names if n in self._estimated),
+            estimated_velocity=tuple(n for n in self.names if self._source[n] == "estimated"),
+            unavailable_velocity=tuple(n for n in self.names if self._source[n] == "unavailable"),
         )
 
 

@@ -11,6 +11,14 @@ import os
 import sys
 
 from vtm_dynamics.core.robot.model import ModelError, RobotModel, example_robot_urdf
+from vtm_dynamics.core.robot.urdf_extension import (
+    DEFAULT_MAX_DOF,
+    DEFAULT_MAX_LINKS,
+    DEFAULT_MAX_URDF_BYTES,
+    DEFAULT_MAX_XML_DEPTH,
+    URDFExtensionError,
+    parse_urdf_xml,
+)
 
 ROBOT_NAMES = ("ur5", "planar_3r")
 _EXAMPLE_ROBOT_URDFS = {"ur5": "ur_description/urdf/ur5_robot.urdf"}
@@ -59,11 +67,20 @@ def load_urdf_text(robot: str = "", urdf_path: str = "") -> str:
         raise ModelError(f"urdf_path: cannot read {path}: {err.strerror}") from None
 
 
-def model_from_urdf_text(text: str) -> RobotModel:
-    """Robot model from URDF XML text (raises ``ModelError`` with one line on bad text)."""
-    if not isinstance(text, str) or "<robot" not in text:
-        raise ModelError("robot_description: not URDF XML text (no <robot> element)")
-    return RobotModel.from_urdf(text)
+def model_from_urdf_text(text: str, *, max_bytes: int = DEFAULT_MAX_URDF_BYTES,
+                         max_depth: int = DEFAULT_MAX_XML_DEPTH, max_links: int = DEFAULT_MAX_LINKS,
+                         max_dof: int = DEFAULT_MAX_DOF) -> RobotModel:
+    """Robot model from URDF XML text, e.g. ``robot_description`` (raises ``ModelError`` with one line on bad text).
+
+    The text is data, never a path; its size [bytes], nesting depth, link/joint count and degrees of freedom are
+    capped before any expensive parse (``core.urdf_extension.parse_urdf_xml``). Errors name ``robot_description``.
+    """
+    try:
+        return RobotModel.from_urdf(text, max_bytes=max_bytes, max_depth=max_depth, max_links=max_links,
+                                    max_dof=max_dof)
+    except ModelError as err:
+        message = str(err)
+        raise ModelError("robot_description: " + message.removeprefix("urdf: ")) from None
 
 
 def default_tcp_frame(robot: RobotModel, robot_name: str = "") -> str:
@@ -76,18 +93,16 @@ def default_tcp_frame(robot: RobotModel, robot_name: str = "") -> str:
 
 
 def urdf_root_link(text: str) -> str:
-    """Name of the root link of URDF text (the link that is no joint's child), found with xml.etree only."""
-    import xml.etree.ElementTree as ET
-
+    """Name of the root link of URDF text (the link that is no joint's child), parsed with the core's limits."""
     try:
-        root = ET.fromstring(text)
-    except ET.ParseError as err:
-        raise ModelError(f"urdf: not well-formed XML: {err}") from None
+        root = parse_urdf_xml(text)
+    except URDFExtensionError as err:
+        raise ModelError(str(err)) from None
     links = [link.get("name") for link in root.findall("link")]
     children = {child.get("link") for child in root.findall("joint/child")}
     roots = [name for name in links if name not in children]
     if len(roots) != 1:
-        raise ModelError(f"urdf: expected one root link, found {roots}")
+        raise ModelError(f"urdf: expected one root link, found {len(roots)}")
     return roots[0]
 
 

@@ -18,7 +18,6 @@ import os
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import yaml
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Wrench
 from visualization_msgs.msg import MarkerArray
@@ -26,6 +25,8 @@ from vtm_msgs.msg import BrakeEvent, JointReactions, StopPrediction, TopologyEve
 
 from vtm_dynamics.core import estop
 from vtm_dynamics.core.estop.brakes import BrakeConfigError, BrakeSet, JointBrake, brakes_from_config
+from vtm_dynamics.core.excerpt import clip, excerpt
+from vtm_dynamics.core.limited_yaml import DEFAULT_MAX_YAML_BYTES, DEFAULT_MAX_YAML_DEPTH, load_yaml_text
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.conversions import (
     JointStateSnapshot,
@@ -51,6 +52,17 @@ OVERRIDE_FIELDS = {  # BrakeEvent array -> JointBrake field (joint-side values)
     "viscous_coefficient": "viscous",
     "holding_torque": "holding_torque",
 }
+OVERRIDE_FIELD_OF = {target: field for field, target in OVERRIDE_FIELDS.items()}
+# Bounds of BrakeEvent overrides (docs/input_limits.md). Holding brakes engage within 10-200 ms: 1 s is far
+# beyond any real brake and keeps a prediction's simulated time bounded (a 1e6 s delay kept the node busy ~10 s).
+# The largest industrial arms need a few 1e4 N m at the base joint (1 t payload at 3 m reach): 1e5 N m (or N)
+# bounds any brake torque, 1e5 N m s/rad any viscous coefficient. Relative to a configured brake an override may
+# scale a torque by at most 10 (a worn or hot brake differs by tens of percent; 10x is a wrong unit or a typo).
+MAX_OVERRIDE_DELAY = 1.0
+MAX_OVERRIDE_TORQUE = 1e5
+MAX_OVERRIDE_VISCOUS = 1e5
+MAX_OVERRIDE_TORQUE_FACTOR = 10.0
+MAX_OVERRIDE_JOINTS = 256
 
 
 # ---------------------------------------------------------------------------------------------- brakes
@@ -72,25 +84,46 @@ def load_brakes(robot: RobotModel, path: str, robot_name: str = "") -> BrakeSet:
     return brakes_from_config(robot, os.path.expanduser(path))
 
 
-def brakes_from_yaml_text(robot: RobotModel, text: str) -> BrakeSet:
-    """Brakes from YAML text (the PredictStop service's ``brake_config_yaml``)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else "YAML error"
-        raise BrakeConfigError(f"brake_config_yaml: cannot parse: {first}") from None
+def brakes_from_yaml_text(robot: RobotModel, text: str, *, max_bytes: int = DEFAULT_MAX_YAML_BYTES,
+                          max_depth: int = DEFAULT_MAX_YAML_DEPTH) -> BrakeSet:
+    """Brakes from YAML text (the PredictStop service's ``brake_config_yaml``), parsed within limits.
+
+    ``max_bytes`` (default 64 KiB) is checked before parsing, nesting ``max_depth`` (default 20) and the node
+    count while parsing; aliases are refused. Every failure is a one-line ``BrakeConfigError`` starting with
+    ``brake_config_yaml:`` (never RecursionError or MemoryError).
+    """
+    data = load_yaml_text(text, "brake_config_yaml", BrakeConfigError, max_bytes=max_bytes, max_depth=max_depth)
     if not isinstance(data, Mapping):
         raise BrakeConfigError("brake_config_yaml: expected a mapping with a top-level 'brakes' key")
-    return brakes_from_config(robot, data)
+    try:
+        return brakes_from_config(robot, data)
+    except BrakeConfigError as err:
+        raise BrakeConfigError(f"brake_config_yaml: {err}") from None
 
 
-def brake_overrides(msg: BrakeEvent, known: Sequence[str]) -> dict[str, dict[str, float]]:
+def brake_overrides(msg: BrakeEvent, known: Sequence[str], *, max_delay: float = MAX_OVERRIDE_DELAY,
+                    max_torque: float = MAX_OVERRIDE_TORQUE, max_viscous: float = MAX_OVERRIDE_VISCOUS,
+                    max_joints: int = MAX_OVERRIDE_JOINTS) -> dict[str, dict[str, float]]:
     """{joint: {JointBrake field: joint-side value}} from a BrakeEvent's per-joint arrays (joints in ``known``).
 
     Arrays are empty (no override) or as long as ``joint_names``; NaN entries keep the configured value; other
-    values must be finite and >= 0 (ValueError naming the field otherwise).
+    values must be finite, >= 0 and within the absolute bounds: ``engage_delay`` <= ``max_delay`` [s],
+    ``sliding_torque`` / ``holding_torque`` <= ``max_torque`` [N m or N], ``viscous_coefficient`` <=
+    ``max_viscous`` [N m s/rad or N s/m]. ``joint_names``: at most ``max_joints``, unique. Errors are one-line
+    ValueErrors naming the field and the joint, e.g. ``engage_delay[elbow_joint]: ...``. The bounds relative to
+    the configured brake are checked by :func:`apply_overrides`.
     """
     names = list(msg.joint_names)
+    if len(names) > max_joints:
+        raise ValueError(f"joint_names: {len(names)} names (max_joints {max_joints})")
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"joint_names: duplicate name {excerpt(name)}")
+        seen.add(name)
+    known_set = set(known)
+    limits = {"engage_delay": max_delay, "sliding_torque": max_torque, "holding_torque": max_torque,
+              "viscous": max_viscous}
     out: dict[str, dict[str, float]] = {}
     for field, target in OVERRIDE_FIELDS.items():
         values = list(getattr(msg, field))
@@ -100,19 +133,32 @@ def brake_overrides(msg: BrakeEvent, known: Sequence[str]) -> dict[str, dict[str
             raise ValueError(f"{field}: {len(values)} values for {len(names)} joint_names (must be 0 or equal)")
         for name, x in zip(names, values):
             x = float(x)
-            if math.isnan(x) or name not in known:
+            if math.isnan(x) or name not in known_set:
                 continue
-            if not (math.isfinite(x) or target == "holding_torque") or x < 0:
-                raise ValueError(f"{field}[{name}]: must be >= 0 and finite, got {x}")
+            if not math.isfinite(x) or x < 0:
+                raise ValueError(f"{field}[{clip(name)}]: must be >= 0 and finite, got {x}")
+            if x > limits[target]:
+                raise ValueError(f"{field}[{clip(name)}]: {x:g} exceeds the bound {limits[target]:g}")
             out.setdefault(name, {})[target] = x
     return out
 
 
-def apply_overrides(robot: RobotModel, brakes: BrakeSet, overrides: Mapping[str, Mapping[str, float]]) -> BrakeSet:
-    """A BrakeSet with the per-joint overrides applied (a joint without a configured brake gets one)."""
+def apply_overrides(robot: RobotModel, brakes: BrakeSet, overrides: Mapping[str, Mapping[str, float]], *,
+                    max_torque_factor: float = MAX_OVERRIDE_TORQUE_FACTOR) -> BrakeSet:
+    """A BrakeSet with the per-joint overrides applied (a joint without a configured brake gets one).
+
+    A torque or viscous override of a joint whose configured value is positive may be at most
+    ``max_torque_factor`` times that value (the absolute bounds of :func:`brake_overrides` hold as well). One-line
+    ValueError naming the BrakeEvent field and the joint otherwise.
+    """
     by_joint = {b.joint: b for b in brakes.brakes}
     for joint, fields in overrides.items():
         base = by_joint.get(joint, JointBrake(joint=joint))
+        for target, value in fields.items():
+            configured = float(getattr(base, target))
+            if target != "engage_delay" and configured > 0 and value > max_torque_factor * configured:
+                raise ValueError(f"{OVERRIDE_FIELD_OF[target]}[{clip(joint)}]: {value:g} exceeds "
+                                 f"{max_torque_factor:g} x the configured {configured:g}")
         by_joint[joint] = dataclasses.replace(base, **fields)
     return BrakeSet.from_brakes(robot, list(by_joint.values()), brakes.source)
 

@@ -151,7 +151,7 @@ class SolvabilityReporter(Node):
         if generation is not None and generation != self._generation:
             return None
         try:
-            return self.worker.run(analyze_text, job.urdf, job.planar, job.positions, job.rtol,
+            return self.worker.run(analyze_text, job.urdf, job.planar, job.positions, job.rtol, self.p["max_links"],
                                    deadline=self.p["analysis_deadline"])
         except Exception as err:  # noqa: BLE001 - the worker never raises; this keeps the await safe if it did
             return Outcome(CRASHED, reason=f"worker: {type(err).__name__}")
@@ -288,7 +288,8 @@ def failure_reason(field: str, outcome: Outcome) -> str:
     or field), otherwise what stopped the worker."""
     prefix = f"{field}: " if field else ""
     if outcome.kind == ERROR and outcome.expected:
-        return outcome.reason if outcome.reason.startswith("positions:") or not field else prefix + outcome.reason
+        named = outcome.reason.startswith(("positions:", f"{field}:")) or not field  # already names its field
+        return outcome.reason if named else prefix + outcome.reason
     if outcome.kind == ERROR:
         return f"{prefix}analysis failed ({outcome.error_type}: {outcome.reason})"
     parameter = {DEADLINE: " (analysis_deadline)", MEMORY: " (analysis_memory_limit)"}.get(outcome.kind, "")

@@ -16,10 +16,12 @@ PRELOAD = ("vtm_dynamics.core.reactions.solvability", "vtm_dynamics.nodes.solvab
 
 
 def analyze_text(urdf_text: str, planar: bool, positions: Sequence[float] | None,
-                 rank_rtol: float) -> SolvabilityReport:
+                 rank_rtol: float, max_links: int) -> SolvabilityReport:
     """Solvability report of URDF XML text (never a path: the caller has checked that it is XML text) at
     ``positions`` (Pinocchio joint coordinates [rad or m]; empty or None: neutral, loops assembled).
 
+    ``max_links`` is the node's cap on ``<link>`` elements (the ground included); the work it allows is bounded by
+    the worker's deadline and memory limit, so it replaces the core's default body cap.
     Raises ValueError with one line naming ``positions`` when their number does not match the model.
     """
     q = None if positions is None or len(positions) == 0 else [float(x) for x in positions]
@@ -28,4 +30,4 @@ def analyze_text(urdf_text: str, planar: bool, positions: Sequence[float] | None
         if len(q) != model.pin_model.nq:
             raise ValueError(f"positions: {len(q)} values given, the model {model.name!r} has "
                              f"{model.pin_model.nq} joint coordinates")
-    return analyze_solvability(urdf_text, planar=planar, q=q, rank_rtol=rank_rtol)
+    return analyze_solvability(urdf_text, planar=planar, q=q, rank_rtol=rank_rtol, max_bodies=max(0, max_links - 1))

@@ -17,7 +17,7 @@ CONFIG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "config", "ur
 
 @pytest.fixture(scope="module")
 def calibrated():
-    robot = RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     robot = with_payload(robot, cal.UR5_MAX_PAYLOAD, cal.UR5_PAYLOAD_FRAME)
     motion = cal.TestMotion((0.0,) * robot.nv, cal.UR5_TEST_MOTION_SPEED, cal.UR5_TEST_ENGAGE_DELAY)
     return cal.calibrate_brakes(robot, cal.UR5_PUBLISHED_CAT0, motion)

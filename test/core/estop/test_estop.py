@@ -256,7 +256,7 @@ def test_default_integration_is_within_1e6_of_a_fine_reference(ur5, ur5_brakes, 
 # ------------------------------------------------------------------------------------------------ published data
 @pytest.fixture(scope="module")
 def ur5_payload():
-    return with_payload(RobotModel.from_urdf(example_robot_urdf(UR5)), 5.0, "tool0")
+    return with_payload(RobotModel.from_urdf_file(example_robot_urdf(UR5)), 5.0, "tool0")
 
 
 @pytest.mark.parametrize("figure", UR5_PUBLISHED_CAT0, ids=lambda f: f.joint)

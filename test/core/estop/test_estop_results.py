@@ -19,7 +19,7 @@ V0 = np.pi * np.array([0.3, 0.8, -0.6, -0.5, 0.5, -0.3])  # [rad/s]
 
 @pytest.fixture(scope="module")
 def prediction() -> estop.StopPrediction:
-    robot = with_payload(RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf")), 5.0, "tool0")
+    robot = with_payload(RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf")), 5.0, "tool0")
     brakes = BrakeSet.from_brakes(robot, [JointBrake(n, engage_delay=0.02, sliding_torque=s, holding_torque=1.2 * s)
                                           for n, s in zip(robot.joint_names, SLIDING)])
     return estop.predict_stop(robot, brakes, Q0, V0, tcp_frame="tool0")
@@ -66,7 +66,7 @@ def _reference_path_length(robot: RobotModel, prediction: estop.StopPrediction, 
 
 
 def test_tcp_path_length_is_the_length_of_the_travelled_path_not_of_chords_between_samples():
-    robot = with_payload(RobotModel.from_urdf(example_robot_urdf("ur_description/urdf/ur5_robot.urdf")), 5.0, "tool0")
+    robot = with_payload(RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf")), 5.0, "tool0")
     brakes = BrakeSet.from_brakes(robot, [JointBrake(n, engage_delay=0.02, sliding_torque=s, holding_torque=1.2 * s)
                                           for n, s in zip(robot.joint_names, SLIDING)])
     rng = np.random.default_rng(1)

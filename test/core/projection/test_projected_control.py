@@ -40,7 +40,7 @@ def critically_damped(e0, ed0, t, w=OMEGA):
 
 @pytest.fixture(scope="module")
 def slider_crank():
-    robot = RobotModel.from_urdf(SLIDER_CRANK)
+    robot = RobotModel.from_urdf_file(SLIDER_CRANK)
     return robot, ConstraintSet(constraints_from_extension(robot))
 
 

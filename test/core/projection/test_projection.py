@@ -57,7 +57,7 @@ def kkt_accelerations(M, h, f, A, drift):
 
 @pytest.fixture(scope="module")
 def slider_crank():
-    robot = RobotModel.from_urdf(SLIDER_CRANK)
+    robot = RobotModel.from_urdf_file(SLIDER_CRANK)
     return robot, ConstraintSet(constraints_from_extension(robot))
 
 

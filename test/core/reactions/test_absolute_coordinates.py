@@ -19,9 +19,10 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     constraint_matrix,
     load_absolute_model,
 )
+from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
 
 URDF = Path(__file__).resolve().parents[3] / "urdf"
-MOBILE = str(URDF / "mobile_robot_knife_edges.urdf")
+MOBILE = read_urdf_file(str(URDF / "mobile_robot_knife_edges.urdf"))  # the core takes text only
 
 # ---------------------------------------------------------------------------------------------------------------
 # The paper's mobile robot written independently, straight from the Appendix (eqs. (40), (42), (43)), Table 1,
@@ -177,7 +178,7 @@ def test_planar_mode_rejects_a_tilted_revolute():
 
 
 def test_loops_are_assembled_by_newton_with_driven_joints_held():
-    model = load_absolute_model(str(URDF / "planar_3rrr.urdf"))
+    model = load_absolute_model(read_urdf_file(str(URDF / "planar_3rrr.urdf")))
     q0 = pin.neutral(model.pin_model)
     assert np.max(np.abs(closure_residuals(model, q0))) < 1e-12
     q = q0 + 0.05

@@ -17,9 +17,10 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     load_absolute_model,
 )
 from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix, analyze_solvability, unique_reactions
+from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
 
 URDF = Path(__file__).resolve().parents[3] / "urdf"
-MOBILE = str(URDF / "mobile_robot_knife_edges.urdf")
+MOBILE = read_urdf_file(str(URDF / "mobile_robot_knife_edges.urdf"))  # the core takes text only
 
 # Wojtyra & Frączek 2013, Sect. 4.2: eq. (35) and the sentence after the B_X matrices (p. 166):
 # "Matrices corresponding to knife-edge kinematic pairs W1-W4 as well as matrices corresponding to revolute
@@ -178,7 +179,7 @@ def test_spatial_parallelogram_four_bar():
     The self-stress of a loop with parallel axes is a constant wrench (force along z, moment normal to z), so in
     every joint Fz, Mx, My are indeterminate and Fx, Fy unique; the drive torque is unique. In planar mode the
     four-bar is determinate (8 + 1 rows, 9 coordinates)."""
-    r = analyze_solvability(str(URDF / "parallelogram_4bar.urdf"))
+    r = analyze_solvability(read_urdf_file(str(URDF / "parallelogram_4bar.urdf")))
     assert (r.m_holonomic, r.n_coordinates, r.rank, r.redundancy) == (21, 18, 18, 3)
     for name in ("O1", "A1", "O2", "A2"):
         p = r.pair(name)
@@ -186,14 +187,14 @@ def test_spatial_parallelogram_four_bar():
         assert p.determined_labels == ("Fx", "Fy")
         assert p.indeterminate_dimension == p.rank_criterion_dimension == 3
     assert r.pair("drive_O1").solvable
-    planar = analyze_solvability(str(URDF / "parallelogram_4bar.urdf"), planar=True)
+    planar = analyze_solvability(read_urdf_file(str(URDF / "parallelogram_4bar.urdf")), planar=True)
     assert (planar.rank, planar.redundancy) == (9, 0)
     assert all(p.solvable for p in planar.pairs)
 
 
 def test_rssr_variant_is_not_redundant():
     """By hand: rows 5 + 5 + 3 + 3 + 1 = 17, n = 18, mobility 1 (coupler spin) -> rank 17, p = 0: all unique."""
-    r = analyze_solvability(str(URDF / "parallelogram_4bar_rssr.urdf"))
+    r = analyze_solvability(read_urdf_file(str(URDF / "parallelogram_4bar_rssr.urdf")))
     assert (r.m_holonomic, r.rank, r.redundancy) == (17, 17, 0)
     assert r.free_pairs == ("coupler_float",)
     assert all(p.solvable and p.criteria_agree for p in r.pairs)
@@ -203,9 +204,9 @@ def test_planar_3rrr():
     """Planar: 9 revolutes (18) + 3 drives = 21 rows = n, regular away from singularities -> p = 0.
     Spatial: 45 + 3 rows, n = 42, rank 42 -> p = 6 (3 out-of-plane self-stresses per independent loop);
     every revolute keeps unique in-plane forces, the drives stay unique."""
-    planar = analyze_solvability(str(URDF / "planar_3rrr.urdf"), planar=True)
+    planar = analyze_solvability(read_urdf_file(str(URDF / "planar_3rrr.urdf")), planar=True)
     assert (planar.m_holonomic, planar.n_coordinates, planar.rank, planar.redundancy) == (21, 21, 21, 0)
-    spatial = analyze_solvability(str(URDF / "planar_3rrr.urdf"))
+    spatial = analyze_solvability(read_urdf_file(str(URDF / "planar_3rrr.urdf")))
     assert (spatial.m_holonomic, spatial.rank, spatial.redundancy) == (48, 42, 6)
     for p in spatial.pairs:
         assert p.criteria_agree, p.name
@@ -249,14 +250,14 @@ def test_qr_left_null_space_is_a_left_null_space(mobile_report):
     ],
 )
 def test_bad_extension_elements_give_one_line_errors(extra, message):
-    xml = Path(MOBILE).read_text().replace("</robot>", extra + "</robot>")
+    xml = MOBILE.replace("</robot>", extra + "</robot>")
     with pytest.raises(ValueError, match=message) as err:
         analyze_solvability(xml, planar=True)
     assert "\n" not in str(err.value)
 
 
 def test_duplicate_link_names_are_rejected():
-    xml = Path(MOBILE).read_text().replace('<link name="rod_E">', '<link name="rod_D">')
+    xml = MOBILE.replace('<link name="rod_E">', '<link name="rod_D">')
     with pytest.raises(ValueError, match="duplicate link names: rod_D"):
         analyze_solvability(xml)
 

@@ -98,7 +98,7 @@ def test_frame_jacobian_is_the_derivative_of_the_frame_position(ur5, rng):
 @pytest.mark.parametrize(
     "urdf, words",
     [
-        ("/nonexistent/robot.urdf", "not found"),
+        ("/nonexistent/robot.urdf", "not URDF XML text"),  # text only: a path is never opened
         ("<robot name='x'><link name='a'></robot>", "well-formed"),
         ("<model name='x'/>", "<robot>"),
         ("<robot name='x'><link name='a'/></robot>", "no movable joint"),
@@ -125,6 +125,6 @@ def test_bad_inputs_name_the_field(planar_3r):
 
 
 def test_extension_is_parsed_with_the_model():
-    robot = RobotModel.from_urdf(PLANAR_3R)
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
     assert robot.extension is not None and robot.extension.robot_name == "planar_3r"
     assert robot.extension.loop_closures == ()

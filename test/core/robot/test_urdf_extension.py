@@ -6,7 +6,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, parse_urdf_extension
+from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, parse_urdf_extension, read_urdf_file
 
 TREE = """<robot name="r">
   <link name="base"/>
@@ -81,11 +81,11 @@ def test_unreadable_input_is_refused_clearly(tmp_path):
         parse_urdf_extension("<robot name='x'><link name='a'></robot>")
     with pytest.raises(URDFExtensionError, match="root element must be <robot>"):
         parse_urdf_extension("<sdf/>")
-    with pytest.raises(URDFExtensionError, match="file not found"):
+    with pytest.raises(URDFExtensionError, match="not URDF XML text"):  # text only: a path is never opened
         parse_urdf_extension(str(tmp_path / "missing.urdf"))
     path = tmp_path / "ok.urdf"
     path.write_text(TREE.format(extra=CLOSURE))
-    assert parse_urdf_extension(str(path)).loop_closures[0].name == "c"
+    assert parse_urdf_extension(read_urdf_file(str(path))).loop_closures[0].name == "c"
 
 
 def test_default_pose_is_identity():

@@ -39,6 +39,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from vtm_dynamics.core.excerpt import clip, excerpt
+from vtm_dynamics.core.limited_yaml import DEFAULT_MAX_YAML_BYTES, DEFAULT_MAX_YAML_DEPTH, load_yaml_text
 from vtm_dynamics.core.robot.model import RobotModel
 
 BRAKE_FIELDS = (
@@ -74,31 +76,31 @@ class JointBrake:
 
 def _number(value: Any, where: str, *, allow_inf: bool = False, positive: bool = False) -> float:
     if isinstance(value, bool):
-        raise BrakeConfigError(f"{where}: expected a number, got {value!r}")
+        raise BrakeConfigError(f"{where}: expected a number, got {excerpt(value)}")
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise BrakeConfigError(f"{where}: expected a number, got {value!r}") from None
+        raise BrakeConfigError(f"{where}: expected a number, got {excerpt(value)}") from None
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
-        raise BrakeConfigError(f"{where}: must be finite, got {value!r}")
+        raise BrakeConfigError(f"{where}: must be finite, got {excerpt(value)}")
     if positive and not x > 0.0:
-        raise BrakeConfigError(f"{where}: must be positive, got {value!r}")
+        raise BrakeConfigError(f"{where}: must be positive, got {excerpt(value)}")
     if x < 0.0:
-        raise BrakeConfigError(f"{where}: must not be negative, got {value!r}")
+        raise BrakeConfigError(f"{where}: must not be negative, got {excerpt(value)}")
     return x
 
 
 def brake_from_mapping(joint: str, spec: Mapping[str, Any], prefix: str = "brakes.joints") -> JointBrake:
     """Validate one joint's brake entry (units in the module docstring) and convert it to joint-side values."""
-    where = f"{prefix}.{joint}"
+    where = f"{prefix}.{clip(joint)}"
     if not isinstance(spec, Mapping):
         raise BrakeConfigError(f"{where}: expected a mapping of brake parameters")
-    unknown = sorted(set(spec) - set(BRAKE_FIELDS))
+    unknown = sorted(set(spec) - set(BRAKE_FIELDS), key=str)
     if unknown:
-        raise BrakeConfigError(f"{where}.{unknown[0]}: unknown brake parameter (known: {', '.join(BRAKE_FIELDS)})")
+        raise BrakeConfigError(f"{where}.{clip(unknown[0])}: unknown brake parameter (known: {', '.join(BRAKE_FIELDS)})")
     side = spec.get("side", "joint")
     if side not in SIDES:
-        raise BrakeConfigError(f"{where}.side: must be one of {', '.join(SIDES)}, got {side!r}")
+        raise BrakeConfigError(f"{where}.side: must be one of {', '.join(SIDES)}, got {excerpt(side)}")
     ratio = _number(spec.get("gear_ratio", 1.0), f"{where}.gear_ratio", positive=True)
     r = ratio if side == "motor" else 1.0
     sliding = _number(spec.get("sliding_torque", 0.0), f"{where}.sliding_torque")
@@ -148,7 +150,7 @@ class BrakeSet:
         for b in brakes:
             if b.joint not in robot.joint_names:
                 raise BrakeConfigError(
-                    f"brakes.joints.{b.joint}: unknown joint of {robot.name!r} (joints: {', '.join(robot.joint_names)})"
+                    f"brakes.joints.{clip(b.joint)}: unknown joint of {robot.name!r} (joints: {', '.join(robot.joint_names)})"
                 )
             if b.joint in seen:
                 raise BrakeConfigError(f"brakes.joints.{b.joint}: listed twice")
@@ -197,20 +199,27 @@ class BrakeSet:
         return {"brakes": {"joints": joints}}
 
 
-def load_brake_yaml(path: str) -> dict:
-    """Read a brake YAML file into a dict (one-line ``BrakeConfigError`` if missing or malformed)."""
-    import yaml
+def load_brake_yaml(path: str, *, max_bytes: int = DEFAULT_MAX_YAML_BYTES, max_depth: int = DEFAULT_MAX_YAML_DEPTH) -> dict:
+    """Read a brake YAML file (trusted configuration) into a dict.
 
+    The same limits as YAML text from a message apply (``core.limited_yaml``: ``max_bytes`` checked on the file
+    size before reading, ``max_depth`` while parsing); YAML aliases are allowed in files. Every failure is a
+    one-line ``BrakeConfigError`` naming the file by its base name, never quoting its contents.
+    """
     if not isinstance(path, str) or not os.path.isfile(path):
-        raise BrakeConfigError(f"brakes: file not found: {path!r}")
+        raise BrakeConfigError(f"brakes: file not found: {excerpt(path, 200)}")
+    name = os.path.basename(path)
     try:
+        if os.path.getsize(path) > max_bytes:
+            raise BrakeConfigError(f"brakes: {name} has more than {max_bytes} bytes (max_bytes)")
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except yaml.YAMLError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else "YAML error"
-        raise BrakeConfigError(f"brakes: cannot parse {os.path.basename(path)}: {first}") from None
+            text = fh.read(max_bytes + 1)
+    except (OSError, UnicodeDecodeError) as err:
+        raise BrakeConfigError(f"brakes: cannot read {name}: {getattr(err, 'strerror', None) or type(err).__name__}") from None
+    data = load_yaml_text(text, "brakes", BrakeConfigError, max_bytes=max_bytes, max_depth=max_depth,
+                          allow_aliases=True, source=name)
     if not isinstance(data, Mapping):
-        raise BrakeConfigError(f"brakes: {os.path.basename(path)} does not hold a mapping")
+        raise BrakeConfigError(f"brakes: {name} does not hold a mapping")
     return dict(data)
 
 
@@ -227,15 +236,15 @@ def brakes_from_config(robot: RobotModel, config: "Mapping[str, Any] | str") -> 
     section = config["brakes"]
     if not isinstance(section, Mapping):
         raise BrakeConfigError("brakes: expected a mapping with 'joints' (and optional 'defaults')")
-    unknown = sorted(set(section) - {"defaults", "joints"})
+    unknown = sorted(set(section) - {"defaults", "joints"}, key=str)
     if unknown:
-        raise BrakeConfigError(f"brakes.{unknown[0]}: unknown key (expected 'defaults' and 'joints')")
+        raise BrakeConfigError(f"brakes.{clip(unknown[0])}: unknown key (expected 'defaults' and 'joints')")
     defaults = section.get("defaults") or {}
     if not isinstance(defaults, Mapping):
         raise BrakeConfigError("brakes.defaults: expected a mapping of brake parameters")
-    bad = sorted(set(defaults) - set(BRAKE_FIELDS))
+    bad = sorted(set(defaults) - set(BRAKE_FIELDS), key=str)
     if bad:
-        raise BrakeConfigError(f"brakes.defaults.{bad[0]}: unknown brake parameter")
+        raise BrakeConfigError(f"brakes.defaults.{clip(bad[0])}: unknown brake parameter")
     joints = section.get("joints")
     if not isinstance(joints, Mapping) or not joints:
         raise BrakeConfigError("brakes.joints: expected a non-empty mapping joint name -> brake parameters")
@@ -243,11 +252,11 @@ def brakes_from_config(robot: RobotModel, config: "Mapping[str, Any] | str") -> 
     for name, spec in joints.items():
         if name not in robot.joint_names:
             raise BrakeConfigError(
-                f"brakes.joints.{name}: unknown joint of {robot.name!r} (joints: {', '.join(robot.joint_names)})"
+                f"brakes.joints.{clip(name)}: unknown joint of {robot.name!r} (joints: {', '.join(robot.joint_names)})"
             )
         if spec is None:
             spec = {}
         if not isinstance(spec, Mapping):
-            raise BrakeConfigError(f"brakes.joints.{name}: expected a mapping of brake parameters")
+            raise BrakeConfigError(f"brakes.joints.{clip(name)}: expected a mapping of brake parameters")
         brakes.append(brake_from_mapping(str(name), {**defaults, **spec}))
     return BrakeSet.from_brakes(robot, brakes, source)

@@ -34,19 +34,25 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from vtm_dynamics.core.excerpt import excerpt
 from vtm_dynamics.core.robot.urdf_extension import (
+    DEFAULT_MAX_DOF,
+    DEFAULT_MAX_LINKS,
+    DEFAULT_MAX_URDF_BYTES,
+    DEFAULT_MAX_XML_DEPTH,
     WORLD_LINK,
     Pose,
     URDFExtension,
     URDFExtensionError,
-    parse_urdf_extension,
-    read_urdf_text,
+    extension_from_root,
+    parse_urdf_xml,
 )
 
 GROUND = "<ground>"
@@ -232,7 +238,7 @@ def allowed_twists(kind: str, axis: np.ndarray) -> np.ndarray:
     if kind == "planar":
         perp = scipy.linalg.null_space(a[None, :])
         return np.column_stack([np.vstack([perp, np.zeros((3, 2))]), np.concatenate([z, a])])
-    raise AbsoluteModelError(f"unknown pair type {kind!r}")
+    raise AbsoluteModelError(f"unknown pair type {excerpt(kind)}")
 
 
 # --------------------------------------------------------------------------------------------------- URDF reading
@@ -242,9 +248,9 @@ def _floats(text: str | None, default: tuple[float, ...], what: str) -> tuple[fl
     try:
         vals = tuple(float(t) for t in text.split())
     except ValueError:
-        raise AbsoluteModelError(f"{what}: not numbers: {text!r}") from None
+        raise AbsoluteModelError(f"{what}: not numbers: {excerpt(text)}") from None
     if len(vals) != len(default) or not all(math.isfinite(v) for v in vals):
-        raise AbsoluteModelError(f"{what}: expected {len(default)} finite numbers, got {text!r}")
+        raise AbsoluteModelError(f"{what}: expected {len(default)} finite numbers, got {excerpt(text)}")
     return vals
 
 
@@ -253,9 +259,9 @@ def _tree_joints(root: ET.Element) -> tuple[TreeJoint, ...]:
     for el in root.findall("joint"):
         name = el.get("name", "")
         kind = el.get("type", "")
-        what = f"<joint name={name!r}>"
+        what = f"<joint name={excerpt(name)}>"
         if kind not in TREE_JOINT_TYPES:
-            raise AbsoluteModelError(f"{what}: type must be one of {', '.join(TREE_JOINT_TYPES)}, got {kind!r}")
+            raise AbsoluteModelError(f"{what}: type must be one of {', '.join(TREE_JOINT_TYPES)}, got {excerpt(kind)}")
         parent, child = el.find("parent"), el.find("child")
         if parent is None or child is None or not parent.get("link") or not child.get("link"):
             raise AbsoluteModelError(f"{what}: missing <parent link=...> or <child link=...>")
@@ -281,7 +287,7 @@ def _inertias(root: ET.Element) -> dict[str, BodyInertia]:
         if el is None:
             out[name] = BodyInertia(0.0, (0.0, 0.0, 0.0), ((0.0,) * 3,) * 3)
             continue
-        what = f"<link name={name!r}> inertial"
+        what = f"<link name={excerpt(name)}> inertial"
         m_el, o_el, i_el = el.find("mass"), el.find("origin"), el.find("inertia")
         mass = _floats(None if m_el is None else m_el.get("value"), (0.0,), f"{what} mass")[0]
         if mass < 0:
@@ -316,37 +322,46 @@ def _planar_restrict(name: str, W: np.ndarray, planar: bool) -> tuple[np.ndarray
         outside = _intersection(W, scipy.linalg.null_space(_PLANAR_WRENCH.T))
         if inside.shape[1] + outside.shape[1] != W.shape[1]:
             raise AbsoluteModelError(
-                f"pair {name!r} is not planar: its constraint couples in-plane and out-of-plane motion"
+                f"pair {excerpt(name)} is not planar: its constraint couples in-plane and out-of-plane motion"
             )
         W = inside
     return W, tuple(_label(w) for w in W.T)
 
 
-def load_absolute_model(urdf: str, planar: bool = False) -> AbsoluteModel:
-    """Read a URDF (path or XML string) with its extension elements into an :class:`AbsoluteModel`.
+def load_absolute_model(
+    urdf: str, planar: bool = False, *, max_bodies: int = DEFAULT_MAX_LINKS - 1,
+    max_bytes: int = DEFAULT_MAX_URDF_BYTES, max_depth: int = DEFAULT_MAX_XML_DEPTH, max_dof: int = DEFAULT_MAX_DOF,
+) -> AbsoluteModel:
+    """Read URDF XML **text** (never a path) with its extension elements into an :class:`AbsoluteModel`.
 
     Pairs, in order: tree joints (URDF file order), loop closures, knife edges, driving constraints.
+    ``max_bodies`` caps the moving links (all links but the ground), checked while parsing, before Pinocchio;
+    ``max_bytes``, ``max_depth`` and ``max_dof`` as in ``urdf_extension.parse_urdf_xml``.
     Raises :class:`AbsoluteModelError` / :class:`URDFExtensionError` (ValueError) with one line on bad input.
     """
-    text = read_urdf_text(urdf)
-    ext = parse_urdf_extension(text)
-    root = ET.fromstring(text)
+    text = urdf
+    root = parse_urdf_xml(text, max_bytes=max_bytes, max_depth=max_depth, max_links=max_bodies + 1,
+                          links_field=f"max_bodies = {max_bodies} moving links + the ground", max_dof=max_dof)
+    ext = extension_from_root(root)
     joints = _tree_joints(root)
     children = [j.child for j in joints]
-    dup = sorted({c for c in children if children.count(c) > 1})
+    dup = sorted(c for c, k in Counter(children).items() if k > 1)
     if dup:
-        raise AbsoluteModelError(f"link {dup[0]!r} is the child of more than one joint (URDF must be a tree)")
-    roots = [link for link in ext.links if link not in children]
+        raise AbsoluteModelError(f"link {excerpt(dup[0])} is the child of more than one joint (URDF must be a tree)")
+    child_set = set(children)
+    roots = [link for link in ext.links if link not in child_set]
     if len(roots) != 1:
-        raise AbsoluteModelError(f"URDF must have exactly one root link, found {len(roots)}: {', '.join(roots)}")
+        raise AbsoluteModelError(f"URDF must have exactly one root link, found {len(roots)}")
+    link_set = set(ext.links)
     for j in joints:
         for link in (j.parent, j.child):
-            if link not in ext.links:
-                raise AbsoluteModelError(f"<joint name={j.name!r}>: link {link!r} does not exist in the URDF")
+            if link not in link_set:
+                raise AbsoluteModelError(f"<joint name={excerpt(j.name)}>: link {excerpt(link)} does not exist in the URDF")
     try:
         pin_model = pin.buildModelFromXML(text)
     except Exception as err:  # pinocchio raises RuntimeError/ValueError with multi-line text
-        raise AbsoluteModelError(f"Pinocchio cannot load the URDF tree: {str(err).splitlines()[0]}") from None
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise AbsoluteModelError(f"Pinocchio cannot load the URDF tree: {first[:160]}") from None
     root_link = roots[0]
 
     def body(link: str) -> str:
@@ -364,7 +379,7 @@ def load_absolute_model(urdf: str, planar: bool = False) -> AbsoluteModel:
                               lc.parent_origin, W, labels, True))
     for ke in ext.knife_edges:
         if body(ke.link) == GROUND:
-            raise AbsoluteModelError(f"<knife_edge name={ke.name!r}>: link {ke.link!r} is the ground (root link)")
+            raise AbsoluteModelError(f"<knife_edge name={excerpt(ke.name)}>: link {excerpt(ke.link)} is the ground (root link)")
         W = np.concatenate([np.asarray(ke.axis), np.zeros(3)])[:, None]
         W, labels = _planar_restrict(ke.name, W, planar)
         pairs.append(PairSpec(ke.name, "knife_edge", "knife_edge", GROUND, ke.link, ke.link, Pose(xyz=ke.point), W,
@@ -373,12 +388,12 @@ def load_absolute_model(urdf: str, planar: bool = False) -> AbsoluteModel:
         j = by_name[dc.joint]
         if j.type not in ("revolute", "continuous", "prismatic"):
             raise AbsoluteModelError(
-                f"<driving_constraint name={dc.name!r}>: joint {dc.joint!r} of type {j.type} has not exactly one "
+                f"<driving_constraint name={excerpt(dc.name)}>: joint {excerpt(dc.joint)} of type {j.type} has not exactly one "
                 "coordinate")
         W = allowed_twists(j.type, np.asarray(j.axis))
         W, labels = _planar_restrict(dc.name, W, planar)
         if W.shape[1] == 0:
-            raise AbsoluteModelError(f"<driving_constraint name={dc.name!r}>: the driven motion is out of the plane")
+            raise AbsoluteModelError(f"<driving_constraint name={excerpt(dc.name)}>: the driven motion is out of the plane")
         pairs.append(PairSpec(dc.name, "driving_constraint", "driving", body(j.parent), body(j.child), body(j.child),
                               Pose(), W, labels, True))
     bodies = tuple(link for link in ext.links if body(link) != GROUND)

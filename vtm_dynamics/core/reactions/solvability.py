@@ -59,6 +59,11 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
 )
 
 DEFAULT_RANK_RTOL = 1e-9
+# Moving links accepted by the analysis. Real overconstrained mechanisms (parallel robots, linkages, mobile bases)
+# have 5-50 bodies. Measured on a comb of k cranks pinned to one coupler (bench_solvability), spatial mode, on a
+# loaded 2-core machine: 51 bodies 15 s, 101 bodies 55 s, 201 bodies 190 s (a 2,000-link request held a node for
+# more than 90 s at 2.2 GB). Callers that need more pass ``max_bodies`` (the command line's ``--max-bodies``).
+DEFAULT_MAX_SOLVABILITY_BODIES = 50
 CROSS_CHECK_MAX_ROWS = 400  # the rank criterion costs one SVD per pair: O(pairs m n^2)
 
 
@@ -273,8 +278,12 @@ def analyze_constraint_matrix(
     )
 
 
-def _prepare(urdf: str | AbsoluteModel, planar: bool, q, assemble: bool) -> tuple[AbsoluteModel, np.ndarray]:
-    model = urdf if isinstance(urdf, AbsoluteModel) else load_absolute_model(urdf, planar=planar)
+def _prepare(urdf: str | AbsoluteModel, planar: bool, q, assemble: bool,
+             max_bodies: int = DEFAULT_MAX_SOLVABILITY_BODIES) -> tuple[AbsoluteModel, np.ndarray]:
+    if isinstance(urdf, AbsoluteModel):
+        model = urdf
+    else:
+        model = load_absolute_model(urdf, planar=planar, max_bodies=max_bodies)
     q = None if q is None else np.asarray(q, dtype=float)
     q = pin.neutral(model.pin_model) if q is None else q
     if assemble:
@@ -284,22 +293,25 @@ def _prepare(urdf: str | AbsoluteModel, planar: bool, q, assemble: bool) -> tupl
 
 def analyze_solvability(
     urdf: str, planar: bool = False, q=None, rank_rtol: float = DEFAULT_RANK_RTOL, cross_check: bool | None = None,
-    assemble: bool = True,
+    assemble: bool = True, *, max_bodies: int = DEFAULT_MAX_SOLVABILITY_BODIES,
 ) -> SolvabilityReport:
-    """Solvability report for a URDF (path or XML string) at configuration ``q`` (Pinocchio order; default neutral).
+    """Solvability report for URDF XML **text** (never a path; files: ``urdf_extension.read_urdf_file``) at
+    configuration ``q`` (Pinocchio order; default neutral).
 
+    ``max_bodies`` caps the moving links, checked while parsing and before any matrix is built.
     With ``assemble`` the loop closures are first closed by Newton's method from ``q`` (driven joints held).
     ``cross_check`` (default: when the matrix has at most 400 rows) runs the direct-sum rank criterion per pair.
     Raises a ValueError subclass with a one-line message on bad input.
     """
-    model, q = _prepare(urdf, planar, q, assemble)
+    model, q = _prepare(urdf, planar, q, assemble, max_bodies)
     C = constraint_matrix(model, q)
     return analyze_constraint_matrix(C, rank_rtol=rank_rtol, cross_check=cross_check, model_name=model.name)
 
 
 def unique_reactions(
     urdf: str | AbsoluteModel, planar: bool = False, q=None, v=None, gravity=(0.0, 0.0, -9.81),
-    applied=None, rank_rtol: float = DEFAULT_RANK_RTOL, report: SolvabilityReport | None = None,
+    applied=None, rank_rtol: float = DEFAULT_RANK_RTOL, report: SolvabilityReport | None = None, *,
+    max_bodies: int = DEFAULT_MAX_SOLVABILITY_BODIES,
 ) -> ReactionReport:
     """Unique reaction values at the state (q, v) under gravity [m/s²] and ``applied`` generalized forces.
 
@@ -309,7 +321,7 @@ def unique_reactions(
     [[M, −C^T], [C, 0]] [ν̇; λ] = [F − h; −Ċ ν] (Wojtyra & Frączek 2013, eq. (11)) by least squares; Ċ ν by a
     central difference of C along the motion. Returns values only where unique (module docstring).
     """
-    model, q = _prepare(urdf, planar, q, assemble=False)
+    model, q = _prepare(urdf, planar, q, assemble=False, max_bodies=max_bodies)
     C = constraint_matrix(model, q)
     if report is None:
         report = analyze_constraint_matrix(C, rank_rtol=rank_rtol, model_name=model.name)

@@ -25,11 +25,16 @@ import numpy as np
 import pinocchio as pin
 
 from vtm_dynamics.core.robot.urdf_extension import (
+    DEFAULT_MAX_DOF,
+    DEFAULT_MAX_LINKS,
+    DEFAULT_MAX_URDF_BYTES,
+    DEFAULT_MAX_XML_DEPTH,
     WORLD_LINK,
     URDFExtension,
     URDFExtensionError,
-    parse_urdf_extension,
-    read_urdf_text,
+    extension_from_root,
+    parse_urdf_xml,
+    read_urdf_file,
 )
 from vtm_dynamics.core.validation import finite_vector
 
@@ -120,29 +125,46 @@ class RobotModel:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_urdf(cls, urdf: str, gravity: Sequence[float] | None = None) -> "RobotModel":
-        """Build from a URDF file path or XML string; ``gravity`` [m/s^2] defaults to (0, 0, -9.81).
+    def from_urdf(
+        cls, urdf: str, gravity: Sequence[float] | None = None, *, max_bytes: int = DEFAULT_MAX_URDF_BYTES,
+        max_depth: int = DEFAULT_MAX_XML_DEPTH, max_links: int = DEFAULT_MAX_LINKS, max_dof: int = DEFAULT_MAX_DOF,
+    ) -> "RobotModel":
+        """Build from URDF XML **text** (never a path: use :meth:`from_urdf_file` for files); ``gravity``
+        [m/s^2] defaults to (0, 0, -9.81).
 
-        Raises ``ModelError`` (one line) when the file is missing, the XML is malformed, Pinocchio rejects the
+        The text is checked by ``urdf_extension.parse_urdf_xml`` (size ``max_bytes`` [bytes], nesting
+        ``max_depth``, ``max_links`` links/joints, ``max_dof`` joint degrees of freedom, no DTD) before Pinocchio
+        sees it (Pinocchio's workspace grows like nv^3). Raises ``ModelError`` (one
+        line, quoting none of the input) when the text is not URDF XML, exceeds a limit, Pinocchio rejects the
         tree, or the vtm_dynamics extension elements are inconsistent.
         """
-        if not isinstance(urdf, str) or not urdf.strip():
-            raise ModelError("urdf: expected a file path or a URDF XML string")
         try:
-            text = read_urdf_text(urdf)
-            extension = parse_urdf_extension(text)
+            root = parse_urdf_xml(urdf, max_bytes=max_bytes, max_depth=max_depth, max_links=max_links,
+                                  max_dof=max_dof)
+            extension = extension_from_root(root)
         except URDFExtensionError as err:
-            raise ModelError(f"urdf: {err}") from None
+            message = str(err)
+            raise ModelError(message if message.startswith("urdf: ") else f"urdf: {message}") from None
         try:
-            model = pin.buildModelFromXML(text)
+            model = pin.buildModelFromXML(urdf)
         except Exception as err:  # Pinocchio raises plain RuntimeError/ValueError with multi-line text
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ModelError(f"urdf: Pinocchio could not build the model: {first}") from None
+            raise ModelError(f"urdf: Pinocchio could not build the model: {first[:160]}") from None
         if model.nv == 0:
             raise ModelError("urdf: the model has no movable joint")
         if gravity is not None:
             model.gravity.linear = _vector(gravity, 3, "gravity")
-        return cls(model, extension, text)
+        return cls(model, extension, urdf)
+
+    @classmethod
+    def from_urdf_file(cls, path: str, gravity: Sequence[float] | None = None, **limits: int) -> "RobotModel":
+        """Build from a URDF file (trusted callers: command lines, parameters, tests); ``limits`` as in
+        :meth:`from_urdf`, which checks the file's text once."""
+        try:
+            text = read_urdf_file(path)
+        except URDFExtensionError as err:
+            raise ModelError(str(err)) from None
+        return cls.from_urdf(text, gravity, **limits)
 
     def copy(self) -> "RobotModel":
         """An independent instance (own Model and Data), e.g. for another thread."""

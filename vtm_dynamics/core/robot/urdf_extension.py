@@ -3,7 +3,8 @@
 Plain URDF describes a kinematic tree and forbids loops. We keep every URDF a valid tree (so
 robot_state_publisher, RViz, MoveIt and Pinocchio load it unchanged; their parsers ignore unknown top-level
 elements) and add three top-level elements beside ``<link>`` and ``<joint>``. The format is documented for users
-in ``docs/urdf_extension.md``; this module parses it with ``xml.etree`` and returns frozen dataclasses.
+in ``docs/urdf_extension.md``; this module parses it and returns frozen dataclasses. It takes XML text only, never
+a path, and parses it safely and within limits (:func:`parse_urdf_xml`); files are read by :func:`read_urdf_file`.
 
 ``<loop_closure>`` (holonomic): a kinematic pair between two links that the tree does not contain.
 
@@ -42,12 +43,30 @@ from __future__ import annotations
 import math
 import os
 import xml.etree.ElementTree as ET
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import DefusedXMLParser
+
+from vtm_dynamics.core.excerpt import clip, excerpt, excerpt_list
 
 LOOP_CLOSURE_TYPES = ("revolute", "prismatic", "spherical", "fixed")
 WORLD_LINK = "world"
+COUNTED_ELEMENTS = ("link", "joint", "loop_closure", "knife_edge", "driving_constraint")
+
+# Limits for URDF text (a description from a message is untrusted). Real arms: 10-50 links, 5-100 kB of URDF;
+# a humanoid with hands ~100 links. The defaults leave an order of magnitude of room and keep parsing ~0.1 s.
+DEFAULT_MAX_URDF_BYTES = 2_000_000
+DEFAULT_MAX_XML_DEPTH = 32  # URDF needs 5 (robot/link/visual/geometry/mesh); vendor tags a few more
+DEFAULT_MAX_LINKS = 1000
+# Degrees of freedom of the tree joints. Pinocchio's Data needs memory ~ 66 B x nv^3 (measured: nv = 128: 0.14 GB,
+# 300: 1.8 GB, 500: 5 GB, 1000: MemoryError; a 10,000-joint chain crashed the process). Arms have 6-7, humanoids
+# and dual-arm mobile manipulators 30-60.
+DEFAULT_MAX_DOF = 128
+JOINT_DOF = {"revolute": 1, "continuous": 1, "prismatic": 1, "fixed": 0, "planar": 3, "floating": 6}
+NOT_URDF_TEXT = "urdf: not URDF XML text (expected '<robot ...>'); paths are not accepted here"
 
 
 class URDFExtensionError(ValueError):
@@ -130,9 +149,9 @@ def _floats(text: str | None, n: int, what: str, default: tuple[float, ...]) -> 
     try:
         values = tuple(float(t) for t in text.split())
     except ValueError:
-        raise URDFExtensionError(f"{what}: expected {n} numbers, got {text!r}") from None
+        raise URDFExtensionError(f"{what}: expected {n} numbers, got {excerpt(text)}") from None
     if len(values) != n or not all(math.isfinite(v) for v in values):
-        raise URDFExtensionError(f"{what}: expected {n} finite numbers, got {text!r}")
+        raise URDFExtensionError(f"{what}: expected {n} finite numbers, got {excerpt(text)}")
     return values
 
 
@@ -161,43 +180,117 @@ def _required(element: ET.Element, tag: str, attr: str, what: str) -> str:
     return value
 
 
-def read_urdf_text(urdf: str) -> str:
-    """Return URDF XML text from either a file path or an XML string."""
-    if urdf.lstrip().startswith("<"):
-        return urdf
-    if not os.path.isfile(urdf):
-        raise URDFExtensionError(f"URDF file not found: {urdf}")
-    with open(urdf, encoding="utf-8") as handle:
-        return handle.read()
+def read_urdf_file(path: str) -> str:
+    """The text of a URDF file, for trusted callers only (command lines, node parameters, tests, benches).
 
-
-def parse_urdf_extension(urdf: str) -> URDFExtension:
-    """Parse the extension elements of a URDF given as a path or an XML string and validate them.
-
-    Checks: well-formed XML with a ``<robot>`` root; unique names among links, joints and extension elements;
-    every referenced link/joint exists (``world`` is always allowed); a loop closure joins two different links;
-    known loop-closure types; finite numbers; non-zero axes.
+    Message fields never come here: they are text and go straight to :func:`parse_urdf_xml`. The returned text is
+    not checked; the text entry points check it (once). Raises :class:`URDFExtensionError` (one line, the file's
+    base name and the OS reason, never its contents).
     """
-    text = read_urdf_text(urdf)
     try:
-        root = ET.fromstring(text)
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or type(err).__name__
+        raise URDFExtensionError(f"urdf: cannot read {os.path.basename(str(path))!r}: {reason}") from None
+
+
+class _LimitedTreeBuilder(ET.TreeBuilder):
+    """A TreeBuilder that refuses, while parsing, documents nested too deeply or with too many top-level items."""
+
+    def __init__(self, max_depth: int, max_links: int, links_field: str, max_dof: int) -> None:
+        super().__init__()
+        self._max_depth = max_depth
+        self._max_links = max_links
+        self._links_field = links_field
+        self._max_dof = max_dof
+        self._dof = 0
+        self._depth = 0
+        self._counts = dict.fromkeys(COUNTED_ELEMENTS, 0)
+
+    def start(self, tag, attrs):  # type: ignore[override]
+        self._depth += 1
+        if self._depth > self._max_depth:
+            raise URDFExtensionError(f"urdf: elements nested deeper than {self._max_depth} levels (max_depth)")
+        if self._depth == 2 and tag in self._counts:
+            self._counts[tag] += 1
+            if self._counts[tag] > self._max_links:
+                field = self._links_field if tag == "link" else "max_links"
+                raise URDFExtensionError(f"urdf: more than {self._max_links} <{tag}> elements ({field})")
+            if tag == "joint":
+                self._dof += JOINT_DOF.get(attrs.get("type", ""), 1)
+                if self._dof > self._max_dof:
+                    raise URDFExtensionError(f"urdf: more than {self._max_dof} joint degrees of freedom (max_dof)")
+        return super().start(tag, attrs)
+
+    def end(self, tag):  # type: ignore[override]
+        self._depth -= 1
+        return super().end(tag)
+
+
+def parse_urdf_xml(
+    text: str, *, max_bytes: int = DEFAULT_MAX_URDF_BYTES, max_depth: int = DEFAULT_MAX_XML_DEPTH,
+    max_links: int = DEFAULT_MAX_LINKS, links_field: str = "max_links", max_dof: int = DEFAULT_MAX_DOF,
+) -> ET.Element:
+    """The ``<robot>`` root of URDF XML **text** (never a path), parsed safely within limits.
+
+    Checked in this order, each a one-line :class:`URDFExtensionError` that quotes none of the input: a string
+    whose first non-blank character is ``<``; at most ``max_bytes`` bytes (UTF-8); no DTD (so no entity
+    declarations, no entity expansion and no external entities: ``defusedxml``); element nesting at most
+    ``max_depth`` levels, at most ``max_links`` top-level ``<link>`` elements (likewise joints and extension
+    elements) and at most ``max_dof`` joint degrees of freedom, all counted while parsing so that an oversized
+    document is abandoned early; well-formed XML; a ``<robot>`` root. ``links_field`` names the link cap in the
+    message (callers with a cap of their own pass its name).
+    """
+    if not isinstance(text, str) or not text.lstrip("\ufeff \t\r\n").startswith("<"):
+        raise URDFExtensionError(NOT_URDF_TEXT)
+    if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise URDFExtensionError(f"urdf: more than {max_bytes} bytes (max_bytes)")
+    parser = DefusedXMLParser(target=_LimitedTreeBuilder(max_depth, max_links, links_field, max_dof),
+                              forbid_dtd=True)
+    try:
+        parser.feed(text)
+        root = parser.close()
+    except DefusedXmlException:
+        raise URDFExtensionError("urdf: DTD and entity declarations are not allowed in URDF text") from None
     except ET.ParseError as err:
-        raise URDFExtensionError(f"URDF is not well-formed XML: {err}") from None
+        raise URDFExtensionError(f"urdf: URDF is not well-formed XML: {str(err)[:120]}") from None
+    except (RecursionError, MemoryError) as err:  # not reachable within the limits; never let it escape
+        raise URDFExtensionError(f"urdf: URDF too complex ({type(err).__name__})") from None
     if root.tag != "robot":
-        raise URDFExtensionError(f"URDF root element must be <robot>, found <{root.tag}>")
+        raise URDFExtensionError(f"urdf: URDF root element must be <robot>, found <{clip(root.tag)}>")
+    return root
+
+
+def parse_urdf_extension(
+    urdf: str, *, max_bytes: int = DEFAULT_MAX_URDF_BYTES, max_depth: int = DEFAULT_MAX_XML_DEPTH,
+    max_links: int = DEFAULT_MAX_LINKS, max_dof: int = DEFAULT_MAX_DOF,
+) -> URDFExtension:
+    """Parse the extension elements of URDF XML **text** (see :func:`parse_urdf_xml` for the limits)."""
+    return extension_from_root(parse_urdf_xml(urdf, max_bytes=max_bytes, max_depth=max_depth, max_links=max_links,
+                                              max_dof=max_dof))
+
+
+def extension_from_root(root: ET.Element) -> URDFExtension:
+    """The validated extension elements of a parsed ``<robot>`` root (from :func:`parse_urdf_xml`).
+
+    Checks (linear time): unique names among links, joints and extension elements; every referenced link/joint
+    exists (``world`` is always allowed); a loop closure joins two different links; known loop-closure types;
+    finite numbers; non-zero axes.
+    """
     links = tuple(link.get("name", "") for link in root.findall("link"))
     joints = tuple(joint.get("name", "") for joint in root.findall("joint"))
     for kind, names in (("link", links), ("joint", joints)):
         if "" in names:
             raise URDFExtensionError(f"a <{kind}> has no name")
-        dup = sorted({n for n in names if names.count(n) > 1})
+        dup = sorted(n for n, k in Counter(names).items() if k > 1)
         if dup:
-            raise URDFExtensionError(f"duplicate {kind} names: {', '.join(dup)}")
+            raise URDFExtensionError(f"duplicate {kind} names: {excerpt_list(dup)}")
     known_links = set(links) | {WORLD_LINK}
 
     def check_link(name: str, what: str) -> None:
         if name not in known_links:
-            raise URDFExtensionError(f"{what}: link {name!r} does not exist in the URDF")
+            raise URDFExtensionError(f"{what}: link {excerpt(name)} does not exist in the URDF")
 
     used: set[str] = set(joints)
     def check_name(element: ET.Element, kind: str) -> str:
@@ -205,23 +298,23 @@ def parse_urdf_extension(urdf: str) -> URDFExtension:
         if not name:
             raise URDFExtensionError(f"a <{kind}> has no name")
         if name in used:
-            raise URDFExtensionError(f"<{kind} name={name!r}>: the name is already used by a joint or constraint")
+            raise URDFExtensionError(f"<{kind} name={excerpt(name)}>: the name is already used by a joint or constraint")
         used.add(name)
         return name
 
     closures = []
     for el in root.findall("loop_closure"):
         name = check_name(el, "loop_closure")
-        what = f"<loop_closure name={name!r}>"
+        what = f"<loop_closure name={excerpt(name)}>"
         kind = el.get("type", "")
         if kind not in LOOP_CLOSURE_TYPES:
-            raise URDFExtensionError(f"{what}: type must be one of {', '.join(LOOP_CLOSURE_TYPES)}, got {kind!r}")
+            raise URDFExtensionError(f"{what}: type must be one of {', '.join(LOOP_CLOSURE_TYPES)}, got {excerpt(kind)}")
         parent = _required(el, "parent", "link", what)
         child = _required(el, "child", "link", what)
         check_link(parent, what)
         check_link(child, what)
         if parent == child:
-            raise URDFExtensionError(f"{what}: parent and child are the same link {parent!r}")
+            raise URDFExtensionError(f"{what}: parent and child are the same link {excerpt(parent)}")
         axis = _unit_axis(el.find("axis"), f"{what} axis")
         closures.append(
             LoopClosureSpec(
@@ -238,7 +331,7 @@ def parse_urdf_extension(urdf: str) -> URDFExtension:
     knives = []
     for el in root.findall("knife_edge"):
         name = check_name(el, "knife_edge")
-        what = f"<knife_edge name={name!r}>"
+        what = f"<knife_edge name={excerpt(name)}>"
         link = el.get("link", "")
         check_link(link, what)
         origin = el.find("origin")
@@ -248,11 +341,13 @@ def parse_urdf_extension(urdf: str) -> URDFExtension:
         )
 
     drives = []
+    joint_set = set(joints)
     for el in root.findall("driving_constraint"):
         name = check_name(el, "driving_constraint")
         joint = el.get("joint", "")
-        if joint not in joints:
-            raise URDFExtensionError(f"<driving_constraint name={name!r}>: joint {joint!r} does not exist in the URDF")
+        if joint not in joint_set:
+            raise URDFExtensionError(
+                f"<driving_constraint name={excerpt(name)}>: joint {excerpt(joint)} does not exist in the URDF")
         drives.append(DrivingConstraintSpec(name=name, joint=joint))
 
     return URDFExtension(
