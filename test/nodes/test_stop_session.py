@@ -119,7 +119,7 @@ def test_triggers_during_a_stop_join_it_and_changed_brakes_revise_it_merged():
     assert job.scenario == "estop-1-rev1" and job.overrides == {"j": {"engage_delay": 0.2}}  # merged: newest
     assert s.take_job() is None
     assert s.rearm() == (stop, False) and not s.active  # a prediction still runs: it will be the final one
-    assert not s.record(job, True, None, None)  # published as final: the stop has ended
+    assert s.record(job, True, None, None) == "final"  # the stop has ended: this one stands
     assert _trigger(s, 2.0)[0] == "new" and s.current.number == 2
     assert s.triggers == 5
 
@@ -156,7 +156,7 @@ def test_a_stop_ended_before_its_prediction_ran_is_still_predicted():
     _trigger(s, 1.1)
     first, second = s.take_job(), s.take_job()
     assert (first.scenario, second.scenario) == ("estop-1", "estop-2")  # the ended stop first
-    assert not s.record(first, True, None, None) and s.record(second, True, None, None)
+    assert s.record(first, True, None, None) == "final" and s.record(second, True, None, None) == "current"
     assert s.closing == []
 
 

@@ -33,6 +33,7 @@ from vtm_dynamics.nodes.conversions import (
     joint_trajectory_message,
     positions_from_configuration,
     seconds_to_duration,
+    seconds_to_stamp,
 )
 from vtm_dynamics.nodes.markers import MarkerScales, stop_markers
 from vtm_dynamics.nodes.model_source import package_share_dir, root_frame
@@ -226,6 +227,24 @@ def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, sta
     msg.potential_energy_change = robot.potential_energy(result.q_final) - robot.potential_energy(q0)
     msg.success = bool(result.stopped)
     msg.message = "ok" if result.stopped else f"not at rest within the horizon ({result.t[-1]:.3f} s)"
+    return msg
+
+
+def mark_provenance(msg: StopPrediction, *, model_name: str, model_hash: str, start_stamp: Time | float | None,
+                    start_age: float, velocities_estimated: bool, revision: int, final: bool) -> StopPrediction:
+    """Fill what a prediction was made from: the model (name, hash of its URDF text), the start state's stamp
+    (a Time, or [s]; None: no state) and age [s] relative to the trigger instant, whether velocities were estimated, and the
+    revision of the stop and whether it is final. Returns ``msg``."""
+    msg.model_name = model_name
+    msg.model_hash = model_hash
+    if isinstance(start_stamp, Time):
+        msg.start_state_stamp = start_stamp
+    elif start_stamp is not None and math.isfinite(start_stamp) and start_stamp > 0:
+        msg.start_state_stamp = seconds_to_stamp(start_stamp)
+    msg.start_state_age = float(start_age)
+    msg.velocities_estimated = bool(velocities_estimated)
+    msg.revision = max(0, min(int(revision), 2**32 - 1))
+    msg.final = bool(final)
     return msg
 
 

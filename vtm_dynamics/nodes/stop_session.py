@@ -76,12 +76,14 @@ class EstopLine:
 @dataclass(frozen=True)
 class StateSample:
     """One complete joint state: ``stamp`` [s] (header, node clock), ``received`` [s] (receipt clock), the
-    node's snapshot ``state`` and the joints whose velocity was estimated rather than measured."""
+    node's snapshot ``state``, the joints whose velocity was estimated rather than measured, and the exact header
+    stamp (``header_stamp``, the message object; float seconds lose nanoseconds)."""
 
     stamp: float
     received: float
     state: Any
     estimated: tuple[str, ...] = ()
+    header_stamp: Any = None
 
 
 class StateHistory:
@@ -214,6 +216,7 @@ class Stop:
     held_trigger: dict | None = None  # a trigger that joined while the first prediction was still unknown
     problem: str = ""  # an input of the trigger that makes any prediction untrustworthy (the reason)
     in_flight: int = 0  # jobs taken and not yet recorded
+    deferred_locks: list = field(default_factory=list)  # locks that came before any result could judge them
     ended: bool = False
 
     @property
@@ -293,6 +296,23 @@ class StopSession:
             self._mark_due(stop, wall)
             return stop
 
+    def defer_lock(self, lock: Any) -> bool:
+        """A lock during a stop whose prediction is not known yet: kept until a result can judge it."""
+        with self.lock:
+            stop = self.current
+            if stop is None:
+                return False
+            stop.deferred_locks.append(lock)
+            return True
+
+    def take_deferred_locks(self, number: int) -> list:
+        with self.lock:
+            stop = self._find(number)
+            if stop is None:
+                return []
+            locks, stop.deferred_locks = stop.deferred_locks, []
+            return locks
+
     def rearm(self) -> tuple[Stop | None, bool]:
         """End the current stop (all publishers false, or brake RELEASE). Returns (the stop or None, whether its
         last prediction is to be republished as final now). A stop whose prediction is still due or running stays
@@ -344,22 +364,24 @@ class StopSession:
         return None
 
     def record(self, job: StopJob, success: bool, result: Any, prediction: Any,
-               used: StateSample | None = None) -> bool:
-        """Record a published prediction of ``job``; returns whether its stop is still the current one.
+               used: StateSample | None = None) -> str:
+        """Record a published prediction of ``job``. Returns 'current' (its stop goes on), 'final' (its stop has
+        ended and this was its last prediction: it is the final one) or 'ended' (ended, more work is due).
 
         If the first prediction of a stop failed and another trigger joined the stop meanwhile, that trigger now
         starts a new stop of its own (a failed stop cannot be revised into a good one, and no trigger is lost)."""
         with self.lock:
             stop = self._find(job.number)
             if stop is None:
-                return False
+                return "ended"
             stop.in_flight -= 1
             if stop.ended:
-                if not stop.dirty and not stop.in_flight:
-                    self.closing.remove(stop)
                 stop.published += 1
                 stop.last_success, stop.last_result, stop.last_prediction = bool(success), result, prediction
-                return False
+                if not stop.dirty and not stop.in_flight:
+                    self.closing.remove(stop)
+                    return "final"
+                return "ended"
             stop.published += 1
             stop.last_success = bool(success)
             stop.last_result = result
@@ -373,7 +395,7 @@ class StopSession:
                 self.current = Stop(self.count, held["instant"], held["stamped"], held["received"], held["wall"],
                                     held["source"], held["overrides"], at_receipt=held["at_receipt"],
                                     due_wall=held["wall"], problem=held["problem"])
-            return True
+            return "current"
 
     @property
     def active(self) -> bool:
