@@ -59,6 +59,7 @@ import copy
 import hashlib
 import math
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ from typing import Any
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
@@ -106,6 +108,7 @@ from vtm_dynamics.nodes.stop_session import (
 )
 
 NODE_NAME = "estop_predictor"
+SWITCH_INTERVAL = 2e-4  # [s] Python thread switch interval while the node runs
 
 PARAMETERS = (
     P.ParameterSpec("robot", "", "Robot shipped with the package (ur5 | planar_3r); empty: use urdf_path or the "
@@ -278,7 +281,10 @@ class EstopPredictor(Node):
         self.pub_markers = self.create_publisher(MarkerArray, "stop_markers", graph.OUTPUT_DEPTH)
         self.pub_ghost = self.create_publisher(JointState, "predicted_joint_states", graph.OUTPUT_DEPTH)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
-        self.create_service(PredictStop, "predict_stop", self._on_predict_stop)
+        # an awaiting request holds its callback group until answered: the service gets a group of its own, so
+        # the subscriptions (default group) are served meanwhile, and several requests may wait (capped)
+        self.create_service(PredictStop, "predict_stop", self._on_predict_stop,
+                            callback_group=ReentrantCallbackGroup())
         self._answered_guard = self.create_guard_condition(lambda: None)  # a worker answered a request
         self.watchdog = self.create_timer(0.02, graph.guarded(self.log, "watchdog")(self._on_watchdog))
         self.continuous_timer = None
@@ -286,6 +292,10 @@ class EstopPredictor(Node):
         self.diag_timer = None
         self._make_timers()
         self._answer = graph.guarded(self.log, "predict_stop", default="response")(self._answer_request)
+        # the workers compute in Python under the GIL: a short switch interval keeps the callback thread (and the
+        # trigger worker) from waiting up to 5 ms for every GIL hand-over while the other worker predicts
+        if sys.getswitchinterval() > SWITCH_INTERVAL:
+            sys.setswitchinterval(SWITCH_INTERVAL)
         self._workers = [threading.Thread(target=self._trigger_loop, name="estop-trigger-worker", daemon=True),
                          threading.Thread(target=self._aux_loop, name="estop-aux-worker", daemon=True)]
         for w in self._workers:
