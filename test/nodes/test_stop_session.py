@@ -140,12 +140,15 @@ def test_a_trigger_joining_a_stop_whose_prediction_fails_starts_its_own_stop():
 @pytest.mark.parametrize("stamped", [True, False])
 def test_a_stamped_engage_gives_an_unstamped_stop_its_instant(stamped):
     s = StopSession()
-    _trigger(s, 1.0)
+    _trigger(s, 1.0, at_receipt=StateSample(0.99, 0.99, None))
     job = s.take_job()
     s.record(job, True, None, None, StateSample(0.99, 0.99, None))
     kind, stop = _trigger(s, 0.995, stamped=stamped)
     assert kind == ("revised" if stamped else "joined")
     assert stop.stamped is stamped
+    if stamped:  # the revision chooses its start state by the stamp, not the Bool's state at receipt
+        job = s.take_job()
+        assert job.instant == 0.995 and job.at_receipt is None
 
 
 def test_a_stop_ended_before_its_prediction_ran_is_still_predicted():

@@ -230,6 +230,8 @@ class EstopPredictor(Node):
     """See the module docstring. Build with ``EstopPredictor(parameter_overrides=[...])`` or from ROS args."""
 
     def __init__(self, **node_kwargs: Any) -> None:
+        self._stopping = threading.Event()
+        self._workers: list[threading.Thread] = []
         super().__init__(NODE_NAME, **node_kwargs)
         self.log = graph.LogLimiter(self.get_logger())
         self.p = P.declare_validated(self, PARAMETERS, self._on_parameters)
@@ -252,7 +254,6 @@ class EstopPredictor(Node):
         self._newest_state_wall = math.nan
         self._running: tuple[StopJob, float] | None = None  # trigger job in progress, monotonic start
         self._late: set[tuple[int, int]] = set()  # (stop, revision) already answered as over the deadline
-        self._stopping = threading.Event()
         self._trigger_wake = threading.Event()
         self._aux_queue: queue.Queue = queue.Queue()
         self._aux_pending = {"continuous": False, "description": None}
@@ -316,13 +317,18 @@ class EstopPredictor(Node):
 
     def destroy_node(self) -> None:
         self._stopping.set()
-        self._trigger_wake.set()
-        self._aux_queue.put(None)
-        for w in getattr(self, "_workers", ()):
+        if self._workers:
+            self._trigger_wake.set()
+            self._aux_queue.put(None)
+        for w in self._workers:
             w.join(timeout=5.0)
         super().destroy_node()
 
     # ================================================================== compatibility views
+    @property
+    def brakes(self) -> BrakeSet | None:
+        return self.model.brakes if self.model else None
+
     @property
     def robot(self) -> RobotModel | None:
         return self.model.robot if self.model else None
