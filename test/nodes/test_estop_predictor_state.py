@@ -113,3 +113,13 @@ def test_velocities_estimated_from_positions_are_declared(graph):
                                  stamp=(t0 + Duration(nanoseconds=2_000_000 * k)).to_msg()))
     pred = graph.trigger()
     assert pred.velocities_estimated
+
+
+def test_velocities_from_unstamped_positions_are_not_passed_off_as_estimates(graph):
+    from builtin_interfaces.msg import Time
+
+    for k in range(3):  # no velocities and zero stamps: nothing to estimate a velocity from
+        graph.feed(graph.h.state(q=UR5_Q + 0.002 * k, v=None, stamp=Time()))
+    pred = graph.trigger()
+    assert not pred.success and "velocity" in pred.message and "unstamped" in pred.message
+    assert pred.velocities_estimated

@@ -171,3 +171,10 @@ def test_rearming_after_a_published_prediction_asks_to_republish_it_as_final():
     stop, republish = s.rearm()
     assert republish and stop.last_prediction == "prediction"
     assert s.rearm() == (None, False)
+
+
+def test_estimated_velocities_of_unstamped_states_are_refused():
+    h = StateHistory()
+    h.add(StateSample(stamp=100.0, received=5.0, state=0, estimated=("j1",), unstamped=True))
+    c = choose_start_state(h, instant=100.001, stamped=False, received=5.001, now=100.01, waited=0.0, limits=LIMITS)
+    assert not c.ok and "velocity" in c.reason and "unstamped" in c.reason

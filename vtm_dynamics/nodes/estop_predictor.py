@@ -505,7 +505,8 @@ class EstopPredictor(Node):
                                f"{self.p['future_stamp_tolerance']:g} s)")
             return
         header_stamp = copy.copy(msg.header.stamp)
-        if stamp <= 0.0:  # an unstamped state: its receipt instant is the best stamp there is
+        unstamped = stamp <= 0.0
+        if unstamped:  # an unstamped state: its receipt instant is the best stamp there is
             stamp = self._instant_of_receipt(received)
             header_stamp = seconds_to_stamp(stamp)
         with self.state_lock:
@@ -518,7 +519,8 @@ class EstopPredictor(Node):
             complete = parsed is not None and not tracker.missing
             snap = tracker.snapshot() if complete else None
             if snap is not None:
-                self.history.add(StateSample(stamp, received, snap, tuple(snap.estimated_velocity), header_stamp))
+                self.history.add(StateSample(stamp, received, snap, tuple(snap.estimated_velocity), header_stamp,
+                                             unstamped=unstamped))
         if parsed is None:
             self._reject_state(graph.one_line(error))
             return

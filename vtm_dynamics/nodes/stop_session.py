@@ -77,13 +77,15 @@ class EstopLine:
 class StateSample:
     """One complete joint state: ``stamp`` [s] (header, node clock), ``received`` [s] (receipt clock), the
     node's snapshot ``state``, the joints whose velocity was estimated rather than measured, and the exact header
-    stamp (``header_stamp``, the message object; float seconds lose nanoseconds)."""
+    stamp (``header_stamp``, the message object; float seconds lose nanoseconds). ``unstamped``: the message had
+    a zero stamp (``stamp`` is then its receipt instant)."""
 
     stamp: float
     received: float
     state: Any
     estimated: tuple[str, ...] = ()
     header_stamp: Any = None
+    unstamped: bool = False
 
 
 class StateHistory:
@@ -178,6 +180,10 @@ def choose_start_state(history: StateHistory, *, instant: float, stamped: bool, 
         sample = history.received_by(received)
     if sample is None:
         return StartChoice(None, reason="no complete joint state received before the trigger")
+    if sample.estimated and sample.unstamped:
+        return StartChoice(sample, instant - sample.stamp, f"velocity: not measured for {list(sample.estimated)[:6]} "
+                                                           "and not estimable from unstamped joint states "
+                                                           "(header.stamp zero)")
     age = instant - sample.stamp
     if age > limits.max_age:
         return StartChoice(sample, age, f"start state is {age:.3f} s older than the trigger instant "
