@@ -109,6 +109,7 @@ from vtm_dynamics.nodes.stop_session import (
 
 NODE_NAME = "estop_predictor"
 SWITCH_INTERVAL = 2e-4  # [s] Python thread switch interval while the node runs
+HISTORY_LENGTH = 2000  # complete joint states kept (4 s at 500 Hz: a trigger served late still finds its state)
 
 PARAMETERS = (
     P.ParameterSpec("robot", "", "Robot shipped with the package (ur5 | planar_3r); empty: use urdf_path or the "
@@ -162,8 +163,9 @@ PARAMETERS = (
                     "for a joint state stamped at or after the E-stop instant before predicting from the newest "
                     "one.", P.in_range(0.0, 1.0), constraint="0 .. 1 s"),
     P.ParameterSpec("trigger_on_brake_event", True, "A BrakeEvent ENGAGE fires a prediction like the estop topic."),
-    P.ParameterSpec("event_queue_depth", 1000, "DDS history depth of the trigger and event subscriptions (deep, "
-                    "so a flood from one publisher cannot push another's edge out of the queue).",
+    P.ParameterSpec("event_queue_depth", 10000, "DDS history depth of the trigger and event subscriptions (deep: "
+                    "a flood from one publisher must not push another's edge out of the queue while the node is "
+                    "behind; 10000 holds 10 s of a 1 kHz flood).",
                     P.in_range(1, 100000), read_only=True, constraint="1 .. 100000"),
     P.ParameterSpec("max_estop_publishers", 64, "Publishers of 'estop' whose latest value is remembered (the "
                     "least recently heard is forgotten first).", P.in_range(1, 100000), read_only=True,
@@ -239,7 +241,7 @@ class EstopPredictor(Node):
         self.model: LoadedModel | None = None
         self.tracker: JointStateTracker | None = None
         self.state_lock = threading.Lock()  # history and tracker: callback thread writes, workers read
-        self.history = StateHistory(400)
+        self.history = StateHistory(HISTORY_LENGTH)
         self.line = EstopLine(self.p["max_estop_publishers"])
         self.session = StopSession()
         self.revision_bucket = graph.TokenBucket(self.p["event_rate_limit"], self.p["event_burst"])
