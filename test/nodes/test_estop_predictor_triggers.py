@@ -174,3 +174,15 @@ def test_a_trigger_during_a_running_prediction_is_served_right_after_it(graph):
     assert graph.wait(lambda: len(graph.stop_predictions()) >= 2, timeout=10.0)
     assert [p.scenario_id for p in graph.stop_predictions()][:2] == ["estop-1", "estop-2"]
     assert graph.stop_predictions()[1].success
+
+
+def test_a_prediction_over_its_deadline_is_answered_success_false_and_the_node_goes_on(graph):
+    from rclpy.parameter import Parameter
+
+    assert graph.predictor.set_parameters([Parameter("prediction_deadline", value=1e-4)])[0].successful
+    graph.feed(graph.h.state())
+    pred = graph.trigger()
+    assert not pred.success and "prediction_deadline" in pred.message
+    assert graph.predictor.set_parameters([Parameter("prediction_deadline", value=2.0)])[0].successful
+    graph.feed(graph.h.state())
+    assert graph.trigger().success

@@ -109,6 +109,7 @@ from vtm_dynamics.nodes.stop_session import (
 
 NODE_NAME = "estop_predictor"
 SWITCH_INTERVAL = 2e-4  # [s] Python thread switch interval while the node runs
+WATCHDOG_PERIOD = 0.05  # [s] granularity of the prediction_deadline check
 HISTORY_LENGTH = 2000  # complete joint states kept (4 s at 500 Hz: a trigger served late still finds its state)
 
 PARAMETERS = (
@@ -255,7 +256,7 @@ class EstopPredictor(Node):
         self.latencies: list[float] = []
         self._newest_state_wall = math.nan
         self._running: tuple[StopJob, float] | None = None  # trigger job in progress, monotonic start
-        self._late: set[tuple[int, int]] = set()  # (stop, revision) already answered as over the deadline
+        self._late: dict[tuple[int, int], StopPrediction] = {}  # (stop, revision) answered as over the deadline
         self._trigger_wake = threading.Event()
         self._aux_queue: queue.Queue = queue.Queue()
         self._aux_pending = {"continuous": False, "description": None}
@@ -289,7 +290,7 @@ class EstopPredictor(Node):
         self.create_service(PredictStop, "predict_stop", self._on_predict_stop,
                             callback_group=ReentrantCallbackGroup())
         self._answered_guard = self.create_guard_condition(lambda: None)  # a worker answered a request
-        self.watchdog = self.create_timer(0.02, graph.guarded(self.log, "watchdog")(self._on_watchdog))
+        self.watchdog = self.create_timer(WATCHDOG_PERIOD, graph.guarded(self.log, "watchdog")(self._on_watchdog))
         self.continuous_timer = None
         self.ghost_timer = None
         self.diag_timer = None
@@ -707,9 +708,10 @@ class EstopPredictor(Node):
             return
         self._running = (job, time.monotonic())
         outcome = self._predict(model, model.robot, choice.sample.state, job.overrides, locks=job.locks)
-        if (job.number, job.revision) in self._late:
-            self._late.discard((job.number, job.revision))
-            self.session.record(job, False, None, None, None)
+        late = self._late.pop((job.number, job.revision), None)
+        if late is not None:  # already answered success=false by the watchdog: the late result is dropped
+            if self.session.record(job, False, None, late, None) == "final" and not late.final:
+                self._publish_final(late)
             return
         if outcome.result is None:
             self._finish_failure(job, outcome.reason, choice)
@@ -742,10 +744,10 @@ class EstopPredictor(Node):
             job, started = running
             key = (job.number, job.revision)
             if time.monotonic() - started > self.p["prediction_deadline"] and key not in self._late:
-                self._late.add(key)
                 self.stats["refused_work"] += 1
-                self._publish_failure(job.scenario, f"prediction still running after prediction_deadline "
-                                                    f"{self.p['prediction_deadline']:g} s", job=job)
+                self._late[key] = self._publish_failure(
+                    job.scenario, f"prediction still running after prediction_deadline "
+                                  f"{self.p['prediction_deadline']:g} s", job=job)
         now = time.monotonic()
         with self._aux_lock:
             late = [r for r in self._requests if now > r.deadline and not r.future.done()]

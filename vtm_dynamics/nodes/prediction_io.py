@@ -233,8 +233,8 @@ def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, sta
 def mark_provenance(msg: StopPrediction, *, model_name: str, model_hash: str, start_stamp: Time | float | None,
                     start_age: float, velocities_estimated: bool, revision: int, final: bool) -> StopPrediction:
     """Fill what a prediction was made from: the model (name, hash of its URDF text), the start state's stamp
-    (a Time, or [s]; None: no state) and age [s] relative to the trigger instant, whether velocities were estimated, and the
-    revision of the stop and whether it is final. Returns ``msg``."""
+    (a Time, or [s]; None: no state) and age [s] relative to the trigger instant, whether velocities were
+    estimated, and the revision of the stop and whether it is final. Returns ``msg``."""
     msg.model_name = model_name
     msg.model_hash = model_hash
     if isinstance(start_stamp, Time):
