@@ -133,7 +133,9 @@ def test_a_long_horizon_request_neither_blocks_nor_delays_a_genuine_estop(graph)
     assert not long.done() or "horizon" in long.result().prediction.message  # it really was long
     assert graph.wait(long.done, timeout=30.0)
     res = long.result()
-    assert not res.prediction.success and "not at rest within the horizon (30.000 s)" in res.prediction.message
+    assert not res.prediction.success  # it never stops; on a loaded machine it may even overrun the deadline
+    assert ("not at rest within the horizon (30.000 s)" in res.prediction.message
+            or "prediction_deadline" in res.prediction.message), res.prediction.message
 
 
 def test_a_brake_event_with_a_huge_delay_does_not_delay_the_next_genuine_estop(graph):
