@@ -990,7 +990,7 @@ class EstopPredictor(Node):
 
     def _publish_diagnostics(self) -> None:
         model = self.model
-        status = DiagnosticStatus(name="estop_predictor: stop prediction", hardware_id=model.name if model else "")
+        status = DiagnosticStatus(name=f"{self.get_name()}: stop prediction", hardware_id=model.name if model else "")
         age = time.monotonic() - self._newest_state_wall if math.isfinite(self._newest_state_wall) else math.inf
         last = self.last_prediction
         level, text = DiagnosticStatus.OK, "ok"
