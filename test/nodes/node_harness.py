@@ -80,7 +80,9 @@ class Graph:
     def __init__(self, predictor_params: dict[str, Any] | None = None) -> None:
         from vtm_dynamics.nodes.estop_predictor import EstopPredictor
 
-        params = {"robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0}
+        # max_start_state_age 0.15 s: the harness feeds a state and triggers at once, but a loaded test machine
+        # can stall that long; the stale-state tests use gaps of 0.2 s and more
+        params = {"robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0, "max_start_state_age": 0.15}
         params.update(predictor_params or {})
         self.predictor = EstopPredictor(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
         self.h = Harness()
