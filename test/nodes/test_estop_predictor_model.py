@@ -91,3 +91,17 @@ def test_diagnostics_report_model_state_age_last_prediction_and_counts(graph):
     assert int(values["triggers"]) >= 1 and int(values["predictions"]) >= 1
     assert {"refused_work", "rejected_inputs"} <= set(values)
     assert status.level == DiagnosticStatus.WARN and "allow_model_replacement" in status.message
+
+
+def test_without_a_configured_robot_the_first_description_sets_the_model_off_the_callback_thread():
+    g = Graph({"robot": ""})
+    try:
+        assert g.predictor.robot is None
+        text = load_urdf_text("ur5")
+        g.h.pub_desc.publish(String(data=text))
+        assert g.wait(lambda: g.predictor.model is not None and g.predictor.model.hash == _hash(text))
+        g.feed(g.h.state())
+        pred = g.trigger()
+        assert pred.success and pred.model_hash == _hash(text)
+    finally:
+        g.close()
