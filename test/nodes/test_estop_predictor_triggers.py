@@ -188,3 +188,17 @@ def test_a_prediction_over_its_deadline_is_answered_success_false_and_the_node_g
     assert graph.predictor.set_parameters([Parameter("prediction_deadline", value=2.0)])[0].successful
     graph.feed(graph.h.state())
     assert graph.trigger().success
+
+
+def test_a_cyclic_false_on_the_estop_line_does_not_end_a_stop_started_by_a_brake_event(graph):
+    graph.feed(graph.h.state())
+    ev = BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.ENGAGE)
+    ev.header.stamp = graph.h.get_clock().now().to_msg()
+    graph.h.pub_brake.publish(ev)
+    assert graph.wait(lambda: graph.stop_predictions())
+    for _ in range(5):  # the line was never true: these falses are no transition
+        graph.h.pub_estop.publish(Bool(data=False))
+    graph.spin_for(0.2)
+    assert graph.predictor.stop is not None and graph.predictor.stop.number == 1
+    graph.h.pub_brake.publish(BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.RELEASE))
+    assert graph.wait(lambda: graph.predictor.stop is None)

@@ -557,13 +557,16 @@ class EstopPredictor(Node):
     def _on_estop(self, msg: Bool, info: Any = None) -> None:
         received = self._receipt(info)
         self.stats["events"] += 1
+        was_stopping = self.line.stopping
         edge = self.line.update(self._publisher(info), bool(msg.data))
         if edge:
             with self.state_lock:
                 at_receipt = self.history.received_by(received)
             self._trigger(instant=self._instant_of_receipt(received), stamped=False, received=received,
                           overrides={}, problem="", at_receipt=at_receipt, source="estop topic")
-        elif not self.line.stopping and self.session.active:
+        elif was_stopping and not self.line.stopping and self.session.active:
+            # only the line's own release ends a stop: a cyclic false while the line was not stopping does not
+            # end a stop that a brake event started
             self._end_stop("E-stop line released")
 
     def _on_brake_event(self, msg: BrakeEvent, info: Any = None) -> None:

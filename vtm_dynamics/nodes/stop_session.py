@@ -6,7 +6,9 @@ E-stop line with several publishers (``estop``, std_msgs/Bool)
   forgotten first). The line is *stopping* while any publisher's latest value is true. A ``true`` from a publisher
   whose previous value was false, or that was never heard, is a rising edge and fires a trigger. A repeated ``true``
   is not an edge. A publisher cycling ``false`` at any rate therefore neither masks nor fakes another publisher's
-  edge. The stop ends (the session re-arms) when every publisher's latest value is false, or on a brake RELEASE.
+  edge. The stop ends (the session re-arms) when the line is released (it was stopping and now every
+  publisher's latest value is false), or on a brake RELEASE; a ``false`` while the line was not stopping is no
+  release (it does not end a stop that a brake event started).
 
 Stops and revisions
   A trigger while no stop is active, or while the active stop's latest prediction failed, starts a new stop
