@@ -71,6 +71,7 @@ def main() -> int:
     ap.add_argument("--floods", default="estop,brake_events,lock_events,joint_states,robot_description",
                     help="comma-separated topics to flood (default: all inputs)")
     ap.add_argument("--no-hog", action="store_true", help="without the CPU hog")
+    ap.add_argument("-p", dest="params", action="append", default=[], help="extra predictor parameter name:=value")
     args = ap.parse_args()
 
     robot = model_from_urdf_text(load_urdf_text("ur5"))
@@ -79,7 +80,7 @@ def main() -> int:
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(
         [sys.executable, "-m", "vtm_dynamics.nodes.estop_predictor", "--ros-args", "--params-file", CONFIG,
-         "-p", "ghost_rate:=0.0", "--log-level", "warn"],
+         "-p", "ghost_rate:=0.0", *[x for p in args.params for x in ("-p", p)], "--log-level", "warn"],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL,
         stderr=open(os.environ["BENCH_LOG"], "w") if os.environ.get("BENCH_LOG") else subprocess.DEVNULL,
     )

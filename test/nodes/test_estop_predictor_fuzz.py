@@ -92,7 +92,9 @@ def _description(rng):
 
 
 def _callbacks(node):
-    return {s.topic_name.lstrip("/"): s.callback for s in node.subscriptions}
+    """The subscription callbacks of the predictor and of its event helper node (if it has one)."""
+    subs = list(node.subscriptions) + list(node._event_node.subscriptions if node._event_node else [])
+    return {s.topic_name.lstrip("/"): s.callback for s in subs}
 
 
 def test_random_inputs_never_kill_the_node_and_the_next_trigger_is_still_right(graph):

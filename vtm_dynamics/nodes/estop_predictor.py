@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, ShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
@@ -168,6 +169,9 @@ PARAMETERS = (
                     "a flood from one publisher must not push another's edge out of the queue while the node is "
                     "behind; 10000 holds 10 s of a 1 kHz flood).",
                     P.in_range(1, 100000), read_only=True, constraint="1 .. 100000"),
+    P.ParameterSpec("event_thread", True, "Serve estop, brake_events and lock_events on a helper node "
+                    "'<name>_events' with its own executor thread, so floods on other inputs never delay a trigger.",
+                    read_only=True),
     P.ParameterSpec("max_estop_publishers", 64, "Publishers of 'estop' whose latest value is remembered (the "
                     "least recently heard is forgotten first).", P.in_range(1, 100000), read_only=True,
                     constraint="1 .. 100000"),
@@ -274,10 +278,11 @@ class EstopPredictor(Node):
                                      graph.LATCHED)
         self.create_subscription(JointState, "joint_states", self._guard("joint_states", self._on_joint_state),
                                  graph.sensor_qos(20))
-        self.create_subscription(Bool, "estop", self._guard("estop", self._on_estop), events_qos)
-        self.create_subscription(BrakeEvent, "brake_events", self._guard("brake_events", self._on_brake_event),
+        host = self._event_host()
+        host.create_subscription(Bool, "estop", self._guard("estop", self._on_estop), events_qos)
+        host.create_subscription(BrakeEvent, "brake_events", self._guard("brake_events", self._on_brake_event),
                                  events_qos)
-        self.create_subscription(LockEvent, "lock_events", self._guard("lock_events", self._on_lock_event),
+        host.create_subscription(LockEvent, "lock_events", self._guard("lock_events", self._on_lock_event),
                                  events_qos)
         self.pub_traj = self.create_publisher(JointTrajectory, "predicted_trajectory", graph.OUTPUT_DEPTH)
         self.pub_pred = self.create_publisher(StopPrediction, "stop_prediction", graph.OUTPUT_DEPTH)
@@ -302,12 +307,38 @@ class EstopPredictor(Node):
             sys.setswitchinterval(SWITCH_INTERVAL)
         self._workers = [threading.Thread(target=self._trigger_loop, name="estop-trigger-worker", daemon=True),
                          threading.Thread(target=self._aux_loop, name="estop-aux-worker", daemon=True)]
+        if self._event_executor is not None:
+            self._workers.append(threading.Thread(target=self._spin_events, name="estop-event-executor",
+                                                  daemon=True))
         for w in self._workers:
             w.start()
         self.get_logger().info(
             f"estop_predictor ready: model {self.model.name if self.model else '(waiting for robot_description)'}, "
             f"stop category {self.p['stop_category']}, continuous_rate {self.p['continuous_rate']} Hz"
         )
+
+    def _event_host(self) -> Node:
+        """The node that holds the trigger and event subscriptions: with ``event_thread``, a helper node
+        ``<name>_events`` spun by its own executor thread, so a flood on joint_states or robot_description (or a
+        slow callback of the main executor) never delays a trigger edge; else this node."""
+        self._event_node: Node | None = None
+        self._event_executor: SingleThreadedExecutor | None = None
+        if not self.p["event_thread"]:
+            return self
+        self._event_node = Node(f"{self.get_name()}_events", namespace=self.get_namespace(), context=self.context,
+                                start_parameter_services=False)
+        self._event_executor = SingleThreadedExecutor(context=self.context)
+        self._event_executor.add_node(self._event_node)
+        return self._event_node
+
+    def _spin_events(self) -> None:
+        while not self._stopping.is_set() and self.context.ok():
+            try:
+                self._event_executor.spin_once(timeout_sec=0.1)
+            except (ExternalShutdownException, ShutdownException):
+                return
+            except Exception as err:  # noqa: BLE001 - the event thread must survive anything
+                self.log("error", f"event executor: unexpected {type(err).__name__}: {graph.one_line(err)}")
 
     def _guard(self, where: str, func: Any) -> Any:
         """A guarded subscription callback that still receives the message info (receipt time, publisher)."""
@@ -325,6 +356,9 @@ class EstopPredictor(Node):
             self._aux_queue.put(None)
         for w in self._workers:
             w.join(timeout=5.0)
+        if getattr(self, "_event_executor", None) is not None:
+            self._event_executor.shutdown(timeout_sec=1.0)
+            self._event_node.destroy_node()
         super().destroy_node()
 
     # ================================================================== compatibility views
