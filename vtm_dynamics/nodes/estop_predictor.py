@@ -23,6 +23,8 @@ Inputs
                          prediction. RELEASE ends the stop.
   ``lock_events``        vtm_msgs/LockEvent: a LOCK during a stop of joints the current prediction still has moving
                          at the lock's stamp revises the prediction with that abrupt lock.
+With ``event_thread`` (default) the ``estop``, ``brake_events`` and ``lock_events`` subscriptions belong to a helper
+node ``<name>_events`` spun by its own executor thread, so floods on the other inputs never queue before a trigger.
 Triggers and events are never rate-limited or dropped by the node (a deep reliable queue, ``event_queue_depth``,
 and cheap callbacks); the WORK they cause is merged: while a prediction runs, further revisions of the same stop
 collapse into one, at most ``event_rate_limit`` revision predictions per second (burst ``event_burst``).
