@@ -202,3 +202,45 @@ def test_a_cyclic_false_on_the_estop_line_does_not_end_a_stop_started_by_a_brake
     assert graph.predictor.stop is not None and graph.predictor.stop.number == 1
     graph.h.pub_brake.publish(BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.RELEASE))
     assert graph.wait(lambda: graph.predictor.stop is None)
+
+
+def test_on_a_multithreaded_executor_requests_are_answered_and_excess_ones_refused():
+    import threading
+
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from test.nodes.node_harness import TEST_BRAKES, Harness
+    from vtm_dynamics.nodes.estop_predictor import EstopPredictor
+
+    predictor = EstopPredictor(parameter_overrides=[Parameter(k, value=v) for k, v in {
+        "robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0, "max_pending_requests": 1}.items()])
+    h = Harness("mt_harness")
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(predictor)
+    executor.add_node(h)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        client = h.create_client(PredictStop, "predict_stop")
+        assert client.wait_for_service(timeout_sec=10.0)
+        state = JointState(name=UR5_JOINTS, position=list(UR5_Q), velocity=list(UR5_V))
+        weak = "brakes:\n  joints:\n" + "".join(f"    {n}: {{sliding_torque: 0.01}}\n" for n in UR5_JOINTS)
+        slow = client.call_async(PredictStop.Request(state=state, brake_config_yaml=weak, horizon=30.0))
+        time.sleep(0.1)
+        busy = client.call_async(PredictStop.Request(state=state))
+        end = time.monotonic() + 30.0
+        while time.monotonic() < end and not (slow.done() and busy.done()):
+            time.sleep(0.01)
+        assert busy.done() and not busy.result().success and "max_pending_requests" in busy.result().message
+        assert slow.done() and not slow.result().prediction.success  # answered (never at rest in 30 s)
+        good = client.call_async(PredictStop.Request(state=state))
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end and not good.done():
+            time.sleep(0.01)
+        assert good.done() and good.result().success, good.result().message if good.done() else "no answer"
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=5.0)
+        predictor.destroy_node()
+        h.destroy_node()
