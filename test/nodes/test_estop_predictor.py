@@ -132,6 +132,7 @@ def test_a_brake_event_triggers_from_the_state_stamped_at_the_estop_instant_with
     # the weak elbow brake lets the elbow travel further than with the configured brakes
     graph.h.pub_brake.publish(BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.RELEASE))
     assert graph.wait(lambda: graph.predictor.stop is None)
+    graph.feed(graph.h.state(q=UR5_Q + 0.01))  # a fresh state: the Bool trigger refuses a stale one
     configured = graph.trigger()
     elbow = UR5_JOINTS.index("elbow_joint")
     assert abs(pred.stopping_angles[elbow]) > 1.5 * abs(configured.stopping_angles[elbow])
@@ -172,7 +173,16 @@ def test_continuous_mode_predicts_while_moving(graph):
 
 
 # ---------------------------------------------------------------------------------------------- robustness
+def _lenient_start_state_age(graph):
+    """These cases wait for log lines between the good state and the trigger; the start state's age is not what
+    they check (test_a_stale_joint_state_is_refused_with_its_age is)."""
+    from rclpy.parameter import Parameter
+
+    assert graph.predictor.set_parameters([Parameter("max_start_state_age", value=5.0)])[0].successful
+
+
 def test_nan_joint_state_is_logged_and_dropped_and_good_input_still_served(graph):
+    _lenient_start_state_age(graph)
     graph.feed(graph.h.state())
     bad_q = UR5_Q.copy()
     bad_q[2] = float("nan")
@@ -187,6 +197,7 @@ def test_nan_joint_state_is_logged_and_dropped_and_good_input_still_served(graph
 
 
 def test_mismatched_lengths_are_logged_and_dropped(graph):
+    _lenient_start_state_age(graph)
     graph.feed(graph.h.state())
     short = graph.h.state()
     short.position = list(UR5_Q[:4])
@@ -202,6 +213,7 @@ def test_mismatched_lengths_are_logged_and_dropped(graph):
 
 
 def test_unknown_joint_names_are_logged_and_ignored_while_known_ones_are_used(graph):
+    _lenient_start_state_age(graph)
     names = UR5_JOINTS + ["gripper_finger_joint"]
     graph.feed(graph.h.state(q=list(UR5_Q) + [0.3], v=list(UR5_V) + [0.1], names=names))
     assert graph.wait(lambda: graph.h.has_log("ignoring joints not in model", "gripper_finger_joint"))
@@ -219,6 +231,7 @@ def test_subsets_of_joints_from_several_publishers_are_merged_by_name(graph):
 
 
 def test_lock_events_naming_unknown_joints_are_logged(graph):
+    _lenient_start_state_age(graph)
     graph.feed(graph.h.state())
     graph.h.pub_lock.publish(LockEvent(joint_names=["elbow_joint", "no_such_joint"], action=LockEvent.LOCK,
                                        source="pawl"))
@@ -228,37 +241,38 @@ def test_lock_events_naming_unknown_joints_are_logged(graph):
 
 
 def test_invalid_urdf_on_robot_description_is_logged_and_the_model_kept(graph):
+    from rclpy.parameter import Parameter
+
+    assert graph.predictor.set_parameters([Parameter("allow_model_replacement", value=True)])[0].successful
     graph.feed(graph.h.state())
     graph.h.pub_desc.publish(String(data="<robot name='broken'><link name='a'/><joint name='j' type='revolute'>"))
     assert graph.wait(lambda: graph.h.has_log("invalid robot description ignored", "keeping model 'ur5'"))
     graph.h.pub_desc.publish(String(data="this is not XML"))
     assert graph.wait(lambda: graph.h.has_log("robot_description", "not URDF XML"))
     assert graph.predictor.robot.name == "ur5"
+    graph.feed(graph.h.state())  # fresh: waiting for the log lines took longer than max_start_state_age
     assert graph.trigger().success
 
 
-def test_a_valid_robot_description_replaces_the_model(graph):
+def test_a_description_of_another_robot_never_replaces_the_model(graph):
     graph.h.pub_desc.publish(String(data=load_urdf_text("planar_3r")))
-    assert graph.wait(lambda: graph.predictor.robot.name == "planar_3r")
-    assert graph.wait(lambda: graph.h.has_log("model 'planar_3r' from robot_description"))
-    # the UR5 brake file does not fit the new model: predictions are refused with the reason, the node stays up
-    graph.feed(graph.h.state(q=[0.1, 0.2, 0.3], v=[0.5, 0.0, -0.5], names=["joint1", "joint2", "joint3"]))
-    pred = graph.trigger()
-    assert not pred.success and "brakes.joints" in pred.message
-
-
-def test_a_flood_of_events_is_bounded_logged_and_the_node_recovers(graph):
+    assert graph.wait(lambda: graph.h.has_log("robot_description: new description ignored", "keeping model 'ur5'"))
+    assert graph.predictor.robot.name == "ur5"
     graph.feed(graph.h.state())
-    for k in range(400):
+    assert graph.trigger().success
+
+
+def test_a_flood_of_events_is_processed_without_dropping_any_and_the_node_recovers(graph):
+    graph.feed(graph.h.state())
+    for k in range(100):
         ev = BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.ENGAGE if k % 2 == 0 else BrakeEvent.RELEASE)
         graph.h.pub_brake.publish(ev)
-    assert graph.wait(lambda: graph.h.has_log("brake_events: event flood"), timeout=15.0)
-    graph.spin_for(1.0)
-    p = graph.predictor.p
-    assert graph.predictor.stats["events_dropped"] > 0
-    # at most one prediction per accepted ENGAGE: burst + rate * elapsed bounds the work done
-    assert len(graph.h.predictions) <= p["event_burst"] + p["event_rate_limit"] * 3
-    graph.h.pub_brake.publish(BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.RELEASE))
+    stats = graph.predictor.stats
+    assert graph.wait(lambda: stats["events"] >= 100, timeout=15.0)
+    # every ENGAGE is a stop of its own (a RELEASE ended the one before): each is answered, none dropped
+    assert graph.wait(lambda: len({p.scenario_id for p in graph.stop_predictions()}) == 50, timeout=30.0)
+    graph.spin_for(0.3)
+    assert len({p.scenario_id for p in graph.stop_predictions()}) == 50
     assert graph.wait(lambda: graph.predictor.stop is None)
     graph.feed(graph.h.state())
     pred = graph.trigger()
@@ -266,13 +280,11 @@ def test_a_flood_of_events_is_bounded_logged_and_the_node_recovers(graph):
 
 
 def test_a_stale_joint_state_is_refused_with_its_age(graph):
-    from rclpy.parameter import Parameter
-
-    assert graph.predictor.set_parameters([Parameter("max_state_age", value=0.05)])[0].successful
     graph.feed(graph.h.state())
     graph.spin_for(0.2)
     pred = graph.trigger()
-    assert not pred.success and "old" in pred.message and "max_state_age" in pred.message
+    assert not pred.success and "older than the trigger instant" in pred.message
+    assert "max_start_state_age" in pred.message and pred.start_state_age >= 0.2
     assert pred.stop_category == StopPrediction.CATEGORY_0
 
 

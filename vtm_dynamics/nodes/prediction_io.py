@@ -34,6 +34,7 @@ from vtm_dynamics.nodes.conversions import (
     joint_trajectory_message,
     positions_from_configuration,
     seconds_to_duration,
+    seconds_to_stamp,
 )
 from vtm_dynamics.nodes.markers import MarkerScales, stop_markers
 from vtm_dynamics.nodes.model_source import package_share_dir, root_frame
@@ -103,7 +104,8 @@ def brakes_from_yaml_text(robot: RobotModel, text: str, *, max_bytes: int = DEFA
 
 def brake_overrides(msg: BrakeEvent, known: Sequence[str], *, max_delay: float = MAX_OVERRIDE_DELAY,
                     max_torque: float = MAX_OVERRIDE_TORQUE, max_viscous: float = MAX_OVERRIDE_VISCOUS,
-                    max_joints: int = MAX_OVERRIDE_JOINTS) -> dict[str, dict[str, float]]:
+                    max_joints: int = MAX_OVERRIDE_JOINTS,
+                    bound_names: Mapping[str, str] | None = None) -> dict[str, dict[str, float]]:
     """{joint: {JointBrake field: joint-side value}} from a BrakeEvent's per-joint arrays (joints in ``known``).
 
     Arrays are empty (no override) or as long as ``joint_names``; NaN entries keep the configured value; other
@@ -111,7 +113,8 @@ def brake_overrides(msg: BrakeEvent, known: Sequence[str], *, max_delay: float =
     ``sliding_torque`` / ``holding_torque`` <= ``max_torque`` [N m or N], ``viscous_coefficient`` <=
     ``max_viscous`` [N m s/rad or N s/m]. ``joint_names``: at most ``max_joints``, unique. Errors are one-line
     ValueErrors naming the field and the joint, e.g. ``engage_delay[elbow_joint]: ...``. The bounds relative to
-    the configured brake are checked by :func:`apply_overrides`.
+    the configured brake are checked by :func:`apply_overrides`. ``bound_names`` maps a field
+    (``engage_delay``, ...) to the name of the setting its bound comes from, quoted in the error.
     """
     names = list(msg.joint_names)
     if len(names) > max_joints:
@@ -138,7 +141,8 @@ def brake_overrides(msg: BrakeEvent, known: Sequence[str], *, max_delay: float =
             if not math.isfinite(x) or x < 0:
                 raise ValueError(f"{field}[{clip(name)}]: must be >= 0 and finite, got {x}")
             if x > limits[target]:
-                raise ValueError(f"{field}[{clip(name)}]: {x:g} exceeds the bound {limits[target]:g}")
+                source = f" ({bound_names[target]})" if bound_names and target in bound_names else ""
+                raise ValueError(f"{field}[{clip(name)}]: {x:g} exceeds the bound {limits[target]:g}{source}")
             out.setdefault(name, {})[target] = x
     return out
 
@@ -272,6 +276,24 @@ def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, sta
     msg.potential_energy_change = robot.potential_energy(result.q_final) - robot.potential_energy(q0)
     msg.success = bool(result.stopped)
     msg.message = "ok" if result.stopped else f"not at rest within the horizon ({result.t[-1]:.3f} s)"
+    return msg
+
+
+def mark_provenance(msg: StopPrediction, *, model_name: str, model_hash: str, start_stamp: Time | float | None,
+                    start_age: float, velocities_estimated: bool, revision: int, final: bool) -> StopPrediction:
+    """Fill what a prediction was made from: the model (name, hash of its URDF text), the start state's stamp
+    (a Time, or [s]; None: no state) and age [s] relative to the trigger instant, whether velocities were
+    estimated, and the revision of the stop and whether it is final. Returns ``msg``."""
+    msg.model_name = model_name
+    msg.model_hash = model_hash
+    if isinstance(start_stamp, Time):
+        msg.start_state_stamp = start_stamp
+    elif start_stamp is not None and math.isfinite(start_stamp) and start_stamp > 0:
+        msg.start_state_stamp = seconds_to_stamp(start_stamp)
+    msg.start_state_age = float(start_age)
+    msg.velocities_estimated = bool(velocities_estimated)
+    msg.revision = max(0, min(int(revision), 2**32 - 1))
+    msg.final = bool(final)
     return msg
 
 

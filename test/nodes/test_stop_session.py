@@ -1,0 +1,180 @@
+"""The stop-session rules of estop_predictor without ROS: the E-stop line, stops and revisions, start states."""
+
+import math
+
+import pytest
+
+from vtm_dynamics.nodes.stop_session import (
+    EstopLine,
+    StartLimits,
+    StateHistory,
+    StateSample,
+    StopSession,
+    choose_start_state,
+)
+
+
+# ---------------------------------------------------------------------------------------------- the E-stop line
+def test_a_cyclic_false_publisher_neither_masks_nor_fakes_another_publishers_edge():
+    line = EstopLine()
+    edges = 0
+    for k in range(10):
+        for _ in range(100):
+            assert not line.update("plc", False)
+        edges += line.update("button", True)
+        assert line.stopping
+        assert not line.update("plc", False) and line.stopping  # another publisher's false does not re-arm
+        assert not line.update("button", True)  # a repeated true is no edge
+        line.update("button", False)
+        assert not line.stopping
+    assert edges == 10
+
+
+def test_a_new_publisher_starting_true_is_an_edge_and_the_line_stops_while_any_is_true():
+    line = EstopLine()
+    assert line.update("a", True)
+    assert line.update("b", True)
+    line.update("a", False)
+    assert line.stopping
+    line.update("b", False)
+    assert not line.stopping
+
+
+def test_the_publisher_table_is_bounded_and_forgets_the_least_recently_heard():
+    line = EstopLine(max_publishers=3)
+    for k in range(1000):
+        line.update(k, False)
+    assert line.publishers == 3 and not line.stopping
+    line.update("x", True)
+    for k in range(5):
+        line.update(("y", k), False)
+    assert not line.stopping  # "x" was forgotten with its true: the count stays consistent
+
+
+# ---------------------------------------------------------------------------------------------- start states
+def _history(stamps, received=None):
+    h = StateHistory()
+    for i, t in enumerate(stamps):
+        h.add(StateSample(stamp=t, received=received[i] if received else t, state=i))
+    return h
+
+
+LIMITS = StartLimits(max_age=0.05, future_tolerance=0.05, wait_timeout=0.05)
+
+
+def test_a_stamped_trigger_after_a_gap_in_joint_states_is_refused_with_the_age():
+    h = _history([100.0, 100.002, 100.004])
+    c = choose_start_state(h, instant=100.304, stamped=True, received=100.304, now=100.36, waited=0.06, limits=LIMITS)
+    assert not c.ok and c.sample.state == 2
+    assert math.isclose(c.age, 0.3, abs_tol=1e-9)
+    assert "0.300 s older than the trigger instant" in c.reason and "max_start_state_age" in c.reason
+
+
+def test_a_stamped_trigger_waits_for_a_state_at_its_instant_then_uses_the_newest_before_it():
+    h = _history([100.0, 100.002])
+    c = choose_start_state(h, instant=100.003, stamped=True, received=100.003, now=100.004, waited=0.001,
+                           limits=LIMITS)
+    assert c.wait
+    h.add(StateSample(stamp=100.004, received=100.004, state=2))
+    c = choose_start_state(h, instant=100.003, stamped=True, received=100.003, now=100.005, waited=0.002,
+                           limits=LIMITS)
+    assert c.ok and c.sample.state == 1 and math.isclose(c.age, 0.001, abs_tol=1e-9)
+
+
+def test_a_trigger_stamped_in_the_future_is_refused():
+    h = _history([100.0])
+    c = choose_start_state(h, instant=1e6, stamped=True, received=100.0, now=100.0, waited=1.0, limits=LIMITS)
+    assert not c.ok and "in the future" in c.reason and "future_stamp_tolerance" in c.reason
+
+
+def test_an_unstamped_trigger_uses_the_state_received_before_it_not_the_newest():
+    h = _history([100.0, 100.01, 100.02], received=[5.0, 5.01, 5.02])
+    c = choose_start_state(h, instant=100.012, stamped=False, received=5.015, now=100.05, waited=0.04,
+                           limits=LIMITS)
+    assert c.ok and c.sample.state == 1 and math.isclose(c.age, 0.002, abs_tol=1e-9)
+
+
+def test_no_state_before_an_unstamped_trigger_is_refused():
+    h = _history([100.0], received=[6.0])
+    c = choose_start_state(h, instant=99.0, stamped=False, received=5.0, now=100.0, waited=0.0, limits=LIMITS)
+    assert not c.ok and "no complete joint state" in c.reason
+
+
+# ---------------------------------------------------------------------------------------------- stops
+def _trigger(s, t, **kw):
+    return s.trigger(instant=t, stamped=kw.pop("stamped", False), received=t, wall=t, source="test", **kw)
+
+
+def test_triggers_during_a_stop_join_it_and_changed_brakes_revise_it_merged():
+    s = StopSession()
+    kind, stop = _trigger(s, 1.0)
+    assert kind == "new" and stop.number == 1
+    job = s.take_job()
+    assert job.scenario == "estop-1" and s.take_job() is None
+    assert _trigger(s, 1.1)[0] == "joined"  # outcome unknown yet: held in case it fails
+    s.record(job, True, None, None, StateSample(1.0, 1.0, None))
+    assert _trigger(s, 1.2, overrides={"j": {"engage_delay": 0.1}})[0] == "revised"
+    assert _trigger(s, 1.3, overrides={"j": {"engage_delay": 0.2}})[0] == "revised"
+    job = s.take_job()
+    assert job.scenario == "estop-1-rev1" and job.overrides == {"j": {"engage_delay": 0.2}}  # merged: newest
+    assert s.take_job() is None
+    assert s.rearm() == (stop, False) and not s.active  # a prediction still runs: it will be the final one
+    assert s.record(job, True, None, None) == "final"  # the stop has ended: this one stands
+    assert _trigger(s, 2.0)[0] == "new" and s.current.number == 2
+    assert s.triggers == 5
+
+
+def test_a_trigger_joining_a_stop_whose_prediction_fails_starts_its_own_stop():
+    s = StopSession()
+    _trigger(s, 1.0, overrides={"j": {"engage_delay": 1e6}})
+    job = s.take_job()
+    assert _trigger(s, 1.5)[0] == "joined"
+    s.record(job, False, None, None, None)
+    assert s.current.number == 2 and s.current.overrides == {}
+    second = s.take_job()
+    assert second.scenario == "estop-2"
+    s.record(second, False, None, None)  # a trigger after a failed prediction starts a new stop directly
+    assert _trigger(s, 3.0)[0] == "new" and s.current.number == 3
+
+
+@pytest.mark.parametrize("stamped", [True, False])
+def test_a_stamped_engage_gives_an_unstamped_stop_its_instant(stamped):
+    s = StopSession()
+    _trigger(s, 1.0, at_receipt=StateSample(0.99, 0.99, None))
+    job = s.take_job()
+    s.record(job, True, None, None, StateSample(0.99, 0.99, None))
+    kind, stop = _trigger(s, 0.995, stamped=stamped)
+    assert kind == ("revised" if stamped else "joined")
+    assert stop.stamped is stamped
+    if stamped:  # the revision chooses its start state by the stamp, not the Bool's state at receipt
+        job = s.take_job()
+        assert job.instant == 0.995 and job.at_receipt is None
+
+
+def test_a_stop_ended_before_its_prediction_ran_is_still_predicted():
+    s = StopSession()
+    _trigger(s, 1.0)
+    stop, republish = s.rearm()  # a short pulse: true then false before the worker took the job
+    assert stop.number == 1 and not republish and not s.active
+    _trigger(s, 1.1)
+    first, second = s.take_job(), s.take_job()
+    assert (first.scenario, second.scenario) == ("estop-1", "estop-2")  # the ended stop first
+    assert s.record(first, True, None, None) == "final" and s.record(second, True, None, None) == "current"
+    assert s.closing == []
+
+
+def test_rearming_after_a_published_prediction_asks_to_republish_it_as_final():
+    s = StopSession()
+    _trigger(s, 1.0)
+    job = s.take_job()
+    s.record(job, True, "result", "prediction")
+    stop, republish = s.rearm()
+    assert republish and stop.last_prediction == "prediction"
+    assert s.rearm() == (None, False)
+
+
+def test_estimated_velocities_of_unstamped_states_are_refused():
+    h = StateHistory()
+    h.add(StateSample(stamp=100.0, received=5.0, state=0, estimated=("j1",), unstamped=True))
+    c = choose_start_state(h, instant=100.001, stamped=False, received=5.001, now=100.01, waited=0.0, limits=LIMITS)
+    assert not c.ok and "velocity" in c.reason and "unstamped" in c.reason
