@@ -174,8 +174,9 @@ def solvability_reporter_adapter(node: Node) -> NodeAdapter:
         logger="solvability_reporter",
         inputs={"robot_description": node._on_description},
         services={"analyze": lambda req: node._analyze_service(req, AnalyzeSolvability.Response())},
-        vocabulary={"robot_description": ("robot_description",), "analyze": ("analyze", "urdf", "planar",
-                                                                              "positions")},
+        # the report of an analysable description is itself a warning when some reaction is not unique
+        vocabulary={"robot_description": ("robot_description",), "report": ("rank",),
+                    "analyze": ("analyze", "urdf", "planar", "positions")},
     )
 
 
@@ -209,6 +210,24 @@ def projection_controller_commands(node: Node) -> list[list[float]]:
         original(msg)
 
     publisher.publish = publish
+    return sent
+
+
+def record_publishers(node: Node) -> list[tuple[str, Any]]:
+    """Record (topic, message) of everything ``node`` publishes from now on, on every publisher it holds."""
+    from rclpy.publisher import Publisher
+
+    sent: list[tuple[str, Any]] = []
+    for publisher in list(node.publishers):
+        if not isinstance(publisher, Publisher):
+            continue
+        original, topic = publisher.publish, publisher.topic_name
+
+        def publish(msg: Any, _original=original, _topic=topic) -> None:
+            sent.append((_topic, msg))
+            _original(msg)
+
+        publisher.publish = publish
     return sent
 
 
@@ -257,6 +276,28 @@ def check_outcome(adapter: NodeAdapter, topic: str, outcome: Outcome, bad: bool,
         own = adapter.vocabulary.get(topic, (topic,))
         assert any(any(w in x.text for w in own) for x in outcome.lines), \
             "bad input got no line naming the field: " + what
+
+
+def surveyable(test: Callable[..., Any]) -> Callable[..., Any]:
+    """Put between ``@given`` and the test function. With ``VTM_FUZZ_SURVEY=<file>`` set, a failing example is
+    appended to that file (one line) instead of failing the test, so one run lists every distinct failure rather
+    than stopping at the first; without it (CI), the decorator changes nothing."""
+    import functools
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        path = os.environ.get("VTM_FUZZ_SURVEY")
+        if not path:
+            return test(*args, **kwargs)
+        try:
+            return test(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - recorded for the survey
+            first = " ".join(str(err).split())[:700]
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(f"{test.__module__.rsplit('.', 1)[-1]}::{test.__name__}: {type(err).__name__}: {first}\n")
+            return None
+
+    return run
 
 
 def init_ros() -> None:

@@ -38,6 +38,7 @@ from test.fuzz.harness import (
     deliver,
     estop_predictor_adapter,
     init_ros,
+    surveyable,
 )
 from test.fuzz.scale import examples
 from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V, first_positions
@@ -156,6 +157,7 @@ def no_leak(rig: Rig, outcome: Any, context: str) -> None:
                 "the issue's 20,000-name joint state"))
 @example(S.Case(S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time(sec=NOW + 10**6)), True,
                 "one joint state 1e6 s in the future"))
+@surveyable
 def test_joint_states(rig, case):
     rig.a.reset_log_limits()
     out = deliver(rig.a, rig.capture, rig.a.inputs["joint_states"], case.msg)
@@ -168,6 +170,7 @@ def test_joint_states(rig, case):
                  S.lock_events(now_sec=NOW).map(lambda c: ("lock_events", c))))
 @example(("brake_events", S.Case(BrakeEvent(joint_names=list(S.UR5_JOINTS), action=BrakeEvent.ENGAGE,
                                             engage_delay=[1e6] * 6), True, "the issue's 1e6 s delay override")))
+@surveyable
 def test_events(rig, topic_case):
     topic, case = topic_case
     rig.a.reset_log_limits()
@@ -183,6 +186,7 @@ def test_events(rig, topic_case):
 @example(S.Case(PredictStop.Request(
     state=S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time(sec=NOW)), brake_config_yaml="brakes: " + "[" * 1000
     + "]" * 1000), True, "the issue's 1,000-deep YAML", ("brake_config_yaml",)))
+@surveyable
 def test_predict_stop_service(rig, case):
     rig.a.reset_log_limits()
     with rig.opens.watching() as opened:
@@ -218,6 +222,7 @@ ACTIONS = st.one_of(
 @given(st.lists(ACTIONS, min_size=1, max_size=12))
 @example([("flood", "estop", 100), ("estop", True), ("estop", False), ("flood", "estop", 100), ("estop", True)])
 @example([("flood", "brake_events", 300), ("engage",)])
+@surveyable
 def test_trigger_sequences(rig, actions):
     """Every genuine trigger (a rising estop edge, an ENGAGE while no stop is active) is predicted, whatever
     floods of re-arming messages and lock events surround it."""
@@ -269,6 +274,7 @@ def test_trigger_sequences(rig, actions):
 # 3,000 links: MemoryError in the model build on main. (10,000 and the issue's 30,000 links crash the process
 # with SIGSEGV inside the URDF parser, which would end this test process: they are tested in a child process.)
 @example(S.Case(String(data=S.chain_urdf(3_000)), True, "chain of 3,000 links", ("chain",)))
+@surveyable
 def test_robot_description(rig, case):
     """Last of the batches: on a node that takes a foreign description, the ones after it would fail too."""
     rig.a.reset_log_limits()
