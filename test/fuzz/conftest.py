@@ -32,3 +32,8 @@ settings.register_profile(
 )
 settings.register_profile("dev", database=None, deadline=None, print_blob=True, suppress_health_check=_QUIET_CHECKS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev"))
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "dds_fuzz: fuzzing over real DDS (loopback); bounded in time, part of the "
+                                       "default run")
