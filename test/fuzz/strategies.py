@@ -452,8 +452,11 @@ def predict_stop_requests(draw, q, v, now_sec: int = 1_700_000_000) -> Case:
     if draw(st.integers(0, 2)) == 0:
         state = draw(joint_states(now_sec=now_sec))
         req.state = state.msg
-        if state.bad or len(state.msg.velocity) != len(state.msg.name) or not _covers(state.msg):
+        verdict = _request_state_verdict(state.msg)
+        if verdict:
             fields.append("state")
+        elif verdict is None:
+            unsure = True
         note = "state:" + state.note
     else:
         req.state = valid_joint_state(UR5_JOINTS, q, v, Time(sec=now_sec))
@@ -481,8 +484,23 @@ def predict_stop_requests(draw, q, v, now_sec: int = 1_700_000_000) -> Case:
                 tuple(fields))
 
 
-def _covers(msg: JointState) -> bool:
-    return set(UR5_JOINTS) <= set(msg.name)
+def _request_state_verdict(msg: JointState) -> bool | None:
+    """Whether a PredictStop ``state`` is certainly bad (True), certainly usable (False) or either (None: extra
+    unknown names, odd stamps)."""
+    names = list(msg.name)
+    n = len(names)
+    if n == 0 or len(set(names)) != n or not set(UR5_JOINTS) <= set(names):
+        return True
+    if len(msg.position) != n or len(msg.velocity) != n or len(msg.effort) not in (0, n):
+        return True
+    known = [i for i, x in enumerate(names) if x in UR5_JOINTS]
+    if not all(math.isfinite(msg.position[i]) and math.isfinite(msg.velocity[i]) for i in known):
+        return True
+    if n != len(UR5_JOINTS) or msg.header.stamp.nanosec >= 10**9 or msg.header.stamp.sec < 0:
+        return None
+    if any(abs(msg.position[i]) > 2 * math.pi or abs(msg.velocity[i]) > 3.2 for i in known):
+        return None  # beyond the UR5's joint or speed limits: a node may refuse it
+    return False
 
 
 @st.composite
