@@ -103,6 +103,7 @@ class Rig:
         self.harness_spin.stop()
         self.predictor.destroy_node()
         self.h.destroy_node()
+        rclpy.try_shutdown()  # later modules call rclpy.init() themselves
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+import rclpy
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rclpy.parameter import Parameter
@@ -88,6 +89,7 @@ class Rig:
     def close(self) -> None:
         self.capture.uninstall()
         self.node.destroy_node()
+        rclpy.try_shutdown()  # later modules call rclpy.init() themselves
 
 
 def check_efforts(rig: Rig, effort: list[float], context: str) -> None:
