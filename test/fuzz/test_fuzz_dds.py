@@ -3,6 +3,8 @@ generated messages on every input topic while the predictor spins in a backgroun
 in ``ros2 run``. Part of the default run (marker ``dds_fuzz``), bounded: ``examples(120)`` batches of at most 8
 messages and at most ``BUDGET_S`` seconds of generation, then the liveness checks.
 
+The huge descriptions that crash or stall a process are sent to a predictor in a child process.
+
 Properties: the executor thread never dies of an exception a message caused; no fuzz file content reaches the
 log; afterwards the node answers a valid ``PredictStop`` from the request's state and predicts a genuine E-stop
 from the live state with ``success=true`` and the configured UR5's physics.
@@ -183,3 +185,72 @@ def test_node_is_alive_and_correct_after_the_generated_traffic(rig):
         rig.pubs["estop"].publish(Bool(data=False))
     assert rig.predictor_spin.alive(), f"the predictor's executor died: {rig.predictor_spin.error!r}"
     assert S.SECRET not in rig.capture.all_text(), "a fuzz file's content reached the log"
+
+
+# ------------------------------------------------------------------------------------------------ child process
+def bare_links(n: int) -> str:
+    """The issue's shape: ``n`` links and no joints (0.6 MB for 30,000 links)."""
+    return '<robot name="many">' + "".join(f'<link name="l{k}"/>' for k in range(n)) + "</robot>"
+
+
+HUGE_DESCRIPTIONS = [
+    pytest.param(bare_links(30_000), id="30000-bare-links"),
+    pytest.param(S.chain_urdf(10_000), id="10000-link-chain"),  # SIGSEGV in the URDF parser on main
+]
+
+
+@pytest.mark.parametrize("text", HUGE_DESCRIPTIONS)
+def test_huge_description_neither_kills_nor_deafens_the_predictor_process(tmp_path, text):
+    """The predictor in its own process (as ``ros2 run`` starts it) gets a huge ``robot_description``; it must
+    stay alive and still predict a genuine E-stop (these inputs crash or stall a process, so not in process)."""
+    import subprocess
+
+    from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env
+
+    log = open(tmp_path / "predictor.log", "w")
+    proc = subprocess.Popen(
+        [python_executable(), "-m", "vtm_dynamics.nodes.estop_predictor", "--ros-args", "-p", "robot:=ur5",
+         "-p", f"brake_config:={TEST_BRAKES}", "-p", "ghost_rate:=0.0"],
+        cwd=REPO_ROOT, env=ros_subprocess_env(), stdout=log, stderr=subprocess.STDOUT)
+    init_ros()
+    node = rclpy.create_node("fuzz_huge_description")
+    pub_js = node.create_publisher(JointState, "joint_states", 20)
+    pub_estop = node.create_publisher(Bool, "estop", EVENTS)
+    pub_desc = node.create_publisher(String, "robot_description", LATCHED)
+    predictions: list[StopPrediction] = []
+    node.create_subscription(StopPrediction, "stop_prediction", predictions.append, 100)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        assert spin_until(executor, lambda: pub_estop.get_subscription_count() > 0
+                          and pub_desc.get_subscription_count() > 0, 60.0), "predictor process not discovered"
+        pub_desc.publish(String(data=text))
+        spin_until(executor, lambda: False, 1.0)
+        for _ in range(30):  # 0.3 s of live states at 100 Hz
+            pub_js.publish(S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, node.get_clock().now().to_msg()))
+            spin_until(executor, lambda: False, 0.01)
+        pub_estop.publish(Bool(data=False))
+        pub_js.publish(S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, node.get_clock().now().to_msg()))
+        pub_estop.publish(Bool(data=True))
+        ok = spin_until(executor, lambda: any(p.scenario_id.startswith("estop-") for p in predictions)
+                        or proc.poll() is not None, WAIT_S)
+        assert proc.poll() is None, f"the predictor process died (exit code {proc.returncode}) after the description"
+        if not ok:
+            died = proc.poll() is not None or spin_until(executor, lambda: proc.poll() is not None, 30.0)
+            state = f"it died later (exit code {proc.returncode})" if died else "the process is alive but deaf"
+            raise AssertionError(f"no prediction within {WAIT_S} s of a genuine E-stop after the description; {state}")
+        pred = next(p for p in predictions if p.scenario_id.startswith("estop-"))
+        assert pred.success and pred.model_name == "ur5", f"E-stop after the description: {pred.message!r}"
+    finally:
+        executor.remove_node(node)
+        node.destroy_node()
+        executor.shutdown()
+        rclpy.try_shutdown()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        log.close()
