@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,9 +160,10 @@ def joint_name_lists(known: tuple[str, ...]) -> st.SearchStrategy[tuple[list[str
 
 # ------------------------------------------------------------------------------------------------ JointState
 @st.composite
-def joint_states(draw, known: tuple[str, ...] = UR5_JOINTS, now_sec: int = 1_700_000_000) -> Case:
+def joint_states(draw, known: tuple[str, ...] = UR5_JOINTS, now_sec: int | None = None) -> Case:
     """sensor_msgs/JointState: known/unknown/duplicate/empty/huge names, mismatched arrays, non-finite values,
     zero/negative/future stamps."""
+    now_sec = now_sec if now_sec is not None else int(time.time())  # stamps relative to the draw
     names, kind = draw(joint_name_lists(known))
     n = len(names)
     cheap = n > 50  # huge messages get cheap, uniform values
@@ -203,9 +205,10 @@ def bools() -> st.SearchStrategy[Case]:
 
 
 @st.composite
-def brake_events(draw, known: tuple[str, ...] = UR5_JOINTS, now_sec: int = 1_700_000_000) -> Case:
+def brake_events(draw, known: tuple[str, ...] = UR5_JOINTS, now_sec: int | None = None) -> Case:
     """vtm_msgs/BrakeEvent: unknown actions and joints, NaN/inf/negative/huge overrides, mismatched arrays,
     extreme stamps."""
+    now_sec = now_sec if now_sec is not None else int(time.time())  # stamps relative to the draw
     names, kind = draw(joint_name_lists(known).filter(lambda t: t[1] != "huge" or len(t[0]) < 200))
     action = draw(st.one_of(st.sampled_from([BrakeEvent.ENGAGE, BrakeEvent.RELEASE]), st.integers(2, 255)))
     msg = BrakeEvent(joint_names=names, action=action)
@@ -235,8 +238,9 @@ def brake_events(draw, known: tuple[str, ...] = UR5_JOINTS, now_sec: int = 1_700
 
 
 @st.composite
-def lock_events(draw, known: tuple[str, ...] = UR5_JOINTS, now_sec: int = 1_700_000_000) -> Case:
+def lock_events(draw, known: tuple[str, ...] = UR5_JOINTS, now_sec: int | None = None) -> Case:
     """vtm_msgs/LockEvent: unknown actions and joints, extreme stamps, long sources."""
+    now_sec = now_sec if now_sec is not None else int(time.time())  # stamps relative to the draw
     names, kind = draw(joint_name_lists(known).filter(lambda t: t[1] != "huge" or len(t[0]) < 200))
     action = draw(st.one_of(st.sampled_from([LockEvent.LOCK, LockEvent.UNLOCK]), st.integers(2, 255)))
     msg = LockEvent(joint_names=names, action=action, source=draw(st.sampled_from(["pawl", "", "x" * 5000])))
@@ -446,16 +450,17 @@ def _yaml_scalar(v: Any) -> str:
 
 # ------------------------------------------------------------------------------------------------ services
 @st.composite
-def predict_stop_requests(draw, q, v, now_sec: int = 1_700_000_000) -> Case:
+def predict_stop_requests(draw, q, v, now_sec: int | None = None) -> Case:
     """vtm_msgs/PredictStop requests: bad states (from ``joint_states``), nested / huge / hostile brake YAML,
     unknown categories and frames, extreme horizons; or a valid request (``bad`` False)."""
+    now_sec = now_sec if now_sec is not None else int(time.time())  # stamps relative to the draw
     req = PredictStop.Request()
     fields = []
     unsure = False
     if draw(st.integers(0, 2)) == 0:
         state = draw(joint_states(now_sec=now_sec))
         req.state = state.msg
-        verdict = _request_state_verdict(state.msg)
+        verdict = _request_state_verdict(state.msg, now_sec)
         if verdict:
             fields.append("state")
         elif verdict is None:
@@ -487,9 +492,9 @@ def predict_stop_requests(draw, q, v, now_sec: int = 1_700_000_000) -> Case:
                 tuple(fields))
 
 
-def _request_state_verdict(msg: JointState) -> bool | None:
+def _request_state_verdict(msg: JointState, now_sec: int) -> bool | None:
     """Whether a PredictStop ``state`` is certainly bad (True), certainly usable (False) or either (None: extra
-    unknown names, odd stamps)."""
+    unknown names, stamps other than zero or about now, values beyond the robot's limits)."""
     names = list(msg.name)
     n = len(names)
     if n == 0 or len(set(names)) != n or not set(UR5_JOINTS) <= set(names):
@@ -499,7 +504,9 @@ def _request_state_verdict(msg: JointState) -> bool | None:
     known = [i for i, x in enumerate(names) if x in UR5_JOINTS]
     if not all(math.isfinite(msg.position[i]) and math.isfinite(msg.velocity[i]) for i in known):
         return True
-    if n != len(UR5_JOINTS) or msg.header.stamp.nanosec >= 10**9 or msg.header.stamp.sec < 0:
+    stamp_ok = msg.header.stamp.nanosec < 10**9 and (msg.header.stamp.sec == 0 or
+                                                     abs(msg.header.stamp.sec - now_sec) <= 1)
+    if n != len(UR5_JOINTS) or not stamp_ok:
         return None
     if any(abs(msg.position[i]) > 2 * math.pi or abs(msg.velocity[i]) > 3.2 for i in known):
         return None  # beyond the UR5's joint or speed limits: a node may refuse it

@@ -38,7 +38,6 @@ pytestmark = pytest.mark.dds_fuzz
 
 BUDGET_S = 45.0  # [s] wall-clock budget of the generated batches (later examples publish nothing)
 WAIT_S = 10.0  # [s] generous bound for a reply or a prediction over loopback DDS
-NOW = int(time.time())
 EVENTS = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -125,10 +124,10 @@ def wait_for(cond, timeout: float = WAIT_S) -> bool:
 
 
 MESSAGES = st.one_of(
-    S.joint_states(now_sec=NOW).map(lambda c: ("joint_states", c)),
+    S.joint_states().map(lambda c: ("joint_states", c)),
     S.bools().map(lambda c: ("estop", c)),
-    S.brake_events(now_sec=NOW).map(lambda c: ("brake_events", c)),
-    S.lock_events(now_sec=NOW).map(lambda c: ("lock_events", c)),
+    S.brake_events().map(lambda c: ("brake_events", c)),
+    S.lock_events().map(lambda c: ("lock_events", c)),
     S.urdf_texts(base_urdf=S.ur5_urdf()).map(lambda c: ("robot_description", c)),
 )
 

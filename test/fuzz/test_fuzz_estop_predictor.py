@@ -153,7 +153,7 @@ def no_leak(rig: Rig, outcome: Any, context: str) -> None:
 
 # ------------------------------------------------------------------------------------------------ tests
 @settings(max_examples=examples(400))
-@given(S.joint_states(now_sec=NOW))
+@given(S.joint_states())
 @example(S.Case(JointState(name=[f"j{k}" for k in range(20_000)], position=[0.0] * 20_000), True,
                 "the issue's 20,000-name joint state"))
 @example(S.Case(S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time(sec=NOW + 10**6)), True,
@@ -167,8 +167,8 @@ def test_joint_states(rig, case):
 
 
 @settings(max_examples=examples(300))
-@given(st.one_of(S.bools().map(lambda c: ("estop", c)), S.brake_events(now_sec=NOW).map(lambda c: ("brake_events", c)),
-                 S.lock_events(now_sec=NOW).map(lambda c: ("lock_events", c))))
+@given(st.one_of(S.bools().map(lambda c: ("estop", c)), S.brake_events().map(lambda c: ("brake_events", c)),
+                 S.lock_events().map(lambda c: ("lock_events", c))))
 @example(("brake_events", S.Case(BrakeEvent(joint_names=list(S.UR5_JOINTS), action=BrakeEvent.ENGAGE,
                                             engage_delay=[1e6] * 6), True, "the issue's 1e6 s delay override")))
 @surveyable
@@ -183,7 +183,7 @@ def test_events(rig, topic_case):
 
 
 @settings(max_examples=examples(250))
-@given(S.predict_stop_requests(UR5_Q, UR5_V, now_sec=NOW))
+@given(S.predict_stop_requests(UR5_Q, UR5_V))
 @example(S.Case(PredictStop.Request(
     state=S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time(sec=NOW)), brake_config_yaml="brakes: " + "[" * 1000
     + "]" * 1000), True, "the issue's 1,000-deep YAML", ("brake_config_yaml",)))

@@ -112,9 +112,9 @@ def rig():
 
 
 TOPICS = st.one_of(
-    S.joint_states(known=S.SLIDER_CRANK_JOINTS, now_sec=int(time.time())).map(lambda c: ("joint_states", c)),
+    S.joint_states(known=S.SLIDER_CRANK_JOINTS).map(lambda c: ("joint_states", c)),
     S.joint_trajectories().map(lambda c: ("trajectory", c)),
-    S.lock_events(known=S.SLIDER_CRANK_JOINTS, now_sec=int(time.time())).map(lambda c: ("lock_events", c)),
+    S.lock_events(known=S.SLIDER_CRANK_JOINTS).map(lambda c: ("lock_events", c)),
 )
 
 
