@@ -23,7 +23,8 @@ _QUIET_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.f
                  HealthCheck.function_scoped_fixture, HealthCheck.large_base_example]
 
 settings.register_profile(
-    "ci", derandomize=True, database=None, deadline=None, max_examples=200, print_blob=True, suppress_health_check=_QUIET_CHECKS,
+    "ci", derandomize=True, database=None, deadline=None, max_examples=200, print_blob=True,
+    suppress_health_check=_QUIET_CHECKS,
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target),
 )
 settings.register_profile(
