@@ -162,13 +162,16 @@ def estop_triggers(node, executor, spin_until, pub_estop, received, count: int, 
         spin_until(lambda: False, 0.02)
         n = len(received)
 
+        def first(m: StopPrediction) -> bool:
+            return m.scenario_id.startswith("estop-") and "-rev" not in m.scenario_id
+
         def predicted() -> bool:
-            return any(m.scenario_id.startswith("estop-") and "-rev" not in m.scenario_id for _, m in received[n:])
+            return any(first(m) for _, m in received[n:])
 
         t_pub = time.perf_counter()
         pub_estop.publish(Bool(data=True))
         if spin_until(predicted, lost_after):
-            t_rx = next(t for t, m in received[n:] if m.scenario_id.startswith("estop-") and "-rev" not in m.scenario_id)
+            t_rx = next(t for t, m in received[n:] if first(m))
             latencies.append(t_rx - t_pub)
         else:
             lost += 1

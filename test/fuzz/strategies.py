@@ -267,7 +267,8 @@ def chain_urdf(n_links: int, name: str = "chain", mass: float = 1.0, joint_prefi
 
 def entity_bomb(levels: int, fan: int) -> str:
     """A small 'billion laughs' document: ``fan ** levels`` expansions (kept small by the callers)."""
-    ents = ['<!ENTITY e0 "lol">'] + [f'<!ENTITY e{k} "{("&e" + str(k - 1) + ";") * fan}">' for k in range(1, levels + 1)]
+    ents = ['<!ENTITY e0 "lol">']
+    ents += [f'<!ENTITY e{k} "{("&e" + str(k - 1) + ";") * fan}">' for k in range(1, levels + 1)]
     return f'<?xml version="1.0"?><!DOCTYPE robot [{"".join(ents)}]><robot name="&e{levels};"><link name="a"/></robot>'
 
 
@@ -382,8 +383,8 @@ def extension_urdfs(draw) -> str:
 # ------------------------------------------------------------------------------------------------ brake YAML
 @st.composite
 def brake_yamls(draw, known: tuple[str, ...] = UR5_JOINTS) -> tuple[str, bool | None]:
-    """(YAML text, bad: True certainly bad, False certainly valid, None either) for the brake configuration format of ``vtm_dynamics.core.brakes``: deep
-    nesting, anchors/aliases, wrong types, unknown fields and joints, negative / non-finite / huge numbers."""
+    """(YAML text, bad: True certainly bad, False certainly valid, None either) for the brake configuration format
+    of ``vtm_dynamics.core.brakes``: deep nesting, anchors/aliases, wrong types, unknown fields and joints, negative / non-finite / huge numbers."""
     kind = draw(st.sampled_from(["valid", "fields", "nested", "aliases", "garbage", "scalar", "unknown_joint",
                                  "python_tag", "long"]))
     if kind == "nested":
