@@ -9,7 +9,18 @@ releases the brakes and moves on to the next stop from another point of the moti
 Peer measured in the same run: the bare core call `vtm_dynamics.core.estop.predict_stop` on the same states in
 this process (no ROS), i.e. the floor the node cannot beat; the ratio is the ROS overhead factor.
 
-    .venv/bin/python bench/bench_estop_latency.py [--stops 40]
+Then the E-stop line itself (std_msgs/Bool `estop`, rising edge) against a second predictor process running the
+SHIPPED configuration (config/estop_predict.yaml, rate limits and all), in two phases:
+  (a) quiet: only this script's 500 Hz joint states;
+  (b) under load: a second PROCESS floods EVERY input topic at `--flood-rate` (default 1 kHz) each - joint states
+      of the same motion, `estop` false (a cyclic line-state publisher), `brake_events` RELEASE, `lock_events`
+      UNLOCK and `robot_description` (the same UR5 text, republished) - while a third process busy-loops (CPU hog).
+Each trigger is timed from publishing `true` to receiving its StopPrediction; a trigger without a prediction
+within `--lost-after` seconds is counted as lost. Targets (issue 10): p95 <= 20 ms quiet, p95 <= 50 ms under
+load, no trigger lost. The flood and hog processes stop by themselves after their time budget and are killed by
+PID at the end in any case.
+
+    .venv/bin/python bench/bench_estop_latency.py [--stops 40] [--triggers 30] [--flood-rate 1000]
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS stays
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 101)))
 
 import argparse  # noqa: E402
+import signal  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -33,8 +45,9 @@ sys.path.insert(0, REPO)
 
 import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Bool  # noqa: E402
 from vtm_msgs.msg import BrakeEvent, StopPrediction  # noqa: E402
 
 from vtm_dynamics.nodes import prediction_io as io  # noqa: E402
@@ -47,14 +60,152 @@ HOME = [0.0, -1.2, 1.4, -1.0, -1.57, 0.0]
 AMPLITUDE = [0.8, 0.5, 0.6, 0.5, 0.5, 0.8]
 
 
+QUIET_TARGET_P95 = 0.020  # [s] issue 10: E-stop to published prediction, p95, quiet
+LOAD_TARGET_P95 = 0.050  # [s] issue 10: the same under a 1 kHz flood on every input topic plus a CPU hog
+
+
 def percentile(x: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(x), p))
+
+
+def predictor_process(env: dict, *params: str) -> subprocess.Popen:
+    args = [sys.executable, "-m", "vtm_dynamics.nodes.estop_predictor", "--ros-args", "--params-file", CONFIG]
+    for p in params:
+        args += ["-p", p]
+    return subprocess.Popen(args + ["--log-level", "warn"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def stop_process(proc: subprocess.Popen | None) -> None:
+    """End a process this script started, by its PID (terminate, then kill)."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def cpu_hog(seconds: float) -> None:
+    """Busy loop for ``seconds`` (run as its own process)."""
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+
+
+def flood(seconds: float, rate: float, t0_epoch: float) -> None:
+    """Publish on every input topic of the predictor at ``rate`` Hz each for ``seconds`` (run as its own process);
+    joint states follow the same demo motion as the main script (shared wall-clock origin ``t0_epoch``). Prints
+    the messages sent per topic as one line at the end."""
+    from std_msgs.msg import Bool, String
+    from vtm_msgs.msg import LockEvent
+
+    robot = model_from_urdf_text(load_urdf_text("ur5"))
+    names = list(robot.joint_names)
+    motion = demo_motion(robot.nv, HOME, AMPLITUDE, 0.25, [0.0] * robot.nv)
+    urdf = load_urdf_text("ur5")
+    rclpy.init()
+    node = rclpy.create_node("bench_flood")
+    events = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+    latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    pubs = {
+        "joint_states": node.create_publisher(JointState, "joint_states", 20),
+        "estop": node.create_publisher(Bool, "estop", events),
+        "brake_events": node.create_publisher(BrakeEvent, "brake_events", events),
+        "lock_events": node.create_publisher(LockEvent, "lock_events", events),
+        "robot_description": node.create_publisher(String, "robot_description", latched),
+    }
+    sent = {k: 0 for k in pubs}
+    release = BrakeEvent(joint_names=names, action=BrakeEvent.RELEASE)
+    unlock = LockEvent(joint_names=["wrist_3_joint"], action=LockEvent.UNLOCK, source="bench flood")
+    description = String(data=urdf)
+    period = 1.0 / rate
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.append(signum))  # finish the loop, report
+    start = time.monotonic()
+    tick = start
+    try:
+        while time.monotonic() - start < seconds and not stopping:
+            q, v, _ = motion.state(time.time() - t0_epoch)
+            pubs["joint_states"].publish(joint_state_message(names, q, v, stamp=node.get_clock().now().to_msg()))
+            pubs["estop"].publish(Bool(data=False))
+            pubs["brake_events"].publish(release)
+            pubs["lock_events"].publish(unlock)
+            pubs["robot_description"].publish(description)
+            for k in sent:
+                sent[k] += 1
+            tick += period
+            delay = tick - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                tick = time.monotonic()  # behind schedule: do not burst to catch up
+    finally:
+        elapsed = time.monotonic() - start
+        print("FLOOD " + " ".join(f"{k}={n / elapsed:.0f}Hz" for k, n in sent.items()), flush=True)
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def estop_triggers(node, executor, spin_until, pub_estop, received, count: int, lost_after: float,
+                   rng: np.random.Generator) -> tuple[list[float], int]:
+    """``count`` rising edges on ``estop``; returns (latencies [s] of the predicted ones, number lost)."""
+    latencies: list[float] = []
+    lost = 0
+    for _ in range(count):
+        spin_until(lambda: False, float(rng.uniform(0.15, 0.35)))  # another point of the motion
+        pub_estop.publish(Bool(data=False))
+        spin_until(lambda: False, 0.02)
+        n = len(received)
+
+        def first(m: StopPrediction) -> bool:
+            return m.scenario_id.startswith("estop-") and "-rev" not in m.scenario_id
+
+        def predicted() -> bool:
+            return any(first(m) for _, m in received[n:])
+
+        t_pub = time.perf_counter()
+        pub_estop.publish(Bool(data=True))
+        if spin_until(predicted, lost_after):
+            t_rx = next(t for t, m in received[n:] if first(m))
+            latencies.append(t_rx - t_pub)
+        else:
+            lost += 1
+        pub_estop.publish(Bool(data=False))
+    return latencies, lost
+
+
+def summary(label: str, latencies: list[float], lost: int, sent: int, target: float) -> str:
+    if latencies:
+        med, p95 = statistics.median(latencies), percentile(latencies, 95)
+        figures = f"median {1e3 * med:7.2f} ms   p95 {1e3 * p95:7.2f} ms   max {1e3 * max(latencies):7.2f} ms"
+        met = p95 <= target and lost == 0
+    else:
+        figures, met = "no prediction received", False
+    return (f"  {label:<26} {sent} triggers, {sent - lost} predicted, {lost} lost; {figures}\n"
+            f"  {'':<26} target p95 <= {1e3 * target:.0f} ms and no trigger lost: {'MET' if met else 'NOT MET'}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stops", type=int, default=40)
+    ap.add_argument("--triggers", type=int, default=30, help="E-stop edges per phase (quiet, under load)")
+    ap.add_argument("--flood-rate", type=float, default=1000.0, help="[Hz] per input topic in the load phase")
+    ap.add_argument("--lost-after", type=float, default=2.0, help="[s] a trigger without prediction is lost")
+    ap.add_argument("--flood-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the flood
+    ap.add_argument("--hog-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the CPU hog
+    ap.add_argument("--t0-epoch", type=float, default=0.0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.flood_worker > 0:
+        flood(args.flood_worker, args.flood_rate, args.t0_epoch)
+        return 0
+    if args.hog_worker > 0:
+        cpu_hog(args.hog_worker)
+        return 0
 
     robot = model_from_urdf_text(load_urdf_text("ur5"))
     brakes = io.load_brakes(robot, "", "ur5")
@@ -62,11 +213,7 @@ def main() -> int:
     names = list(robot.joint_names)
 
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vtm_dynamics.nodes.estop_predictor", "--ros-args", "--params-file", CONFIG,
-         "-p", "ghost_rate:=0.0", "-p", "event_rate_limit:=1000.0", "--log-level", "warn"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    proc = predictor_process(env, "ghost_rate:=0.0", "event_rate_limit:=1000.0")
     rclpy.init()
     node = rclpy.create_node("bench_estop_latency")
     executor = SingleThreadedExecutor()
@@ -74,15 +221,15 @@ def main() -> int:
     events_qos = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
     pub_js = node.create_publisher(JointState, "joint_states", 20)
     pub_brake = node.create_publisher(BrakeEvent, "brake_events", events_qos)
+    pub_estop = node.create_publisher(Bool, "estop", events_qos)
     received: list[tuple[float, StopPrediction]] = []
     node.create_subscription(StopPrediction, "stop_prediction", lambda m: received.append((time.perf_counter(), m)),
-                             10)
-    t0 = time.monotonic()
+                             100)
+    t0_epoch = time.time()
     last = {}
 
     def publish_state() -> None:
-        t = time.monotonic() - t0
-        q, v, _ = motion.state(t)
+        q, v, _ = motion.state(time.time() - t0_epoch)
         stamp = node.get_clock().now().to_msg()
         pub_js.publish(joint_state_message(names, q, v, stamp=stamp))
         last.update(q=q, v=v, stamp=stamp)
@@ -97,9 +244,13 @@ def main() -> int:
             executor.spin_once(timeout_sec=0.001)
         return cond()
 
+    def predictor_up() -> bool:
+        return pub_brake.get_subscription_count() > 0 and node.count_publishers("stop_prediction") > 0
+
+    helpers: list[subprocess.Popen] = []
+    flood_rates = ""
     try:
-        if not spin_until(lambda: pub_brake.get_subscription_count() > 0 and node.count_publishers("stop_prediction")
-                          > 0, 60.0):
+        if not spin_until(predictor_up, 60.0):
             print("predictor did not come up", file=sys.stderr)
             return 1
         spin_until(lambda: False, 1.0)  # let the predictor collect states
@@ -127,12 +278,43 @@ def main() -> int:
             t = time.perf_counter()
             io.predict_stop(robot, brakes, q, v, category=0, tcp_frame="tool0", horizon=5.0)
             core_times.append(time.perf_counter() - t)
+
+        # the E-stop line against the shipped configuration: quiet, then under a flood on every topic + CPU hog
+        stop_process(proc)
+        spin_until(lambda: not predictor_up(), 10.0)
+        proc = predictor_process(env)
+        if not spin_until(predictor_up, 60.0):
+            print("predictor (shipped configuration) did not come up", file=sys.stderr)
+            return 1
+        spin_until(lambda: False, 1.0)
+        quiet, quiet_lost = estop_triggers(node, executor, spin_until, pub_estop, received, args.triggers,
+                                           args.lost_after, rng)
+        budget = 5.0 + args.triggers * (0.35 + 0.05 + args.lost_after)  # [s] the load phase cannot outlast this
+        me = os.path.abspath(__file__)
+        helpers.append(subprocess.Popen(
+            [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-rate", str(args.flood_rate),
+             "--t0-epoch", repr(t0_epoch)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True))
+        helpers.append(subprocess.Popen([sys.executable, me, "--hog-worker", f"{budget:.1f}"], cwd=REPO, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        spin_until(lambda: node.count_publishers("estop") > 1, 30.0)
+        spin_until(lambda: False, 1.0)  # the flood is running
+        loaded, loaded_lost = estop_triggers(node, executor, spin_until, pub_estop, received, args.triggers,
+                                             args.lost_after, rng)
+        flood_proc = helpers[0]
+        flood_proc.terminate()  # SIGTERM ends its loop; it prints the rates it achieved
+        try:
+            out, _ = flood_proc.communicate(timeout=10)
+            flood_rates = next((line[6:] for line in out.splitlines() if line.startswith("FLOOD ")), "")
+        except subprocess.TimeoutExpired:
+            pass
     finally:
+        for h in helpers:
+            stop_process(h)
         executor.remove_node(node)
         node.destroy_node()
         rclpy.try_shutdown()
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)
 
     med, p95 = statistics.median(latencies), percentile(latencies, 95)
     cmed, cp95 = statistics.median(core_times), percentile(core_times, 95)
@@ -141,6 +323,12 @@ def main() -> int:
     print(f"  core call median {1e3 * cmed:7.2f} ms   p95 {1e3 * cp95:7.2f} ms   (vtm_dynamics.core.estop.predict_stop,"
           " same states, no ROS)")
     print(f"  ratio latency/core (median): {med / cmed:.2f}  -> ROS + messages add {1e3 * (med - cmed):.2f} ms")
+    print("E-stop line (estop rising edge) -> published StopPrediction, shipped configuration "
+          "(config/estop_predict.yaml), over DDS (loopback)")
+    print(summary("(a) quiet", quiet, quiet_lost, args.triggers, QUIET_TARGET_P95))
+    print(summary(f"(b) {args.flood_rate:g} Hz flood + CPU hog", loaded, loaded_lost, args.triggers,
+                  LOAD_TARGET_P95))
+    print(f"  flood achieved (per topic, from a second process): {flood_rates or 'not reported'}")
     return 0
 
 
