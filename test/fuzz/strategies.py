@@ -384,7 +384,7 @@ def extension_urdfs(draw) -> str:
 @st.composite
 def brake_yamls(draw, known: tuple[str, ...] = UR5_JOINTS) -> tuple[str, bool | None]:
     """(YAML text, bad: True certainly bad, False certainly valid, None either) for the brake configuration format
-    of ``vtm_dynamics.core.brakes``: deep nesting, anchors/aliases, wrong types, unknown fields and joints, negative / non-finite / huge numbers."""
+    of ``vtm_dynamics.core.estop.brakes``: deep nesting, anchors/aliases, wrong types, unknown fields and joints, negative / non-finite / huge numbers."""
     kind = draw(st.sampled_from(["valid", "fields", "nested", "aliases", "garbage", "scalar", "unknown_joint",
                                  "python_tag", "long"]))
     if kind == "nested":

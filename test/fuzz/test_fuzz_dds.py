@@ -73,7 +73,9 @@ class Rig:
         init_ros()
         self.capture = LogCapture().install()
         S.fuzz_files()
-        params = {"robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0}
+        # max_start_state_age 0.15 s as in test/nodes/node_harness.py: a state fed and a trigger sent at once can
+        # be more than the default 0.05 s apart on a loaded test machine
+        params = {"robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0, "max_start_state_age": 0.15}
         self.predictor = EstopPredictor(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
         self.h = rclpy.create_node("fuzz_dds_harness")
         self.pubs = {
@@ -209,7 +211,7 @@ def test_huge_description_neither_kills_nor_deafens_the_predictor_process(tmp_pa
     log = open(tmp_path / "predictor.log", "w")
     proc = subprocess.Popen(
         [python_executable(), "-m", "vtm_dynamics.nodes.estop_predictor", "--ros-args", "-p", "robot:=ur5",
-         "-p", f"brake_config:={TEST_BRAKES}", "-p", "ghost_rate:=0.0"],
+         "-p", f"brake_config:={TEST_BRAKES}", "-p", "ghost_rate:=0.0", "-p", "max_start_state_age:=0.15"],
         cwd=REPO_ROOT, env=ros_subprocess_env(), stdout=log, stderr=subprocess.STDOUT)
     init_ros()
     node = rclpy.create_node("fuzz_huge_description")

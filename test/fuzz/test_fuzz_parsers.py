@@ -1,6 +1,6 @@
 """Property-based fuzzing of the two text formats a message can carry into a node: the URDF extension elements
 (``<loop_closure>``, ``<knife_edge>``, ``<driving_constraint>``; docs/urdf_extension.md) and the brake YAML
-(``vtm_dynamics.core.brakes``; the ``PredictStop.brake_config_yaml`` field).
+(``vtm_dynamics.core.estop.brakes``; the ``PredictStop.brake_config_yaml`` field).
 
 Properties: the parser either returns or raises its documented error type (a ``ValueError``) with one line; never
 another exception (``RecursionError``, ``MemoryError``, ``TypeError``...), never longer than
@@ -39,7 +39,7 @@ def timed(func, *args):
 @given(S.extension_urdfs())
 @surveyable
 def test_urdf_extension(text):
-    from vtm_dynamics.core.urdf_extension import URDFExtensionError, parse_urdf_extension
+    from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, parse_urdf_extension
 
     _, err, seconds = timed(parse_urdf_extension, text)
     assert seconds <= CALLBACK_BOUND_S, f"parse_urdf_extension took {seconds:.3f} s"
@@ -53,7 +53,7 @@ def test_urdf_extension(text):
 @surveyable
 def test_model_with_extension(text):
     """The whole model build a node performs on a description (tree + extension elements)."""
-    from vtm_dynamics.core.model import ModelError
+    from vtm_dynamics.core.robot.model import ModelError
     from vtm_dynamics.nodes.model_source import model_from_urdf_text
 
     _, err, seconds = timed(model_from_urdf_text, text)
@@ -69,7 +69,7 @@ def test_model_with_extension(text):
 @example(("brakes: " + "{a: " * 1000 + "1" + "}" * 1000, True))
 @surveyable
 def test_brake_yaml(ur5, text_bad):
-    from vtm_dynamics.core.brakes import BrakeConfigError
+    from vtm_dynamics.core.estop.brakes import BrakeConfigError
     from vtm_dynamics.nodes.prediction_io import brakes_from_yaml_text
 
     text, bad = text_bad
