@@ -26,10 +26,6 @@ PID at the end in any case.
 from __future__ import annotations
 
 import os
-import random
-
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS stays on this machine
-os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 101)))
 
 import argparse  # noqa: E402
 import signal  # noqa: E402
@@ -54,6 +50,9 @@ from vtm_dynamics.nodes import prediction_io as io  # noqa: E402
 from vtm_dynamics.nodes.conversions import joint_state_message  # noqa: E402
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text  # noqa: E402
 from vtm_dynamics.core.estop.braked_plant import demo_motion  # noqa: E402
+from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment  # noqa: E402
+from vtm_dynamics.nodes.graph import apply_isolation_defaults  # noqa: E402
+from vtm_dynamics.nodes.private_domain import choose_domain  # noqa: E402
 
 CONFIG = os.path.join(REPO, "config", "estop_predict.yaml")
 HOME = [0.0, -1.2, 1.4, -1.0, -1.57, 0.0]
@@ -107,7 +106,8 @@ def flood(seconds: float, rate: float, t0_epoch: float) -> None:
     names = list(robot.joint_names)
     motion = demo_motion(robot.nv, HOME, AMPLITUDE, 0.25, [0.0] * robot.nv)
     urdf = load_urdf_text("ur5")
-    rclpy.init()
+    with rcl_init_environment():  # loopback-only sockets, as the nodes
+        rclpy.init()
     node = rclpy.create_node("bench_flood")
     events = QoSProfile(depth=50, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
     latched = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
@@ -200,6 +200,11 @@ def main() -> int:
     ap.add_argument("--hog-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the CPU hog
     ap.add_argument("--t0-epoch", type=float, default=0.0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    for warning in apply_isolation_defaults():  # DDS stays on this machine; workers inherit the environment
+        print(f"bench_estop_latency: warning: {warning}")
+    domain = choose_domain()  # kept if ROS_DOMAIN_ID is set (the workers inherit the parent's choice)
+    if args.flood_worker <= 0 and args.hog_worker <= 0:
+        print(domain.describe())
     if args.flood_worker > 0:
         flood(args.flood_worker, args.flood_rate, args.t0_epoch)
         return 0
@@ -214,7 +219,8 @@ def main() -> int:
 
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = predictor_process(env, "ghost_rate:=0.0", "event_rate_limit:=1000.0")
-    rclpy.init()
+    with rcl_init_environment():  # loopback-only sockets, as the nodes
+        rclpy.init()
     node = rclpy.create_node("bench_estop_latency")
     executor = SingleThreadedExecutor()
     executor.add_node(node)
