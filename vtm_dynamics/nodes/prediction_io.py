@@ -27,6 +27,7 @@ from vtm_dynamics.core import estop
 from vtm_dynamics.core.estop.brakes import BrakeConfigError, BrakeSet, JointBrake, brakes_from_config
 from vtm_dynamics.core.excerpt import clip, excerpt
 from vtm_dynamics.core.limited_yaml import DEFAULT_MAX_YAML_BYTES, DEFAULT_MAX_YAML_DEPTH, load_yaml_text
+from vtm_dynamics.core.estop.wrenches import rest_geometry
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.conversions import (
     JointStateSnapshot,
@@ -269,11 +270,10 @@ def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, sta
         msg.tcp_rest = _point(result.tcp_positions[-1])
     msg.tcp_path_length = float(result.tcp_path_length)
     msg.tcp_straight_distance = float(result.tcp_straight_distance)
-    q0, v0 = result.q[0], result.v[0]
-    msg.initial_kinetic_energy = robot.kinetic_energy(q0, v0)
+    msg.initial_kinetic_energy = float(result.initial_kinetic_energy)
     msg.energy_dissipated_by_brakes = float(result.brake_energy)
     msg.energy_dissipated_by_impulses = float(result.impulse_energy)
-    msg.potential_energy_change = robot.potential_energy(result.q_final) - robot.potential_energy(q0)
+    msg.potential_energy_change = float(result.potential_energy_change)
     msg.success = bool(result.stopped)
     msg.message = "ok" if result.stopped else f"not at rest within the horizon ({result.t[-1]:.3f} s)"
     return msg
@@ -321,19 +321,10 @@ def joint_reactions_message(robot: RobotModel, result: estop.StopPrediction, sta
 def stop_markers_message(robot: RobotModel, result: estop.StopPrediction, stamp: Time, frame_id: str,
                          scales: MarkerScales = MarkerScales()) -> MarkerArray:
     """Markers of the prediction: TCP path, rest pose (joint origins), reaction forces and holding torques at rest
-    (forces rotated from each joint frame to the root frame with the core model's joint placements)."""
-    q = result.q_final
-    origins, axes, forces, hold = [], [], [], []
-    for j in robot.joints:
-        placement = robot.frame_placement(q, j.name)
-        origins.append(np.array(placement.translation))
-        jac = robot.frame_jacobian(q, j.name, "world")
-        axis = jac[3:, j.idx_v] if np.linalg.norm(jac[3:, j.idx_v]) > 1e-12 else jac[:3, j.idx_v]
-        axes.append(axis / max(np.linalg.norm(axis), 1e-12))
-        forces.append(np.array(placement.rotation) @ result.rest_wrenches[j.joint_id - 1][:3])
-        hold.append(result.holding_torques[j.idx_v])
+    (the rest geometry computed by the core, :func:`vtm_dynamics.core.estop.wrenches.rest_geometry`)."""
+    rest = rest_geometry(robot, result)
     tcp = result.tcp_positions if result.tcp_positions is not None else np.zeros((0, 3))
     summary = (f"stop {stop_time(result):.3f} s, {result.tcp_frame or 'TCP'} path {result.tcp_path_length:.3f} m"
                if result.tcp_frame else f"stop {stop_time(result):.3f} s")
-    return stop_markers(frame_id, stamp, tcp, np.array(origins), np.array(axes), np.array(forces),
-                        np.nan_to_num(np.array(hold)), summary, scales)
+    return stop_markers(frame_id, stamp, tcp, rest.origins, rest.axes, rest.forces,
+                        np.nan_to_num(rest.holding_torques), summary, scales)

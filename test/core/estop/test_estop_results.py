@@ -76,3 +76,27 @@ def test_tcp_path_length_is_the_length_of_the_travelled_path_not_of_chords_betwe
         reference = _reference_path_length(robot, p)
         assert abs(p.tcp_path_length - reference) <= 1e-4 * reference, (p.tcp_path_length, reference)
         assert p.tcp_path_length >= p.tcp_straight_distance
+
+
+def test_energy_fields_balance_the_brake_work_and_jump_losses(prediction):
+    # stopped, category 0: kinetic energy at the E-stop plus the potential energy released equals what the brakes
+    # and the jumps dissipated (the series integrate the brake work independently of these end-point energies)
+    assert prediction.stopped
+    released = prediction.initial_kinetic_energy - prediction.potential_energy_change
+    assert released == pytest.approx(prediction.brake_energy + prediction.impulse_energy, rel=1e-6)
+    assert prediction.initial_kinetic_energy > 0
+
+
+def test_rest_geometry_holds_the_whole_arm_at_the_base_joint(prediction):
+    from vtm_dynamics.core.estop.wrenches import rest_geometry
+
+    robot = with_payload(RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf")), 5.0,
+                         "tool0")
+    rest = rest_geometry(robot, prediction)
+    assert rest.names == robot.joint_names
+    np.testing.assert_allclose(np.linalg.norm(rest.axes, axis=1), 1.0, atol=1e-12)
+    total_mass = sum(inertia.mass for inertia in robot.model.inertias[1:])
+    # at rest the first joint carries the weight of everything after it: a vertical force of m g in world axes
+    np.testing.assert_allclose(rest.forces[0], [0.0, 0.0, total_mass * 9.81], rtol=1e-9, atol=1e-9)
+    for name, origin in zip(rest.names, rest.origins):
+        np.testing.assert_allclose(origin, robot.frame_placement(prediction.q_final, name).translation, atol=1e-12)

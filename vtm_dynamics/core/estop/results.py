@@ -7,6 +7,8 @@ joint's local frame (Pinocchio ``data.f``).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,7 +53,8 @@ class StopPrediction:
     jumps, ``holding_torques`` [N m] at rest, ``rest_wrenches`` (njoints x 6) at rest, ``pre_stop_wrenches``
     (from the caller's acceleration or torque, else None), TCP: ``tcp_frame``, ``tcp_positions`` (K x 3) [m],
     ``tcp_path_length`` [m] (integral of the TCP speed, see :func:`.prediction.tcp_path`),
-    ``tcp_straight_distance`` [m]."""
+    ``tcp_straight_distance`` [m]. Energies: ``initial_kinetic_energy`` [J] at the E-stop and
+    ``potential_energy_change`` [J] (gravity, rest minus start)."""
 
     joint_names: tuple[str, ...]
     category: int
@@ -80,5 +83,7 @@ class StopPrediction:
     tcp_path_length: float
     tcp_straight_distance: float
     power_off_time: float = 0.0
+    initial_kinetic_energy: float = math.nan
+    potential_energy_change: float = math.nan
     n_steps: int = field(default=0, compare=False)
     n_evaluations: int = field(default=0, compare=False)
