@@ -40,10 +40,6 @@ _NO_LIMIT = 1e300
 _SHOWN = 8
 
 
-def _is_prismatic(kind: str) -> bool:
-    return kind.startswith("JointModelP") and not kind.startswith("JointModelPlanar")
-
-
 def shown(names: Sequence[str]) -> str:
     """At most a few names for a one-line text, with the count of the rest."""
     names = list(names)
@@ -64,7 +60,7 @@ def trajectory_limits(robot: RobotModel, max_points: int, max_duration: float) -
     lower, upper, velocity = np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.inf)
     units = []
     for j in robot.joints:
-        units.append("m" if _is_prismatic(j.kind) else "rad")
+        units.append("m" if j.prismatic else "rad")
         if j.nq == 1 and j.nv == 1:
             lo, hi = float(m.lowerPositionLimit[j.idx_q]), float(m.upperPositionLimit[j.idx_q])
             lower[j.idx_v] = lo if abs(lo) < _NO_LIMIT else -np.inf
@@ -133,7 +129,7 @@ def effort_limits(robot: RobotModel, command_joints: Sequence[str], default_effo
     units, sources, missing = [], [], []
     for i, name in enumerate(names):
         j = robot.joint(name)
-        unit = "N" if _is_prismatic(j.kind) else "N m"
+        unit = "N" if j.prismatic else "N m"
         urdf = float(robot.model.effortLimit[j.idx_v])
         if 0.0 < urdf < _NO_LIMIT:
             limit, source = urdf, "urdf"

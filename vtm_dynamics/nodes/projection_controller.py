@@ -402,7 +402,7 @@ class ProjectionController(Node):
     def _build_controller(self, robot: RobotModel) -> ProjectedInverseDynamicsController:
         W = None
         if self.p["weighting_length"] > 0:
-            prismatic = [j.kind.startswith("JointModelP") and j.kind != "JointModelPlanar" for j in robot.joints]
+            prismatic = [j.prismatic for j in robot.joints]
             W = unit_weighting(np.array(prismatic, dtype=bool), self.p["weighting_length"])
         return ProjectedInverseDynamicsController(
             robot,

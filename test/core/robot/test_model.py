@@ -128,3 +128,18 @@ def test_extension_is_parsed_with_the_model():
     robot = RobotModel.from_urdf_file(PLANAR_3R)
     assert robot.extension is not None and robot.extension.robot_name == "planar_3r"
     assert robot.extension.loop_closures == ()
+
+
+def test_prismatic_joints_are_told_from_revolute_and_continuous_ones():
+    link = '<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>'
+    urdf = ('<robot name="rp">' + '<link name="base"/>' + link.format(n="a") + link.format(n="b") + link.format(n="c")
+            + '<joint name="turn" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>'
+              '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+            + '<joint name="slide" type="prismatic"><parent link="a"/><child link="b"/><axis xyz="1 0 0"/>'
+              '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+            + '<joint name="tilted" type="prismatic"><parent link="b"/><child link="c"/><axis xyz="1 1 0"/>'
+              '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>')
+    kinds = {j.name: j.prismatic for j in RobotModel.from_urdf(urdf).joints}
+    assert kinds == {"turn": False, "slide": True, "tilted": True}
+    assert {j.name: j.prismatic for j in RobotModel.from_urdf(CONTINUOUS_URDF).joints} == {"wheel": False,
+                                                                                         "slide": True}

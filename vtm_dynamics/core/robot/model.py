@@ -66,6 +66,13 @@ class JointCoordinates:
     kind: str
 
     @property
+    def prismatic(self) -> bool:
+        """A translational 1-DOF joint (coordinates in m, efforts in N): Pinocchio's JointModelPX/PY/PZ and
+        JointModelPrismaticUnaligned; every other 1-DOF joint of a URDF turns (rad, N m)."""
+        return self.kind in ("JointModelPX", "JointModelPY", "JointModelPZ") or self.kind.startswith(
+            "JointModelPrismatic")
+
+    @property
     def q_slice(self) -> slice:
         return slice(self.idx_q, self.idx_q + self.nq)
 
