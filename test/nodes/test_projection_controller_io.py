@@ -16,7 +16,7 @@ from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import controller_io as io
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import FIELDS, TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
-from vtm_dynamics.nodes.trajectory_sampler import TrajectoryError, TrajectoryLimits, check_limits
+from vtm_dynamics.core.projection.desired_trajectory import TrajectoryError, TrajectoryLimits, check_limits
 
 PLANAR_3R = f"{REPO_ROOT}/urdf/planar_3r.urdf"
 

@@ -2,7 +2,7 @@
 
 * The robot's limits as the URDF states them (read from the Pinocchio model the core built): position and velocity
   limits for checking desired trajectories, effort limits for saturating commands.
-* ``trajectory_msgs/JointTrajectory`` -> :class:`~vtm_dynamics.nodes.trajectory_sampler.PiecewiseTrajectory`,
+* ``trajectory_msgs/JointTrajectory`` -> :class:`~vtm_dynamics.core.projection.desired_trajectory.PiecewiseTrajectory`,
   refused as a whole when it breaks a limit or a cap (the reason names field, point and joint).
 * Effort commands (``std_msgs/Float64MultiArray``) saturated to [-limit, +limit] per entry, the predicted constraint
   forces (``vtm_msgs/JointReactions``) and the ``/diagnostics`` status.
@@ -27,7 +27,7 @@ from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.latest_worker import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
-from vtm_dynamics.nodes.trajectory_sampler import (
+from vtm_dynamics.core.projection.desired_trajectory import (
     PiecewiseTrajectory,
     TrajectoryError,
     TrajectoryLimits,

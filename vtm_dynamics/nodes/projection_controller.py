@@ -17,7 +17,7 @@ Inputs
                          order); it starts at ``header.stamp``, or when it is started (prepared, see below) if the
                          stamp is zero. If its first point lies after t = 0, the state measured when it is started
                          is inserted at t = 0 (smooth start). Sampling: quintic / cubic / linear per segment
-                         depending on the fields given (see ``trajectory_sampler``); after the last point, the last
+                         depending on the fields given (see ``core.projection.desired_trajectory``); after the last point, the last
                          positions are held with zero velocity. A trajectory without points means "stop here": the
                          measured position is held at once. A new trajectory replaces the current one; one that
                          breaks a limit is refused as a whole and the current goal continues.
@@ -134,7 +134,7 @@ from vtm_dynamics.nodes.conversions import (
 from vtm_dynamics.nodes.latest_worker import LatestWorker
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
 from vtm_dynamics.nodes.node_main import run_node
-from vtm_dynamics.nodes.trajectory_sampler import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
+from vtm_dynamics.core.projection.desired_trajectory import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
 
 NODE_NAME = "projection_controller"
 _NAME_RE = re.compile(r"^[A-Za-z_~][A-Za-z0-9_/]*$")

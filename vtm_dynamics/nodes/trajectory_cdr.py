@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from vtm_dynamics.nodes.trajectory_sampler import TrajectoryError
+from vtm_dynamics.core.projection.desired_trajectory import TrajectoryError
 
 FIELDS = ("positions", "velocities", "accelerations", "effort")
 CHUNK = 256  # points read between two calls of ``pause``

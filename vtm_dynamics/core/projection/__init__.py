@@ -5,5 +5,6 @@ forces), the projected inverse-dynamics controller with minimum-norm torques, un
 (eqs. (40)-(64)), and the simulation recipe of Sec. 6 with the pseudo-inverse Newton drift correction (eq. (39)).
 
 Modules: ``projector`` (P, Mc, direct dynamics, constraint forces), ``control`` (projected inverse dynamics,
-passive joints, controllability), ``simulation`` (constrained simulation steps and runs).
+passive joints, controllability), ``simulation`` (constrained simulation steps and runs), ``desired_trajectory``
+(the desired motion q_d(t) and its derivatives from waypoints, and its limit check).
 """

@@ -14,7 +14,7 @@ velocity and acceleration (``finished`` is then true).
 :func:`check_limits` refuses a trajectory that asks more than the robot allows (:class:`TrajectoryLimits`: position
 and velocity limits per joint, a cap on the number of points and on the duration), naming the first offending
 point and joint; it runs in time linear in the number of points. No physics and no ROS here: the message
-conversion is ``controller_io``.
+conversion is ``vtm_dynamics.nodes.controller_io``.
 
 Units: time [s], positions [rad, m], velocities [rad/s, m/s], accelerations [rad/s^2, m/s^2].
 """

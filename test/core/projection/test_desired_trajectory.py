@@ -5,7 +5,7 @@ import pytest
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from vtm_dynamics.nodes.controller_io import trajectory_from_message
-from vtm_dynamics.nodes.trajectory_sampler import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
+from vtm_dynamics.core.projection.desired_trajectory import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
 
 AB = TrajectoryLimits.unlimited(["a", "b"])
 
