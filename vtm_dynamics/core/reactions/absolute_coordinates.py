@@ -51,6 +51,7 @@ from vtm_dynamics.core.robot.urdf_extension import (
     Pose,
     URDFExtension,
     URDFExtensionError,
+    numbers,
     extension_from_root,
     parse_urdf_xml,
 )
@@ -242,16 +243,7 @@ def allowed_twists(kind: str, axis: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------- URDF reading
-def _floats(text: str | None, default: tuple[float, ...], what: str) -> tuple[float, ...]:
-    if text is None:
-        return default
-    try:
-        vals = tuple(float(t) for t in text.split())
-    except ValueError:
-        raise AbsoluteModelError(f"{what}: not numbers: {excerpt(text)}") from None
-    if len(vals) != len(default) or not all(math.isfinite(v) for v in vals):
-        raise AbsoluteModelError(f"{what}: expected {len(default)} finite numbers, got {excerpt(text)}")
-    return vals
+_ERR = AbsoluteModelError  # what the one URDF number reader (urdf_extension.numbers) raises here
 
 
 def _tree_joints(root: ET.Element) -> tuple[TreeJoint, ...]:
@@ -267,11 +259,11 @@ def _tree_joints(root: ET.Element) -> tuple[TreeJoint, ...]:
             raise AbsoluteModelError(f"{what}: missing <parent link=...> or <child link=...>")
         o = el.find("origin")
         origin = Pose(
-            xyz=_floats(None if o is None else o.get("xyz"), (0.0, 0.0, 0.0), f"{what} origin xyz"),  # type: ignore[arg-type]
-            rpy=_floats(None if o is None else o.get("rpy"), (0.0, 0.0, 0.0), f"{what} origin rpy"),  # type: ignore[arg-type]
+            xyz=numbers(None if o is None else o.get("xyz"), (0.0, 0.0, 0.0), f"{what} origin xyz", _ERR),  # type: ignore[arg-type]
+            rpy=numbers(None if o is None else o.get("rpy"), (0.0, 0.0, 0.0), f"{what} origin rpy", _ERR),  # type: ignore[arg-type]
         )
         ax_el = el.find("axis")
-        axis = np.array(_floats(None if ax_el is None else ax_el.get("xyz"), (1.0, 0.0, 0.0), f"{what} axis"))
+        axis = np.array(numbers(None if ax_el is None else ax_el.get("xyz"), (1.0, 0.0, 0.0), f"{what} axis", _ERR))
         if np.linalg.norm(axis) < 1e-12:
             raise AbsoluteModelError(f"{what} axis: the axis must not be zero")
         joints.append(TreeJoint(name, kind, parent.get("link"), child.get("link"), origin,  # type: ignore[arg-type]
@@ -289,17 +281,17 @@ def _inertias(root: ET.Element) -> dict[str, BodyInertia]:
             continue
         what = f"<link name={excerpt(name)}> inertial"
         m_el, o_el, i_el = el.find("mass"), el.find("origin"), el.find("inertia")
-        mass = _floats(None if m_el is None else m_el.get("value"), (0.0,), f"{what} mass")[0]
+        mass = numbers(None if m_el is None else m_el.get("value"), (0.0,), f"{what} mass", _ERR)[0]
         if mass < 0:
             raise AbsoluteModelError(f"{what} mass: must not be negative, got {mass}")
         pose = Pose(
-            xyz=_floats(None if o_el is None else o_el.get("xyz"), (0.0, 0.0, 0.0), f"{what} origin"),  # type: ignore[arg-type]
-            rpy=_floats(None if o_el is None else o_el.get("rpy"), (0.0, 0.0, 0.0), f"{what} origin"),  # type: ignore[arg-type]
+            xyz=numbers(None if o_el is None else o_el.get("xyz"), (0.0, 0.0, 0.0), f"{what} origin", _ERR),  # type: ignore[arg-type]
+            rpy=numbers(None if o_el is None else o_el.get("rpy"), (0.0, 0.0, 0.0), f"{what} origin", _ERR),  # type: ignore[arg-type]
         )
         g = {k: 0.0 for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
         if i_el is not None:
             for k in g:
-                g[k] = _floats(i_el.get(k), (0.0,), f"{what} {k}")[0]
+                g[k] = numbers(i_el.get(k), (0.0,), f"{what} {k}", _ERR)[0]
         inertia = np.array([[g["ixx"], g["ixy"], g["ixz"]], [g["ixy"], g["iyy"], g["iyz"]], [g["ixz"], g["iyz"], g["izz"]]])
         R = pose.rotation()
         inertia = R @ inertia @ R.T

@@ -143,15 +143,20 @@ class URDFExtension:
     driving_constraints: tuple[DrivingConstraintSpec, ...]
 
 
-def _floats(text: str | None, n: int, what: str, default: tuple[float, ...]) -> tuple[float, ...]:
+def numbers(text: str | None, default: tuple[float, ...], what: str,
+            error: type[ValueError] = URDFExtensionError) -> tuple[float, ...]:
+    """The numbers of a URDF attribute (``xyz="0 0 1"``, ``value="2.5"``): ``default`` when the attribute is
+    absent, else exactly ``len(default)`` finite numbers, or ``error`` with one line naming ``what`` (the one number
+    reader for every URDF element the package reads)."""
     if text is None:
         return default
+    n = len(default)
     try:
         values = tuple(float(t) for t in text.split())
     except ValueError:
-        raise URDFExtensionError(f"{what}: expected {n} numbers, got {excerpt(text)}") from None
+        raise error(f"{what}: expected {n} numbers, got {excerpt(text)}") from None
     if len(values) != n or not all(math.isfinite(v) for v in values):
-        raise URDFExtensionError(f"{what}: expected {n} finite numbers, got {excerpt(text)}")
+        raise error(f"{what}: expected {n} finite numbers, got {excerpt(text)}")
     return values
 
 
@@ -159,13 +164,13 @@ def _pose(element: ET.Element | None, what: str) -> Pose:
     if element is None:
         return Pose()
     return Pose(
-        xyz=_floats(element.get("xyz"), 3, f"{what} xyz", (0.0, 0.0, 0.0)),  # type: ignore[arg-type]
-        rpy=_floats(element.get("rpy"), 3, f"{what} rpy", (0.0, 0.0, 0.0)),  # type: ignore[arg-type]
+        xyz=numbers(element.get("xyz"), (0.0, 0.0, 0.0), f"{what} xyz"),  # type: ignore[arg-type]
+        rpy=numbers(element.get("rpy"), (0.0, 0.0, 0.0), f"{what} rpy"),  # type: ignore[arg-type]
     )
 
 
 def _unit_axis(element: ET.Element | None, what: str) -> tuple[float, float, float]:
-    axis = np.array(_floats(None if element is None else element.get("xyz"), 3, what, (1.0, 0.0, 0.0)))
+    axis = np.array(numbers(None if element is None else element.get("xyz"), (1.0, 0.0, 0.0), what))
     norm = float(np.linalg.norm(axis))
     if norm < 1e-12:
         raise URDFExtensionError(f"{what}: the axis must not be zero")
@@ -335,7 +340,7 @@ def extension_from_root(root: ET.Element) -> URDFExtension:
         link = el.get("link", "")
         check_link(link, what)
         origin = el.find("origin")
-        point = _floats(None if origin is None else origin.get("xyz"), 3, f"{what} origin", (0.0, 0.0, 0.0))
+        point = numbers(None if origin is None else origin.get("xyz"), (0.0, 0.0, 0.0), f"{what} origin")
         knives.append(
             KnifeEdgeSpec(name=name, link=link, point=point, axis=_unit_axis(el.find("axis"), f"{what} axis"))  # type: ignore[arg-type]
         )
