@@ -17,10 +17,9 @@ Equations of motion between events (``constrained_acceleration``):
   [1/s] (0 = plain eq. (7)); holonomic closures then drift slowly at position level (``diagnostics.
   constraint_residuals`` measures it).
 
-Measured cost of one right-hand side with two joints locked (``bench/bench_switching.py``, this machine):
-planar 3R 0.6 us (locked_aba) / 68 us (locked_cholesky) / 201 us (projected); UR5 1.6 / 76 / 236 us. The three
-agree to 1e-10 (``test_integrator``), so pure-lock segments use locked_aba: one simulated second of the paper's
-3R scenario with RK4 at 1e-4 s takes ~0.23 s of wall time (MuJoCo RK4 at the same step: ~0.17 s).
+The three right-hand sides agree to 1e-10 (``test_integrator``); locked_aba is by far the cheapest (one ABA on the
+reduced model instead of a factorization per evaluation; ``bench/bench_switching.py`` measures all three against
+MuJoCo), so pure-lock segments use it.
 
 Integrators: fixed-step classical RK4 (as in the paper, default 1e-4 s; steps are shortened to land exactly on
 time events) and scipy ``solve_ivp`` (adaptive, any of its explicit methods) with event location. State events
