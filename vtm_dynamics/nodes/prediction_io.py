@@ -178,8 +178,8 @@ def snapshot(robot: RobotModel, stamp: float, positions: np.ndarray, v: np.ndarr
 def predict_stop(robot: RobotModel, brakes: BrakeSet, q: np.ndarray, v: np.ndarray, *, category: int,
                  tcp_frame: str, horizon: float, step: float = 0.004, deceleration: float = 3.0,
                  lock_events: Sequence[estop.LockEvent] = ()) -> estop.StopPrediction:
-    """``core.estop.predict_stop`` with the node's settings (RK4 ``step`` [s], ``horizon`` [s], category-1
-    ``deceleration`` [rad/s^2]); its ``StopInputError`` (a ValueError) names the offending field."""
+    """``core.estop.predict_stop`` with the node's settings (maximum Runge-Kutta ``step`` [s], ``horizon`` [s],
+    category-1 ``deceleration`` [rad/s^2]); its ``StopInputError`` (a ValueError) names the offending field."""
     settings = estop.StopSettings(step=step, t_max=horizon)
     c1 = estop.CategoryOne(deceleration=deceleration) if category == 1 else None
     return estop.predict_stop(robot, brakes, q, v, category=category, category_one=c1, tcp_frame=tcp_frame,

@@ -4,11 +4,11 @@ Timeline (simulated time t, ``time_scale`` times wall time since the motion star
 the motion starts once ``brake_events`` has ``wait_for_subscribers`` subscribers, at most ``startup_timeout``
 after start-up, because DDS discovery of a new process can take seconds):
 
-1. ``0 <= t < estop_time``: the demo motion (a sinusoid per joint, played back exactly, see ``plant.DemoMotion``)
+1. ``0 <= t < estop_time``: the demo motion (a sinusoid per joint, played back exactly, see ``core.estop.braked_plant.DemoMotion``)
    is published on ``joint_states`` at ``publish_rate`` Hz (>= 250 Hz by default 500 Hz, wall-clock timer).
 2. at ``t = estop_time``: the state AT that instant is published, then the safety controller publishes a
    ``brake_events`` ENGAGE for all joints (stamp = the E-stop instant) and ``estop`` = true.
-3. the category-0 stop is integrated by ``plant.BrakedPlant`` (fixed step ``sim_step``, its own stick/slip rule,
+3. the category-0 stop is integrated by ``core.estop.braked_plant.BrakedPlant`` (fixed step ``sim_step``, its own stick/slip rule,
    the core brake model): an independent check of the predictor's event-located integration.
 4. at rest: ``lock_events`` LOCK (source ``standstill``) for all joints, the actual rest pose on
    ``rest_joint_states`` (transient local), and the comparison with the received ``stop_prediction`` (the newest
