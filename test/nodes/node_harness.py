@@ -7,6 +7,7 @@ import os
 from typing import Any, Callable
 
 import numpy as np
+import pytest
 import rclpy
 from rcl_interfaces.msg import Log
 from rclpy.executors import SingleThreadedExecutor
@@ -152,3 +153,19 @@ def first_positions(traj: JointTrajectory, names=UR5_JOINTS) -> np.ndarray:
 def init_rclpy() -> None:
     if not rclpy.ok():
         rclpy.init()
+
+
+# fixtures shared by the estop_predictor test modules (import them: ``from test.nodes.node_harness import graph, ros``)
+@pytest.fixture(scope="module", autouse=True)
+def ros():
+    """rclpy for the whole test module (autouse in every module that imports it)."""
+    init_rclpy()
+    yield
+    rclpy.try_shutdown()
+
+
+@pytest.fixture
+def graph():
+    g = Graph()
+    yield g
+    g.close()

@@ -15,6 +15,7 @@ from visualization_msgs.msg import Marker
 from vtm_msgs.msg import BrakeEvent, LockEvent, StopPrediction, TopologyEvent
 from vtm_msgs.srv import PredictStop
 
+from test.nodes.node_harness import graph, ros  # noqa: F401 - fixtures
 from test.nodes.node_harness import (
     UR5_JOINTS,
     UR5_Q,
@@ -29,20 +30,6 @@ from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
 from vtm_dynamics.core.estop.braked_plant import BrakedPlant
 
 from test.nodes.node_harness import TEST_BRAKES
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ros():
-    init_rclpy()
-    yield
-    rclpy.try_shutdown()
-
-
-@pytest.fixture
-def graph():
-    g = Graph()
-    yield g
-    g.close()
 
 
 @pytest.fixture(scope="module")

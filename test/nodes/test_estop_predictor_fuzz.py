@@ -16,23 +16,10 @@ from std_msgs.msg import Bool, String
 from vtm_msgs.msg import BrakeEvent, LockEvent
 from vtm_msgs.srv import PredictStop
 
+from test.nodes.node_harness import graph, ros  # noqa: F401 - fixtures
 from test.nodes.node_harness import UR5_JOINTS, UR5_Q, Graph, init_rclpy
 
 N = 2000  # inputs per message type and run
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ros():
-    init_rclpy()
-    yield
-    rclpy.try_shutdown()
-
-
-@pytest.fixture
-def graph():
-    g = Graph()
-    yield g
-    g.close()
 
 
 WORDS = UR5_JOINTS + ["", "x" * 300, "ünïcödé", "../../etc/passwd", "/proc/self/environ", "joint\n2"]

@@ -9,22 +9,9 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
+from test.nodes.node_harness import graph, ros  # noqa: F401 - fixtures
 from test.nodes.node_harness import Graph, init_rclpy
 from vtm_dynamics.nodes.model_source import load_urdf_text
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ros():
-    init_rclpy()
-    yield
-    rclpy.try_shutdown()
-
-
-@pytest.fixture
-def graph():
-    g = Graph()
-    yield g
-    g.close()
 
 
 def _hash(text: str) -> str:

@@ -11,21 +11,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from vtm_msgs.msg import BrakeEvent
 
+from test.nodes.node_harness import graph, ros  # noqa: F401 - fixtures
 from test.nodes.node_harness import UR5_JOINTS, UR5_Q, Graph, first_positions, init_rclpy
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ros():
-    init_rclpy()
-    yield
-    rclpy.try_shutdown()
-
-
-@pytest.fixture
-def graph():
-    g = Graph()
-    yield g
-    g.close()
 
 
 def _seconds(stamp) -> float:

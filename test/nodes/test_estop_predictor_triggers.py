@@ -15,21 +15,8 @@ from std_msgs.msg import Bool
 from vtm_msgs.msg import BrakeEvent
 from vtm_msgs.srv import PredictStop
 
+from test.nodes.node_harness import graph, ros  # noqa: F401 - fixtures
 from test.nodes.node_harness import EVENTS, UR5_JOINTS, UR5_Q, UR5_V, Graph, init_rclpy
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ros():
-    init_rclpy()
-    yield
-    rclpy.try_shutdown()
-
-
-@pytest.fixture
-def graph():
-    g = Graph()
-    yield g
-    g.close()
 
 
 class Flooder:
