@@ -52,3 +52,19 @@ def test_long_core_modules_state_why_they_are_long():
         if text.count("\n") > 420 and "Size:" not in (ast.get_docstring(ast.parse(text)) or ""):
             too_long.append(module)
     assert not too_long, f"core modules over ~400 lines without a 'Size:' reason in their docstring: {too_long}"
+
+
+def test_importing_a_node_or_tool_module_changes_nothing_in_the_process():
+    import subprocess
+
+    from test.ros_helpers import python_executable, ros_subprocess_env
+
+    names = sorted(m for m in import_graph.modules() if m.startswith(("vtm_dynamics.nodes.", "vtm_dynamics.cli.")))
+    code = ("import os, sys, importlib; env = dict(os.environ); switch = sys.getswitchinterval(); "
+            f"[importlib.import_module(m) for m in {names!r}]; "
+            "changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)); "
+            "print(changed, sys.getswitchinterval() == switch)")
+    out = subprocess.run([python_executable(), "-c", code], capture_output=True, text=True, timeout=120,
+                         env=ros_subprocess_env(), cwd=REPO_ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[] True", out.stdout
