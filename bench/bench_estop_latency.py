@@ -12,9 +12,10 @@ this process (no ROS), i.e. the floor the node cannot beat; the ratio is the ROS
 Then the E-stop line itself (std_msgs/Bool `estop`, rising edge) against a second predictor process running the
 SHIPPED configuration (config/estop_predict.yaml, rate limits and all), in two phases:
   (a) quiet: only this script's 500 Hz joint states;
-  (b) under load: a second PROCESS floods EVERY input topic at `--flood-rate` (default 1 kHz) each - joint states
-      of the same motion, `estop` false (a cyclic line-state publisher), `brake_events` RELEASE, `lock_events`
-      UNLOCK and `robot_description` (the same UR5 text, republished) - while a third process busy-loops (CPU hog).
+  (b) under load: other PROCESSES (`--flood-processes`, default 2) flood EVERY input topic at `--flood-rate`
+      (default 1 kHz, in total per topic) - joint states of the same motion, `estop` false (a cyclic line-state
+      publisher), `brake_events` RELEASE, `lock_events` UNLOCK and `robot_description` (the same UR5 text,
+      republished) - while another process busy-loops (CPU hog). On a 2-core machine that is five busy processes.
 Each trigger is timed from publishing `true` to receiving its StopPrediction; a trigger without a prediction
 within `--lost-after` seconds is counted as lost. Targets (issue 10): p95 <= 20 ms quiet, p95 <= 50 ms under
 load, no trigger lost. The flood and hog processes stop by themselves after their time budget and are killed by
@@ -195,6 +196,8 @@ def main() -> int:
     ap.add_argument("--stops", type=int, default=40)
     ap.add_argument("--triggers", type=int, default=30, help="E-stop edges per phase (quiet, under load)")
     ap.add_argument("--flood-rate", type=float, default=1000.0, help="[Hz] per input topic in the load phase")
+    ap.add_argument("--flood-processes", type=int, default=2,
+                    help="processes sharing the flood (each publishes every topic at flood-rate / N Hz)")
     ap.add_argument("--lost-after", type=float, default=2.0, help="[s] a trigger without prediction is lost")
     ap.add_argument("--flood-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the flood
     ap.add_argument("--hog-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the CPU hog
@@ -297,23 +300,30 @@ def main() -> int:
                                            args.lost_after, rng)
         budget = 5.0 + args.triggers * (0.35 + 0.05 + args.lost_after)  # [s] the load phase cannot outlast this
         me = os.path.abspath(__file__)
-        helpers.append(subprocess.Popen(
-            [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-rate", str(args.flood_rate),
-             "--t0-epoch", repr(t0_epoch)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True))
+        n_flood = max(1, args.flood_processes)
+        for _ in range(n_flood):  # one Python process alone does not reach 1 kHz on five topics
+            helpers.append(subprocess.Popen(
+                [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-rate", str(args.flood_rate / n_flood),
+                 "--t0-epoch", repr(t0_epoch)], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True))
         helpers.append(subprocess.Popen([sys.executable, me, "--hog-worker", f"{budget:.1f}"], cwd=REPO, env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         spin_until(lambda: node.count_publishers("estop") > 1, 30.0)
         spin_until(lambda: False, 1.0)  # the flood is running
         loaded, loaded_lost = estop_triggers(node, executor, spin_until, pub_estop, received, args.triggers,
                                              args.lost_after, rng)
-        flood_proc = helpers[0]
-        flood_proc.terminate()  # SIGTERM ends its loop; it prints the rates it achieved
-        try:
-            out, _ = flood_proc.communicate(timeout=10)
-            flood_rates = next((line[6:] for line in out.splitlines() if line.startswith("FLOOD ")), "")
-        except subprocess.TimeoutExpired:
-            pass
+        totals: dict[str, float] = {}
+        for flood_proc in helpers[:n_flood]:
+            flood_proc.terminate()  # SIGTERM ends its loop; it prints the rates it achieved
+            try:
+                out, _ = flood_proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                continue
+            line = next((x[6:] for x in out.splitlines() if x.startswith("FLOOD ")), "")
+            for item in line.split():
+                topic, rate = item.split("=")
+                totals[topic] = totals.get(topic, 0.0) + float(rate.removesuffix("Hz"))
+        flood_rates = " ".join(f"{k}={v:.0f}Hz" for k, v in totals.items())
     finally:
         for h in helpers:
             stop_process(h)
@@ -334,7 +344,7 @@ def main() -> int:
     print(summary("(a) quiet", quiet, quiet_lost, args.triggers, QUIET_TARGET_P95))
     print(summary(f"(b) {args.flood_rate:g} Hz flood + CPU hog", loaded, loaded_lost, args.triggers,
                   LOAD_TARGET_P95))
-    print(f"  flood achieved (per topic, from a second process): {flood_rates or 'not reported'}")
+    print(f"  flood achieved (per topic, summed over {args.flood_processes} processes): {flood_rates or 'not reported'}")
     return 0
 
 
