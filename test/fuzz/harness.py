@@ -127,6 +127,7 @@ class NodeAdapter:
     inputs: dict[str, Callable[[Any], Any]]
     services: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     vocabulary: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    forget: Callable[[], None] | None = None  # a node's own "said once" memory, cleared with the log limits
 
     def words(self) -> tuple[str, ...]:
         return tuple(w for ws in self.vocabulary.values() for w in ws)
@@ -137,6 +138,8 @@ class NodeAdapter:
                 d = getattr(value, attr, None)
                 if isinstance(d, dict):
                     d.clear()
+        if self.forget is not None:
+            self.forget()
         logger = self.node.get_logger()
         if isinstance(getattr(logger, "contexts", None), dict):
             logger.contexts.clear()  # rclpy's own throttle / once filters, per call site
@@ -286,6 +289,7 @@ def projection_controller_adapter(node: Node) -> NodeAdapter:
         },
         vocabulary={"joint_states": ("joint_states",), "trajectory": ("trajectory",),
                     "lock_events": ("lock_events",)},
+        forget=node.reported_unknown.clear,  # unknown joint names are reported once per name
     )
 
 

@@ -116,6 +116,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions, LockEvent
 
+from vtm_dynamics.core.excerpt import clip
 from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_dynamics
 from vtm_dynamics.core.robot.constraints import constraints_from_extension
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
@@ -436,7 +437,9 @@ class ProjectionController(Node):
             self.stats["joint_states_rejected"] += 1
             self.log("warning", f"joint_states: message ignored ({graph.one_line(err)})")
             return
-        new_unknown = set(parsed.unknown_names) - self.reported_unknown
+        # remembered by a short excerpt: names of megabytes must not accumulate (a cut name collides at worst,
+        # and is then not reported again)
+        new_unknown = {clip(n) for n in parsed.unknown_names} - self.reported_unknown
         if new_unknown and len(self.reported_unknown) < 1000:
             self.reported_unknown |= new_unknown
             self.log("warning", "joint_states: ignoring joints the model does not have: "
@@ -534,6 +537,9 @@ class ProjectionController(Node):
             return
         if self.controller is None:
             self.log("error", f"lock_events: no robot model yet; event for {io.shown(msg.joint_names)} ignored")
+            return
+        if not msg.joint_names:
+            self.log("warning", "lock_events: joint_names: empty, event ignored")
             return
         names = list(dict.fromkeys(msg.joint_names))
         known = set(self.robot.joint_names)
