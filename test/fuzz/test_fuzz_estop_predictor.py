@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, String
+from std_msgs.msg import Bool, Header, String
 from vtm_msgs.msg import BrakeEvent, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
@@ -178,6 +178,8 @@ def test_joint_states(rig, case):
 @example(("brake_events", S.Case(BrakeEvent(joint_names=list(S.UR5_JOINTS), action=BrakeEvent.ENGAGE,
                                             engage_delay=[1e6] * 6), True, "the issue's 1e6 s delay override")))
 @example(("lock_events", S.Case(LockEvent(joint_names=[], action=186), True, "unknown action, no joints")))
+@example(("brake_events", S.Case(BrakeEvent(header=Header(stamp=Time(sec=NOW + 1000)), action=BrakeEvent.ENGAGE),
+                                True, "ENGAGE stamped 1,000 s in the future")))
 @example(("brake_events", S.Case(BrakeEvent(joint_names=["no_such_joint"], action=BrakeEvent.RELEASE), True,
                                 "RELEASE of an unknown joint")))
 @example(("lock_events", S.Case(LockEvent(joint_names=[], action=LockEvent.UNLOCK), True, "UNLOCK naming no joint")))

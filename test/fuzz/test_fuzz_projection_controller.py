@@ -136,6 +136,9 @@ def huge_target(value: float) -> tuple[str, S.Case]:
 @example(("lock_events", S.Case(LockEvent(joint_names=["y" * 10_000], action=LockEvent.LOCK), True,
                                 "LOCK of an unknown joint named by 10,000 characters")))
 @example(("lock_events", S.Case(LockEvent(joint_names=[], action=LockEvent.UNLOCK), True, "UNLOCK naming no joint")))
+@example(("joint_states", S.Case(S.valid_joint_state(S.SLIDER_CRANK_JOINTS, BRANCH * THETA, [], Time(sec=int(time.time())
+                                                                                                  + 1000)),
+                                 True, "a joint state stamped 1,000 s in the future")))
 @example(huge_target(1e6))
 @example(huge_target(1e300))
 @surveyable

@@ -633,6 +633,13 @@ class EstopPredictor(Node):
         stamped = instant > 0
         if not stamped:
             instant = self._instant_of_receipt(received)
+        ahead = instant - self._now()
+        if stamped and ahead > self.p["future_stamp_tolerance"] and not problem:
+            # the trigger still counts; its prediction refuses the future instant, and this line names the field
+            problem = (f"brake_events: header.stamp: {ahead:.3f} s in the future (future_stamp_tolerance "
+                       f"{self.p['future_stamp_tolerance']:g} s)")
+            self.stats["rejected_inputs"] += 1
+            self.log("warning", problem)
         at_receipt = None
         if not stamped:
             with self.state_lock:
