@@ -195,8 +195,9 @@ class QueueIdle:
 
 def estop_predictor_adapter(node: Node) -> NodeAdapter:
     """Joint states: the subscription callback (``info`` None: receipt is the wall clock, one unknown publisher).
-    Events: the same, then the adapter waits until the trigger worker has published what the event caused. ``robot_description``: the callback queues the text for the auxiliary worker; the
-    adapter waits until the worker has parsed it (its log lines belong to the input). ``predict_stop``: the
+    Events: the same, then the adapter waits until the trigger worker has published what the event caused.
+    ``robot_description``: the callback queues the text for the auxiliary worker; the adapter waits until the
+    worker has parsed it (its log lines belong to the input). ``predict_stop``: the
     service callback is a coroutine awaiting the same worker; the adapter calls the worker's step directly, as
     the worker does (validation and prediction of one request)."""
     from vtm_msgs.srv import PredictStop

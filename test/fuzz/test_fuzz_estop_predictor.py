@@ -4,7 +4,7 @@ messages (thousands per run), the node's own log lines are captured, and its pre
 
 Properties, for every generated input:
   * no exception escapes, no callback blocks the node longer than ``CALLBACK_BOUND_S``;
-  * at most one warning/error line, and each names the field (topic or request field);
+  * at most one warning/error line per distinct problem, each naming the field (topic or request field);
   * a certainly-bad input gets its line (log limits are reset between examples, so a repeat must say it again);
   * no fuzz file is opened, no file content appears in a reply or a line;
 and, periodically and after every batch, a genuine trigger from a valid state is still predicted with

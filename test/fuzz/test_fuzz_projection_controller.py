@@ -2,9 +2,9 @@
 straight to its callbacks, and one control cycle runs after each.
 
 Properties: no exception escapes, no callback or cycle blocks longer than ``CALLBACK_BOUND_S``; at most one
-warning/error line per input, naming the field; every effort it publishes is finite and within the URDF effort
-limit of its joint (read here from the URDF file, independently of the node); afterwards a valid state and a
-valid hold trajectory give a finite command within the limits again.
+warning/error line per distinct problem of an input, naming the field; every effort it publishes is finite and
+within the URDF effort limit of its joint (read here from the URDF file, independently of the node); afterwards a
+valid state and a valid hold trajectory give a finite command within the limits again.
 """
 
 from __future__ import annotations
@@ -136,8 +136,8 @@ def huge_target(value: float) -> tuple[str, S.Case]:
 @example(("lock_events", S.Case(LockEvent(joint_names=["y" * 10_000], action=LockEvent.LOCK), True,
                                 "LOCK of an unknown joint named by 10,000 characters")))
 @example(("lock_events", S.Case(LockEvent(joint_names=[], action=LockEvent.UNLOCK), True, "UNLOCK naming no joint")))
-@example(("joint_states", S.Case(S.valid_joint_state(S.SLIDER_CRANK_JOINTS, BRANCH * THETA, [], Time(sec=int(time.time())
-                                                                                                  + 1000)),
+@example(("joint_states", S.Case(S.valid_joint_state(S.SLIDER_CRANK_JOINTS, BRANCH * THETA, [],
+                                                     Time(sec=int(time.time()) + 1000)),
                                  True, "a joint state stamped 1,000 s in the future")))
 @example(huge_target(1e6))
 @example(huge_target(1e300))

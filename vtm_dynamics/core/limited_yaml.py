@@ -2,9 +2,10 @@
 
 PyYAML composes nested collections by recursion, so 1,000 nested brackets raise ``RecursionError`` and a large
 document costs memory and seconds. :func:`load_yaml_text` refuses text over ``max_bytes`` and flow nesting deeper
-than ``max_depth`` before parsing (one linear pre-scan), counts depth and nodes while composing (one pass) and refuses aliases unless allowed (a message has no use for them, and
-merge keys over aliases can make construction quadratic). Every failure is the caller's ``error`` type (a
-ValueError) with one line starting with the field name. Safe types only (``yaml.SafeLoader``).
+than ``max_depth`` before parsing (one linear pre-scan), counts depth and nodes while composing (one pass) and
+refuses aliases unless allowed (a message has no use for them, and merge keys over aliases can make construction
+quadratic). Every failure is the caller's ``error`` type (a ValueError) with one line starting with the field
+name. Safe types only (``yaml.SafeLoader``).
 """
 
 from __future__ import annotations
