@@ -30,3 +30,13 @@ def test_absurd_values_are_refused_naming_the_field(field, value):
 ])
 def test_real_brakes_are_accepted(spec):
     brake_from_mapping("j1", spec)
+
+
+@pytest.mark.parametrize("field", ["holding_torque", "pawl_holding_torque"])
+def test_a_number_that_overflows_is_not_taken_for_a_form_lock(field):
+    """YAML 1.1 reads ``1e400`` (no dot) as a string; float() turns it into infinity, which for a holding torque
+    means a form lock: an overflow must not silently become one. The explicit ``.inf`` still does."""
+    with pytest.raises(BrakeConfigError) as err:
+        brake_from_mapping("j1", {**BASE, field: "1e400"})
+    assert f"brakes.joints.j1.{field}:" in str(err.value)
+    assert math.isinf(getattr(brake_from_mapping("j1", {**BASE, field: math.inf}), field))

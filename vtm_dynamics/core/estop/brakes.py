@@ -92,6 +92,8 @@ def _number(value: Any, where: str, *, allow_inf: bool = False, positive: bool =
         x = float(value)
     except (TypeError, ValueError):
         raise BrakeConfigError(f"{where}: expected a number, got {excerpt(value)}") from None
+    if math.isinf(x) and isinstance(value, str) and value.strip().lower().lstrip("+.") not in ("inf", "infinity"):
+        raise BrakeConfigError(f"{where}: {excerpt(value)} overflows to infinity (write .inf for an unlimited value)")
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
         raise BrakeConfigError(f"{where}: must be finite, got {excerpt(value)}")
     if positive and not x > 0.0:
