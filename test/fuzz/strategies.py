@@ -56,6 +56,9 @@ class Case:
             text = text[:400] + f" ... ({len(text)} chars) ... " + text[-150:]
         return f"Case(bad={self.bad}, note={self.note!r}, msg={text})"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # Hypothesis' printer: the same bounded text
+        printer.text(repr(self))
+
 
 # ------------------------------------------------------------------------------------------------ robots
 _UR5: str | None = None
@@ -456,7 +459,8 @@ def predict_stop_requests(draw, q, v, now_sec: int | None = None) -> Case:
     unknown categories and frames, extreme horizons; or a valid request (``bad`` False)."""
     now_sec = now_sec if now_sec is not None else int(time.time())  # stamps relative to the draw
     req = PredictStop.Request()
-    fields = []
+    fields = []  # certainly bad
+    maybe: list[str] = []  # bad or not, the node may refuse them
     unsure = False
     if draw(st.integers(0, 2)) == 0:
         state = draw(joint_states(now_sec=now_sec))
@@ -466,6 +470,7 @@ def predict_stop_requests(draw, q, v, now_sec: int | None = None) -> Case:
             fields.append("state")
         elif verdict is None:
             unsure = True
+            maybe.append("state")  # a node may refuse it (e.g. more names than its cap): then it says "state"
         note = "state:" + state.note
     else:
         req.state = valid_joint_state(UR5_JOINTS, q, v, Time(sec=now_sec))
@@ -480,6 +485,7 @@ def predict_stop_requests(draw, q, v, now_sec: int | None = None) -> Case:
             fields.append("brake_config_yaml")
         elif yaml_bad is None:
             unsure = True
+            maybe.append("brake_config_yaml")
     req.tcp_frame = draw(st.sampled_from(["", "", "tool0", "no_such_frame", "x" * 5000]))
     if req.tcp_frame not in ("", "tool0"):
         fields.append("tcp_frame")
@@ -490,7 +496,7 @@ def predict_stop_requests(draw, q, v, now_sec: int | None = None) -> Case:
     bad: bool | None = True if fields else (None if unsure else False)
     return Case(req, bad, f"{note} category={req.stop_category} horizon={req.horizon} "
                                    f"yaml={len(req.brake_config_yaml)} chars frame={req.tcp_frame[:12]!r}",
-                tuple(fields))
+                tuple(fields + maybe))
 
 
 def _request_state_verdict(msg: JointState, now_sec: int) -> bool | None:

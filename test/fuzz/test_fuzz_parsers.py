@@ -67,6 +67,9 @@ def test_model_with_extension(text):
 @given(S.brake_yamls())
 @example(("brakes: " + "[" * 1000 + "]" * 1000, True))
 @example(("brakes: " + "{a: " * 1000 + "1" + "}" * 1000, True))
+@example(("1\U00096c4a\x91\x17)ÉC", True))  # a C1 control character: PyYAML's ReaderError escaped
+@example(("brakes:\n  joints:\n    wrist_1_joint: {sliding_torque: 50.0, pawl_delay: 1e+300}\n", True))  # accepted
+@example(("brakes:\n  joints:\n    elbow_joint: {sliding_torque: 50.0, holding_torque: 1e400}\n", True))  # accepted
 @surveyable
 def test_brake_yaml(ur5, text_bad):
     from vtm_dynamics.core.estop.brakes import BrakeConfigError

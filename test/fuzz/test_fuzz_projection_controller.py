@@ -2,9 +2,9 @@
 straight to its callbacks, and one control cycle runs after each.
 
 Properties: no exception escapes, no callback or cycle blocks longer than ``CALLBACK_BOUND_S``; at most one
-warning/error line per input, naming the field; every effort it publishes is finite and within the URDF effort
-limit of its joint (read here from the URDF file, independently of the node); afterwards a valid state and a
-valid hold trajectory give a finite command within the limits again.
+warning/error line per distinct problem of an input, naming the field; every effort it publishes is finite and
+within the URDF effort limit of its joint (read here from the URDF file, independently of the node); afterwards a
+valid state and a valid hold trajectory give a finite command within the limits again.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import rclpy
+from builtin_interfaces.msg import Time
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rclpy.parameter import Parameter
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from vtm_msgs.msg import LockEvent
 
 from test.fuzz import strategies as S
 from test.fuzz.harness import (
@@ -128,6 +130,15 @@ def huge_target(value: float) -> tuple[str, S.Case]:
 
 @settings(max_examples=examples(300))
 @given(TOPICS)
+@example(("joint_states", S.Case(S.valid_joint_state(S.SLIDER_CRANK_JOINTS + ("x" * 10_000,), [0.0] * 4, [0.0] * 4,
+                                                     Time(sec=int(time.time()))), True,
+                                 "an unknown joint name of 10,000 characters")))
+@example(("lock_events", S.Case(LockEvent(joint_names=["y" * 10_000], action=LockEvent.LOCK), True,
+                                "LOCK of an unknown joint named by 10,000 characters")))
+@example(("lock_events", S.Case(LockEvent(joint_names=[], action=LockEvent.UNLOCK), True, "UNLOCK naming no joint")))
+@example(("joint_states", S.Case(S.valid_joint_state(S.SLIDER_CRANK_JOINTS, BRANCH * THETA, [],
+                                                     Time(sec=int(time.time()) + 1000)),
+                                 True, "a joint state stamped 1,000 s in the future")))
 @example(huge_target(1e6))
 @example(huge_target(1e300))
 @surveyable

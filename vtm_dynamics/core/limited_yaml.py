@@ -1,14 +1,16 @@
 """YAML text with limits: size, nesting depth and node count are checked before or during parsing.
 
 PyYAML composes nested collections by recursion, so 1,000 nested brackets raise ``RecursionError`` and a large
-document costs memory and seconds. :func:`load_yaml_text` refuses text over ``max_bytes`` before parsing, counts
-depth and nodes while composing (one pass) and refuses aliases unless allowed (a message has no use for them, and
-merge keys over aliases can make construction quadratic). Every failure is the caller's ``error`` type (a
-ValueError) with one line starting with the field name. Safe types only (``yaml.SafeLoader``).
+document costs memory and seconds. :func:`load_yaml_text` refuses text over ``max_bytes`` and flow nesting deeper
+than ``max_depth`` before parsing (one linear pre-scan), counts depth and nodes while composing (one pass) and
+refuses aliases unless allowed (a message has no use for them, and merge keys over aliases can make construction
+quadratic). Every failure is the caller's ``error`` type (a ValueError) with one line starting with the field
+name. Safe types only (``yaml.SafeLoader``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -21,6 +23,57 @@ DEFAULT_MAX_YAML_NODES = 20_000
 
 class _LimitExceeded(Exception):
     pass
+
+
+# the characters the flow-depth pre-scan looks at: brackets, quotes, escapes, comment starts and line ends
+_FLOW_TOKENS = re.compile(r"""[\[\]{}'"\\#\n]""")
+
+
+_NODE_START = " \t\r\n[{,:?-"  # a quoted scalar starts after one of these (or at the start of the text)
+
+
+def flow_depth_exceeds(text: str, max_depth: int) -> bool:
+    """Whether flow collections (``[``, ``{``) nest deeper than ``max_depth`` anywhere in ``text``.
+
+    One linear pass over the indicator characters, before any parsing: PyYAML's scanner reads ahead over unclosed
+    brackets (looking for a possible key) before its composer can count depth. Brackets inside quoted scalars and
+    comments are skipped; a quote inside a plain scalar (``it's``) starts no quoted scalar. Where this reading
+    differs from YAML's (a quote right after ``-``, ``:`` or ``?`` inside a plain scalar), brackets inside strings
+    may be counted: such a text needs more than ``max_depth`` of them to be refused, and the brake format has no
+    such strings. Brackets it misses are still counted by the composer."""
+    depth = 0
+    quote = ""
+    comment = False
+    skip_to = -1
+    for m in _FLOW_TOKENS.finditer(text):
+        i, c = m.start(), m.group()
+        if i < skip_to:
+            continue  # the character after a backslash in a double-quoted scalar
+        if comment:
+            comment = c != "\n"
+        elif quote == "'":
+            if c == "'":
+                if text.startswith("'", i + 1):
+                    skip_to = i + 2  # '' is an escaped quote
+                else:
+                    quote = ""
+        elif quote == '"':
+            if c == "\\":
+                skip_to = i + 2
+            elif c == '"':
+                quote = ""
+        elif c in "'\"":
+            if i == 0 or text[i - 1] in _NODE_START:  # else part of a plain scalar (it's)
+                quote = c
+        elif c == "#":
+            comment = i == 0 or text[i - 1] in " \t\r\n"
+        elif c in "[{":
+            depth += 1
+            if depth > max_depth:
+                return True
+        elif c in "]}":
+            depth = max(0, depth - 1)
+    return False
 
 
 class _LimitedLoader(yaml.SafeLoader):
@@ -64,8 +117,11 @@ def load_yaml_text(
         raise error(f"{at} expected YAML text, got {type(text).__name__}")
     if len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes:
         raise error(f"{at} more than {max_bytes} bytes of YAML (max_bytes)")
-    loader = _LimitedLoader(text, max_depth, max_nodes, allow_aliases)
-    try:
+    if flow_depth_exceeds(text, max_depth):
+        raise error(f"{at} nested deeper than {max_depth} levels (max_depth)")
+    loader = None
+    try:  # the loader's reader checks the characters as it is built: its errors are the caller's one line too
+        loader = _LimitedLoader(text, max_depth, max_nodes, allow_aliases)
         return loader.get_single_data()
     except _LimitExceeded as err:
         raise error(f"{at} {err}") from None
@@ -76,4 +132,5 @@ def load_yaml_text(
     except (RecursionError, MemoryError) as err:  # not reachable within the limits; never let it escape
         raise error(f"{at} YAML too complex ({type(err).__name__})") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

@@ -23,6 +23,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions
 
+from vtm_dynamics.core.excerpt import excerpt
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.latest_worker import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
@@ -41,9 +42,9 @@ _SHOWN = 8
 
 
 def shown(names: Sequence[str]) -> str:
-    """At most a few names for a one-line text, with the count of the rest."""
+    """At most a few names for a one-line text, each cut to a short excerpt, with the count of the rest."""
     names = list(names)
-    head = ", ".join(repr(n) for n in names[:_SHOWN])
+    head = ", ".join(excerpt(n) for n in names[:_SHOWN])
     return f"[{head}{f', ... {len(names) - _SHOWN} more' if len(names) > _SHOWN else ''}]"
 
 

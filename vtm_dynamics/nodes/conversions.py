@@ -25,6 +25,11 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from vtm_dynamics.core.excerpt import excerpt, excerpt_list
 from vtm_dynamics.core.robot.model import RobotModel
 
+# Positions no joint state can plausibly report: a full joint range beyond either limit (limited joints), or
+# more than this many rad / m from zero (continuous and unlimited joints; a wheel counting turns reaches 1e6 rad
+# in about 2 days at 1 rev/s). Such a state is rejected, so it never feeds a later velocity estimate.
+MAX_ABS_POSITION = 1e9
+
 # Joint names accepted in one JointState. Real robots report 6-50 joints; a mobile manipulator with two hands
 # about 60. 256 leaves room and bounds the work one message can cause.
 DEFAULT_MAX_JOINTS = 256
@@ -187,9 +192,24 @@ class JointStateSnapshot:
         return not self.unavailable_velocity
 
 
+def plausible_position_bands(robot: RobotModel) -> dict[str, tuple[float, float]]:
+    """Per joint name, the positions [rad or m] a joint state may report: the joint limits widened by the joint's
+    range on either side, or +-``MAX_ABS_POSITION`` for a joint without finite limits."""
+    lo_all, hi_all = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
+    bands = {}
+    for j in robot.joints:
+        lo, hi = (float(lo_all[j.idx_q]), float(hi_all[j.idx_q])) if j.nq == 1 else (math.nan, math.nan)
+        if math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            bands[j.name] = (lo - (hi - lo), hi + (hi - lo))
+        else:
+            bands[j.name] = (-MAX_ABS_POSITION, MAX_ABS_POSITION)
+    return bands
+
+
 class JointStateTracker:
     """Merges JointState messages (possibly subsets, any order) into the latest state of a model's joints.
 
+    Positions outside :func:`plausible_position_bands` reject the message (nothing of it is merged).
     Velocities: taken from the message when it has them ("measured"); otherwise estimated by a backward difference
     of positions over the stamps when the stamp is non-zero and newer than the joint's previous one ("estimated");
     otherwise "unavailable" (the snapshot says so; the old value is not passed off as an estimate).
@@ -201,6 +221,7 @@ class JointStateTracker:
         self.names = robot.joint_names
         self.max_joints = max_joints
         self._known = frozenset(self.names)
+        self._band = plausible_position_bands(robot)
         self._pos: dict[str, float] = {}
         self._vel: dict[str, float] = {}
         self._stamp: dict[str, float] = {}
@@ -210,6 +231,11 @@ class JointStateTracker:
     def update(self, msg: JointState) -> ParsedJointState:
         """Merge one message; raises :class:`JointStateError` (then nothing is merged)."""
         parsed = parse_joint_state(msg, self._known, max_joints=self.max_joints)
+        for name, p in parsed.positions.items():
+            lo, hi = self._band[name]
+            if not lo <= p <= hi:
+                raise JointStateError(f"position: {p:.6g} for joint {excerpt(name)} is outside the plausible range "
+                                      f"[{lo:.6g}, {hi:.6g}] (a joint range beyond its limits)")
         t = parsed.stamp
         for name, p in parsed.positions.items():
             if parsed.velocities is not None:

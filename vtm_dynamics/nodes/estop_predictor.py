@@ -81,6 +81,7 @@ from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
@@ -568,7 +569,7 @@ class EstopPredictor(Node):
             self._newest_state_wall = time.monotonic()
         if parsed.unknown_names:
             self.log("warning", f"joint_states: ignoring joints not in model {self.model.name!r}: "
-                                f"{list(parsed.unknown_names)[:20]}")
+                                f"[{excerpt_list(parsed.unknown_names)}]")
         if parsed.velocities is None:
             self.log("warning", "joint_states: no velocities in the message; predictions from such states are "
                                 "marked velocities_estimated")
@@ -586,8 +587,8 @@ class EstopPredictor(Node):
         known = [n for n in names if n in joints]
         unknown = [n for n in names if n not in joints]
         if unknown:
-            self.log("warning", f"{topic}: ignoring unknown joints {unknown[:20]} (model {model.name!r} has "
-                                f"{list(model.robot.joint_names)})")
+            self.log("warning", f"{topic}: ignoring unknown joints [{excerpt_list(unknown)}] (model {model.name!r} "
+                                f"has [{excerpt_list(model.robot.joint_names, count=50)}])")
         return known
 
     def _on_estop(self, msg: Bool, info: Any = None) -> None:
@@ -609,6 +610,7 @@ class EstopPredictor(Node):
         received = self._receipt(info)
         self.stats["events"] += 1
         if msg.action == BrakeEvent.RELEASE:
+            self._known(list(msg.joint_names), "brake_events")  # reports unknown names; a release re-arms anyway
             if self.session.active:
                 self._end_stop("brakes released")
             return
@@ -631,6 +633,13 @@ class EstopPredictor(Node):
         stamped = instant > 0
         if not stamped:
             instant = self._instant_of_receipt(received)
+        ahead = instant - self._now()
+        if stamped and ahead > self.p["future_stamp_tolerance"] and not problem:
+            # the trigger still counts; its prediction refuses the future instant, and this line names the field
+            problem = (f"brake_events: header.stamp: {ahead:.3f} s in the future (future_stamp_tolerance "
+                       f"{self.p['future_stamp_tolerance']:g} s)")
+            self.stats["rejected_inputs"] += 1
+            self.log("warning", problem)
         at_receipt = None
         if not stamped:
             with self.state_lock:
@@ -663,13 +672,17 @@ class EstopPredictor(Node):
 
     def _on_lock_event(self, msg: LockEvent, info: Any = None) -> None:
         self.stats["events"] += 1
-        names = self._known(list(msg.joint_names), "lock_events")
-        if not names:
-            return
         action = {LockEvent.LOCK: "LOCK", LockEvent.UNLOCK: "UNLOCK"}.get(msg.action)
-        if action is None:
+        if action is None:  # judged before the names: a bad event is reported even when it names no joint
             self.stats["rejected_inputs"] += 1
             self.log("warning", f"lock_events: unknown action {msg.action} ignored")
+            return
+        if not msg.joint_names:
+            self.stats["rejected_inputs"] += 1
+            self.log("warning", f"lock_events: joint_names: empty, {action} of no joint ignored")
+            return
+        names = self._known(list(msg.joint_names), "lock_events")
+        if not names:
             return
         t = stamp_to_seconds(msg.header.stamp)
         stop = self.session.current
@@ -971,7 +984,10 @@ class EstopPredictor(Node):
             if model is None:
                 raise ValueError("no robot model yet (waiting for robot_description)")
             robot = model.aux
-            parsed = parse_joint_state(request.state, robot.joint_names)
+            try:
+                parsed = parse_joint_state(request.state, robot.joint_names)
+            except JointStateError as err:  # its text names the JointState field: say it is the request's state
+                raise ValueError(f"state.{graph.one_line(err)}") from None
             missing = [n for n in robot.joint_names if n not in parsed.positions]
             if missing:
                 raise ValueError(f"state.name: missing joints {missing}")

@@ -116,6 +116,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions, LockEvent
 
+from vtm_dynamics.core.excerpt import clip
 from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_dynamics
 from vtm_dynamics.core.robot.constraints import constraints_from_extension
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
@@ -130,6 +131,7 @@ from vtm_dynamics.nodes.conversions import (
     JointStateTracker,
     UnsupportedJointError,
     configuration_from_positions,
+    stamp_to_seconds,
 )
 from vtm_dynamics.nodes.latest_worker import LatestWorker
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
@@ -165,6 +167,9 @@ PARAMETERS = (
                     P.in_range(1.0, 2000.0), float_range=(1.0, 2000.0), constraint="1 .. 2000 Hz"),
     P.ParameterSpec("state_timeout", 0.2, "Joint states older than this [s] (node clock, since receipt) stop the "
                     "control law: zero effort is published and diagnostics report WARN. 0 disables the check.",
+                    P.in_range(0.0, 10.0), float_range=(0.0, 10.0), constraint="0 .. 10 s"),
+    P.ParameterSpec("future_stamp_tolerance", 0.05, "Joint states stamped more than this [s] ahead of the node "
+                    "clock are rejected (their stamps would corrupt velocity estimates).",
                     P.in_range(0.0, 10.0), float_range=(0.0, 10.0), constraint="0 .. 10 s"),
     P.ParameterSpec("diagnostic_period", 1.0, "Period [s] of the status published on /diagnostics.",
                     P.in_range(0.01, 60.0), float_range=(0.01, 60.0), constraint="0.01 .. 60 s"),
@@ -430,13 +435,21 @@ class ProjectionController(Node):
     def _on_joint_state(self, msg: JointState) -> None:
         if self.tracker is None:
             return
+        ahead = stamp_to_seconds(msg.header.stamp) - self._now()
+        if ahead > self.p["future_stamp_tolerance"]:
+            self.stats["joint_states_rejected"] += 1
+            self.log("warning", f"joint_states: message ignored (header.stamp: {ahead:.3f} s in the future, "
+                                f"future_stamp_tolerance {self.p['future_stamp_tolerance']:g} s)")
+            return
         try:
             parsed = self.tracker.update(msg)
         except JointStateError as err:
             self.stats["joint_states_rejected"] += 1
             self.log("warning", f"joint_states: message ignored ({graph.one_line(err)})")
             return
-        new_unknown = set(parsed.unknown_names) - self.reported_unknown
+        # remembered by a short excerpt: names of megabytes must not accumulate (a cut name collides at worst,
+        # and is then not reported again)
+        new_unknown = {clip(n) for n in parsed.unknown_names} - self.reported_unknown
         if new_unknown and len(self.reported_unknown) < 1000:
             self.reported_unknown |= new_unknown
             self.log("warning", "joint_states: ignoring joints the model does not have: "
@@ -534,6 +547,9 @@ class ProjectionController(Node):
             return
         if self.controller is None:
             self.log("error", f"lock_events: no robot model yet; event for {io.shown(msg.joint_names)} ignored")
+            return
+        if not msg.joint_names:
+            self.log("warning", "lock_events: joint_names: empty, event ignored")
             return
         names = list(dict.fromkeys(msg.joint_names))
         known = set(self.robot.joint_names)

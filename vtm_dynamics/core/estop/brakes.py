@@ -28,6 +28,8 @@ Configuration (YAML or an equivalent dict)::
         elbow_joint: {sliding_torque: 0.6, holding_torque: 0.8, gear_ratio: 101, side: motor}
 
 Joints of the robot not listed have no brake (they never stop by themselves). Units: s, N m, N m s/rad.
+Values beyond physical bounds (delays over ``MAX_BRAKE_DELAY`` = 10 s, torques over 1e6 N m, viscous coefficients
+over 1e6 N m s/rad, gear ratios over 1e4) are refused with the field named.
 """
 
 from __future__ import annotations
@@ -48,6 +50,13 @@ BRAKE_FIELDS = (
     "gear_ratio", "side",
 )
 SIDES = ("joint", "motor")
+
+# Physical bounds of configured brake values (as written, before the gear conversion): far beyond real brakes,
+# so that only nonsense is refused (a PredictStop request carries brake YAML of its own).
+MAX_BRAKE_DELAY = 10.0  # [s] engage_delay, pawl_delay: a brake engaging 10 s after the stop signal is no safety brake
+MAX_BRAKE_TORQUE = 1e6  # [N m or N] sliding_torque, finite holding torques (the largest robot joints: ~1e5 N m)
+MAX_BRAKE_VISCOUS = 1e6  # [N m s/rad or N s/m]
+MAX_GEAR_RATIO = 1e4  # [-] (harmonic and cycloidal drives: 30-300)
 
 
 class BrakeConfigError(ValueError):
@@ -74,19 +83,25 @@ class JointBrake:
     side: str = "joint"
 
 
-def _number(value: Any, where: str, *, allow_inf: bool = False, positive: bool = False) -> float:
+def _number(value: Any, where: str, *, allow_inf: bool = False, positive: bool = False,
+            upper: float = math.inf) -> float:
+    """A finite (or, with ``allow_inf``, +inf) number >= 0 (> 0 if ``positive``) and, unless infinite, <= ``upper``."""
     if isinstance(value, bool):
         raise BrakeConfigError(f"{where}: expected a number, got {excerpt(value)}")
     try:
         x = float(value)
     except (TypeError, ValueError):
         raise BrakeConfigError(f"{where}: expected a number, got {excerpt(value)}") from None
+    if math.isinf(x) and isinstance(value, str) and value.strip().lower().lstrip("+.") not in ("inf", "infinity"):
+        raise BrakeConfigError(f"{where}: {excerpt(value)} overflows to infinity (write .inf for an unlimited value)")
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
         raise BrakeConfigError(f"{where}: must be finite, got {excerpt(value)}")
     if positive and not x > 0.0:
         raise BrakeConfigError(f"{where}: must be positive, got {excerpt(value)}")
     if x < 0.0:
         raise BrakeConfigError(f"{where}: must not be negative, got {excerpt(value)}")
+    if math.isfinite(x) and x > upper:
+        raise BrakeConfigError(f"{where}: {x:g} exceeds the physical bound {upper:g}")
     return x
 
 
@@ -101,16 +116,17 @@ def brake_from_mapping(joint: str, spec: Mapping[str, Any], prefix: str = "brake
     side = spec.get("side", "joint")
     if side not in SIDES:
         raise BrakeConfigError(f"{where}.side: must be one of {', '.join(SIDES)}, got {excerpt(side)}")
-    ratio = _number(spec.get("gear_ratio", 1.0), f"{where}.gear_ratio", positive=True)
+    ratio = _number(spec.get("gear_ratio", 1.0), f"{where}.gear_ratio", positive=True, upper=MAX_GEAR_RATIO)
     r = ratio if side == "motor" else 1.0
-    sliding = _number(spec.get("sliding_torque", 0.0), f"{where}.sliding_torque")
+    sliding = _number(spec.get("sliding_torque", 0.0), f"{where}.sliding_torque", upper=MAX_BRAKE_TORQUE)
     holding = _number(spec.get("holding_torque", spec.get("sliding_torque", 0.0)), f"{where}.holding_torque",
-                      allow_inf=True)
-    viscous = _number(spec.get("viscous", 0.0), f"{where}.viscous")
-    delay = _number(spec.get("engage_delay", 0.0), f"{where}.engage_delay")
+                      allow_inf=True, upper=MAX_BRAKE_TORQUE)
+    viscous = _number(spec.get("viscous", 0.0), f"{where}.viscous", upper=MAX_BRAKE_VISCOUS)
+    delay = _number(spec.get("engage_delay", 0.0), f"{where}.engage_delay", upper=MAX_BRAKE_DELAY)
     pawl = spec.get("pawl_delay")
-    pawl_delay = None if pawl is None else _number(pawl, f"{where}.pawl_delay")
-    pawl_hold = _number(spec.get("pawl_holding_torque", math.inf), f"{where}.pawl_holding_torque", allow_inf=True)
+    pawl_delay = None if pawl is None else _number(pawl, f"{where}.pawl_delay", upper=MAX_BRAKE_DELAY)
+    pawl_hold = _number(spec.get("pawl_holding_torque", math.inf), f"{where}.pawl_holding_torque", allow_inf=True,
+                        upper=MAX_BRAKE_TORQUE)
     return JointBrake(
         joint=joint, engage_delay=delay, sliding_torque=r * sliding, holding_torque=r * holding,
         viscous=r * r * viscous, pawl_delay=pawl_delay, pawl_holding_torque=r * pawl_hold, gear_ratio=ratio,
