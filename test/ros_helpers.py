@@ -150,3 +150,15 @@ def is_loopback(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_loopback
+
+
+def stop_process(proc: Any, timeout: float = 15.0) -> None:
+    """End a process the test started, by its PID: terminate, then kill if it has not ended within ``timeout`` s."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired; kill whatever kept it alive
+        proc.kill()
+        proc.wait(timeout=timeout)

@@ -206,7 +206,7 @@ def test_huge_description_neither_kills_nor_deafens_the_predictor_process(tmp_pa
     stay alive and still predict a genuine E-stop (these inputs crash or stall a process, so not in process)."""
     import subprocess
 
-    from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env
+    from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env, stop_process
 
     log = open(tmp_path / "predictor.log", "w")
     proc = subprocess.Popen(
@@ -247,11 +247,5 @@ def test_huge_description_neither_kills_nor_deafens_the_predictor_process(tmp_pa
         node.destroy_node()
         executor.shutdown()
         rclpy.try_shutdown()
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_process(proc)
         log.close()

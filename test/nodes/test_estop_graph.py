@@ -22,7 +22,7 @@ from vtm_dynamics.core.estop.braked_plant import demo_motion
 from vtm_msgs.msg import BrakeEvent, StopPrediction
 
 from test.nodes.node_harness import TEST_BRAKES, UR5_JOINTS, first_positions, init_rclpy, last_positions
-from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env, spin_until
+from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env, spin_until, stop_process
 
 CONFIG = os.path.join(REPO_ROOT, "config", "estop_predict.yaml")
 ANGLE_TOL = 2e-3  # [rad]
@@ -38,13 +38,7 @@ def _start(module: str, *params: str) -> subprocess.Popen:
 
 
 def _stop(proc: subprocess.Popen) -> str:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc)
     return proc.stdout.read() if proc.stdout else ""
 
 

@@ -26,7 +26,7 @@ from std_msgs.msg import String
 from vtm_msgs.msg import SolvabilityReport
 from vtm_msgs.srv import AnalyzeSolvability
 
-from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env, spin_until
+from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env, spin_until, stop_process
 
 LATCHED = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -157,13 +157,7 @@ def reporter(tmp_path_factory):
         yield proc, client, secrets, record
     finally:
         client.close()
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
         rclpy.try_shutdown()
 
 
