@@ -18,6 +18,7 @@ the zero command of a stale state is not what these tests are about.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -65,19 +66,34 @@ def commands_after(out: Outputs, n: int, executor, count: int = 20) -> np.ndarra
     return np.array([c for _, c in out.commands[n:]])
 
 
-def test_the_hold_of_a_gravity_loaded_arm_is_saturated_at_the_effort_limits_and_reported(ros, tmp_path):
-    """Holding the horizontal arm needs 4768 / 2119 / 530 N m; joint1 and joint2 may give 1000 N m (URDF), joint3
-    is lowered to 200 N m by an override. Every command stays inside, /diagnostics is WARN and says by how much."""
+@contextlib.contextmanager
+def controller_at(ros, tmp_path, name: str, urdf: str, pose, *params: str):
+    """A controller process ``name`` on ``urdf`` (100 Hz, diagnostics every 0.05 s, ``params``) beside a robot
+    standing at ``pose``, up and reporting; yields (process, outputs, trajectory publisher) and ends all of them."""
     node, executor = ros
-    name, controller = "pc_sat", "sat_effort"
-    proc = ControllerProcess(tmp_path, name, f"urdf_path:={PLANAR_3R}", f"controller_name:={controller}",
-                             "diagnostic_period:=0.05", "rate_hz:=100.0", "state_timeout:=2.0", "effort_limit_overrides:=[joint3=200.0]")
+    controller = f"{name}_effort"
+    proc = ControllerProcess(tmp_path, name, f"urdf_path:={urdf}", f"controller_name:={controller}",
+                             "diagnostic_period:=0.05", "rate_hz:=100.0", "state_timeout:=2.0", *params)
     out = Outputs(node, name, controller)
-    robot = FixedRobot(node, NAMES, HORIZONTAL)
+    robot = FixedRobot(node, NAMES, pose)
     pub_traj = node.create_publisher(JointTrajectory, f"/{name}/trajectory", 10)
     try:
         wait_for_subscribers(executor, pub_traj, robot.pub)
         latest_diag(executor, out, lambda d: "trajectory" in d["_message"], 20.0)
+        yield proc, out, pub_traj
+    finally:
+        node.destroy_publisher(pub_traj)
+        robot.close()
+        out.close()
+        proc.stop()
+
+
+def test_the_hold_of_a_gravity_loaded_arm_is_saturated_at_the_effort_limits_and_reported(ros, tmp_path):
+    """Holding the horizontal arm needs 4768 / 2119 / 530 N m; joint1 and joint2 may give 1000 N m (URDF), joint3
+    is lowered to 200 N m by an override. Every command stays inside, /diagnostics is WARN and says by how much."""
+    node, executor = ros
+    with controller_at(ros, tmp_path, "pc_sat", PLANAR_3R, HORIZONTAL, "effort_limit_overrides:=[joint3=200.0]") as (
+            proc, out, pub_traj):
         pub_traj.publish(hold_message(HORIZONTAL))
         latest_diag(executor, out, lambda d: d["trajectories"] == "1")
         n_diag = len(out.diagnostics)
@@ -98,21 +114,10 @@ def test_the_hold_of_a_gravity_loaded_arm_is_saturated_at_the_effort_limits_and_
         for j, requested, limit in zip(NAMES, HOLD_TORQUE, limits):
             assert float(excess[j]) == pytest.approx(requested - limit, rel=2e-3), (j, excess)
         assert last["effort_limits"] == "joint1=1000.0,joint2=1000.0,joint3=200.0"
-    finally:
-        node.destroy_publisher(pub_traj)
-        robot.close()
-        out.close()
-        proc.stop()
 
 
 def test_targets_outside_the_limits_are_refused_and_the_previous_goal_continues(ros, tmp_path):
     node, executor = ros
-    name, controller = "pc_refuse", "refuse_effort"
-    proc = ControllerProcess(tmp_path, name, f"urdf_path:={PLANAR_3R}", f"controller_name:={controller}",
-                             "diagnostic_period:=0.05", "rate_hz:=100.0", "state_timeout:=2.0", "max_trajectory_duration:=600.0")
-    out = Outputs(node, name, controller)
-    robot = FixedRobot(node, NAMES, HANGING)
-    pub_traj = node.create_publisher(JointTrajectory, f"/{name}/trajectory", 10)
     q = [float(x) for x in HANGING]
     cases = [
         ("1e6 rad", points_message(NAMES, [{"positions": [q[0], 1e6, q[2]]}], [1.0]),
@@ -130,9 +135,8 @@ def test_targets_outside_the_limits_are_refused_and_the_previous_goal_continues(
         ("duration", points_message(NAMES, [{"positions": q}, {"positions": q}], [0.5, 1e6]),
          "points[1].time_from_start: 1e+06 s beyond max_trajectory_duration 600 s"),
     ]
-    try:
-        wait_for_subscribers(executor, pub_traj, robot.pub)
-        latest_diag(executor, out, lambda d: "trajectory" in d["_message"], 20.0)
+    with controller_at(ros, tmp_path, "pc_refuse", PLANAR_3R, HANGING, "max_trajectory_duration:=600.0") as (
+            proc, out, pub_traj):
         pub_traj.publish(hold_message(HANGING))
         latest_diag(executor, out, lambda d: d["trajectories"] == "1" and d["_level"] == 0)
         hold = commands_after(out, len(out.commands), executor)[-1]
@@ -170,11 +174,6 @@ def test_targets_outside_the_limits_are_refused_and_the_previous_goal_continues(
         pub_traj.publish(points_message(NAMES, [{"positions": q}, {"positions": [q[0] + 0.1, q[1], q[2]]}],
                                         [0.5, 1.0]))
         latest_diag(executor, out, lambda d: d["trajectories"] == "2")
-    finally:
-        node.destroy_publisher(pub_traj)
-        robot.close()
-        out.close()
-        proc.stop()
 
 
 def _planar_3r_text(**replacements: str) -> str:
@@ -204,22 +203,10 @@ def test_a_joint_without_effort_limit_needs_default_effort_limit(ros, tmp_path):
     assert len(reason) == 1 and reason[0].split("cannot start: ")[1].startswith("default_effort_limit:"), reason
     assert "joint3" in reason[0]
 
-    name, controller = "pc_defeff", "defeff_effort"
-    proc = ControllerProcess(tmp_path, name, f"urdf_path:={urdf}", f"controller_name:={controller}",
-                             "default_effort_limit:=300.0", "diagnostic_period:=0.05", "rate_hz:=100.0", "state_timeout:=2.0")
-    out = Outputs(node, name, controller)
-    robot = FixedRobot(node, NAMES, HORIZONTAL)
-    pub_traj = node.create_publisher(JointTrajectory, f"/{name}/trajectory", 10)
-    try:
-        wait_for_subscribers(executor, pub_traj, robot.pub)
-        latest_diag(executor, out, lambda d: "trajectory" in d["_message"], 20.0)
+    with controller_at(ros, tmp_path, "pc_defeff", urdf, HORIZONTAL, "default_effort_limit:=300.0") as (
+            proc, out, pub_traj):
         pub_traj.publish(hold_message(HORIZONTAL))
         d = latest_diag(executor, out, lambda d: d["trajectories"] == "1" and "saturat" in d["_message"])
         assert d["effort_limits"] == "joint1=1000.0,joint2=1000.0,joint3=300.0"
         efforts = commands_after(out, len(out.commands), executor)
         assert np.allclose(np.abs(efforts[-5:]), [URDF_EFFORT, URDF_EFFORT, 300.0])
-    finally:
-        node.destroy_publisher(pub_traj)
-        robot.close()
-        out.close()
-        proc.stop()
