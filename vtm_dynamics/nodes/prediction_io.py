@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -68,8 +69,14 @@ MAX_OVERRIDE_JOINTS = 256
 
 
 # ---------------------------------------------------------------------------------------------- brakes
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
 def default_brake_config_path(robot_name: str) -> str:
-    """``config/<robot>_brakes.yaml`` of the package, or '' if there is none."""
+    """``config/<robot>_brakes.yaml`` of the package, or '' if there is none. Only a plain name (letters, digits,
+    ``_``, ``-``) is looked up: the name may come from a robot_description message, and no message may steer a
+    path."""
+    if not _PLAIN_NAME.fullmatch(robot_name):
+        return ""
     try:
         path = os.path.join(package_share_dir("config"), f"{robot_name}_brakes.yaml")
     except ValueError:
