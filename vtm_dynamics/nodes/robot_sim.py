@@ -167,7 +167,9 @@ class RobotSim(Node):
         if self.p["publish_robot_description"]:
             self.pub_desc = self.create_publisher(String, "robot_description", latched)
             self.pub_desc.publish(String(data=self.urdf_text))
-        self.create_subscription(StopPrediction, "stop_prediction", self._on_prediction, 10)
+        self.log = graph.LogLimiter(self.get_logger())
+        self.create_subscription(StopPrediction, "stop_prediction",
+                                 graph.guarded(self.log, "stop_prediction")(self._on_prediction), 10)
 
         self.created = time.monotonic()
         self.running = False  # becomes True when the subscribers are there (wait_for_subscribers)
@@ -184,8 +186,8 @@ class RobotSim(Node):
         self.comparisons: list[StopComparison] = []
         self.completed_plants: list[BrakedPlant] = []
         self.published = 0
-        self.timer = self.create_timer(1.0 / self.p["publish_rate"], self._on_timer)
-        self.diag_timer = self.create_timer(1.0, self._publish_diagnostics)
+        self.timer = self.create_timer(1.0 / self.p["publish_rate"], graph.guarded(self.log, "plant")(self._on_timer))
+        self.diag_timer = self.create_timer(1.0, graph.guarded(self.log, "/diagnostics")(self._publish_diagnostics))
         self.get_logger().info(
             f"robot_sim ready: {self.robot.name}, joint_states at {self.p['publish_rate']:g} Hz, time scale "
             f"{self.p['time_scale']:g}, E-stop at t = {self.p['estop_time']:g} s"
