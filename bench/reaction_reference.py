@@ -4,7 +4,7 @@ Trees: ``pin.aba`` for the motion, ``pin.rnea``'s ``data.f`` for the joint react
 exerts on the child through each joint, joint frame = the child link frame for URDF). Closed chains: the spherical
 loop closures become Pinocchio ``CONTACT_3D`` rigid constraints and ``pin.constraintDynamics`` gives accelerations
 and contact forces; the tree joints' reactions come from ``pin.rnea`` with the contact forces as external forces.
-Nothing here shares code with the formulations under test except the URDF reader of Pinocchio itself.
+Shared by the tests and bench/bench_reactions.py. Nothing here shares code with the formulations under test except the URDF reader of Pinocchio itself.
 
 Free-flyer configurations are integrated in (translation, quaternion) with the exact kinematic map
 q̇ = (R v, ½ quat ⊗ ω); the quaternion is renormalised before every evaluation.

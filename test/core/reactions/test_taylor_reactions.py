@@ -1,0 +1,215 @@
+"""Huang's second-order Taylor reaction formulation, measured against an independent Pinocchio reference.
+
+Reference: ``bench/reaction_reference.py`` (Pinocchio aba / constraintDynamics, RNEA reactions, DOP853 at 1e-11).
+Expected values come from that reference or are written out independently from the paper's equations here;
+orders of accuracy are fitted from errors at two steps. docs/reactions.md reports the same measurements.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from reaction_reference import body_positions, simulate_reference
+from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, constraint_matrix, load_absolute_model
+from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt, without_drives
+from vtm_dynamics.core.reactions.taylor_reactions import (
+    TaylorError,
+    assemble_system,
+    prepare_mechanism,
+    simulate_taylor,
+    state_from_joints,
+)
+from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+URDF = Path(__file__).resolve().parents[3] / "urdf"
+PENDULUM = read_urdf_file(str(URDF / "huang_double_pendulum.urdf"))
+STEWART = read_urdf_file(str(URDF / "huang_stewart_platform.urdf"))
+PARALLELOGRAM = read_urdf_file(str(URDF / "parallelogram_4bar.urdf"))
+G_PLANE = (0.0, -9.81, 0.0)
+MOTORS = {"J7": 10.0, "J8": 10.0, "J9": 10.0}
+M, J, D = 14.59, 1.36, 0.61  # Fig. 8
+
+
+def _pendulum_q(theta1: float, theta2_rel: float) -> np.ndarray:
+    return np.array([np.cos(theta1), np.sin(theta1), np.cos(theta2_rel), np.sin(theta2_rel)])
+
+
+def _order(e_coarse: float, e_fine: float) -> float:
+    return float(np.log2(e_coarse / e_fine))
+
+
+@pytest.fixture(scope="module")
+def pendulum_runs():
+    model = load_absolute_model(PENDULUM, planar=True)
+    q0, v0 = _pendulum_q(0.0, 0.0), np.zeros(2)
+    mech = prepare_mechanism(model, q0, G_PLANE)
+    T = 0.5
+    runs = {(dt, c): simulate_taylor(mech, q0, v0, dt, T, correction=c, every=int(round(0.1 / dt)))
+            for dt in (4e-3, 2e-3) for c in ("none", "project")}
+    times = runs[(4e-3, "none")].times
+    ref = simulate_reference(PENDULUM, q0, v0, T, times, gravity=G_PLANE)
+    return model, runs, ref, body_positions(PENDULUM, ref.q, model.bodies)
+
+
+def test_double_pendulum_follows_the_reference_at_first_order(pendulum_runs):
+    """Motion and reactions converge to Pinocchio's, but at first order in Δt, not the second order claimed."""
+    model, runs, ref, x_ref = pendulum_runs
+    for corr in ("none", "project"):
+        ex, er = [], []
+        for dt in (4e-3, 2e-3):
+            run = runs[(dt, corr)]
+            ex.append(np.abs(run.x - x_ref).max())
+            err = 0.0
+            for name in ("joint1", "joint2"):
+                a, b = run.columns[name]
+                ref_xy = ref.reactions[name][:, :2]  # joint frame = pair frame; planar rows Fx, Fy
+                err = max(err, float(np.abs(run.reactions[:, a:b] - ref_xy).max()))
+            er.append(err)
+        assert ex[1] < 0.02 and er[1] < 10.0  # [m], [N] out of ~550 N: the method tracks the reference
+        assert 0.8 < _order(*ex) < 1.3, ex
+        assert 0.8 < _order(*er) < 1.3, er
+
+
+def test_double_pendulum_constraint_gap_is_third_order_and_energy_drifts_first_order(pendulum_runs):
+    _, runs, ref, _ = pendulum_runs
+    gaps = [runs[(dt, "none")].gap_position.max() for dt in (4e-3, 2e-3)]
+    assert 2.7 < _order(*gaps) < 3.3, gaps
+    assert np.ptp(ref.energy) < 1e-6  # the reference conserves energy (no input)
+    drift = [abs(runs[(dt, "none")].energy[-1] - runs[(dt, "none")].energy[0]) for dt in (4e-3, 2e-3)]
+    assert drift[1] > 0.3 and 0.8 < _order(*drift) < 1.3, drift  # energy grows ~ Δt (J)
+
+
+def test_eq37_system_matrix_and_determinant_at_equal_angles():
+    """Eqs. (37)-(39) rebuilt from eq. (14.a); the determinant is 41 (Δt²/2m)⁴ at every θ, not "9/2 Δt²"."""
+    model = load_absolute_model(PENDULUM, planar=True)
+    th = 0.6
+    q = _pendulum_q(th, 0.0)  # θ1 = θ2 (absolute angles)
+    mech = prepare_mechanism(model, q, G_PLANE)
+    s = state_from_joints(mech, q, np.zeros(2))
+    dt = 1e-3
+    G, _, _ = assemble_system(mech, s, dt)
+    # eq. (14.a), planar: ∂Δr^c/∂R^k = Δt²/2 [I/m + (1/J) d_c^⊥ d_k^⊥ᵀ], d^⊥ = (−d_y, d_x) (world)
+    u = np.array([np.cos(th), np.sin(th)])
+    perp = lambda d: np.array([-d[1], d[0]])  # noqa: E731
+
+    def dW(dc, dk):
+        return dt * dt / 2 * (np.eye(2) / M + np.outer(perp(dc), perp(dk)) / J)
+
+    d11, d12, d22 = -D * u, D * u, -D * u  # joint points from each centre of mass
+    # unknowns: R1 on link 1 (joint 1), R2 on link 2 (joint 2; link 1 gets −R2), world axes
+    # rows: joint 1 Δr_1^1 = 0 (eq. (21) with the ground); joint 2 Δr_2^2 − Δr_1^2 = 0 (eq. (22), child minus parent)
+    Gw = np.block([[dW(d11, d11), -dW(d11, d12)],
+                   [-dW(d12, d11), dW(d12, d12) + dW(d22, d22)]])
+    Rp = np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])  # pair frames turn with the links
+    T = np.kron(np.eye(2), Rp)
+    np.testing.assert_allclose(G, T.T @ Gw @ T, rtol=1e-9, atol=1e-12 * np.abs(G).max())
+    N = Gw * 2 * M / dt**2
+    # block structure in link axes: [[1, −1], [−1, 2]] ⊗ axial, [[1+k, −(k−1)], ...]: computed independently
+    k = M * D * D / J
+    axial = np.array([[1.0, -1.0], [-1.0, 2.0]])
+    normal = np.array([[1 + k, -(1 - k)], [-(1 - k), 2 + 2 * k]])
+    assert abs(np.linalg.det(N) - np.linalg.det(axial) * np.linalg.det(normal)) < 1e-9 * abs(np.linalg.det(N))
+    assert abs(np.linalg.det(N) - 41.0) < 0.2  # k = m d²/J = 3.99: det = k² + 6k + 1 = 40.9; the paper's "9/2 Δt²" is not it
+
+
+def _parallelogram(planar: bool, angle: float):
+    model = without_drives(load_absolute_model(PARALLELOGRAM, planar=planar))
+    q = np.array([angle, -angle, angle])
+    v = np.array([1.0, -1.0, 1.0])
+    mech = prepare_mechanism(model, q)
+    return model, q, mech, state_from_joints(mech, q, v)
+
+
+@pytest.mark.parametrize("dt", [1e-2, 1e-3])
+def test_not_regular_at_the_parallelogram_change_point(dt):
+    """At the change point (all pivots collinear) C loses a rank; the Taylor matrix loses it too, for any Δt."""
+    model, q, mech, s = _parallelogram(True, -np.pi / 2)
+    C = constraint_matrix(model, q).matrix
+    sc = np.linalg.svd(C, compute_uv=False)
+    assert sc[-1] < 1e-12 * sc[0]  # genuinely singular (8 rows, rank 7)
+    G, _, _ = assemble_system(mech, s, dt)
+    sg = np.linalg.svd(G, compute_uv=False)
+    assert sg[-1] < 1e-12 * sg[0]
+    # away from it both are regular and equally conditioned (the KKT limit dt = 0)
+    _, _, mech2, s2 = _parallelogram(True, -np.pi / 2 + 0.3)
+    g = np.linalg.svd(assemble_system(mech2, s2, dt)[0], compute_uv=False)
+    g0 = np.linalg.svd(assemble_system(mech2, s2, 0.0)[0], compute_uv=False)
+    assert g[-1] / g[0] > 1e-3 and abs(g[-1] / g[0] - g0[-1] / g0[0]) < 1e-3 * g0[-1] / g0[0]
+
+
+def test_redundant_reactions_are_flagged_not_picked():
+    """Spatial parallelogram (p = 3): the Taylor matrix is singular every step; the run says which pairs are not
+    unique and the KKT run leaves their indeterminate components empty (NaN)."""
+    model, q, mech, _ = _parallelogram(False, -np.pi / 2 + 0.4)
+    v = np.array([1.0, -1.0, 1.0])
+    run = simulate_taylor(mech, q, v, 2e-3, 0.02, every=5)
+    assert run.rank_deficient_steps == 10
+    assert not all(run.unique.values())
+    kkt, _ = simulate_kkt(model, q, v, 2e-3, 0.02, every=5, gravity=(0.0, 0.0, -9.81))
+    for name, ok in kkt.unique.items():
+        a, b = kkt.columns[name]
+        if not ok:
+            assert np.isnan(kkt.reactions[:, a:b]).any()
+
+
+def test_stewart_platform_against_constraint_dynamics():
+    """Fig. 10 platform, motors at 10 N m: Taylor (both variants) and KKT agree with Pinocchio's constraintDynamics."""
+    model = load_absolute_model(STEWART)
+    q0 = assemble_loops(model, pin.neutral(model.pin_model))
+    v0 = np.zeros(model.pin_model.nv)
+    T = 0.3
+    mech = prepare_mechanism(model, q0)
+    runs = [simulate_taylor(mech, q0, v0, 2e-3, T, MOTORS, correction=c, every=25) for c in ("none", "project")]
+    kkt, aghili = simulate_kkt(model, q0, v0, 2e-3, T, MOTORS, every=25)
+    ref = simulate_reference(STEWART, q0, v0, T, runs[0].times, efforts=MOTORS)
+    x_ref = body_positions(STEWART, ref.q, model.bodies)
+    W = {p.name: p.wrench_basis for p in model.pairs}
+    for run, tol_x, tol_f in ((runs[0], 1e-4, 0.5), (runs[1], 1e-4, 0.5), (kkt, 1e-9, 1e-5)):
+        assert np.abs(run.x - x_ref).max() < tol_x
+        for name in ("J1", "J4", "J8"):
+            want = ref.reactions[name] @ W[name]  # project onto the pair's constraint wrenches
+            assert np.abs(run.pair(name) - want).max() < tol_f, (run.formulation, name)
+        assert all(run.unique.values())
+    assert np.abs(aghili.pair("J2") - ref.reactions["J2"][:, :3]).max() < 1e-5
+
+
+def test_projection_removes_the_velocity_gap_that_the_literal_scheme_keeps():
+    model = load_absolute_model(PENDULUM, planar=True)
+    q0, v0 = _pendulum_q(0.0, 0.0), np.zeros(2)
+    mech = prepare_mechanism(model, q0, G_PLANE)
+    from vtm_dynamics.core.reactions.taylor_reactions import velocity_rows, taylor_step
+
+    s_lit = state_from_joints(mech, q0, v0)
+    gaps = []
+    for _ in range(50):
+        s_lit, _, _ = taylor_step(mech, s_lit, 4e-3)
+        nu = np.concatenate([np.concatenate([v, w]) for v, w in zip(s_lit.v, s_lit.w)])
+        gaps.append(np.abs(velocity_rows(mech, s_lit) @ nu).max())
+    assert gaps[-1] > 1e-4  # m/s: the literal step leaves a velocity gap that does not decay
+    run = simulate_taylor(mech, q0, v0, 4e-3, 0.2, correction="project", every=50)
+    assert run.formulation == "taylor-projected"
+
+
+@pytest.mark.parametrize("kwargs, field", [({"dt": 0.0}, "dt"), ({"dt": float("nan")}, "dt"),
+                                          ({"duration": -1.0}, "duration"), ({"correction": "x"}, "correction"),
+                                          ({"max_steps": 3}, "duration")])
+def test_bad_run_parameters_are_one_line_errors_naming_the_field(kwargs, field):
+    model = load_absolute_model(PENDULUM, planar=True)
+    q0 = _pendulum_q(0.0, 0.0)
+    mech = prepare_mechanism(model, q0, G_PLANE)
+    args = {"dt": 1e-3, "duration": 0.01} | kwargs
+    with pytest.raises(TaylorError, match=field) as err:
+        simulate_taylor(mech, q0, np.zeros(2), **args)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_motor_joint_is_refused():
+    model = load_absolute_model(STEWART)
+    q0 = assemble_loops(model, pin.neutral(model.pin_model))
+    mech = prepare_mechanism(model, q0)
+    with pytest.raises(TaylorError, match="torques"):
+        simulate_taylor(mech, q0, np.zeros(model.pin_model.nv), 1e-3, 0.002, {"nope": 1.0})
