@@ -499,23 +499,36 @@ def solve_reactions(G: np.ndarray, rhs: np.ndarray, rcond: float = 1e-10) -> tup
     return lam, int(np.sum(keep))
 
 
-def taylor_step(mech: TaylorMechanism, s: BodyState, dt: float, wrenches: np.ndarray | None = None,
-                ) -> tuple[BodyState, np.ndarray, int]:
-    """One step of the literal formulation (module docstring, steps 1-5): new state, λ, rank of G."""
+def _accelerations(mech: TaylorMechanism, s: BodyState, dt: float, wrenches: np.ndarray | None):
     G, rhs, motion = assemble_system(mech, s, dt, wrenches)
     lam, rank = solve_reactions(G, rhs)
     a = motion.a0 + np.einsum("bij,j->bi", motion.A, lam)
     al = motion.al0 + np.einsum("bij,j->bi", motion.Bal, lam)
+    return a, al, lam, rank
+
+
+def taylor_step(mech: TaylorMechanism, s: BodyState, dt: float, wrenches: np.ndarray | None = None,
+                heun: bool = False) -> tuple[BodyState, np.ndarray, int]:
+    """One step (module docstring, steps 1-5): new state, λ, rank of G.
+
+    ``heun``: the velocity update uses the mean of the accelerations at t and at the predicted state at t + Δt
+    (the second solve of eq. (36) at the predicted state), v ← v + ½(a + a*)Δt, instead of v ← v + aΔt.
+    """
+    a, al, lam, rank = _accelerations(mech, s, dt, wrenches)
     new = s.copy()
     new.x = s.x + s.v * dt + 0.5 * a * dt * dt
     new.v = s.v + a * dt
     for b in range(len(mech.bodies)):
         new.R[b] = pin.exp3(s.w[b] * dt + 0.5 * al[b] * dt * dt) @ s.R[b]
     new.w = s.w + al * dt
+    if heun:
+        a2, al2, _, _ = _accelerations(mech, new, dt, wrenches)
+        new.v = s.v + 0.5 * (a + a2) * dt
+        new.w = s.w + 0.5 * (al + al2) * dt
     return new, lam, rank
 
 
-CORRECTIONS = ("none", "project")
+CORRECTIONS = ("none", "project", "heun")
 
 
 @dataclass(frozen=True)
@@ -601,7 +614,7 @@ def simulate_taylor(
     for k in range(n_steps + 1):
         t = k * dt
         wr = joint_wrenches(mech, s, _efforts_at(efforts, t))
-        new, lam, rank = taylor_step(mech, s, dt, wr)
+        new, lam, rank = taylor_step(mech, s, dt, wr, heun=correction == "heun")
         if k < n_steps and rank < mech.n_unknowns:
             deficient += 1
         if k % every == 0 or k == n_steps:
@@ -610,7 +623,7 @@ def simulate_taylor(
                 progress(t)
         if k == n_steps:
             break
-        if correction == "project":
+        if correction in ("project", "heun"):
             project_twists(mech, new, drive_target)
         s = new
     cpu = time.process_time() - t0
@@ -619,7 +632,7 @@ def simulate_taylor(
         cols[pr.name] = (pr.cols.start, pr.cols.stop)
         labels[pr.name] = pr.labels
     return ReactionRun(
-        "taylor" if correction == "none" else "taylor-projected", dt,
+        {"none": "taylor", "project": "taylor-projected", "heun": "taylor-heun"}[correction], dt,
         np.array([r[0] for r in rows]), np.array([r[1] for r in rows]).reshape(len(rows), -1), cols, labels,
         {n: unique.get(n, True) for n in cols}, mech.bodies, np.array([r[2] for r in rows]),
         np.array([r[3] for r in rows]), np.array([r[4] for r in rows]), np.array([r[5] for r in rows]),

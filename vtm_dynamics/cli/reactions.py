@@ -1,0 +1,282 @@
+"""``vtm-reactions MODEL.urdf``: joint reactions of a mechanism along a simulated motion, formulations side by side.
+
+Formulations (``--formulation``, repeatable): ``taylor`` (Huang et al., literal), ``taylor-projected`` (the same with
+the velocity projection), ``kkt`` (joint-coordinate motion, KKT reactions in absolute coordinates) and ``aghili``
+(the same motion, loop-closure forces by Aghili's eq. (32)). Prints a per-joint table of peak reaction force [N]
+and moment [N m]; writes the time series (``--csv``, ``--json``) and plots (``--plots DIR``: reaction magnitude
+per joint, energy, constraint gap). Reactions are on the child link, at the pair point; components that are not
+uniquely determined (redundant constraints) are left empty, never picked. Exit codes: 0 success, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+from typing import Callable, Mapping
+
+import numpy as np
+import pinocchio as pin
+
+from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, load_absolute_model
+from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt, without_drives
+from vtm_dynamics.core.reactions.taylor_reactions import (
+    DEFAULT_MAX_STEPS,
+    ReactionRun,
+    prepare_mechanism,
+    simulate_taylor,
+)
+from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+FORMULATIONS = ("taylor", "taylor-projected", "taylor-heun", "kkt", "aghili")
+MAX_SCRIPT_ROWS = 100_000
+
+
+class InputError(ValueError):
+    """Bad command-line input (one line, names the option)."""
+
+
+def _efforts(pairs: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in pairs:
+        name, sep, value = item.partition("=")
+        try:
+            x = float(value)
+        except ValueError:
+            x = math.nan
+        if not sep or not name or not math.isfinite(x):
+            raise InputError(f"--torque: expected JOINT=VALUE with a finite value [N m or N], got {item[:60]!r}")
+        out[name] = x
+    return out
+
+
+def read_torque_script(path: str, max_rows: int = MAX_SCRIPT_ROWS) -> Callable[[float], Mapping[str, float]]:
+    """CSV with a header ``time,JOINT,...``: efforts held from each row's time (s) to the next (zero-order hold)."""
+    try:
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+    except OSError as err:
+        raise InputError(f"--torque-script: cannot read the file ({err.strerror})") from None
+    if len(rows) < 2 or not rows[0] or rows[0][0].strip() != "time":
+        raise InputError("--torque-script: expected a header 'time,JOINT,...' and at least one row")
+    if len(rows) > max_rows:
+        raise InputError(f"--torque-script: more than {max_rows} rows")
+    names = [c.strip() for c in rows[0][1:]]
+    table = []
+    for i, row in enumerate(rows[1:], start=2):
+        try:
+            vals = [float(x) for x in row]
+        except ValueError:
+            vals = []
+        if len(vals) != len(names) + 1 or not all(math.isfinite(x) for x in vals):
+            raise InputError(f"--torque-script: row {i} needs {len(names) + 1} finite numbers")
+        table.append(vals)
+    times = np.array([r[0] for r in table])
+    if np.any(np.diff(times) <= 0):
+        raise InputError("--torque-script: times must increase")
+    values = np.array([r[1:] for r in table])
+
+    def efforts(t: float) -> Mapping[str, float]:
+        k = int(np.searchsorted(times, t, side="right")) - 1
+        if k < 0:
+            return {n: 0.0 for n in names}
+        return {n: float(v) for n, v in zip(names, values[k])}
+
+    return efforts
+
+
+def magnitudes(run: ReactionRun, W: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per pair: |force| [N] and |moment| [N m] over time (NaN where a component is not unique)."""
+    out = {}
+    for name, (a, b) in run.columns.items():
+        lam = run.reactions[:, a:b]
+        w = lam @ W[name].T  # (K, 6) pair frame
+        out[name] = (np.linalg.norm(w[:, :3], axis=1), np.linalg.norm(w[:, 3:], axis=1))
+    return out
+
+
+def peak_table(runs: list[ReactionRun], W: Mapping[str, np.ndarray]) -> str:
+    header = f"{'formulation':<17} {'pair':<14} {'peak |F| [N]':>13} {'at [s]':>7} {'peak |M| [N m]':>15} {'at [s]':>7}  unique"
+    lines = [header, "-" * len(header)]
+    for run in runs:
+        for name, (f, m) in magnitudes(run, W).items():
+            def peak(x: np.ndarray) -> tuple[str, str]:
+                if x.size == 0 or np.all(np.isnan(x)):
+                    return "-", "-"
+                k = int(np.nanargmax(x))
+                return f"{x[k]:.4g}", f"{run.times[k]:.3f}"
+            pf, tf = peak(f)
+            pm, tm = peak(m) if np.any(W[name][3:]) else ("-", "-")
+            lines.append(f"{run.formulation:<17} {name:<14} {pf:>13} {tf:>7} {pm:>15} {tm:>7}  "
+                         f"{'yes' if run.unique.get(name, True) else 'NO (not unique)'}")
+    for run in runs:
+        lines.append(f"{run.formulation}: energy change {run.energy[-1] - run.energy[0]:+.4g} J, max constraint gap "
+                     f"{np.nanmax(run.gap_position):.3g} m, {run.rank_deficient_steps} singular steps, "
+                     f"{run.cpu_seconds:.3g} s CPU")
+    return "\n".join(lines)
+
+
+def _columns(run: ReactionRun) -> list[str]:
+    return [f"{name}.{label}" for name in run.columns for label in run.labels[name]]
+
+
+def write_csv(path: str, runs: list[ReactionRun]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["formulation", "time", "energy", "gap_position", "gap_angle"] + _columns(runs[0]))
+        for run in runs:
+            for k, t in enumerate(run.times):
+                w.writerow([run.formulation, f"{t:.9g}", f"{run.energy[k]:.9g}", f"{run.gap_position[k]:.3e}",
+                            f"{run.gap_angle[k]:.3e}"] + ["" if np.isnan(x) else f"{x:.9g}" for x in run.reactions[k]])
+
+
+def write_json(path: str, runs: list[ReactionRun]) -> None:
+    data = []
+    for run in runs:
+        data.append({
+            "formulation": run.formulation, "dt": run.dt, "time": run.times.tolist(), "energy": run.energy.tolist(),
+            "gap_position": run.gap_position.tolist(), "gap_angle": run.gap_angle.tolist(),
+            "unique": run.unique, "rank_deficient_steps": run.rank_deficient_steps, "cpu_seconds": run.cpu_seconds,
+            "reactions": {name: {"labels": list(run.labels[name]),
+                                 "values": [[None if np.isnan(x) else float(x) for x in row]
+                                            for row in run.reactions[:, a:b]]}
+                          for name, (a, b) in run.columns.items()},
+        })
+    with open(path, "w") as fh:
+        json.dump({"runs": data}, fh)
+
+
+def write_plots(out_dir: str, runs: list[ReactionRun], W: Mapping[str, np.ndarray]) -> list[str]:
+    from vtm_dynamics.cli.plots import _pyplot, _save
+
+    plt = _pyplot()
+    os.makedirs(out_dir, exist_ok=True)
+    files = []
+    names = list(runs[0].columns)
+    fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.8 * len(names) + 1), sharex=True, squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        for run in runs:
+            f, m = magnitudes(run, W)[name]
+            ax.plot(run.times, f, label=f"{run.formulation} |F|")
+            if np.any(W[name][3:]):
+                ax.plot(run.times, m, ls="--", label=f"{run.formulation} |M|")
+        ax.set_ylabel(f"{name}\nN, N m")
+    axes[0, 0].legend(fontsize=7, ncol=2)
+    axes[-1, 0].set_xlabel("time [s]")
+    files.append(_save(plt, fig, out_dir, "reactions.png"))
+    for key, unit, fname in (("energy", "J", "energy.png"), ("gap_position", "m", "constraint_gap.png")):
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        for run in runs:
+            y = getattr(run, key)
+            ax.plot(run.times, y if key == "energy" else np.maximum(y, 1e-16), label=run.formulation)
+        if key != "energy":
+            ax.set_yscale("log")
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel(f"{key.replace('_', ' ')} [{unit}]")
+        ax.legend(fontsize=8)
+        files.append(_save(plt, fig, out_dir, fname))
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point; returns the exit code."""
+    p = argparse.ArgumentParser(prog="vtm-reactions", description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="URDF file (loop_closure / driving_constraint elements allowed)")
+    p.add_argument("--formulation", action="append", choices=FORMULATIONS,
+                   help="formulation (repeat for side by side; default taylor)")
+    p.add_argument("--dt", type=float, default=1e-3, help="step [s] (default 1e-3)")
+    p.add_argument("--duration", type=float, default=1.0, help="simulated time [s] (default 1)")
+    p.add_argument("--torque", action="append", default=[], metavar="JOINT=VALUE",
+                   help="constant motor effort on a tree joint [N m or N] (repeatable)")
+    p.add_argument("--torque-script", metavar="CSV", help="efforts over time: header time,JOINT,... (held)")
+    p.add_argument("--q", nargs="+", type=float, help="start configuration, Pinocchio order (loops then closed)")
+    p.add_argument("--v", nargs="+", type=float, help="start joint velocities (must satisfy the loop closures)")
+    p.add_argument("--gravity", nargs=3, type=float, default=(0.0, 0.0, -9.81), metavar=("GX", "GY", "GZ"))
+    p.add_argument("--planar", action="store_true", help="in-plane reactions only (xy-plane, rotation about z)")
+    p.add_argument("--ignore-drives", action="store_true", help="drop <driving_constraint> elements")
+    p.add_argument("--samples", type=int, default=500, help="samples kept per run (default 500)")
+    p.add_argument("--max-steps", type=int, default=200_000, help=f"refuse longer runs (hard cap {DEFAULT_MAX_STEPS})")
+    p.add_argument("--csv", help="write the time series as CSV")
+    p.add_argument("--json", help="write the time series as JSON")
+    p.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = p.parse_args(argv)
+    try:
+        return _run(args)
+    except OSError as err:
+        print(f"vtm-reactions: error: cannot write the output ({err.strerror})", file=sys.stderr)
+        return 2
+    except (InputError, ValueError) as err:
+        print(f"vtm-reactions: error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    formulations = args.formulation or ["taylor"]
+    if not (1 <= args.samples <= 100_000):
+        raise InputError("--samples: must be between 1 and 100000")
+    if not (1 <= args.max_steps <= DEFAULT_MAX_STEPS):
+        raise InputError(f"--max-steps: must be between 1 and {DEFAULT_MAX_STEPS}")
+    if not all(math.isfinite(g) for g in args.gravity):
+        raise InputError("--gravity: expected three finite numbers [m/s²]")
+    text = read_urdf_file(args.model)
+    model = load_absolute_model(text, planar=args.planar)
+    if args.ignore_drives:
+        model = without_drives(model)
+    pm = model.pin_model
+    if args.q is not None and len(args.q) != pm.nq:
+        raise InputError(f"--q: expected {pm.nq} numbers (Pinocchio order), got {len(args.q)}")
+    if args.v is not None and len(args.v) != pm.nv:
+        raise InputError(f"--v: expected {pm.nv} numbers, got {len(args.v)}")
+    q0 = assemble_loops(model, pin.neutral(pm) if args.q is None else np.array(args.q))
+    v0 = np.zeros(pm.nv) if args.v is None else np.array(args.v)
+    efforts: Mapping[str, float] | Callable[[float], Mapping[str, float]] = _efforts(args.torque)
+    if args.torque_script:
+        if args.torque:
+            raise InputError("--torque-script: use either --torque or --torque-script")
+        efforts = read_torque_script(args.torque_script)
+    n_steps = int(round(args.duration / args.dt)) if args.dt > 0 and math.isfinite(args.duration) else 0
+    every = max(1, n_steps // args.samples)
+    W = {pr.name: pr.wrench_basis for pr in model.pairs}
+
+    def progress_for(name: str) -> Callable[[float], None] | None:
+        if args.quiet or n_steps < 2000:
+            return None
+        state = {"next": 1}
+
+        def report(t: float) -> None:
+            if t >= args.duration * state["next"] / 10 - 1e-12:
+                print(f"{name}: {t:.3f} / {args.duration:.3f} s", file=sys.stderr, flush=True)
+                state["next"] += 1
+        return report
+
+    runs: list[ReactionRun] = []
+    mech = None
+    for f in formulations:
+        if f.startswith("taylor"):
+            mech = mech or prepare_mechanism(model, q0, args.gravity)
+            runs.append(simulate_taylor(mech, q0, v0, args.dt, args.duration, efforts,
+                                        correction={"taylor": "none", "taylor-projected": "project", "taylor-heun": "heun"}[f], every=every,
+                                        progress=progress_for(f), max_steps=args.max_steps))
+        elif not any(r.formulation == f for r in runs):
+            if any(pr.kind == "driving_constraint" for pr in model.pairs):
+                raise InputError(f"--formulation {f}: the model has driving constraints; add --ignore-drives")
+            kkt, aghili = simulate_kkt(model, q0, v0, args.dt, args.duration, efforts, gravity=args.gravity,
+                                       every=every, progress=progress_for(f), max_steps=args.max_steps)
+            runs.append(kkt if f == "kkt" else aghili)
+    print(peak_table(runs, W))
+    if args.csv:
+        write_csv(args.csv, runs)
+    if args.json:
+        write_json(args.json, runs)
+    if args.plots:
+        for path in write_plots(args.plots, runs, W):
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
