@@ -141,17 +141,31 @@ def simulate_reference(urdf: str, q0, v0, duration: float, times, gravity=(0.0, 
     return Reference(times, np.array(Q), np.array(V), {k: np.array(x) for k, x in reactions.items()}, np.array(E))
 
 
-def body_positions(urdf: str, q: np.ndarray, links) -> np.ndarray:
-    """Centres of mass (K, B, 3) [m] of ``links`` along the configurations ``q`` (K, nq)."""
+def body_frames(urdf: str, q: np.ndarray, links) -> tuple[np.ndarray, np.ndarray]:
+    """Centres of mass (K, B, 3) [m] and link-frame rotations (K, B, 3, 3) of ``links`` along ``q`` (K, nq)."""
     m = pin.buildModelFromXML(urdf)
     d = m.createData()
-    out = np.zeros((len(q), len(links), 3))
+    x = np.zeros((len(q), len(links), 3))
+    R = np.zeros((len(q), len(links), 3, 3))
     for k, qk in enumerate(q):
         pin.forwardKinematics(m, d, qk)
         pin.updateFramePlacements(m, d)
         for b, link in enumerate(links):
-            fr = m.frames[m.getFrameId(link)]
-            M = d.oMf[m.getFrameId(link)]
-            out[k, b] = M.act(m.inertias[fr.parentJoint].lever) if False else M.translation + M.rotation @ (
-                fr.placement.inverse().act(m.inertias[fr.parentJoint].lever))
-    return out
+            fid = m.getFrameId(link)
+            fr = m.frames[fid]
+            M = d.oMf[fid]
+            x[k, b] = M.translation + M.rotation @ fr.placement.inverse().act(m.inertias[fr.parentJoint].lever)
+            R[k, b] = M.rotation
+    return x, R
+
+
+def body_positions(urdf: str, q: np.ndarray, links) -> np.ndarray:
+    """Centres of mass (K, B, 3) [m] of ``links`` along the configurations ``q`` (K, nq)."""
+    return body_frames(urdf, q, links)[0]
+
+
+def rotation_error(R: np.ndarray, R_ref: np.ndarray) -> float:
+    """Largest rotation angle [rad] between two stacks of rotations (..., 3, 3)."""
+    A = np.einsum("...ji,...jk->...ik", R, R_ref)
+    c = np.clip((np.trace(A, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
+    return float(np.max(np.arccos(c)))

@@ -29,6 +29,7 @@ from vtm_dynamics.core.estop.brakes import BrakeConfigError, BrakeSet, JointBrak
 from vtm_dynamics.core.excerpt import clip, excerpt
 from vtm_dynamics.core.limited_yaml import DEFAULT_MAX_YAML_BYTES, DEFAULT_MAX_YAML_DEPTH, load_yaml_text
 from vtm_dynamics.core.estop.wrenches import rest_geometry
+from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.conversions import (
     JointStateSnapshot,
@@ -320,9 +321,42 @@ def joint_reactions_message(robot: RobotModel, result: estop.StopPrediction, sta
         j = robot.joint(n)
         hold.append(float(result.holding_torques[j.idx_v]) if j.nv == 1 else float("nan"))
     msg.holding_torques = hold
-    msg.uniquely_determined = [True] * len(names)  # a kinematic tree: every joint reaction is determined
-    msg.method = "rnea"
+    unique, method = held_reaction_verdicts(robot, result.q_final, names)
+    msg.uniquely_determined = unique
+    msg.method = method
     return msg
+
+
+_VERDICT_CACHE: dict = {}
+_VERDICT_CACHE_SIZE = 64
+
+
+def held_reaction_verdicts(robot: RobotModel, q_final: Any, names: Sequence[str]) -> tuple[list[bool], str]:
+    """Per joint: is the reaction at rest unique, and the ``method`` text of the message.
+
+    Kinematic trees: all unique, ``"rnea"``. Models with loop closures or knife edges: the wrenches above come from
+    the RNEA of the tree (the loop closures carry no load in it), so the method says so, and uniqueness comes from
+    the solvability analysis of the mechanism held by its brakes (``core.reactions.held_uniqueness``). If that
+    analysis cannot run (e.g. too many bodies), no reaction is claimed unique. Verdicts are cached per model text
+    and rest configuration (rounded to 1e-6).
+    """
+    ext = robot.extension
+    if ext is None or (not ext.loop_closures and not ext.knife_edges):
+        return [True] * len(names), "rnea"
+    method = "rnea of the tree; loop closures not included"
+    key = (hash(robot.urdf_text), tuple(np.round(np.asarray(q_final, dtype=float), 6)))
+    verdict = _VERDICT_CACHE.get(key)
+    if verdict is None:
+        try:
+            verdict = held_joint_uniqueness(robot.urdf_text, np.asarray(q_final, dtype=float))
+        except ValueError:
+            verdict = {}
+        if len(_VERDICT_CACHE) >= _VERDICT_CACHE_SIZE:
+            _VERDICT_CACHE.clear()
+        _VERDICT_CACHE[key] = verdict
+    if not verdict:
+        return [False] * len(names), method + "; uniqueness not analysed"
+    return [bool(verdict.get(n, False)) for n in names], method
 
 
 def stop_markers_message(robot: RobotModel, result: estop.StopPrediction, stamp: Time, frame_id: str,

@@ -36,17 +36,23 @@ Per step (Fig. 7):
    ``x ← x + vΔt + ½aΔt²``, ``v ← v + aΔt``, ``R ← exp([ωΔt + ½αΔt²]×) R`` (matches eq. (5.b) to O(Δt²)),
    ``ω ← ω + αΔt``.
 
-Correction (``correction="project"``, not in the paper): after step 5 the twists are projected onto the velocity
-constraints in the kinetic-energy metric, ``ν ← ν − M⁻¹Cᵀ(C M⁻¹ Cᵀ)⁺ C ν``. Reason: step 3 zeroes the position gap
-at t + Δt but not its rate; the literal scheme maps the velocity gap ġ to −ġ − 2g/Δt every step, so a velocity
-error never decays (docs/reactions.md shows the measurement).
+Corrections (not in the paper; docs/reactions.md has the measurements):
+
+* ``correction="project"``: after step 5 the twists are projected onto the velocity constraints in the
+  kinetic-energy metric, ``ν ← ν − M⁻¹Cᵀ(C M⁻¹ Cᵀ)⁺ C ν``. Reason: step 3 zeroes the position gap at t + Δt but
+  not its rate; the literal scheme maps the velocity gap ġ to −ġ − 2g/Δt every step, so it never decays;
+* ``correction="heun"``: the velocity update of step 5 is the explicit Euler step v ← v + aΔt, first order, and it
+  pumps energy into fast rotation (the Stewart platform blows up after 1.5 s at Δt = 2 ms). Heun's update
+  v ← v + ½(a + a*)Δt, with a* from a second solve of eq. (36) at the predicted state, makes the motion second
+  order; the projection above follows. The reactions stay first order in every variant: λ is the reaction held
+  constant over [t, t + Δt], not its value at t.
 
 Relation to the Lagrange/KKT formulation: divided by ½Δt², ``G`` tends to ``C M⁻¹ Cᵀ`` (the KKT Schur complement,
 same M and C) as Δt → 0, and the right-hand side adds the terms ``2g/Δt² + 2ġ/Δt`` (a Baumgarte stabilisation
 with gains fixed by Δt). Because the reactions enter the bodies through ``C(q)ᵀ`` at time t, ``G`` is singular
 wherever C loses row rank: the formulation is not regular at a configuration that is genuinely singular.
 
-Size: about 440 lines: the body state, the affine Taylor prediction, the four constraint forms, the step, the
+Size: about 620 lines: the body state, the affine Taylor prediction, the four constraint forms, the step, the
 velocity projection and the run loop share one set of per-pair anchors and one reaction convention.
 """
 

@@ -13,6 +13,10 @@ Newton position correction eq. (39), kinetic-energy velocity projection). Reacti
   and fixed pairs, n_k·(ω_B − ω_A)), turned into the reaction on the child in the pair frame. Tree joints and
   prismatic closures: NaN (eq. (32) gives no per-joint value for them).
 
+Why here and not in ``core/reactions``: it composes two core groups (the projection motion and the absolute-coordinate
+KKT reactions), which the layering (docs/architecture.md) allows only above the core; it holds no physics of its
+own, only sampling and the conversion of eq. (32) multipliers into pair components.
+
 Units: SI. Motor efforts [N m, N] are generalized forces on the named tree joints, held over a step.
 """
 
