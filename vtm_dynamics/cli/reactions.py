@@ -113,6 +113,9 @@ def peak_table(runs: list[ReactionRun], W: Mapping[str, np.ndarray]) -> str:
             lines.append(f"{run.formulation:<17} {name:<14} {pf:>13} {tf:>7} {pm:>15} {tm:>7}  "
                          f"{'yes' if run.unique.get(name, True) else 'NO (not unique)'}")
     for run in runs:
+        if run.diverged_at is not None:
+            lines.append(f"{run.formulation}: DIVERGED at t = {run.diverged_at:.4g} s (series end there); "
+                         "try taylor-heun or a smaller --dt")
         lines.append(f"{run.formulation}: energy change {run.energy[-1] - run.energy[0]:+.4g} J, max constraint gap "
                      f"{np.nanmax(run.gap_position):.3g} m, {run.rank_deficient_steps} singular steps, "
                      f"{run.cpu_seconds:.3g} s CPU")

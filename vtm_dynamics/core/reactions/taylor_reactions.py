@@ -563,6 +563,7 @@ class ReactionRun:
     gap_angle: np.ndarray = field(repr=False)
     rank_deficient_steps: int
     cpu_seconds: float
+    diverged_at: float | None = None  # [s] the run stopped there: the state or the reactions became non-finite
 
     def pair(self, name: str) -> np.ndarray:
         a, b = self.columns[name]
@@ -616,11 +617,19 @@ def simulate_taylor(
     drive_target = np.where(is_drive, drive_target, 0.0)
     rows: list = []
     deficient = 0
+    diverged = None
     t0 = time.process_time()
     for k in range(n_steps + 1):
         t = k * dt
         wr = joint_wrenches(mech, s, _efforts_at(efforts, t))
-        new, lam, rank = taylor_step(mech, s, dt, wr, heun=correction == "heun")
+        try:
+            with np.errstate(all="ignore"):
+                new, lam, rank = taylor_step(mech, s, dt, wr, heun=correction == "heun")
+        except np.linalg.LinAlgError:
+            lam, new, rank = np.full(mech.n_unknowns, np.nan), s, 0
+        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(new.x)) and np.all(np.isfinite(new.w))):
+            diverged = t
+            break
         if k < n_steps and rank < mech.n_unknowns:
             deficient += 1
         if k % every == 0 or k == n_steps:
@@ -639,7 +648,7 @@ def simulate_taylor(
         labels[pr.name] = pr.labels
     return ReactionRun(
         {"none": "taylor", "project": "taylor-projected", "heun": "taylor-heun"}[correction], dt,
-        np.array([r[0] for r in rows]), np.array([r[1] for r in rows]).reshape(len(rows), -1), cols, labels,
-        {n: unique.get(n, True) for n in cols}, mech.bodies, np.array([r[2] for r in rows]),
-        np.array([r[3] for r in rows]), np.array([r[4] for r in rows]), np.array([r[5] for r in rows]),
-        np.array([r[6] for r in rows]), deficient, cpu)
+        np.array([r[0] for r in rows]), np.array([r[1] for r in rows]).reshape(len(rows), mech.n_unknowns), cols, labels,
+        {n: unique.get(n, True) for n in cols}, mech.bodies, np.array([r[2] for r in rows]).reshape(len(rows), -1, 3),
+        np.array([r[3] for r in rows]).reshape(len(rows), -1, 3, 3), np.array([r[4] for r in rows]), np.array([r[5] for r in rows]),
+        np.array([r[6] for r in rows]), deficient, cpu, diverged)
