@@ -11,7 +11,7 @@ Newton position correction eq. (39), kinetic-energy velocity projection). Reacti
 * ``aghili``: the loop closures' constraint forces from Aghili's eq. (32), ``F = (I − P) (f − h − M q̈)`` and the
   minimum-norm multipliers ``λ = A⁺ᵀF`` of the closure rows (``LoopClosure`` rows: v_B − v_A and, for revolute
   and fixed pairs, n_k·(ω_B − ω_A)), turned into the reaction on the child in the pair frame. Tree joints and
-  prismatic closures: NaN (eq. (32) gives no per-joint value for them).
+  the other closure types: NaN (their multipliers are not mapped here).
 
 Why here and not in ``core/reactions``: it composes two core groups (the projection motion and the absolute-coordinate
 KKT reactions), which the layering (docs/architecture.md) allows only above the core; it holds no physics of its
@@ -102,7 +102,7 @@ def _aghili_reactions(model: AbsoluteModel, robot: RobotModel, closures, acc, q,
         mult = lam[row: row + dim]
         row += dim
         spec = specs.get(lc.name)
-        if spec is None or lc.type == "prismatic":
+        if spec is None or lc.type not in ("spherical", "revolute", "fixed"):
             continue
         Rp, _ = poses[spec.frame_link]
         R_pair = Rp @ spec.frame_offset.rotation()

@@ -21,7 +21,8 @@ Per step (Fig. 7):
      planar ones the two in-plane ones, the same span as the paper's);
    * force column n, pair with relative translation (prismatic, cylindrical and the point-on-line/plane pairs):
      ``n_p·(P_c − P_p) = 0`` with n carried by the parent body; these are the two components of eq. (28)
-     ``q_i × d = 0`` normal to the axis (eqs. (29)-(31)), i.e. the cross product's rank-2 part;
+     ``q_i × d = 0`` normal to the axis (eqs. (29)-(31)), i.e. the cross product's rank-2 part. For the point
+     contacts P_c is the child's contact point (``child_origin``), where the reaction acts;
    * moment column m, pair with a free rotation axis u (revolute, cylindrical): ``(u × m)_p·u_c = 0``, the component
      of eq. (25) ``q_i × q_j = 0`` along m. Choice: of the three components of the cross product only the two normal
      to the axis are kept; the third is identically of second order and makes the paper's 3-row block singular;
@@ -119,6 +120,7 @@ class _Pair:
     point_in_parent: np.ndarray  # pair point in the parent / child link frames [m]
     point_in_child: np.ndarray
     W: np.ndarray  # 6 x k, pair frame
+    at_child: bool  # the reaction's point is the child's copy of the pair point (else the parent's)
     labels: tuple[str, ...]
     rows: tuple[_Row, ...]
     cols: slice
@@ -210,10 +212,14 @@ def prepare_mechanism(model: AbsoluteModel, q, gravity=(0.0, 0.0, -9.81)) -> Tay
                         a = _unit_perpendicular(m)
                         b = np.cross(m, a)
                     rows.append(_Row("vectors", a, b))
+        # point contacts (point_on_line / point_on_plane): the child's point is its own contact point, which
+        # slides over the parent's line or plane; the reaction acts there (as in constraint_matrix)
+        contact = getattr(spec, "contact_offset", None)
+        in_child = Rc.T @ (p - oc) if contact is None else np.asarray(contact.xyz, dtype=float)
         pairs.append(_Pair(
             spec.name, spec.type, index[spec.parent], index[spec.child], index[spec.frame_link],
-            spec.frame_offset.rotation(), Rp.T @ R_pair, Rc.T @ R_pair, Rp.T @ (p - op), Rc.T @ (p - oc), W,
-            spec.labels, tuple(rows), slice(col, col + k)))
+            spec.frame_offset.rotation(), Rp.T @ R_pair, Rc.T @ R_pair, Rp.T @ (p - op), in_child, W,
+            contact is not None or spec.frame_link == spec.child, spec.labels, tuple(rows), slice(col, col + k)))
         col += k
     return TaylorMechanism(model, bodies, mass, np.array([model.inertias[b].com for b in bodies]).reshape(-1, 3),
                            inertia, tuple(pairs), col, np.asarray(gravity, dtype=float))
@@ -271,8 +277,11 @@ class _Motion:
         return self.s.R[pr.frame_body] @ pr.frame_rot
 
     def pair_point(self, pr: _Pair) -> np.ndarray:
-        b = pr.child if pr.child >= 0 else pr.parent
-        local = pr.point_in_child if pr.child >= 0 else pr.point_in_parent
+        """Where the reaction acts: the pair point of the body that carries the pair frame, as in
+        ``absolute_coordinates.constraint_matrix`` (the child's contact point for point contacts)."""
+        b, local = (pr.child, pr.point_in_child) if pr.at_child else (pr.parent, pr.point_in_parent)
+        if b < 0:
+            return local  # the ground: link frame = world
         return self._origin(b) + self.s.R[b] @ local
 
     def _origin(self, b: int) -> np.ndarray:
