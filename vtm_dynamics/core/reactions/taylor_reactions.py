@@ -43,7 +43,7 @@ Corrections (not in the paper; docs/reactions.md has the measurements):
   kinetic-energy metric, ``ν ← ν − M⁻¹Cᵀ(C M⁻¹ Cᵀ)⁺ C ν``. Reason: step 3 zeroes the position gap at t + Δt but
   not its rate; the literal scheme maps the velocity gap ġ to −ġ − 2g/Δt every step, so it never decays;
 * ``correction="heun"``: the velocity update of step 5 is the explicit Euler step v ← v + aΔt, first order, and it
-  pumps energy into fast rotation (the Stewart platform blows up after 1.5 s at Δt = 2 ms). Heun's update
+  pumps energy into fast rotation (the Stewart platform diverges after 1.6 s at Δt = 2 ms). Heun's update
   v ← v + ½(a + a*)Δt, with a* from a second solve of eq. (36) at the predicted state, makes the motion second
   order; the projection above follows. The reactions stay first order in every variant: λ is the reaction held
   constant over [t, t + Δt], not its value at t.
