@@ -43,7 +43,7 @@ from vtm_dynamics.core.reactions.taylor_reactions import (
     Efforts,
     ReactionRun,
     TaylorError,
-    _efforts_at,
+    efforts_at,
     check_run_size,
 )
 from vtm_dynamics.core.robot.constraints import LoopClosure, constraints_from_extension
@@ -155,7 +155,7 @@ def simulate_kkt(
     cpu = 0.0
     for k in range(n_steps + 1):
         t = k * dt
-        eff = _efforts_at(efforts, t)
+        eff = efforts_at(efforts, t)
         tau = _efforts_vector(robot, eff)
         if k % every == 0 or k == n_steps:
             poses = body_poses(model, q)

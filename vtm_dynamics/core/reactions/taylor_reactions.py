@@ -582,7 +582,8 @@ class ReactionRun:
 Efforts = Mapping[str, float] | Callable[[float], Mapping[str, float]] | None
 
 
-def _efforts_at(efforts: Efforts, t: float) -> Mapping[str, float]:
+def efforts_at(efforts: Efforts, t: float) -> Mapping[str, float]:
+    """The motor efforts [N m, N] in force at time ``t`` [s] (constant mapping or a function of time)."""
     if efforts is None:
         return {}
     return efforts(t) if callable(efforts) else efforts
@@ -630,7 +631,7 @@ def simulate_taylor(
     t0 = time.process_time()
     for k in range(n_steps + 1):
         t = k * dt
-        wr = joint_wrenches(mech, s, _efforts_at(efforts, t))
+        wr = joint_wrenches(mech, s, efforts_at(efforts, t))
         try:
             with np.errstate(all="ignore"):
                 new, lam, rank = taylor_step(mech, s, dt, wr, heun=correction == "heun")
