@@ -32,7 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PENDULUM = read_urdf_file(os.path.join(ROOT, "urdf", "huang_double_pendulum.urdf"))
 STEWART = read_urdf_file(os.path.join(ROOT, "urdf", "huang_stewart_platform.urdf"))
 MOTORS = {"J7": 10.0, "J8": 10.0, "J9": 10.0}
-FORMS = ("taylor", "taylor-projected", "taylor-heun", "kkt")
+FORMS = ("taylor", "taylor-projected", "taylor-heun", "taylor-heun/state", "kkt")
 
 
 def setup(name: str):
@@ -49,8 +49,9 @@ def run(form: str, model, mech, q0, v0, dt, T, g, eff, sample):
     every = int(round(sample / dt))
     if form == "kkt":
         return simulate_kkt(model, q0, v0, dt, T, eff, gravity=g, every=every)[0]
-    corr = {"taylor": "none", "taylor-projected": "project", "taylor-heun": "heun"}[form]
-    return simulate_taylor(mech, q0, v0, dt, T, eff, correction=corr, every=every)
+    base, _, at = form.partition("/")
+    corr = {"taylor": "none", "taylor-projected": "project", "taylor-heun": "heun"}[base]
+    return simulate_taylor(mech, q0, v0, dt, T, eff, correction=corr, every=every, reactions_at=at or "step")
 
 
 def errors(r, ref, xr, Rr, W):

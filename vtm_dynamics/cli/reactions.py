@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gravity", nargs=3, type=float, default=(0.0, 0.0, -9.81), metavar=("GX", "GY", "GZ"))
     p.add_argument("--planar", action="store_true", help="in-plane reactions only (xy-plane, rotation about z)")
     p.add_argument("--ignore-drives", action="store_true", help="drop <driving_constraint> elements")
+    p.add_argument("--reactions-at", choices=("step", "state"), default="step",
+                   help="Taylor runs: 'step' = λ of eq. (36), held over the step (the paper); 'state' = the "
+                        "reactions of the sampled state (acceleration-level limit of the same system)")
     p.add_argument("--samples", type=int, default=500, help="samples kept per run (default 500)")
     p.add_argument("--max-steps", type=int, default=200_000, help=f"refuse longer runs (hard cap {DEFAULT_MAX_STEPS})")
     p.add_argument("--csv", help="write the time series as CSV")
@@ -263,7 +266,8 @@ def _run(args: argparse.Namespace) -> int:
             mech = mech or prepare_mechanism(model, q0, args.gravity)
             runs.append(simulate_taylor(mech, q0, v0, args.dt, args.duration, efforts,
                                         correction={"taylor": "none", "taylor-projected": "project", "taylor-heun": "heun"}[f], every=every,
-                                        progress=progress_for(f), max_steps=args.max_steps))
+                                        progress=progress_for(f), max_steps=args.max_steps,
+                                        reactions_at=args.reactions_at))
         elif not any(r.formulation == f for r in runs):
             if any(pr.kind == "driving_constraint" for pr in model.pairs):
                 raise InputError(f"--formulation {f}: the model has driving constraints; add --ignore-drives")

@@ -85,6 +85,19 @@ def test_heun_correction_makes_the_motion_second_order_but_not_the_reactions(pen
     assert 0.8 < _order(*er) < 1.3, er  # λ is the reaction held over the step: first order in every variant
 
 
+def test_reactions_of_the_sampled_state_are_second_order_with_heun(pendulum_runs):
+    """λ of eq. (36) is first order; the acceleration-level reactions of the Heun state are second order."""
+    model, _, ref, _ = pendulum_runs
+    q0, v0 = _pendulum_q(0.0, 0.0), np.zeros(2)
+    mech = prepare_mechanism(model, q0, G_PLANE)
+    er = []
+    for dt in (4e-3, 2e-3):
+        run = simulate_taylor(mech, q0, v0, dt, 0.5, correction="heun", every=int(round(0.1 / dt)), reactions_at="state")
+        assert run.formulation == "taylor-heun/state"
+        er.append(max(float(np.abs(run.pair(n) - ref.reactions[n][:, :2]).max()) for n in ("joint1", "joint2")))
+    assert er[1] < 0.5 and 1.7 < _order(*er) < 2.3, er
+
+
 def test_energy_without_input_over_several_seconds():
     """Literal scheme: energy grows without bound (here > 100 J in 4 s); Heun + projection stays within 0.5 J."""
     model = load_absolute_model(PENDULUM, planar=True)
@@ -218,7 +231,7 @@ def test_projection_removes_the_velocity_gap_that_the_literal_scheme_keeps():
 
 @pytest.mark.parametrize("kwargs, field", [({"dt": 0.0}, "dt"), ({"dt": float("nan")}, "dt"),
                                           ({"duration": -1.0}, "duration"), ({"correction": "x"}, "correction"),
-                                          ({"max_steps": 3}, "duration")])
+                                          ({"max_steps": 3}, "duration"), ({"reactions_at": "t"}, "reactions_at")])
 def test_bad_run_parameters_are_one_line_errors_naming_the_field(kwargs, field):
     model = load_absolute_model(PENDULUM, planar=True)
     q0 = _pendulum_q(0.0, 0.0)

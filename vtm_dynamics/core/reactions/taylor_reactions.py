@@ -604,17 +604,23 @@ def check_run_size(dt: float, duration: float, max_steps: int) -> int:
 def simulate_taylor(
     mech: TaylorMechanism, q0, v0, dt: float, duration: float, efforts: Efforts = None,
     correction: str = "none", every: int = 1, progress: Callable[[float], None] | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
+    max_steps: int = DEFAULT_MAX_STEPS, reactions_at: str = "step",
 ) -> ReactionRun:
     """Run the Taylor formulation from the joint state (q0, v0) for ``duration`` [s] with step ``dt`` [s].
 
     ``efforts``: motor torques/forces per tree joint [N m, N], constant or a function of time (held over a step).
-    ``correction``: "none" (the paper) or "project" (module docstring). Samples every ``every`` steps.
+    ``correction``: "none" (the paper), "project" or "heun" (module docstring). Samples every ``every`` steps.
+    ``reactions_at``: "step" reports λ of eq. (36), the reaction held over [t, t + Δt] (first order in Δt: it
+    absorbs the truncation error of the second-order prediction divided by ½Δt²); "state" reports the reactions of
+    the sampled state itself, from the acceleration-level limit Δt → 0 of the same system (C M⁻¹Cᵀ λ = ..., the
+    KKT reactions with this formulation's M and C), which are as accurate as the state.
     """
     import time
 
     from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix
 
+    if reactions_at not in ("step", "state"):
+        raise TaylorError(f"reactions_at: must be 'step' or 'state', got {excerpt(str(reactions_at))}")
     if correction not in CORRECTIONS:
         raise TaylorError(f"correction: must be one of {', '.join(CORRECTIONS)}, got {excerpt(str(correction))}")
     n_steps = check_run_size(dt, duration, max_steps)
@@ -643,6 +649,9 @@ def simulate_taylor(
         if k < n_steps and rank < mech.n_unknowns:
             deficient += 1
         if k % every == 0 or k == n_steps:
+            if reactions_at == "state":
+                G0, rhs0, _ = assemble_system(mech, s, 0.0, wr)
+                lam = solve_reactions(G0, rhs0)[0]
             rows.append((t, lam, s.x.copy(), s.R.copy(), mechanical_energy(mech, s), *constraint_gaps(mech, s)))
             if progress is not None:
                 progress(t)
@@ -657,7 +666,8 @@ def simulate_taylor(
         cols[pr.name] = (pr.cols.start, pr.cols.stop)
         labels[pr.name] = pr.labels
     return ReactionRun(
-        {"none": "taylor", "project": "taylor-projected", "heun": "taylor-heun"}[correction], dt,
+        {"none": "taylor", "project": "taylor-projected", "heun": "taylor-heun"}[correction]
+        + ("" if reactions_at == "step" else "/state"), dt,
         np.array([r[0] for r in rows]), np.array([r[1] for r in rows]).reshape(len(rows), mech.n_unknowns), cols, labels,
         {n: unique.get(n, True) for n in cols}, mech.bodies, np.array([r[2] for r in rows]).reshape(len(rows), -1, 3),
         np.array([r[3] for r in rows]).reshape(len(rows), -1, 3, 3), np.array([r[4] for r in rows]), np.array([r[5] for r in rows]),
