@@ -13,6 +13,7 @@ A joint's reaction is reported unique only if both its constraint rows and its l
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,17 +43,26 @@ def with_locked_joints(model: AbsoluteModel) -> AbsoluteModel:
     return replace(model, pairs=tuple(pairs))
 
 
+@lru_cache(maxsize=8)
+def _locked_model(urdf: str, max_bodies: int) -> tuple[AbsoluteModel, AbsoluteModel | None]:
+    """The parsed model and its locked version (None for trees), cached per URDF text: parsing is half the cost."""
+    model = load_absolute_model(urdf, max_bodies=max_bodies)
+    if not model.extension.loop_closures and not model.extension.knife_edges:
+        return model, None
+    return model, with_locked_joints(model)
+
+
 def held_joint_uniqueness(urdf: str, q, *, max_bodies: int = DEFAULT_MAX_SOLVABILITY_BODIES) -> dict[str, bool]:
     """Per URDF joint name: is its reaction (wrench and holding torque) unique with all brakes closed at ``q``?
 
     ``urdf``: XML text (never a path); ``q``: Pinocchio configuration. Trees without extension constraints are
     answered without any matrix work (all True). Raises a ValueError subclass with one line on bad input.
     """
-    model = load_absolute_model(urdf, max_bodies=max_bodies)
+    model, locked = _locked_model(urdf, max_bodies)
     names = [j.name for j in model.tree_joints]
-    if not model.extension.loop_closures and not model.extension.knife_edges:
+    if locked is None:
         return {n: True for n in names}
-    locked = with_locked_joints(model)
-    report = analyze_constraint_matrix(constraint_matrix(locked, q), model_name=model.name)
+    # the paper's QR test only: the rank cross-check costs one SVD per pair and this runs in the E-stop path
+    report = analyze_constraint_matrix(constraint_matrix(locked, q), cross_check=False, model_name=model.name)
     solvable = {p.name: p.solvable for p in report.pairs}
     return {n: solvable.get(n, True) and solvable.get(f"{n}.lock", True) for n in names}
