@@ -553,7 +553,8 @@ class ReactionRun:
     ``reactions[k, c]``: component c (pair-frame wrench basis, on the child [N, N m]) at ``times[k]``; NaN where the
     formulation gives no value. ``columns[pair] = (start, stop)``; ``labels[pair]`` names the components;
     ``unique[pair]``: the reaction is uniquely determined (Wojtyra-Frączek test on the same C). Positions ``x`` (K,B,3)
-    [m] and rotations ``R`` (K,B,3,3) of the centres of mass / link frames; ``energy`` [J]; ``gap_position`` [m],
+    [m] and rotations ``R`` (K,B,3,3) of the centres of mass / link frames; ``energy`` [J]; ``gap_position`` [m]
+    (KKT runs: the largest loop-closure residual, m or rad),
     ``gap_angle`` [rad]; ``rank_deficient_steps``: steps whose system matrix was singular (minimum-norm λ used).
     """
 
