@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from reaction_reference import body_frames, rotation_error, simulate_reference  # noqa: E402
 from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, load_absolute_model  # noqa: E402
-from vtm_dynamics.cli.kkt_reactions import simulate_kkt  # noqa: E402
+from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt  # noqa: E402
 from vtm_dynamics.core.reactions.taylor_reactions import prepare_mechanism, simulate_taylor  # noqa: E402
 from vtm_dynamics.core.robot.urdf_extension import read_urdf_file  # noqa: E402
 

@@ -21,7 +21,7 @@ ALLOWED = {
     **{leaf: LEAVES - {leaf} for leaf in LEAVES},
     "core.robot": LEAVES,
     "core.switching": LEAVES | {"core.robot"},
-    "core.reactions": LEAVES | {"core.robot"},
+    "core.reactions": LEAVES | {"core.robot", "core.projection"},  # KKT/Aghili reaction runs compare formulations
     "core.projection": LEAVES | {"core.robot", "core.switching"},
     "core.estop": LEAVES | {"core.robot", "core.switching"},
     "nodes": LEAVES | GROUPS,

@@ -22,7 +22,7 @@ import numpy as np
 import pinocchio as pin
 
 from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, load_absolute_model
-from vtm_dynamics.cli.kkt_reactions import simulate_kkt, without_drives
+from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt, without_drives
 from vtm_dynamics.core.reactions.taylor_reactions import (
     DEFAULT_MAX_STEPS,
     ReactionRun,

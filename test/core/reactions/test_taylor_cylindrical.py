@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from vtm_dynamics.cli.kkt_reactions import simulate_kkt
+from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt
 from vtm_dynamics.core.reactions.absolute_coordinates import load_absolute_model
 from vtm_dynamics.core.reactions.taylor_reactions import prepare_mechanism, simulate_taylor
 

@@ -15,7 +15,7 @@ import pytest
 
 from reaction_reference import body_positions, simulate_reference
 from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, constraint_matrix, load_absolute_model
-from vtm_dynamics.cli.kkt_reactions import simulate_kkt, without_drives
+from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt, without_drives
 from vtm_dynamics.core.reactions.taylor_reactions import (
     TaylorError,
     assemble_system,

@@ -13,9 +13,8 @@ Newton position correction eq. (39), kinetic-energy velocity projection). Reacti
   and fixed pairs, n_k·(ω_B − ω_A)), turned into the reaction on the child in the pair frame. Tree joints and
   the other closure types: NaN (their multipliers are not mapped here).
 
-Why here and not in ``core/reactions``: it composes two core groups (the projection motion and the absolute-coordinate
-KKT reactions), which the layering (docs/architecture.md) allows only above the core; it holds no physics of its
-own, only sampling and the conversion of eq. (32) multipliers into pair components.
+Layering: it composes the projection motion (``core/projection``) with the absolute-coordinate KKT reactions;
+``core/reactions`` may import ``core/projection``, never the reverse (docs/architecture.md).
 
 Units: SI. Motor efforts [N m, N] are generalized forces on the named tree joints, held over a step.
 """
