@@ -196,6 +196,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             return a, lam, tau
 
         k = record(t, q, v)
+        stalled = 0  # consecutive events that neither advanced time nor changed the active set
         while True:
             self._clock = self._t0 = t
             # time events due now (all events at the same instant are handled together)
@@ -330,6 +331,13 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                 force = frozenset(int(i) for i in ri if abs(lf[i]) >= cap_now[i] * (1 - 1e-9))
             self._clock = t
             newly, slip, rel = self._decide(t, q, v, force)
+            if tau == 0.0 and not (newly or slip or rel):
+                stalled += 1
+                if stalled > 100:
+                    raise RuntimeError(f"no progress at t={t:.6g} s: an event at this instant changes nothing "
+                                       "(stick/slip threshold reached exactly; check holding vs breakaway torques)")
+            else:
+                stalled = 0
             k = record(t, q, v, self._k_after)
             self._record_decision(t, newly, slip, rel, q, v_minus, v, k)
         self.W = W
