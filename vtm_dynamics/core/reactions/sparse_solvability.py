@@ -234,7 +234,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
     A = scipy.sparse.csr_matrix(A)
     m, n = A.shape
     cand = np.arange(m)
-    for _ in range(_MAX_REPAIRS):
+    for attempt in range(_MAX_REPAIRS):
         if cand.size == 0 or A[cand].nnz == 0:
             cand = np.zeros(0, dtype=int)
             Q, Rsq, perm, smin, piv = None, scipy.sparse.csc_matrix((0, 0)), np.zeros(0, dtype=int), float("inf"), 0.0
@@ -244,7 +244,11 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
             perm = np.asarray(getattr(E, "permutation", np.arange(cand.size)))
             live, pivots = _leading_columns(R, tol)
             if live.size != cand.size or R.shape[0] < cand.size:
-                cand = np.sort(cand[perm[live]])  # drop rows that lead no row of R
+                if attempt == 0 or live.size == 0:
+                    cand = np.sort(cand[perm[live]])  # drop the rows that lead no row of R
+                else:  # repairing: one row at a time, so that a drop and an addition cannot cycle
+                    first = int(np.setdiff1d(np.arange(cand.size), live).min())
+                    cand = np.delete(cand, perm[first])
                 continue
             Rsq = R[: cand.size][:, np.arange(cand.size)]
             (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
@@ -254,10 +258,13 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
                 continue
         # every other row must lie in span(C_I): its part outside, |(Q^T c_d)[|I|:]|, below tol
         rest = np.setdiff1d(np.arange(m), cand)
-        outside = [d for d in rest if _outside_norm(A, d, Q, cand.size) > tol]
-        if not outside:
+        norms = np.array([_outside_norm(A, d, Q, cand.size) for d in rest])
+        outside = rest[norms > tol]
+        if outside.size == 0:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
-        cand = np.sort(np.concatenate([cand, np.asarray(outside, dtype=int)]))
+        if attempt:  # repairing: the farthest row only
+            outside = rest[[int(np.argmax(norms))]]
+        cand = np.sort(np.concatenate([cand, outside]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
 
 
