@@ -187,16 +187,18 @@ def _leading_columns(R: scipy.sparse.spmatrix, tol: float) -> tuple[np.ndarray, 
     columns before it; the leading columns are the candidates for an independent set.
     """
     R = scipy.sparse.csr_matrix(R)
-    lead: dict[int, float] = {}
-    for k in range(R.shape[0]):
-        idx = R.indices[R.indptr[k]:R.indptr[k + 1]]
-        val = R.data[R.indptr[k]:R.indptr[k + 1]]
-        big = np.abs(val) > tol
-        if np.any(big):
-            j = int(idx[big].min())
-            lead[j] = max(lead.get(j, 0.0), float(np.abs(val[idx == j]).max()))
-    cols = np.array(sorted(lead), dtype=int)
-    return cols, np.array([lead[j] for j in cols])
+    R.sort_indices()
+    big = np.abs(R.data) > tol
+    if not np.any(big):
+        return np.zeros(0, dtype=int), np.zeros(0)
+    row_of = np.repeat(np.arange(R.shape[0]), np.diff(R.indptr))[big]
+    cols, vals = R.indices[big], np.abs(R.data[big])
+    first = np.flatnonzero(np.r_[True, row_of[1:] != row_of[:-1]])  # indices sorted within rows
+    lead_cols, lead_vals = cols[first], vals[first]
+    order = np.lexsort((-lead_vals, lead_cols))
+    lead_cols, lead_vals = lead_cols[order], lead_vals[order]
+    keep = np.r_[True, lead_cols[1:] != lead_cols[:-1]]
+    return lead_cols[keep], lead_vals[keep]
 
 
 def _sigma_min_triangular(R: scipy.sparse.csc_matrix, iterations: int = 30) -> tuple[float, np.ndarray]:
@@ -256,8 +258,11 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
                 worst = int(perm[int(np.argmax(np.abs(vec)))])
                 cand = np.delete(cand, worst)
                 continue
-        # every other row must lie in span(C_I): its part outside, |(Q^T c_d)[|I|:]|, below tol
+        # every other row must lie in span(C_I): first for random combinations of them (one least-squares residual
+        # per column; nonzero with probability one if any row is outside), row by row only if that fails
         rest = np.setdiff1d(np.arange(m), cand)
+        if rest.size == 0 or _combined_outside(A, rest, Q, cand.size) <= tol:
+            return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
         norms = np.array([_outside_norm(A, d, Q, cand.size) for d in rest])
         outside = rest[norms > tol]
         if outside.size == 0:
@@ -266,6 +271,15 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
             outside = rest[[int(np.argmax(norms))]]
         cand = np.sort(np.concatenate([cand, outside]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
+
+
+def _combined_outside(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int) -> float:
+    """Largest part outside span(C_I) of standard normal random combinations of the rows ``rest``."""
+    xi = np.random.default_rng(SKETCH_SEED + 1).standard_normal((rest.size, 4))  # inside parts cancel exactly
+    Y = np.asarray(A[rest].T @ xi)
+    if Q is None:
+        return float(np.linalg.norm(Y, axis=0).max())
+    return float(max(np.linalg.norm(Q.rmatvec(Y[:, j])[r:]) for j in range(Y.shape[1])))
 
 
 def _outside_norm(A: scipy.sparse.csr_matrix, d: int, Q, r: int) -> float:
