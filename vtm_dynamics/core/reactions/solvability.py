@@ -344,13 +344,15 @@ def analyze_model(model: AbsoluteModel, q, rank_rtol: float = DEFAULT_RANK_RTOL,
 def unique_reactions(
     urdf: str | AbsoluteModel, planar: bool = False, q=None, v=None, gravity=(0.0, 0.0, -9.81),
     applied=None, rank_rtol: float = DEFAULT_RANK_RTOL, report: SolvabilityReport | None = None, *,
-    max_bodies: int = DEFAULT_MAX_REACTION_BODIES,
+    max_bodies: int = DEFAULT_MAX_REACTION_BODIES, drive_accelerations: dict[str, float] | None = None,
 ) -> ReactionReport:
     """Unique reaction values at the state (q, v) under gravity [m/s²] and ``applied`` generalized forces.
 
     ``v``: Pinocchio joint velocities (must satisfy the loop closures, knife edges and drives: checked).
     ``applied``: optional forces in absolute coordinates (per body [F; M about the link origin], world axes).
-    Drives are taken with zero prescribed acceleration. Solves the consistent, singular KKT system
+    Driving constraints prescribe their joint's rate, so their rows are exempt from the velocity check (a driven
+    joint may move); their prescribed accelerations d̈ [m/s², rad/s²] come from ``drive_accelerations`` (by
+    driving-constraint name; default zero). Solves the consistent, singular KKT system
     [[M, −C^T], [C, 0]] [ν̇; λ] = [F − h; −Ċ ν] (Wojtyra & Frączek 2013, eq. (11)) by least squares; Ċ ν by a
     central difference of C along the motion. Returns values only where unique (module docstring).
     """
@@ -363,8 +365,11 @@ def unique_reactions(
     nu = body_twists(model, q, v)
     A = C.matrix
     scale = max(1.0, float(np.linalg.norm(A, 2)) * max(1.0, float(np.linalg.norm(nu))))
-    if A.shape[0] and np.max(np.abs(A @ nu)) > 1e-8 * scale:
-        raise SolvabilityError(f"v: the velocities violate the constraints (|C nu| = {np.max(np.abs(A @ nu)):.3g})")
+    driven = {pr.name: pr.rows[0] for pr in C.pairs if pr.kind == "driving_constraint"}
+    checked = np.setdiff1d(np.arange(A.shape[0]), list(driven.values()))
+    if checked.size and np.max(np.abs(A[checked] @ nu)) > 1e-8 * scale:
+        raise SolvabilityError(
+            f"v: the velocities violate the constraints (|C nu| = {np.max(np.abs(A[checked] @ nu)):.3g})")
     h = 1e-6
     if np.any(v):
         Cp = constraint_matrix(model, pin.integrate(pm, q, v * h)).matrix
@@ -372,6 +377,10 @@ def unique_reactions(
         gamma = -((Cp - Cm) / (2 * h)) @ nu
     else:
         gamma = np.zeros(A.shape[0])
+    for name, value in (drive_accelerations or {}).items():
+        if name not in driven:
+            raise SolvabilityError(f"drive_accelerations: {str(name)[:40]!r} is not a driving constraint")
+        gamma[driven[name]] += float(value)
     M, rhs = absolute_dynamics(model, q, nu, gravity)
     if applied is not None:
         applied = np.asarray(applied, dtype=float).reshape(-1)
