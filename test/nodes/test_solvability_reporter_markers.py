@@ -115,3 +115,19 @@ def test_a_hostile_joint_state_is_ignored_with_one_line(graph):
     states.publish(JointState(name=["H"], position=[0.0, 1.0]))
     spin_until(executor, lambda: False, 1.0)
     assert reporter._latest_state is None  # neither was kept
+
+
+@pytest.mark.parametrize("config", ["solvability.rviz", "estop_predict.rviz"])
+def test_the_rviz_configs_show_the_solvability_markers(config):
+    import yaml
+
+    with open(os.path.join(REPO_ROOT, "config", "rviz", config), encoding="utf-8") as handle:
+        displays = yaml.safe_load(handle)["Visualization Manager"]["Displays"]
+    shown = [d for d in displays if d["Class"] == "rviz_default_plugins/MarkerArray"
+             and d["Topic"]["Value"] == "/solvability_reporter/markers"]
+    assert len(shown) == 1 and shown[0]["Enabled"]
+    # the node latches its markers: the display must ask for transient-local to see them after joining late
+    assert shown[0]["Topic"]["Durability Policy"] == "Transient Local"
+    from vtm_dynamics.nodes.solvability_io import MARKER_NAMESPACES
+
+    assert set(shown[0]["Namespaces"]) == set(MARKER_NAMESPACES)

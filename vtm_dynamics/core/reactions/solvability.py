@@ -291,8 +291,13 @@ def load_for_analysis(urdf: str, planar: bool, max_bodies: int) -> AbsoluteModel
     byte cap (``URDF_BYTES_PER_BODY`` per body, at least the parser's default) and the degree-of-freedom cap (6
     per body) follow from it so that ``max_bodies`` is the only number a user needs to set.
     """
-    return load_absolute_model(urdf, planar=planar, max_bodies=max_bodies,
-                               max_bytes=max(DEFAULT_MAX_URDF_BYTES, URDF_BYTES_PER_BODY * max(0, max_bodies)),
+    max_bytes = max(DEFAULT_MAX_URDF_BYTES, URDF_BYTES_PER_BODY * max(0, max_bodies))
+    if isinstance(urdf, str) and len(urdf) > max_bytes:  # characters <= bytes: a cheap first look, no encoding
+        raise SolvabilityError(
+            f"urdf: {len(urdf)} characters of URDF text exceed what max_bodies = {max_bodies} allows ({max_bytes} "
+            f"bytes: {URDF_BYTES_PER_BODY} per body, at least {DEFAULT_MAX_URDF_BYTES}); raise max_bodies for a "
+            "larger model")
+    return load_absolute_model(urdf, planar=planar, max_bodies=max_bodies, max_bytes=max_bytes,
                                max_dof=max(DEFAULT_MAX_DOF, 6 * max(0, max_bodies)))
 
 
