@@ -20,10 +20,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
+
+# One BLAS thread per child: on a shared machine, threaded BLAS on the many small per-pair SVDs was measured 10x
+# slower (comb, 100 bodies, dense: 11.3 s threaded, 1.2 s single-threaded), which would flatter the sparse path.
+SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def child(family: str, size: int, method: str) -> dict:
@@ -60,7 +65,7 @@ def child(family: str, size: int, method: str) -> dict:
 def run(family: str, size: int, method: str, timeout: float) -> dict | None:
     try:
         proc = subprocess.run([sys.executable, __file__, "--child", family, str(size), method],
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, env={**os.environ, **SINGLE_THREAD})
     except subprocess.TimeoutExpired:
         return {"error": f"over {timeout:.0f} s"}
     if proc.returncode != 0:
@@ -81,7 +86,7 @@ def main() -> None:
         print(json.dumps(child(family, int(size), method)))
         return
     print("planar models; times in s, peak memory in MB above the process after imports; "
-          "analysis = rank, left null space, per-pair verdicts and directions, release set")
+          "analysis = rank, left null space, per-pair verdicts and directions, release set; one BLAS thread")
     head = (f"{'family':<7} {'bodies':>6} {'C (m x n)':>15} {'p':>6} | {'sparse: load':>12} {'build':>6} "
             f"{'analysis':>8} {'peak':>6} | {'dense: analysis':>15} {'peak':>6} | {'time ratio':>10} "
             f"{'mem ratio':>9}  verdicts")
