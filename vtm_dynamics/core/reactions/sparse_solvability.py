@@ -92,6 +92,7 @@ def sparse_constraint_matrix(model: AbsoluteModel, q) -> SparseConstraintMatrix:
     cols_i: list[np.ndarray] = []
     vals: list[np.ndarray] = []
     pairs, free = [], []
+    pattern: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     row = 0
     for pair in model.pairs:
         W = pair.wrench_basis
@@ -108,9 +109,10 @@ def sparse_constraint_matrix(model: AbsoluteModel, q) -> SparseConstraintMatrix:
             J = np.eye(6)
             J[:3, 3:] = -_skew(p - o)
             block = (sign * (Ww.T @ J))[:, sel]
-            rr, cc = np.meshgrid(np.arange(row, row + nr), np.arange(col[link], col[link] + k), indexing="ij")
-            rows_i.append(rr.ravel())
-            cols_i.append(cc.ravel())
+            if nr not in pattern:  # row and column offsets of an nr x k block, row-major like ravel()
+                pattern[nr] = (np.repeat(np.arange(nr), k), np.tile(np.arange(k), nr))
+            rows_i.append(row + pattern[nr][0])
+            cols_i.append(col[link] + pattern[nr][1])
             vals.append(block.ravel())
         pairs.append(PairRows(pair.name, pair.kind, pair.type, pair.parent, pair.child,
                               tuple(range(row, row + nr)), pair.labels, W, pair.holonomic))
