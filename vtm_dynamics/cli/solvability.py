@@ -16,7 +16,6 @@ import argparse
 import csv
 import dataclasses
 import json
-import os
 import sys
 
 import numpy as np

@@ -1,28 +1,30 @@
-"""Reaction solvability of large models: the constraint matrix kept sparse, the left null space by sparse QR.
+"""Reaction solvability of large models: the constraint matrix kept sparse, rank and left null space by sparse QR.
 
 Same question as :mod:`vtm_dynamics.core.reactions.solvability` (Wojtyra & Frączek 2013, Sect. 3): which pairs X
-satisfy Z = X ⊕ Y. Every pair touches at most two bodies, so C (eq. (5)) has at most 12 nonzeros per row; a dense
-SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 1 GB, 100 s), this path O(nonzeros of the factor).
+satisfy Z = X ⊕ Y. Every pair touches at most two bodies, so C (eq. (5)) has at most 12 nonzeros per row; the dense
+SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), this path the nonzeros of the factor.
 
-Method. The paper's own decomposition (Sect. 3.3, eq. (21)) computed by SuiteSparseQR (multifrontal sparse QR
-with column pivoting by fill-reducing ordering and Heath's rank detection): ``C E = Q R``; the last p = m − r
-columns Q̄ of Q span the left null space of C (all multiplier vectors with C^T λ = 0). Q is kept as Householder
-reflections, never formed. Instead of all p columns (p ~ bodies: m × p dense would again be quadratic), the
-analysis uses s = 8 random combinations Λ = Q̄ Ξ (Ξ: p × s standard normal, fixed seed). For a pair with rows X
-(at most 6 rows), range(Λ_X) = range(Q̄_X) with probability one (s > 6), so
+1. Independent rows (:func:`row_basis`). SuiteSparseQR (multifrontal QR, fill-reducing column order, Heath's rank
+   detection) of C^T gives a candidate set I of independent rows of C. Heath's method is not rank-revealing in
+   general (on the paper's robot a QR of C reports rank 21 instead of 20), so the set is checked and repaired until
+   (a) σ_min(R) of C_I^T, by inverse iteration, exceeds ``tol = rank_rtol · σ_max(C)`` (I independent), and (b)
+   every other row lies within ``tol`` of span(C_I) (tested on random combinations, row by row only if that
+   fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set.
+2. Left null space, sketched (:func:`left_null_sketch`). Every λ with C^T λ = 0 is λ_D = ξ, λ_I = −μ with
+   C_I^T μ = C_D^T ξ. s = min(8, p) random ξ (fixed seed), orthonormalised, give Λ; ‖C^T Λ‖ is checked against
+   the tolerance. A pair has at most 6 rows, so range(Λ_X) = range(N_X) with probability one:
 
-* B_X = C_X^T Q̄_X (eq. (27)) vanishes iff C_X^T Λ_X does; reported ``qr_residual = ‖C_X^T Λ_X‖_F / (√s σ_max)``,
-  an unbiased estimate (E ‖B Ξ‖_F² = s ‖B‖_F²) of the dense path's ‖B_X‖_F / σ_max;
-* the indeterminate directions range(N_X) and the determined directions null(N_X^T) are those of Λ_X;
-* a row is releasable iff its row of Λ is nonzero.
+   * B_X = C_X^T N_X (eq. (27)) vanishes iff C_X^T Λ_X does; ``qr_residual`` = ‖C_X^T Λ_X‖_F √(p/s) / σ_max,
+     the dense path's ‖B_X‖_F / σ_max exactly when p ≤ 8 (Λ is then an orthonormal basis of the null space) and
+     its estimate (E ‖B Λ‖² = (s/p) ‖B N‖²) otherwise;
+   * the indeterminate directions range(N_X) and the determined directions null(N_X^T) are those of Λ_X;
+   * a row is releasable iff its row of Λ is nonzero.
 
-Checks that keep this honest: the rank r is SuiteSparseQR's, accepted only if every row of R it keeps has norm
-above ``rank_rtol · σ_max`` (σ_max of C by Lanczos iteration) and if ‖C^T Λ‖ ≤ ``rank_rtol · σ_max ‖Λ‖``
-(Λ really lies in the left null space at the tolerance of the dense path); otherwise :class:`SolvabilityError`
-("rank decision unclear"). The dense path (:func:`analyze_constraint_matrix`) remains the reference wherever it is
-affordable; both give the same verdicts on the shipped models and on random mechanisms (tests).
-
-SuiteSparseQR comes from the ``pyspqr`` wheel (its libraries inside the wheel, no system SuiteSparse).
+Anything that fails a check is a :class:`SolvabilityError` ("rank decision unclear"), never a guess. The dense path
+(:func:`~vtm_dynamics.core.reactions.solvability.analyze_constraint_matrix`) stays the reference; both give the
+same verdicts on the shipped models and on random mechanisms (tests). SuiteSparseQR comes from the ``pyspqr``
+wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
+share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
 """
 
 from __future__ import annotations
