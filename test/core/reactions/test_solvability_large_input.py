@@ -73,3 +73,14 @@ def test_bad_structure_of_a_large_model_is_one_line(case, words):
 
 def test_the_comb_generator_names_the_loop_it_is_asked_for():
     assert '<loop_closure name="A1" type="revolute"><parent link="coupler"/><child link="crank_1"/>' in comb_urdf(3)
+
+
+def test_a_deep_chain_is_refused_before_the_urdf_parser_crashes():
+    # A 5,000-joint chain crashed the process inside Pinocchio's URDF parser (SIGSEGV: no handler can catch it).
+    from vtm_dynamics.core.reactions.solvability import MAX_TREE_DEPTH, analyze_solvability
+
+    links = "".join(f'<link name="l{i}"/><joint name="j{i}" type="revolute"><parent link="l{i - 1}"/>'
+                    f'<child link="l{i}"/><axis xyz="0 0 1"/></joint>' for i in range(1, 5001))
+    text = f'<robot name="chain"><link name="l0"/>{links}</robot>'
+    with pytest.raises(ValueError, match=f"more than {MAX_TREE_DEPTH} joints deep"):
+        analyze_solvability(text, max_bodies=6000)

@@ -2,8 +2,8 @@
 
 * :func:`comb_urdf`: a planar comb of k equal cranks pivoted on the ground and all pinned to one coupler (k − 1
   parallelogram loops sharing the coupler): k + 1 bodies, mobility 1, in planar mode p = k − 2.
-* :func:`random_mechanism_urdf`: a random tree (each link hangs on one of the 4 links before it; revolute and
-  prismatic joints, random offsets and axes) with random
+* :func:`random_mechanism_urdf`: a random tree (link i hangs on a link between i/2 and i, so the depth grows as
+  log(bodies); revolute and prismatic joints, random offsets and axes) with random
   loop closures (revolute, prismatic, spherical, fixed) between nearby links (index distance ≤ 8) and, in planar mode, random knife
   edges. Every closure frame is placed where the two links already are at q = 0, so the model is assembled
   exactly there (residual at rounding level) whatever the redundancy; a seed gives the same text every time.
@@ -67,7 +67,7 @@ def random_mechanism_urdf(bodies: int, seed: int, planar: bool = True, loops: in
     parts = [f'<robot name="random_{bodies}_{seed}"><link name="world"/>']
     for i in range(bodies):
         child = names[i + 1]
-        parent = names[int(rng.integers(max(0, i - 3), i + 1))]  # a bushy tree of short branches
+        parent = names[int(rng.integers(i // 2, i + 1))]  # a bushy tree: depth grows as log(bodies)
         R = _rotation(rng, planar)
         xyz = rng.uniform(-1.0, 1.0, 3)
         if planar:
