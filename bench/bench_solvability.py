@@ -1,102 +1,126 @@
-"""Solvability analysis time against mechanism size, with the rank of the same matrix by NumPy as the peer.
+"""Solvability analysis time and peak memory against mechanism size: dense (SVD) vs sparse (SuiteSparseQR) path.
 
-Mechanism: a planar "comb" of k equal cranks pivoted on the ground at equal spacing and all pinned to one coupler
-(a chain of k − 1 parallelogram loops sharing the coupler): k + 1 bodies, 4k rows in planar mode, 3k + 3
-coordinates, mobility 1, degree of redundancy p = k − 2 (every loop beyond the first repeats the same constraint).
-With --spatial the same comb is analysed with 6 coordinates per body (p is printed, not assumed).
+Families (vtm_dynamics.core.reactions.mechanism_families, the same generators the tests use):
 
-Printed per size: bodies, matrix size, p, time to build C (URDF parse + Pinocchio + rows), time of the analysis
-without the rank cross-check (SVD rank, pivoted QR and B_X per pair, directions, release set), the peers on the
-same matrix: numpy.linalg.matrix_rank (one SVD) and scipy.linalg.qr with pivoting (the paper's decomposition
-alone) with the ratios analysis / peer, and the analysis with the per-pair rank cross-check (one SVD per pair,
-up to 100 bodies). The growth exponent is the slope of log(time) against log(bodies) over the sizes run.
+* comb: a planar comb of k cranks under one coupler, k + 1 bodies, p = k − 2 (every loop repeats the same
+  constraint); all loops share the coupler, so no decomposition into independent loop clusters exists;
+* random: a random planar tree with loop closures between nearby links and knife edges (seed 1).
 
-Run: python bench/bench_solvability.py [--max-bodies 1000] [--spatial]
+Each (family, size, method) runs in its own child process, so its peak resident memory (getrusage ru_maxrss) is
+its own; printed: model load (URDF parse + Pinocchio), building C, the analysis, peak memory above the child's
+memory after imports, and the ratio dense / sparse. Where both ran, the verdicts (rank, p, every pair's verdict
+and number of determined directions) are compared. The dense path is run up to --dense-max bodies; beyond, its C
+alone would need m·n·8 bytes (printed) and its SVD O(m n²) time, so it is not run.
+
+Run: python bench/bench_solvability.py [--sizes 10 100 1000 10000] [--families comb random] [--dense-max 1000]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 
-import numpy as np
-import scipy.linalg
-
-from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix, load_absolute_model
-from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix
+# One BLAS thread per child: on a shared machine, threaded BLAS on the many small per-pair SVDs was measured 10x
+# slower (comb, 100 bodies, dense: 11.3 s threaded, 1.2 s single-threaded), which would flatter the sparse path.
+SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def comb_urdf(k: int, spacing: float = 0.1, crank: float = 0.2) -> str:
-    """URDF of k cranks (revolute on the ground, along +y) pinned to one coupler along x (loop closures)."""
-    parts = ['<robot name="comb"><link name="world"/>',
-             '<link name="coupler"><inertial><mass value="1"/>'
-             '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>']
-    for i in range(k):
-        parts.append(f'<link name="crank_{i}"><inertial><origin xyz="0 {crank / 2} 0"/><mass value="0.2"/>'
-                     '<inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>')
-        parts.append(f'<joint name="O{i}" type="revolute"><parent link="world"/><child link="crank_{i}"/>'
-                     f'<origin xyz="{i * spacing} 0 0"/><axis xyz="0 0 1"/>'
-                     '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
-    parts.append('<joint name="A0" type="revolute"><parent link="crank_0"/><child link="coupler"/>'
-                 f'<origin xyz="0 {crank} 0"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" '
-                 'velocity="1"/></joint>')
-    for i in range(1, k):
-        parts.append(f'<loop_closure name="A{i}" type="revolute"><parent link="coupler"/><child link="crank_{i}"/>'
-                     f'<origin xyz="{i * spacing} 0 0"/><child_origin xyz="0 {crank} 0"/><axis xyz="0 0 1"/>'
-                     '</loop_closure>')
-    parts.append("</robot>")
-    return "".join(parts)
+def child(family: str, size: int, method: str) -> dict:
+    import pinocchio as pin
+
+    from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix
+    from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
+    from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix, load_for_analysis
+    from vtm_dynamics.core.reactions.sparse_solvability import (
+        analyze_sparse_constraint_matrix,
+        sparse_constraint_matrix,
+    )
+
+    text = comb_urdf(size - 1) if family == "comb" else random_mechanism_urdf(size, 1, planar=True)
+    base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    model = load_for_analysis(text, True, size + 1)
+    q = pin.neutral(model.pin_model)  # both families are assembled at q = 0
+    t1 = time.perf_counter()
+    C = constraint_matrix(model, q) if method == "dense" else sparse_constraint_matrix(model, q)
+    t2 = time.perf_counter()
+    if method == "dense":
+        r = analyze_constraint_matrix(C, cross_check=False, model_name=model.name)
+    else:
+        r = analyze_sparse_constraint_matrix(C, model_name=model.name)
+    t3 = time.perf_counter()
+    verdicts = [(p.name, p.solvable, len(p.determined_directions)) for p in r.pairs]
+    return {"load": t1 - t0, "build": t2 - t1, "analysis": t3 - t2, "rows": C.matrix.shape[0],
+            "cols": C.matrix.shape[1], "rank": r.rank, "p": r.redundancy, "unsolvable": len(r.unsolvable),
+            "verdicts": hashlib.sha256(json.dumps([r.rank, r.redundancy, verdicts]).encode()).hexdigest()[:12],
+            "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb) / 1024.0}
 
 
-def _timed(fn, repeat: int):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+def run(family: str, size: int, method: str, timeout: float) -> dict | None:
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--child", family, str(size), method],
+                              capture_output=True, text=True, timeout=timeout, env={**os.environ, **SINGLE_THREAD})
+    except subprocess.TimeoutExpired:
+        return {"error": f"over {timeout:.0f} s"}
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1][:100]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-bodies", type=int, default=1000)
-    parser.add_argument("--spatial", action="store_true", help="spatial mode (6 coordinates per body)")
-    args = parser.parse_args()
-    planar = not args.spatial
-    sizes = [b for b in (10, 30, 100, 300, 1000) if b <= args.max_bodies]
-    print(f"mode: {'planar' if planar else 'spatial'}; comb of k cranks, bodies = k + 1; best of repeats")
-    header = (f"{'bodies':>6} {'m x n':>11} {'p':>5} {'build C [s]':>11} {'QR test [s]':>11} "
-              f"{'matrix_rank [s]':>15} {'ratio':>6} {'qr(piv) [s]':>11} {'ratio':>6} {'rank xcheck [s]':>15}")
-    print(header)
-    print("-" * len(header))
-    rows = []
-    for bodies in sizes:
-        urdf = comb_urdf(bodies - 1)
-        repeat = 3 if bodies <= 100 else 1
-        t_build, C = _timed(lambda: constraint_matrix(load_absolute_model(urdf, planar=planar, max_bodies=bodies, max_dof=bodies)), repeat)
-        t_an, report = _timed(lambda: analyze_constraint_matrix(C, cross_check=False), repeat)
-        t_rank, rank = _timed(lambda: np.linalg.matrix_rank(C.matrix), repeat)
-        t_qr, _ = _timed(lambda: scipy.linalg.qr(C.matrix, pivoting=True), repeat)
-        assert rank == report.rank, "the peer's rank disagrees"
-        if bodies <= 100:
-            t_x, checked = _timed(lambda: analyze_constraint_matrix(C, cross_check=True), 1)
-            assert all(p.criteria_agree for p in checked.pairs)
-            xcheck = f"{t_x:.4f}"
-        else:
-            t_x, xcheck = float("nan"), "skipped"
-        m, n = C.matrix.shape
-        print(f"{bodies:>6} {f'{m}x{n}':>11} {report.redundancy:>5} {t_build:>11.4f} {t_an:>11.4f} {t_rank:>15.4f} "
-              f"{t_an / t_rank:>6.1f} {t_qr:>11.4f} {t_an / t_qr:>6.1f} {xcheck:>15}", flush=True)
-        rows.append((bodies, t_build, t_an, t_rank, t_x))
-    if len(rows) >= 2:
-        b = np.log([r[0] for r in rows])
-        for label, col in (("build C", 1), ("QR test (analysis without cross-check)", 2), ("numpy matrix_rank", 3)):
-            slope = np.polyfit(b, np.log([r[col] for r in rows]), 1)[0]
-            print(f"growth exponent of {label}: time ~ bodies^{slope:.2f}")
-        xs = [r for r in rows if np.isfinite(r[4])]
-        if len(xs) >= 2:
-            slope = np.polyfit(np.log([r[0] for r in xs]), np.log([r[4] for r in xs]), 1)[0]
-            print(f"growth exponent of the analysis with the per-pair rank cross-check: bodies^{slope:.2f}")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 10000], help="bodies")
+    ap.add_argument("--families", nargs="+", default=["comb", "random"], choices=["comb", "random"])
+    ap.add_argument("--dense-max", type=int, default=1000, help="largest size run by the dense path")
+    ap.add_argument("--timeout", type=float, default=900.0, help="per child [s]")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        family, size, method = args.child
+        print(json.dumps(child(family, int(size), method)))
+        return
+    print("planar models; times in s, peak memory in MB above the process after imports; "
+          "analysis = rank, left null space, per-pair verdicts and directions, release set; one BLAS thread")
+    head = (f"{'family':<7} {'bodies':>6} {'C (m x n)':>15} {'p':>6} | {'sparse: load':>12} {'build':>6} "
+            f"{'analysis':>8} {'peak':>6} | {'dense: analysis':>15} {'peak':>6} | {'time ratio':>10} "
+            f"{'mem ratio':>9}  verdicts")
+    print(head)
+    print("-" * len(head))
+    for family in args.families:
+        previous = 0.0
+        for size in args.sizes:
+            print(f"  running {family} {size} sparse ...", file=sys.stderr, flush=True)
+            s = run(family, size, "sparse", args.timeout)
+            if "error" in s:
+                print(f"{family:<7} {size:>6}  sparse path failed: {s['error']}")
+                continue
+            d = None
+            if size <= args.dense_max:
+                print(f"  running {family} {size} dense ...", file=sys.stderr, flush=True)
+                d = run(family, size, "dense", args.timeout)
+            shape = f"{s['rows']} x {s['cols']}"
+            line = (f"{family:<7} {size:>6} {shape:>15} {s['p']:>6} | {s['load']:>12.2f} {s['build']:>6.2f} "
+                    f"{s['analysis']:>8.2f} {s['peak_mb']:>6.0f} | ")
+            if d is None:
+                gb = s["rows"] * s["cols"] * 8 / 1e9
+                line += f"not run: C alone {gb:.1f} GB, SVD ~ m n^2"
+            elif "error" in d:
+                line += f"failed: {d['error']}"
+            else:
+                same = "identical" if d["verdicts"] == s["verdicts"] else "DIFFER"
+                line += (f"{d['analysis']:>15.2f} {d['peak_mb']:>6.0f} | {d['analysis'] / s['analysis']:>10.1f} "
+                         f"{max(d['peak_mb'], 1) / max(s['peak_mb'], 1):>9.1f}  {same}")
+            total = s["load"] + s["build"] + s["analysis"]
+            if total < previous:
+                line += "  (not monotonic)"
+            previous = total
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -59,3 +59,51 @@ def test_bad_input_exits_with_code_2_and_one_line(capsys, tmp_path):
         err = capsys.readouterr().err.strip()
         assert err.startswith("vtm-solvability: error:") and "\n" not in err, err
     assert main([]) == 2  # argparse usage error
+
+
+def test_the_sparse_method_prints_the_papers_table(capsys):
+    assert main([MOBILE, "--planar", "--method", "sparse"]) == 0
+    out = capsys.readouterr().out
+    assert "rank(C) = 20, degree of redundancy p = 2" in out
+    verdicts = _verdicts(out)
+    assert {k for k, v in verdicts.items() if v == "UNSOLVABLE"} == {"B", "C", "W1", "W2", "W3", "W4"}
+
+
+def test_a_large_comb_needs_max_bodies_and_then_is_analysed(tmp_path, capsys):
+    from vtm_dynamics.core.reactions.mechanism_families import comb_urdf
+
+    path = tmp_path / "comb.urdf"
+    path.write_text(comb_urdf(300), encoding="utf-8")
+    assert main([str(path), "--planar"]) == 2
+    assert "max_bodies = 50" in capsys.readouterr().err
+    assert main([str(path), "--planar", "--max-bodies", "400", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["redundancy"] == 298 and data["rank"] == 3 * 301 - 1  # k - 2; mobility 1
+
+
+def test_drive_reports_the_motion_and_plots_it(tmp_path, capsys):
+    png = tmp_path / "motion.png"
+    assert main([MOBILE, "--planar", "--drive", "H:0.01", "--dt", "1.0", "--pairs", "B,D,W3,W5",
+                 "--plot", str(png)]) == 0
+    captured = capsys.readouterr()
+    assert "21 samples" in captured.out and "degree of redundancy p: [2]" in captured.out
+    assert "verdicts constant along the motion; unsolvable: B, C, W1, W2, W3, W4" in captured.out
+    assert re.search(r"^\s+10\.000\s+Fx=\S+ Fy=-\s+Fx=\S+ Fy=\S+\s+Fy=-\s+Fy=\S+$", captured.out, flags=re.M)
+    assert "analysing: 21/21" in captured.err and png.stat().st_size > 10_000
+
+
+def test_along_reads_a_recorded_series(tmp_path, capsys):
+    csv_path = tmp_path / "series.csv"
+    q0 = "1,0,1,0,0,0,0,0,0,0"  # planar base at x = 1 m (cos, sin of yaw), joints A..H at 0: the paper's q0
+    csv_path.write_text("t,q...\n0.0," + q0 + "\n0.5," + q0.replace(",0,0,0,0,0,0", ",0,0,0,0,0,0.005") + "\n",
+                        encoding="utf-8")
+    assert main([MOBILE, "--planar", "--along", str(csv_path), "--pairs", "D"]) == 0
+    assert "2 samples" in capsys.readouterr().out
+
+
+def test_a_bad_series_is_one_line(tmp_path, capsys):
+    csv_path = tmp_path / "bad.csv"
+    csv_path.write_text("t,q\n0.0,1,2\n", encoding="utf-8")
+    assert main([MOBILE, "--planar", "--along", str(csv_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "vtm-solvability: error: --along: line 2 has 3 columns, expected 11 (t, q) or 20 (t, q, v)"  # nq 10, nv 9

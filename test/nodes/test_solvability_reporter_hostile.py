@@ -122,6 +122,12 @@ class Client:
         assert spin_until(self.executor, future.done, 20.0)
         return future.result().results[0].successful
 
+    def set_string(self, name: str, value: str) -> bool:
+        param = Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
+        future = self.params.call_async(SetParameters.Request(parameters=[param]))
+        assert spin_until(self.executor, future.done, 20.0)
+        return future.result().results[0].successful
+
     def node_lines(self) -> list[str]:
         return [m.msg for m in self.logs if m.name == "solvability_reporter"]
 
@@ -257,16 +263,34 @@ def test_an_analysis_beyond_the_memory_limit_fails_and_the_node_memory_stays_fla
     _assert_answers_the_parallelogram(client)
     before = _status_kb(proc.pid, "VmHWM")
     assert client.set_int("max_links", 2500)  # 2000 closures pass the caps: the memory limit must stop them
+    assert client.set_string("analysis_method", "dense")  # the sparse path needs far less (next test)
     try:
         response, seconds = client.call(AnalyzeSolvability.Request(urdf=welded_urdf(2000)), timeout=60.0)
     finally:
         assert client.set_int("max_links", 500)
+        assert client.set_string("analysis_method", "auto")
     print(f"memory-hungry request failed after {seconds:.2f} s; node peak RSS {before} kB -> "
           f"{_status_kb(proc.pid, 'VmHWM')} kB")
     assert not response.success and "memory limit" in response.message
     assert proc.poll() is None
     _assert_answers_the_parallelogram(client)
     assert _status_kb(proc.pid, "VmHWM") - before < 100_000  # kB; the GB-sized matrix lived in the worker
+
+
+def test_the_same_large_request_succeeds_by_the_sparse_path_within_the_limits(reporter):
+    # 2,000 bodies welded by 2,000 closures: the dense path needs GBs (previous test); auto picks the sparse path
+    proc, client, _, _ = reporter
+    before = _status_kb(proc.pid, "VmHWM")
+    assert client.set_int("max_links", 2500)
+    try:
+        response, seconds = client.call(AnalyzeSolvability.Request(urdf=welded_urdf(2000)), timeout=60.0)
+    finally:
+        assert client.set_int("max_links", 500)
+    print(f"2,000 welded bodies by the sparse path: {seconds:.2f} s")
+    assert response.success, response.message
+    assert response.report.redundancy > 0 and len(response.report.pairs) > 2000
+    assert _status_kb(proc.pid, "VmHWM") - before < 100_000  # kB: the work stayed in the worker
+    _assert_answers_the_parallelogram(client)
 
 
 @pytest.mark.parametrize("positions, words", [

@@ -2,20 +2,39 @@
 
 Prints the rank summary and one line per kinematic pair (Wojtyra & Frączek 2013, Sect. 3.3 verdicts, plus the
 solvable directions of pairs that are not solvable as a whole). Exit codes: 0 success, 2 bad input.
+
+Along a motion (Sect. 4.3-4.4): ``--along CSV`` (a recorded series: columns t, the nq coordinates and optionally
+the nv velocities in Pinocchio order) or ``--drive JOINT:AMPLITUDE`` (the joint's driving constraint follows the
+paper's steering profile d(t), the mechanism moved kinematically from ``--speed`` along the base's first
+velocity coordinate): the verdicts and unique reaction components at every sample, where they change, and with
+``--plot PNG`` their time series. Progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import json
 import sys
 
+import numpy as np
+
 from vtm_dynamics.core.reactions.solvability import (
+    DEFAULT_MAX_REACTION_BODIES,
     DEFAULT_MAX_SOLVABILITY_BODIES,
     DEFAULT_RANK_RTOL,
+    METHODS,
     SolvabilityReport,
     analyze_solvability,
+    load_for_analysis,
+)
+from vtm_dynamics.core.reactions.solvability_along_motion import (
+    DEFAULT_MAX_SAMPLES,
+    MotionReport,
+    analyze_along,
+    drive_kinematically,
+    paper_steering_drive,
 )
 from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
 
@@ -62,6 +81,128 @@ def format_report(report: SolvabilityReport) -> str:
     return "\n".join(lines)
 
 
+def _progress(what: str):
+    step = [0]
+
+    def report(i: int, n: int) -> None:
+        if i == n or i * 10 // n != step[0]:
+            step[0] = i * 10 // n
+            print(f"{what}: {i}/{n}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def read_series_csv(path: str, nq: int, nv: int, max_samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A recorded motion: header row, then rows of t [s], nq coordinates and optionally nv velocities."""
+    rows: list[list[float]] = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        next(reader, None)
+        for line_no, row in enumerate(reader, start=2):
+            if len(rows) >= max_samples:
+                raise ValueError(f"--along: more than {max_samples} samples (--max-samples)")
+            if len(row) not in (1 + nq, 1 + nq + nv):
+                raise ValueError(f"--along: line {line_no} has {len(row)} columns, expected {1 + nq} (t, q) or "
+                                 f"{1 + nq + nv} (t, q, v)")
+            try:
+                rows.append([float(x) for x in row])
+            except ValueError:
+                raise ValueError(f"--along: line {line_no} has a field that is not a number") from None
+    if not rows:
+        raise ValueError("--along: no samples")
+    if len({len(r) for r in rows}) != 1:
+        raise ValueError("--along: rows must all have the same number of columns")
+    data = np.array(rows)
+    if not np.all(np.isfinite(data)):
+        raise ValueError("--along: numbers must be finite")
+    return data[:, 0], data[:, 1:1 + nq], data[:, 1 + nq:] if data.shape[1] > 1 + nq else None
+
+
+def format_motion(report: MotionReport, pairs: list[str]) -> str:
+    """Summary of a motion: p over time, the verdict changes, and the chosen pairs' components at some samples."""
+    s = report.samples
+    lines = [f"model {report.model!r} along a motion: {len(s)} samples, t = {s[0].t:g} .. {s[-1].t:g} s",
+             f"degree of redundancy p: {sorted({x.redundancy for x in s})}"]
+    if not report.changes:
+        lines.append(f"verdicts constant along the motion; unsolvable: {', '.join(s[0].unsolvable) or 'none'}")
+    for c in report.changes:
+        lines.append(f"verdicts change between t = {c.t_before:g} s and {c.t_after:g} s: p {c.redundancy_before} -> "
+                     f"{c.redundancy_after}; unsolvable now: {', '.join(c.became_unsolvable) or '-'}; "
+                     f"solvable now: {', '.join(c.became_solvable) or '-'}")
+    header = f"{'t [s]':>8}  " + "  ".join(f"{p:>24}" for p in pairs)
+    lines += ["", "unique reaction components [N, N m], pair frame (- = not unique)", header]
+    for x in s[:: max(1, len(s) // 10)]:
+        cells = []
+        for p in pairs:
+            try:
+                name, labels, values = next(c for c in x.components if c[0] == p)
+            except StopIteration:
+                cells.append(f"{'(no such pair)':>24}")
+                continue
+            cells.append(f"{' '.join(f'{lab}={v:.3g}' if v is not None else f'{lab}=-' for lab, v in zip(labels, values)):>24}")
+        lines.append(f"{x.t:>8.3f}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+def plot_motion(report: MotionReport, pairs: list[str], path: str) -> str:
+    """PNG of the chosen pairs' reaction components over time; gaps where a component is not unique."""
+    from vtm_dynamics.cli.plots import _pyplot
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(8, 2.2 * len(pairs)), sharex=True, squeeze=False)
+    for ax, pair in zip(axes[:, 0], pairs):
+        labels = next((c[1] for c in report.samples[0].components if c[0] == pair), ())
+        for lab in labels:
+            t, v = report.series(pair, lab)
+            unique = np.isfinite(v)
+            if not unique.any():
+                ax.plot([], [], " ", label=f"{lab}: not unique at any sample")
+            else:
+                ax.plot(t, v, label=f"{lab}" + ("" if unique.all() else " (gaps: not unique)"))
+        for c in report.changes:
+            ax.axvline(0.5 * (c.t_before + c.t_after), color="r", ls=":")
+        ax.set_ylabel(f"{pair} [N, N m]")
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("t [s]")
+    fig.suptitle(f"{report.model}: unique reaction components along the motion (dotted: verdicts change)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _motion(args, parser_error) -> int:
+    model = load_for_analysis(read_urdf_file(args.model), args.planar, args.max_bodies)
+    pm = model.pin_model
+    drives = None
+    if args.along:
+        times, qs, vs = read_series_csv(args.along, pm.nq, pm.nv, args.max_samples)
+    else:
+        joint, _, amp = args.drive.partition(":")
+        try:
+            amplitude = float(amp)
+        except ValueError:
+            return parser_error(f"--drive: expected JOINT:AMPLITUDE, got {args.drive[:40]!r}")
+        drives = {joint: paper_steering_drive(amplitude, args.duration)}
+        import pinocchio as pin
+
+        q0 = pin.neutral(pm) if args.q is None else np.asarray(args.q, dtype=float)
+        v0 = np.zeros(pm.nv)
+        v0[0] = args.speed
+        times, qs, vs = drive_kinematically(model, q0, v0, drives, args.duration, args.dt,
+                                            max_samples=args.max_samples, progress=_progress("moving"))
+    report = analyze_along(model, times, qs, vs, rank_rtol=args.rtol, assemble=not args.no_assemble,
+                           max_samples=args.max_samples, drives=drives, progress=_progress("analysing"))
+    pairs = args.pairs.split(",") if args.pairs else [p[0] for p in report.samples[0].components][:4]
+    if args.json:
+        print(json.dumps(dataclasses.asdict(report), indent=2))
+    else:
+        print(format_motion(report, pairs))
+    if args.plot:
+        print(f"plot: {plot_motion(report, pairs, args.plot)}", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit code."""
     parser = argparse.ArgumentParser(
@@ -75,7 +216,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="relative rank tolerance (times the largest singular value)")
     parser.add_argument("--no-assemble", action="store_true", help="use q as given, without closing the loops")
     parser.add_argument("--max-bodies", type=int, default=DEFAULT_MAX_SOLVABILITY_BODIES,
-                        help="refuse models with more moving links (the analysis costs ~bodies^3)")
+                        help="refuse models with more moving links (checked while the URDF is read; the byte "
+                             "and degree-of-freedom caps follow)")
+    parser.add_argument("--method", choices=METHODS, default="auto",
+                        help="dense (SVD, with the rank cross-check), sparse (memory ~ nonzeros) or auto (by size)")
+    motion = parser.add_mutually_exclusive_group()
+    motion.add_argument("--along", metavar="CSV", help="analyse a recorded motion: columns t, q (nq) [, v (nv)]")
+    motion.add_argument("--drive", metavar="JOINT:AMPLITUDE",
+                        help="move the mechanism with the paper's steering profile d(t) on JOINT's drive [m or rad]")
+    parser.add_argument("--duration", type=float, default=20.0, help="--drive: duration [s]")
+    parser.add_argument("--dt", type=float, default=0.25, help="--drive: sample step [s]")
+    parser.add_argument("--speed", type=float, default=0.1,
+                        help="--drive: initial velocity of the base's first coordinate [m/s] (paper: 0.1)")
+    parser.add_argument("--pairs", default="", help="along a motion: pairs to tabulate and plot (comma-separated)")
+    parser.add_argument("--plot", metavar="PNG", help="along a motion: plot the unique components to this file")
+    parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, help="along a motion: sample cap")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
@@ -83,10 +238,21 @@ def main(argv: list[str] | None = None) -> int:
     if not (0.0 < args.rtol < 1.0):
         print(f"vtm-solvability: error: --rtol must be in (0, 1), got {args.rtol}", file=sys.stderr)
         return 2
+    if (args.along or args.drive) and args.max_bodies > DEFAULT_MAX_REACTION_BODIES:
+        print(f"vtm-solvability: error: --max-bodies: at most {DEFAULT_MAX_REACTION_BODIES} along a motion "
+              "(the reactions use the dense equations of motion)", file=sys.stderr)
+        return 2
+
+    def parser_error(text: str) -> int:
+        print(f"vtm-solvability: error: {text}", file=sys.stderr)
+        return 2
+
     try:
+        if args.along or args.drive:
+            return _motion(args, parser_error)
         report = analyze_solvability(read_urdf_file(args.model), planar=args.planar, q=args.q, rank_rtol=args.rtol,
-                                     assemble=not args.no_assemble, max_bodies=args.max_bodies)
-    except ValueError as err:
+                                     assemble=not args.no_assemble, max_bodies=args.max_bodies, method=args.method)
+    except (ValueError, OSError) as err:
         print(f"vtm-solvability: error: {err}", file=sys.stderr)
         return 2
     if args.json:

@@ -1,4 +1,5 @@
-"""Conversion of core solvability reports (Wojtyra & Frączek 2013) into vtm_msgs and diagnostic_msgs. No physics."""
+"""Conversion of core solvability reports (Wojtyra & Frączek 2013) into vtm_msgs, diagnostic_msgs and RViz
+markers. No physics: pair positions and directions come from the core (``pair_frames``)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import re
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from visualization_msgs.msg import Marker, MarkerArray
 
 from vtm_dynamics.core.reactions.solvability import SolvabilityReport
+from vtm_dynamics.nodes.markers import _arrow, _color, _marker, _point
 from vtm_msgs.msg import SolvabilityEntry
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 
@@ -117,3 +120,50 @@ def positions_problem(positions, max_positions: int) -> str | None:
 
 _XML_START = re.compile(r"\s*<")
 _LINK_TAG = re.compile(r"<link[\s/>]")
+
+
+# ---------------------------------------------------------------------------------------------------- RViz markers
+MARKER_NAMESPACES = ("solvability_pairs", "solvability_labels", "solvability_unique_forces",
+                     "solvability_unique_moments")
+SOLVABLE_COLOR = (0.1, 0.8, 0.2)  # green: the reaction is unique
+PARTLY_COLOR = (1.0, 0.6, 0.0)  # orange: not unique as a whole, some directions are
+UNSOLVABLE_COLOR = (0.9, 0.1, 0.1)  # red: no unique direction
+
+
+def solvability_markers(placements, frame_id: str, stamp, arrow_length: float, sphere: float) -> MarkerArray:
+    """Markers of a solvability analysis at a configuration (placements from the core, world = ``frame_id``).
+
+    One DELETEALL first (pairs of an earlier model never linger), then per pair: a SPHERE at its origin coloured by
+    verdict (green solvable, orange unsolvable with unique directions, red unsolvable with none), its name as TEXT,
+    and for the pairs that are not solvable one ARROW of ``arrow_length`` [m] per unique force direction (and, in
+    another namespace, per unique moment direction): what a designer can still trust in that joint.
+    """
+    out = MarkerArray()
+    clear = Marker()
+    clear.header.frame_id = frame_id
+    clear.header.stamp = stamp
+    clear.action = Marker.DELETEALL
+    out.markers.append(clear)
+    for i, pl in enumerate(placements):
+        origin = np.asarray(pl.origin, dtype=float)
+        rgb = SOLVABLE_COLOR if pl.solvable else (PARTLY_COLOR if pl.unique_forces or pl.unique_moments
+                                                  else UNSOLVABLE_COLOR)
+        ball = _marker(frame_id, stamp, "solvability_pairs", i, Marker.SPHERE)
+        ball.pose.position = _point(origin)
+        ball.scale.x = ball.scale.y = ball.scale.z = float(sphere)
+        ball.color = _color(*rgb, 0.9)
+        text = _marker(frame_id, stamp, "solvability_labels", i, Marker.TEXT_VIEW_FACING)
+        text.pose.position = _point(origin + np.array([0.0, 0.0, 1.5 * sphere]))
+        text.scale.z = float(sphere)
+        text.color = _color(*rgb)
+        text.text = pl.name if pl.solvable else f"{pl.name} (not unique)"
+        out.markers += [ball, text]
+        if pl.solvable:
+            continue
+        for ns, dirs in (("solvability_unique_forces", pl.unique_forces),
+                         ("solvability_unique_moments", pl.unique_moments)):
+            for k, d in enumerate(dirs):
+                out.markers.append(_arrow(frame_id, stamp, ns, i * 8 + k, origin,
+                                          arrow_length * np.asarray(d, dtype=float), 0.15 * sphere,
+                                          _color(*rgb), arrow_length))
+    return out

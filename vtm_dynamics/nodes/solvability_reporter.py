@@ -6,8 +6,14 @@ Inputs
   ``robot_description`` (std_msgs/String, transient-local, the ROS 2 convention) or the ``urdf_path`` parameter:
   the URDF, with the vtm_dynamics extension elements (``<loop_closure>``, ``<knife_edge>``,
   ``<driving_constraint>``; see docs/urdf_extension.md).
+  ``joint_states`` (sensor_msgs/JointState, best effort; ``joint_states_topic``): the configuration to analyse.
+  Latest wins: at most ``max_update_rate`` analyses per second, each of the newest state received, one at a time.
 Outputs
   ``~/report`` (vtm_msgs/SolvabilityReport, transient-local: late subscribers get the last report),
+  ``~/markers`` (visualization_msgs/MarkerArray, transient-local): every pair as a sphere coloured by verdict
+  (green unique, orange partly unique, red not unique) with its name, and arrows along the reaction directions
+  that are still unique in pairs that are not (``solvability_io.solvability_markers``), in the model's root frame
+  (``marker_frame`` overrides its name),
   ``/diagnostics`` (diagnostic_msgs/DiagnosticArray: OK when every reaction is unique, WARN naming the pairs whose
   reactions are not, ERROR when the newest description cannot be analysed).
 Service
@@ -42,22 +48,25 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
 
-from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL
+from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, METHODS
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes.bounded_worker import CRASHED, DEADLINE, ERROR, MEMORY, BoundedWorker, Outcome
 from vtm_dynamics.nodes.node_main import run_node
 from vtm_dynamics.nodes.solvability_io import (
     description_problem,
+    solvability_markers,
     diagnostic_status,
     error_status,
     failure_message,
     positions_problem,
     report_message,
 )
-from vtm_dynamics.nodes.solvability_task import PRELOAD, analyze_text
+from vtm_dynamics.nodes.solvability_task import PRELOAD, StateAnalysis, analyze_state, analyze_text
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 from vtm_msgs.srv import AnalyzeSolvability
 
@@ -85,6 +94,19 @@ PARAMETERS = [
     P.ParameterSpec("analysis_memory_limit", 1_500_000_000, "Address-space limit of the analysis worker process "
                     "[bytes] (RLIMIT_AS; includes about 0.6 GB of libraries and thread stacks).",
                     P.in_range(100_000_000, 1_000_000_000_000), read_only=True, constraint="1e8 <= value <= 1e12"),
+    P.ParameterSpec("analysis_method", "auto", "dense (SVD, with the rank cross-check), sparse (memory ~ nonzeros "
+                    "of the constraint matrix) or auto (dense up to 400 constraint rows, sparse above).",
+                    P.one_of(METHODS), constraint="auto, dense or sparse"),
+    P.ParameterSpec("joint_states_topic", "joint_states", "Topic of the configuration to analyse "
+                    "(sensor_msgs/JointState); empty: analyse the neutral configuration only.", read_only=True),
+    P.ParameterSpec("max_update_rate", 2.0, "Most analyses per second triggered by joint states [1/s]; each takes "
+                    "the newest state (latest wins), one at a time.", P.in_range(0.01, 100.0),
+                    constraint="0.01 <= value <= 100"),
+    P.ParameterSpec("marker_frame", "", "frame_id of ~/markers; empty: the model's root link.", read_only=True),
+    P.ParameterSpec("marker_arrow_length", 0.1, "Length of a unique-direction arrow in ~/markers [m].",
+                    P.in_range(1e-4, 100.0), constraint="1e-4 <= value <= 100"),
+    P.ParameterSpec("marker_size", 0.03, "Diameter of a pair's sphere in ~/markers [m].",
+                    P.in_range(1e-4, 100.0), constraint="1e-4 <= value <= 100"),
     P.ParameterSpec("max_pending_requests", 4, "Most ~/analyze calls waiting for the worker; further calls are "
                     "refused at once with success=false.", P.in_range(1, 1000), constraint="1 <= value <= 1000"),
 ]
@@ -100,6 +122,7 @@ class _Job:
     planar: bool
     positions: tuple[float, ...]
     rtol: float
+    names: tuple[str, ...] = ()  # joint names of ``positions`` (a joint state); empty: Pinocchio order
 
 
 class SolvabilityReporter(Node):
@@ -111,6 +134,7 @@ class SolvabilityReporter(Node):
         self.p = P.declare_validated(self, PARAMETERS, on_change=self._on_change)
         self.report_pub = self.create_publisher(SolvabilityReportMsg, "~/report", graph.LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
+        self.marker_pub = self.create_publisher(MarkerArray, "~/markers", graph.LATCHED)
         self.worker = BoundedWorker(self.p["analysis_deadline"], self.p["analysis_memory_limit"], preload=PRELOAD)
         # one thread hands jobs to the worker in arrival order; callbacks await its results
         self._dispatch = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="solvability")
@@ -118,6 +142,9 @@ class SolvabilityReporter(Node):
         self._generation = 0
         self.urdf_text = ""
         self.good_report: SolvabilityReportMsg | None = None
+        self._latest_state: tuple[tuple[str, ...], tuple[float, ...]] | None = None  # newest, not yet analysed
+        self._state_busy = False
+        self.states_dropped = 0  # joint states superseded by a newer one before analysis (latest wins)
         # every step that touches message contents reports an unexpected exception as one line and carries on
         self._admit_description = graph.guarded(self.log, "robot_description")(self._admit_description)
         self._publish_outcome = graph.guarded(self.log, "robot_description")(self._publish_outcome)
@@ -129,12 +156,18 @@ class SolvabilityReporter(Node):
         if self.p["robot_description_topic"]:
             self.create_subscription(String, self.p["robot_description_topic"], self._on_description, graph.LATCHED,
                                      callback_group=waiting)
+        if self.p["joint_states_topic"]:
+            self._on_joint_state = graph.guarded(self.log, "joint_states")(self._on_joint_state)
+            self.create_subscription(JointState, self.p["joint_states_topic"], self._on_joint_state,
+                                     graph.sensor_qos(1))
+            self._state_timer = self.create_timer(1.0 / self.p["max_update_rate"], self._on_state_tick,
+                                                  callback_group=waiting)
         if self.p["urdf_path"]:  # trusted configuration: the only place a file is read
             with open(os.path.expanduser(self.p["urdf_path"]), encoding="utf-8") as handle:
                 text = handle.read()
             job = self._admit_description(text)
             if job is not None:
-                self._publish_outcome(job, self._generation, self._run(job))
+                self._publish_outcome(job, self._generation, self._run(job, self._generation))
 
     def destroy_node(self) -> None:
         dispatch, worker = getattr(self, "_dispatch", None), getattr(self, "worker", None)  # may fail half-built
@@ -151,8 +184,12 @@ class SolvabilityReporter(Node):
         if generation is not None and generation != self._generation:
             return None
         try:
+            if generation is not None:  # the robot description, at a joint state or neutral: report + markers
+                return self.worker.run(analyze_state, job.urdf, job.planar, job.names, job.positions, job.rtol,
+                                       self.p["max_links"], self.p["analysis_method"],
+                                       deadline=self.p["analysis_deadline"])
             return self.worker.run(analyze_text, job.urdf, job.planar, job.positions, job.rtol, self.p["max_links"],
-                                   deadline=self.p["analysis_deadline"])
+                                   self.p["analysis_method"], deadline=self.p["analysis_deadline"])
         except Exception as err:  # noqa: BLE001 - the worker never raises; this keeps the await safe if it did
             return Outcome(CRASHED, reason=f"worker: {type(err).__name__}")
 
@@ -173,6 +210,8 @@ class SolvabilityReporter(Node):
         self.p.update(changes)
         if "analysis_deadline" in changes:
             self.worker.deadline = float(changes["analysis_deadline"])
+        if "max_update_rate" in changes and hasattr(self, "_state_timer"):
+            self._state_timer.timer_period_ns = int(1e9 / float(changes["max_update_rate"]))
         if self.urdf_text and ({"planar", "relative_tolerance"} & set(changes)):
             # parameters are applied after this callback: the job takes them explicitly
             self._schedule_description(self.urdf_text)
@@ -184,7 +223,7 @@ class SolvabilityReporter(Node):
         else:
             job = self._admit_description(text)
             if job is not None:
-                self._publish_outcome(job, self._generation, self._run(job))
+                self._publish_outcome(job, self._generation, self._run(job, self._generation))
 
     async def _on_description(self, msg: String) -> None:
         await self._describe(msg.data)
@@ -214,8 +253,13 @@ class SolvabilityReporter(Node):
         if not outcome.ok:
             self._publish_failure(f"robot_description: cannot analyse: {failure_reason('', outcome)}")
             return
-        report = outcome.value
+        value = outcome.value
+        report = value.report if isinstance(value, StateAnalysis) else value
         stamp = self.get_clock().now().to_msg()
+        if isinstance(value, StateAnalysis):
+            self.marker_pub.publish(solvability_markers(
+                value.placements, self.p["marker_frame"] or value.frame, stamp, self.p["marker_arrow_length"],
+                self.p["marker_size"]))
         msg = report_message(report)
         msg.header.stamp = stamp
         diag = DiagnosticArray()
@@ -226,6 +270,34 @@ class SolvabilityReporter(Node):
         self.good_report = msg
         self.report_pub.publish(msg)
         self.diag_pub.publish(diag)
+
+    # -------------------------------------------------------------------------------------------- joint_states
+    def _on_joint_state(self, msg: JointState) -> None:
+        """Keep only the newest state (cheap, linear checks); the timer decides when it is analysed."""
+        problem = positions_problem(msg.position, self.p["max_positions"])
+        if problem is None and len(msg.name) != len(msg.position):
+            problem = f"name: {len(msg.name)} names for {len(msg.position)} positions"
+        if problem is not None:
+            self.log("warning", f"joint_states: ignored: {problem}")
+            return
+        if self._latest_state is not None:
+            self.states_dropped += 1
+        self._latest_state = (tuple(str(n) for n in msg.name), tuple(float(x) for x in msg.position))
+
+    async def _on_state_tick(self) -> None:
+        """At most ``max_update_rate`` times a second: analyse the newest state, if any, unless one is running."""
+        if self._latest_state is None or self._state_busy or not self.urdf_text:
+            return
+        names, positions = self._latest_state
+        self._latest_state = None
+        job = _Job(self.urdf_text, bool(self.p["planar"]), positions, float(self.p["relative_tolerance"]), names)
+        generation = self._generation
+        self._state_busy = True
+        try:
+            outcome = await self._in_worker(job, generation)
+        finally:
+            self._state_busy = False
+        self._publish_outcome(job, generation, outcome)
 
     def _publish_failure(self, reason: str) -> None:
         """ERROR on /diagnostics and in the log; the latched report is replaced only if no good one exists."""

@@ -57,14 +57,23 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     load_absolute_model,
     preferred_basis,
 )
+from vtm_dynamics.core.reactions.model_limits import (  # noqa: F401 - part of this module's interface
+    MAX_TREE_DEPTH,
+    URDF_BYTES_PER_BODY,
+    load_for_analysis,
+)
 
 DEFAULT_RANK_RTOL = 1e-9
-# Moving links accepted by the analysis. Real overconstrained mechanisms (parallel robots, linkages, mobile bases)
-# have 5-50 bodies. Measured on a comb of k cranks pinned to one coupler (bench_solvability), spatial mode, on a
-# loaded 2-core machine: 51 bodies 15 s, 101 bodies 55 s, 201 bodies 190 s (a 2,000-link request held a node for
-# more than 90 s at 2.2 GB). Callers that need more pass ``max_bodies`` (the command line's ``--max-bodies``).
+# Moving links accepted by default (checked while the URDF text is parsed, before Pinocchio sees the text, which
+# crashed the process on a 10,000-link chain). The sparse path handles thousands of bodies in seconds
+# (bench_solvability); callers with such a model raise ``max_bodies`` (the command line's ``--max-bodies``)
+# knowingly, and the byte and degree-of-freedom caps follow it (load_for_analysis).
 DEFAULT_MAX_SOLVABILITY_BODIES = 50
+# unique_reactions solves the dense KKT system and Pinocchio's Data costs ~66 B x nv^3: small models only.
+DEFAULT_MAX_REACTION_BODIES = 50
 CROSS_CHECK_MAX_ROWS = 400  # the rank criterion costs one SVD per pair: O(pairs m n^2)
+DENSE_MAX_ROWS = 400  # method "auto": the dense SVD path (with the rank cross-check) up to here, sparse above
+METHODS = ("auto", "dense", "sparse")
 
 
 class SolvabilityError(AbsoluteModelError):
@@ -283,7 +292,7 @@ def _prepare(urdf: str | AbsoluteModel, planar: bool, q, assemble: bool,
     if isinstance(urdf, AbsoluteModel):
         model = urdf
     else:
-        model = load_absolute_model(urdf, planar=planar, max_bodies=max_bodies)
+        model = load_for_analysis(urdf, planar, max_bodies)
     q = None if q is None else np.asarray(q, dtype=float)
     q = pin.neutral(model.pin_model) if q is None else q
     if assemble:
@@ -293,7 +302,7 @@ def _prepare(urdf: str | AbsoluteModel, planar: bool, q, assemble: bool,
 
 def analyze_solvability(
     urdf: str, planar: bool = False, q=None, rank_rtol: float = DEFAULT_RANK_RTOL, cross_check: bool | None = None,
-    assemble: bool = True, *, max_bodies: int = DEFAULT_MAX_SOLVABILITY_BODIES,
+    assemble: bool = True, *, max_bodies: int = DEFAULT_MAX_SOLVABILITY_BODIES, method: str = "auto",
 ) -> SolvabilityReport:
     """Solvability report for URDF XML **text** (never a path; files: ``urdf_extension.read_urdf_file``) at
     configuration ``q`` (Pinocchio order; default neutral).
@@ -301,9 +310,24 @@ def analyze_solvability(
     ``max_bodies`` caps the moving links, checked while parsing and before any matrix is built.
     With ``assemble`` the loop closures are first closed by Newton's method from ``q`` (driven joints held).
     ``cross_check`` (default: when the matrix has at most 400 rows) runs the direct-sum rank criterion per pair.
+    ``method``: "dense" (SVD, the reference), "sparse" (:mod:`.sparse_solvability`, memory ~ nonzeros) or "auto"
+    (dense up to ``DENSE_MAX_ROWS`` rows, sparse above). Both give the same verdicts wherever both run.
     Raises a ValueError subclass with a one-line message on bad input.
     """
+    if method not in METHODS:
+        raise SolvabilityError(f"method: must be one of {', '.join(METHODS)}, got {str(method)[:20]!r}")
     model, q = _prepare(urdf, planar, q, assemble, max_bodies)
+    return analyze_model(model, q, rank_rtol=rank_rtol, cross_check=cross_check, method=method)
+
+
+def analyze_model(model: AbsoluteModel, q, rank_rtol: float = DEFAULT_RANK_RTOL, cross_check: bool | None = None,
+                  method: str = "auto") -> SolvabilityReport:
+    """Solvability report of a loaded model at an (assembled) configuration ``q``; ``method`` as above."""
+    from vtm_dynamics.core.reactions import sparse_solvability as sparse  # imports this module
+
+    Cs = sparse.sparse_constraint_matrix(model, q) if method != "dense" else None
+    if method == "sparse" or (method == "auto" and Cs is not None and Cs.shape[0] > DENSE_MAX_ROWS):
+        return sparse.analyze_sparse_constraint_matrix(Cs, rank_rtol=rank_rtol, model_name=model.name)
     C = constraint_matrix(model, q)
     return analyze_constraint_matrix(C, rank_rtol=rank_rtol, cross_check=cross_check, model_name=model.name)
 
@@ -311,13 +335,15 @@ def analyze_solvability(
 def unique_reactions(
     urdf: str | AbsoluteModel, planar: bool = False, q=None, v=None, gravity=(0.0, 0.0, -9.81),
     applied=None, rank_rtol: float = DEFAULT_RANK_RTOL, report: SolvabilityReport | None = None, *,
-    max_bodies: int = DEFAULT_MAX_SOLVABILITY_BODIES,
+    max_bodies: int = DEFAULT_MAX_REACTION_BODIES, drive_accelerations: dict[str, float] | None = None,
 ) -> ReactionReport:
     """Unique reaction values at the state (q, v) under gravity [m/s²] and ``applied`` generalized forces.
 
     ``v``: Pinocchio joint velocities (must satisfy the loop closures, knife edges and drives: checked).
     ``applied``: optional forces in absolute coordinates (per body [F; M about the link origin], world axes).
-    Drives are taken with zero prescribed acceleration. Solves the consistent, singular KKT system
+    Driving constraints prescribe their joint's rate, so their rows are exempt from the velocity check (a driven
+    joint may move); their prescribed accelerations d̈ [m/s², rad/s²] come from ``drive_accelerations`` (by
+    driving-constraint name; default zero). Solves the consistent, singular KKT system
     [[M, −C^T], [C, 0]] [ν̇; λ] = [F − h; −Ċ ν] (Wojtyra & Frączek 2013, eq. (11)) by least squares; Ċ ν by a
     central difference of C along the motion. Returns values only where unique (module docstring).
     """
@@ -330,8 +356,11 @@ def unique_reactions(
     nu = body_twists(model, q, v)
     A = C.matrix
     scale = max(1.0, float(np.linalg.norm(A, 2)) * max(1.0, float(np.linalg.norm(nu))))
-    if A.shape[0] and np.max(np.abs(A @ nu)) > 1e-8 * scale:
-        raise SolvabilityError(f"v: the velocities violate the constraints (|C nu| = {np.max(np.abs(A @ nu)):.3g})")
+    driven = {pr.name: pr.rows[0] for pr in C.pairs if pr.kind == "driving_constraint"}
+    checked = np.setdiff1d(np.arange(A.shape[0]), list(driven.values()))
+    if checked.size and np.max(np.abs(A[checked] @ nu)) > 1e-8 * scale:
+        raise SolvabilityError(
+            f"v: the velocities violate the constraints (|C nu| = {np.max(np.abs(A[checked] @ nu)):.3g})")
     h = 1e-6
     if np.any(v):
         Cp = constraint_matrix(model, pin.integrate(pm, q, v * h)).matrix
@@ -339,6 +368,10 @@ def unique_reactions(
         gamma = -((Cp - Cm) / (2 * h)) @ nu
     else:
         gamma = np.zeros(A.shape[0])
+    for name, value in (drive_accelerations or {}).items():
+        if name not in driven:
+            raise SolvabilityError(f"drive_accelerations: {str(name)[:40]!r} is not a driving constraint")
+        gamma[driven[name]] += float(value)
     M, rhs = absolute_dynamics(model, q, nu, gravity)
     if applied is not None:
         applied = np.asarray(applied, dtype=float).reshape(-1)

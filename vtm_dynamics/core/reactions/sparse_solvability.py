@@ -1,0 +1,399 @@
+"""Reaction solvability of large models: the constraint matrix kept sparse, rank and left null space by sparse QR.
+
+Same question as :mod:`vtm_dynamics.core.reactions.solvability` (Wojtyra & Frączek 2013, Sect. 3): which pairs X
+satisfy Z = X ⊕ Y. Every pair touches at most two bodies, so C (eq. (5)) has at most 12 nonzeros per row; the dense
+SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), this path the nonzeros of the factor.
+
+1. Independent rows (:func:`row_basis`). SuiteSparseQR (multifrontal QR, fill-reducing column order, Heath's rank
+   detection) of C^T gives a candidate set I of independent rows of C. Heath's method is not rank-revealing in
+   general (on the paper's robot a QR of C reports rank 21 instead of 20), so the set is checked and repaired until
+   (a) σ_min(R) of C_I^T, by inverse iteration, exceeds ``tol = rank_rtol · σ_max(C)`` (I independent), and (b)
+   every other row lies within ``tol`` of span(C_I) (tested on random combinations, row by row only if that
+   fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set.
+2. Left null space, sketched (:func:`left_null_sketch`). Every λ with C^T λ = 0 is λ_D = ξ, λ_I = −μ with
+   C_I^T μ = C_D^T ξ. s = min(8, p) random ξ (fixed seed), orthonormalised, give Λ; ‖C^T Λ‖ is checked against
+   the tolerance. A pair has at most 6 rows, so range(Λ_X) = range(N_X) with probability one:
+
+   * B_X = C_X^T N_X (eq. (27)) vanishes iff C_X^T Λ_X does; ``qr_residual`` = ‖C_X^T Λ_X‖_F √(p/s) / σ_max,
+     the dense path's ‖B_X‖_F / σ_max exactly when p ≤ 8 (Λ is then an orthonormal basis of the null space) and
+     its estimate (E ‖B Λ‖² = (s/p) ‖B N‖²) otherwise;
+   * the indeterminate directions range(N_X) and the determined directions null(N_X^T) are those of Λ_X;
+   * a row is releasable iff its row of Λ is nonzero.
+
+Anything that fails a check is a :class:`SolvabilityError` ("rank decision unclear"), never a guess. The dense path
+(:func:`~vtm_dynamics.core.reactions.solvability.analyze_constraint_matrix`) stays the reference; both give the
+same verdicts on the shipped models and on random mechanisms (tests). SuiteSparseQR comes from the ``pyspqr``
+wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
+share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse
+import scipy.sparse.linalg
+
+from vtm_dynamics.core.reactions.absolute_coordinates import (
+    GROUND,
+    AbsoluteModel,
+    PairRows,
+    _pair_frame,
+    _skew,
+    body_poses,
+    closure_residuals,
+)
+from vtm_dynamics.core.numerics import numerical_rank
+from vtm_dynamics.core.reactions.solvability import (
+    DEFAULT_RANK_RTOL,
+    PairSolvability,
+    SolvabilityError,
+    SolvabilityReport,
+    _split_directions,
+    _vec,
+)
+
+SKETCH_COLUMNS = 8  # > 6 rows of any pair, so a random sketch keeps range(N_X) with probability one
+SKETCH_SEED = 20130153  # fixed: the same model always gives the same report
+_MAX_REPAIRS = 40
+_DIRECTION_TOL = 1e-8  # on singular values of Λ_X / √s (entries O(1), as in the dense path)
+
+
+@dataclass(frozen=True)
+class SparseConstraintMatrix:
+    """C(q) (eq. (5)) as a scipy CSR matrix, with the same row bookkeeping as ``AbsoluteConstraintMatrix``."""
+
+    matrix: scipy.sparse.csr_matrix = field(repr=False)
+    bodies: tuple[str, ...]
+    pairs: tuple[PairRows, ...]
+    free_pairs: tuple[str, ...]
+    planar: bool
+    q: np.ndarray = field(repr=False)
+    closure_residual: float
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.matrix.shape
+
+
+def sparse_constraint_matrix(model: AbsoluteModel, q) -> SparseConstraintMatrix:
+    """Assemble C(q) in absolute coordinates as a sparse matrix; rows identical to ``constraint_matrix``.
+
+    Memory and time linear in the number of pairs (≤ 6 × 12 nonzeros per pair).
+    """
+    q = np.asarray(q, dtype=float)
+    poses = body_poses(model, q)
+    k = model.coordinates_per_body
+    col = {b: i * k for i, b in enumerate(model.bodies)}
+    sel = [0, 1, 5] if model.planar else list(range(6))
+    rows_i: list[np.ndarray] = []
+    cols_i: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    pairs, free = [], []
+    pattern: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    row = 0
+    for pair in model.pairs:
+        W = pair.wrench_basis
+        nr = W.shape[1]
+        if nr == 0:
+            free.append(pair.name)
+            continue
+        R, p = _pair_frame(pair, poses)
+        Ww = np.vstack([R @ W[:3], R @ W[3:]])
+        for link, sign in ((pair.child, 1.0), (pair.parent, -1.0)):
+            if link == GROUND:
+                continue
+            _, o = poses[link]
+            J = np.eye(6)
+            J[:3, 3:] = -_skew(p - o)
+            block = (sign * (Ww.T @ J))[:, sel]
+            if nr not in pattern:  # row and column offsets of an nr x k block, row-major like ravel()
+                pattern[nr] = (np.repeat(np.arange(nr), k), np.tile(np.arange(k), nr))
+            rows_i.append(row + pattern[nr][0])
+            cols_i.append(col[link] + pattern[nr][1])
+            vals.append(block.ravel())
+        pairs.append(PairRows(pair.name, pair.kind, pair.type, pair.parent, pair.child,
+                              tuple(range(row, row + nr)), pair.labels, W, pair.holonomic))
+        row += nr
+    n = model.n_coordinates
+    if vals:
+        A = scipy.sparse.coo_matrix((np.concatenate(vals), (np.concatenate(rows_i), np.concatenate(cols_i))),
+                                    shape=(row, n)).tocsr()  # duplicates (a pair whose two ends are one body) add
+        A.eliminate_zeros()
+    else:
+        A = scipy.sparse.csr_matrix((0, n))
+    res = closure_residuals(model, q)
+    return SparseConstraintMatrix(A, model.bodies, tuple(pairs), tuple(free), model.planar, q,
+                                  float(np.max(np.abs(res), initial=0.0)))
+
+
+@dataclass(frozen=True)
+class RowBasis:
+    """A maximal set of independent rows of C (m × n) and the factorization that proves it.
+
+    ``independent``: sorted row indices I, |I| = rank(C); ``dependent``: the other p rows (each in span of C_I).
+    C_I^T E = Q R with R square upper triangular (``r_factor``), ``q_operator`` Householder Q (n × n),
+    ``column_order`` E as indices into I. ``sigma_min_estimate``: σ_min(R) by inverse iteration.
+    """
+
+    independent: np.ndarray
+    dependent: np.ndarray
+    q_operator: object = field(repr=False)
+    r_factor: scipy.sparse.csc_matrix = field(repr=False)
+    column_order: np.ndarray = field(repr=False)
+    sigma_min_estimate: float
+    smallest_pivot: float
+
+    @property
+    def rank(self) -> int:
+        return int(self.independent.size)
+
+
+def largest_singular_value(A: scipy.sparse.spmatrix) -> float:
+    """σ_max(A) by Lanczos iteration (dense SVD for tiny matrices)."""
+    m, n = A.shape
+    if m == 0 or n == 0 or A.nnz == 0:
+        return 0.0
+    if min(m, n) <= 8:
+        return float(np.linalg.norm(A.toarray(), 2))
+    s = scipy.sparse.linalg.svds(A, k=1, return_singular_vectors=False, tol=1e-6, random_state=0)
+    return float(s[0])
+
+
+_QUIET = threading.Lock()
+
+
+def _spqr(A: scipy.sparse.csc_matrix):
+    """pyspqr.qr with CHOLMOD's diagnostic printout (written to file descriptor 1 by the C library) discarded."""
+    import pyspqr  # a wheel with SuiteSparse inside; imported here so the dense path never needs it
+
+    with _QUIET:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            return pyspqr.qr(A)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+
+
+def _leading_columns(R: scipy.sparse.spmatrix, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Columns that lead a row of R (first entry above ``tol``) and the size of that entry.
+
+    In R of a (squeezed, Heath) QR of A E, a column that leads no row lies, up to ``tol``, in the span of the
+    columns before it; the leading columns are the candidates for an independent set.
+    """
+    R = scipy.sparse.csr_matrix(R)
+    R.sort_indices()
+    big = np.abs(R.data) > tol
+    if not np.any(big):
+        return np.zeros(0, dtype=int), np.zeros(0)
+    row_of = np.repeat(np.arange(R.shape[0]), np.diff(R.indptr))[big]
+    cols, vals = R.indices[big], np.abs(R.data[big])
+    first = np.flatnonzero(np.r_[True, row_of[1:] != row_of[:-1]])  # indices sorted within rows
+    lead_cols, lead_vals = cols[first], vals[first]
+    order = np.lexsort((-lead_vals, lead_cols))
+    lead_cols, lead_vals = lead_cols[order], lead_vals[order]
+    keep = np.r_[True, lead_cols[1:] != lead_cols[:-1]]
+    return lead_cols[keep], lead_vals[keep]
+
+
+def _sigma_min_triangular(R: scipy.sparse.csc_matrix, iterations: int = 30) -> tuple[float, np.ndarray]:
+    """σ_min of a square nonsingular upper triangular R by inverse iteration on (R^T R)^{-1} (an upper bound
+    that converges from above; tiny pivots give a tiny bound at once) and its right singular vector."""
+    r = R.shape[0]
+    if r == 0:
+        return float("inf"), np.zeros(0)
+    lu = scipy.sparse.linalg.splu(R.tocsc(), permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                                  options={"SymmetricMode": True})
+    x = np.random.default_rng(SKETCH_SEED).standard_normal(r)
+    x /= np.linalg.norm(x)
+    est = float("inf")
+    for _ in range(iterations):
+        y = lu.solve(lu.solve(x, trans="T"))
+        ny = float(np.linalg.norm(y))
+        if not np.isfinite(ny) or ny == 0.0:
+            return 0.0, x
+        new = 1.0 / np.sqrt(ny)
+        x = y / ny
+        if abs(new - est) <= 1e-3 * new:
+            return new, x
+        est = new
+    return est, x
+
+
+def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
+    """Independent rows of A at absolute tolerance ``tol`` by SuiteSparseQR of A^T (Heath's rank detection).
+
+    A row of A (column of A^T) that leads no row of R above ``tol`` lies within ``tol`` in the span of the rows
+    pivoted before it and is dropped; the remaining rows are factorized again until every one leads a row of R. Heath's method is not
+    rank-revealing in general, so the result is accepted only if σ_min(R) (inverse iteration) exceeds ``tol``;
+    otherwise :class:`SolvabilityError` ("rank decision unclear").
+    """
+    A = scipy.sparse.csr_matrix(A)
+    m, n = A.shape
+    cand = np.arange(m)
+    for attempt in range(_MAX_REPAIRS):
+        if cand.size == 0 or A[cand].nnz == 0:
+            cand = np.zeros(0, dtype=int)
+            Q, Rsq, perm, smin, piv = None, scipy.sparse.csc_matrix((0, 0)), np.zeros(0, dtype=int), float("inf"), 0.0
+        else:
+            Q, R, E = _spqr(scipy.sparse.csc_matrix(A[cand].T))
+            R = scipy.sparse.csc_matrix(R)
+            perm = np.asarray(getattr(E, "permutation", np.arange(cand.size)))
+            live, pivots = _leading_columns(R, tol)
+            if live.size != cand.size or R.shape[0] < cand.size:
+                if attempt == 0 or live.size == 0:
+                    cand = np.sort(cand[perm[live]])  # drop the rows that lead no row of R
+                else:  # repairing: one row at a time, so that a drop and an addition cannot cycle
+                    first = int(np.setdiff1d(np.arange(cand.size), live).min())
+                    cand = np.delete(cand, perm[first])
+                continue
+            Rsq = R[: cand.size][:, np.arange(cand.size)]
+            (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
+            if smin <= tol:  # the kept rows are dependent: drop the one the near-null vector weighs most
+                worst = int(perm[int(np.argmax(np.abs(vec)))])
+                cand = np.delete(cand, worst)
+                continue
+        # every other row must lie in span(C_I): first for random combinations of them (one least-squares residual
+        # per column; nonzero with probability one if any row is outside), row by row only if that fails
+        rest = np.setdiff1d(np.arange(m), cand)
+        if rest.size == 0 or _combined_outside(A, rest, Q, cand.size) <= tol:
+            return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
+        norms = np.array([_outside_norm(A, d, Q, cand.size) for d in rest])
+        outside = rest[norms > tol]
+        if outside.size == 0:
+            return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
+        if attempt:  # repairing: the farthest row only
+            outside = rest[[int(np.argmax(norms))]]
+        cand = np.sort(np.concatenate([cand, outside]))
+    raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
+
+
+def _combined_outside(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int) -> float:
+    """Largest part outside span(C_I) of standard normal random combinations of the rows ``rest``."""
+    xi = np.random.default_rng(SKETCH_SEED + 1).standard_normal((rest.size, 4))  # inside parts cancel exactly
+    Y = np.asarray(A[rest].T @ xi)
+    if Q is None:
+        return float(np.linalg.norm(Y, axis=0).max())
+    return float(max(np.linalg.norm(Q.rmatvec(Y[:, j])[r:]) for j in range(Y.shape[1])))
+
+
+def _outside_norm(A: scipy.sparse.csr_matrix, d: int, Q, r: int) -> float:
+    """Norm of the part of row d of A outside the span of the r rows factorized in Q [units of A]."""
+    c = A[d].toarray().ravel()
+    if Q is None:
+        return float(np.linalg.norm(c))
+    return float(np.linalg.norm(Q.rmatvec(c)[r:]))
+
+
+def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int = SKETCH_COLUMNS,
+                     seed: int = SKETCH_SEED) -> np.ndarray:
+    """Λ (m × min(columns, p)): random vectors of the left null space of C (C^T λ = 0), orthonormal columns.
+
+    λ_D = ξ on the dependent rows D (standard normal), λ_I = −μ with C_I^T μ = C_D^T ξ solved by the QR of C_I^T.
+    Every left null vector has this form, so the columns span a random subspace of it.
+    """
+    m = A.shape[0]
+    D, I = basis.dependent, basis.independent
+    if D.size == 0:
+        return np.zeros((m, 0))
+    columns = min(columns, D.size)  # p ≤ columns: the sketch is a basis of the whole left null space
+    xi = np.random.default_rng(seed).standard_normal((D.size, columns))
+    L = np.zeros((m, columns))
+    L[D] = xi
+    if I.size:
+        rhs = np.asarray(A[D].T @ xi)  # n × columns
+        lu = scipy.sparse.linalg.splu(basis.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                                      options={"SymmetricMode": True})
+        for j in range(columns):
+            y = basis.q_operator.rmatvec(rhs[:, j])[: I.size]
+            w = lu.solve(y)
+            mu = np.zeros(I.size)
+            mu[basis.column_order] = w
+            L[I, j] = -mu
+    Qs, _ = np.linalg.qr(L)
+    return Qs
+
+
+def analyze_sparse_constraint_matrix(
+    C: SparseConstraintMatrix, rank_rtol: float = DEFAULT_RANK_RTOL, model_name: str = "",
+) -> SolvabilityReport:
+    """Rank, redundancy, per-pair verdicts, directions and a release set of a sparse C (module docstring).
+
+    The report has the fields of the dense analysis; ``cross_checked`` is False and ``rank_criterion_dimension``
+    None (the per-pair rank criterion is the dense path's cross-check), ``qr_residual`` is the sketch estimate,
+    and the kept/dropped singular values are the norms of the kept/dropped rows of R (the same rank gap, estimated).
+    """
+    if not 0.0 < rank_rtol < 1.0:
+        raise SolvabilityError(f"rank_rtol: must be in (0, 1), got {rank_rtol}")
+    A = C.matrix.tocsr()
+    m, n = A.shape
+    smax = largest_singular_value(A)
+    tol = rank_rtol * smax
+    basis = row_basis(A, tol)
+    r = basis.rank
+    p = m - r
+    L = left_null_sketch(A, basis)
+    if p and smax > 0:
+        leak = float(np.linalg.norm(A.T @ L) / np.sqrt(L.shape[1]))
+        if leak > 1e3 * max(tol, np.finfo(float).eps * smax):
+            raise SolvabilityError(f"rank decision unclear: |C^T N| = {leak:.3g} above tolerance {tol:.3g}")
+    # p > columns: L spans a random subspace of the left null space; E|B L|_F^2 = (columns / p) |B N|_F^2
+    scale = np.sqrt(p / L.shape[1]) if p else 1.0
+    L = L * scale
+    releasable = np.linalg.norm(L, axis=1) > _DIRECTION_TOL if p else np.zeros(m, dtype=bool)
+    pairs = []
+    A.sort_indices()
+    for pr in C.pairs:
+        rows = list(pr.rows)
+        lo, hi = A.indptr[rows[0]], A.indptr[rows[-1] + 1]  # a pair's rows are consecutive
+        support, inverse = np.unique(A.indices[lo:hi], return_inverse=True)
+        CXd = np.zeros((len(rows), support.size))
+        row_of = np.repeat(np.arange(len(rows)), np.diff(A.indptr[rows[0]:rows[-1] + 2]))
+        np.add.at(CXd, (row_of, inverse), A.data[lo:hi])
+        LX = L[rows]
+        B = CXd.T @ LX
+        qr_res = float(np.linalg.norm(B) / smax) if smax > 0 else 0.0
+        qr_ok = qr_res <= rank_rtol * 10.0
+        rank_x = numerical_rank(CXd, atol=tol) if CXd.size else 0
+        if not p or not np.any(np.abs(LX) > _DIRECTION_TOL):  # no redundancy reaches this pair
+            indet, det = np.zeros((len(rows), 0)), np.eye(len(rows))
+        else:
+            indet, det = _split_directions(LX, tol=_DIRECTION_TOL)
+        W = pr.wrench_basis
+        det_labels = tuple(pr.labels[int(np.argmax(np.abs(e)))] for e in det.T if np.sum(np.abs(e) > 1e-9) == 1)
+        pairs.append(PairSolvability(
+            name=pr.name, kind=pr.kind, type=pr.type, parent=pr.parent, child=pr.child, rows=pr.rows,
+            labels=pr.labels, holonomic=pr.holonomic, solvable=bool(qr_ok), qr_residual=qr_res,
+            qr_solvable=bool(qr_ok), indeterminate_dimension=int(indet.shape[1]), rank_criterion_dimension=None,
+            criteria_agree=True, pair_rank=rank_x,
+            determined_directions=tuple(_vec(W @ e) for e in det.T),
+            indeterminate_directions=tuple(_vec(W @ e) for e in indet.T),
+            determined_labels=det_labels,
+            releasable_rows=tuple(pr.labels[i - pr.rows[0]] for i in rows if releasable[i]),
+        ))
+    release: list[tuple[str, str]] = []
+    if p:
+        owner = {i: (pr.name, pr.labels[i - pr.rows[0]]) for pr in C.pairs for i in pr.rows}
+        release = [owner[int(i)] for i in basis.dependent]
+    hol = [i for pr in C.pairs if pr.holonomic for i in pr.rows]
+    non = [i for pr in C.pairs if not pr.holonomic for i in pr.rows]
+    return SolvabilityReport(
+        model=model_name, planar=C.planar, n_bodies=len(C.bodies), n_coordinates=n,
+        m_holonomic=len(hol), h_nonholonomic=len(non),
+        rank_holonomic=row_basis(A[hol], tol).rank if non else r,
+        rank_nonholonomic=row_basis(A[non], tol).rank if non else 0,
+        rank=r, redundancy=p, rank_rtol=rank_rtol, rank_tolerance=tol, sigma_max=smax,
+        smallest_kept_singular_value=basis.sigma_min_estimate if r else 0.0,
+        largest_dropped_singular_value=float(np.linalg.norm(A.T @ L, 2) / max(scale, 1.0)) if p else 0.0,
+        closure_residual=C.closure_residual, cross_checked=False, pairs=tuple(pairs),
+        free_pairs=C.free_pairs, release_set=tuple(release), q=tuple(float(x) for x in C.q),
+    )
