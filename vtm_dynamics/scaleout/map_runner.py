@@ -132,8 +132,10 @@ def _client(scheduler: str | None, workers: int | None, threads: bool) -> Any:
         except (OSError, TimeoutError) as err:
             raise MapInputError(f"scheduler: cannot connect to {scheduler}: {type(err).__name__}") from None
     n = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=not threads, host="127.0.0.1",
-                           dashboard_address=None, silence_logs=logging.ERROR)
+    # worker processes talk over loopback TCP; worker threads over Dask's in-process transport (no socket)
+    where = {} if threads else {"host": "127.0.0.1"}
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=not threads, dashboard_address=None,
+                           silence_logs=logging.ERROR, **where)
     return Client(cluster)
 
 
