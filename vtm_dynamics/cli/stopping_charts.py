@@ -14,10 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from vtm_dynamics.cli.plots import _pyplot
-from vtm_dynamics.core.stopping.iso10218 import TestPoint
+from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
 
 
-def _curves(points: Sequence[TestPoint], category: int, joint: str, vary: str) -> list[tuple[float, list[TestPoint]]]:
+def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: str) -> list[tuple[float, list[StoppingPoint]]]:
     """Groups of points (sorted by speed) of one category and joint, varying ``extension`` or ``payload``."""
     fixed = "payload_fraction" if vary == "extension" else "extension_fraction"
     key = "extension_fraction" if vary == "extension" else "payload_fraction"
@@ -26,7 +26,7 @@ def _curves(points: Sequence[TestPoint], category: int, joint: str, vary: str) -
     return [(lv, sorted((p for p in sel if getattr(p, key) == lv), key=lambda p: p.speed_fraction)) for lv in levels]
 
 
-def vendor_chart(points: Sequence[TestPoint], category: int, joint: str, title: str = "") -> Any:
+def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, title: str = "") -> Any:
     """One figure: 2 x 2 axes (distance / time against speed; by extension / by payload) with envelope bands."""
     plt = _pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
@@ -51,7 +51,7 @@ def vendor_chart(points: Sequence[TestPoint], category: int, joint: str, title: 
     return fig
 
 
-def save_vendor_charts(out_dir: str, points: Sequence[TestPoint], robot_name: str) -> list[str]:
+def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name: str) -> list[str]:
     """PNG per category and joint: ``<robot>_cat<c>_<joint>.png``; returns the paths."""
     plt = _pyplot()
     os.makedirs(out_dir, exist_ok=True)

@@ -4,7 +4,7 @@
 ISO 10218-1 (Annex B of the 2011 edition) asks robot makers for the stopping time and distance of the axes with the
 greatest displacement; vendors publish them as charts (distance and time against speed, one curve per extension or
 payload). The standard does not fix the test motion, so every choice below is a stated assumption, recorded in the
-result (:class:`TestMotionSpec`) and printed in the report:
+result (:class:`StoppingTestSpec`) and printed in the report:
 
 * Greatest displacement: the joints whose axis lies farthest from the payload frame in the 100 %-extension pose
   (the TCP moves |axis x r| metres per radian of the joint), the three largest, in model order.
@@ -43,7 +43,7 @@ LEVELS = (0.33, 0.66, 1.0)
 
 
 @dataclass(frozen=True)
-class TestMotionSpec:
+class StoppingTestSpec:
     """The stated test: ``joints`` under test, ``fold_joints`` (one per tested joint: the joint turned to reduce
     the extension), ``max_speeds`` [rad/s] per tested joint (100 % speed), ``max_payload`` [kg] at
     ``payload_frame``, ``base_pose`` [rad] (100 % extension), ``extension_joint`` (the axis extension is measured
@@ -68,7 +68,7 @@ class TestMotionSpec:
 
 
 @dataclass(frozen=True)
-class TestPoint:
+class StoppingPoint:
     """One cell of the matrix and its prediction: the levels (fractions), the joint ``speed`` [rad/s] and
     ``payload`` [kg] they mean, ``direction`` (+1/-1), the test pose ``q_test`` [rad] and its ``reach`` [m]
     (the extension: payload frame to the extension axis); nominal stopping ``angle`` [rad] and ``time`` [s] of the tested joint, the
@@ -162,7 +162,7 @@ def gravity_direction(robot: RobotModel, q: np.ndarray, joint: str) -> float:
     return 1.0 if g <= 1e-9 else -1.0
 
 
-def check_spec(robot: RobotModel, spec: TestMotionSpec) -> None:
+def check_spec(robot: RobotModel, spec: StoppingTestSpec) -> None:
     """One-line ``StopInputError`` for a spec this robot cannot run (names the field)."""
     if not (len(spec.joints) == len(spec.fold_joints) == len(spec.max_speeds)) or not spec.joints:
         raise StopInputError("joints: joints, fold_joints and max_speeds need one entry per tested joint")
@@ -189,10 +189,10 @@ def check_spec(robot: RobotModel, spec: TestMotionSpec) -> None:
         raise StopInputError(f"category1_deceleration: must be positive, got {spec.category1_deceleration}")
 
 
-def test_points(
-    robot: RobotModel, brakes: BrakeSet, spec: TestMotionSpec,
+def stopping_points(
+    robot: RobotModel, brakes: BrakeSet, spec: StoppingTestSpec,
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[TestPoint, ...]:
+) -> tuple[StoppingPoint, ...]:
     """Predict every cell of the matrix (categories x joints x speed x extension x payload) with its band.
     ``robot`` is the robot WITHOUT payload; ``progress(done, total)`` after each cell."""
     check_spec(robot, spec)
@@ -225,7 +225,7 @@ def test_points(
             angles.append(abs(float(p.stopping_angles[i])))
             times.append(float(p.joint_stop_times[i]) if p.stopped else math.inf)
             stopped = stopped and p.stopped
-        out.append(TestPoint(
+        out.append(StoppingPoint(
             category=cat, joint=joint, speed_fraction=spd, extension_fraction=ext, payload_fraction=pay,
             speed=spd * spec.max_speeds[j], payload=mass, direction=direction, q_test=tuple(float(x) for x in q),
             reach=reach, angle=angles[0], time=times[0], angle_min=min(angles), angle_max=max(angles),

@@ -1,0 +1,40 @@
+"""`vtm-stopping-data ur5`: CSV, JSON, charts and one PDF report in one command; the published comparison."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from vtm_dynamics.cli.stopping_data import main
+
+
+def test_ur5_category0_data_set_report_and_published_table(tmp_path, capsys):
+    out = tmp_path / "ur5"
+    assert main(["ur5", "--category", "0", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "100 % points (category 0) against Universal Robots CB3 user manual" in printed
+    with open(out / "ur5_stopping_data.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 3 * 27  # three joints x speed x extension x payload
+    data = json.loads((out / "ur5_stopping_data.json").read_text())
+    table = {r["joint"]: r for r in data["published_comparison"]}
+    assert set(table) == {"shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint"}
+    for r in table.values():
+        assert abs(r["angle_error_rad"]) < 2e-3 and abs(r["time_error_s"]) < 1e-3
+    pdf = (out / "ur5_stopping_data.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page ") >= 4
+    for joint in table:
+        assert (out / f"ur5_cat0_{joint}.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["ur9"], "robot: unknown robot 'ur9'"),
+    (["ur5", "--max-speeds", "3", "9", "3"], "max_speeds.shoulder_lift_joint: 9 rad/s is above"),
+    (["--urdf", "arm.urdf"], "brakes: --brakes FILE is required with --urdf"),
+])
+def test_bad_input_is_one_line(argv, words, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("vtm-stopping-data: error: ") and words in err, err

@@ -1,0 +1,83 @@
+"""ISO 10218-1 test matrix: the published UR5 figures at 100/100/100, category-1 points against the closed form
+of the ramp, extension poses against plain forward kinematics, the band around the nominal value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from vtm_dynamics.cli.stopping_robots import STOPPING_ROBOTS, load_robot
+from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.calibration import UR5_PUBLISHED_CAT0
+from vtm_dynamics.core.stopping import iso10218 as iso
+
+
+@pytest.fixture(scope="module")
+def ur5():
+    loaded = load_robot("ur5")
+    return loaded.robot, brakes_from_config(loaded.robot, loaded.brake_config)
+
+
+def ur5_spec(**kw) -> iso.StoppingTestSpec:
+    d = STOPPING_ROBOTS["ur5"]
+    fields = dict(joints=d.joints, fold_joints=d.fold_joints, max_speeds=d.max_speeds, max_payload=d.max_payload,
+                  payload_frame="tool0", base_pose=d.base_pose)
+    return iso.StoppingTestSpec(**{**fields, **kw})
+
+
+def test_the_three_joints_of_greatest_displacement_of_the_ur5_are_base_shoulder_elbow(ur5):
+    assert iso.greatest_displacement_joints(ur5[0], [0.0] * 6, "tool0") == d_joints()
+
+
+def d_joints():
+    return ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")
+
+
+@pytest.mark.parametrize("fraction", [0.33, 0.66])
+def test_extension_pose_puts_the_tool_at_the_fraction_of_its_horizontal_reach(ur5, fraction):
+    robot = ur5[0]
+    q, reach = iso.extension_pose(robot, [0.0] * 6, "shoulder_pan_joint", "elbow_joint", "tool0", fraction)
+
+    def horizontal(qq):  # the base axis is the world z axis through the origin
+        data = robot.model.createData()
+        pin.framesForwardKinematics(robot.model, data, np.asarray(qq))
+        return float(np.hypot(*data.oMf[robot.model.getFrameId("tool0")].translation[:2]))
+
+    assert horizontal(q) == pytest.approx(fraction * horizontal(np.zeros(6)), abs=1e-9)
+    assert reach == pytest.approx(horizontal(q), abs=1e-9)
+    assert np.count_nonzero(q) == 1 and q[2] != 0  # only the elbow folded
+
+
+def test_the_100_percent_category0_points_reproduce_the_published_ur5_figures(ur5):
+    spec = ur5_spec(categories=(0,), speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,))
+    points = {p.joint: p for p in iso.stopping_points(*ur5, spec)}
+    for fig in UR5_PUBLISHED_CAT0:
+        p = points[fig.joint]
+        assert p.payload == 5.0 and p.speed == pytest.approx(math.pi)
+        assert p.angle == pytest.approx(fig.angle, abs=2e-3)
+        assert p.time == pytest.approx(fig.time, abs=1e-3)
+        # weaker brakes or later engagement (the band's corners) stop later, stronger ones earlier
+        assert p.angle_min < p.angle < p.angle_max and p.time_min < p.time < p.time_max
+
+
+def test_category1_points_follow_the_ramp_closed_form_and_grow_with_speed(ur5):
+    spec = ur5_spec(categories=(0, 1), extension_levels=(1.0,), payload_levels=(1.0,), category1_deceleration=4.0)
+    points = iso.stopping_points(*ur5, spec)
+    assert len(points) == 2 * 3 * 3
+    for p in points:
+        if p.category == 1:  # the drives ramp v0 to 0 at 4 rad/s^2: time v0/a, angle v0^2/(2a)
+            assert p.time == pytest.approx(p.speed / 4.0, abs=1e-6)
+            assert p.angle == pytest.approx(p.speed ** 2 / 8.0, abs=1e-6)
+    for joint in d_joints():
+        cat0 = sorted((p for p in points if p.category == 0 and p.joint == joint), key=lambda p: p.speed)
+        assert [p.angle for p in cat0] == sorted(p.angle for p in cat0)  # faster -> longer stopping distance
+
+
+def test_a_speed_above_the_model_limit_is_one_line_naming_the_joint(ur5):
+    spec = ur5_spec(max_speeds=(math.pi, 9.0, math.pi))
+    with pytest.raises(StopInputError, match=r"^max_speeds.shoulder_lift_joint: 9 rad/s is above"):
+        iso.stopping_points(*ur5, spec)
