@@ -148,3 +148,18 @@ def test_bad_input_is_one_line_naming_the_field_and_writes_no_result(argv, words
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("vtm-stopping-map: error: ") and words in err, err
     assert not (out / "stopping_map.parquet").exists()
+
+
+def test_the_same_map_runs_on_an_existing_cluster_given_its_scheduler_address(ur5, reference, tmp_path):
+    import logging
+
+    from distributed import LocalCluster
+
+    # an "existing" cluster: started here on loopback, its scheduler named by address like any remote one
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp://", host="127.0.0.1",
+                      dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://127.0.0.1:")
+        run = run_map(small_job(ur5), str(tmp_path / "remote"), scheduler=address)
+        assert run.workers == 1 and rows(run.path).equals(reference)
+        assert cluster.scheduler.status.name == "running"  # the run left the cluster it did not start running
