@@ -139,6 +139,7 @@ def test_a_chunk_with_a_bad_state_is_reported_with_its_input_and_the_rest_comple
     (["ur5", "--speed-fraction", "0.5", "1.5"], "speed_fraction: expected"),
     (["ur5", "--scheduler", "tcp:/127.0.0.1"], "scheduler: expected tcp://HOST:PORT"),
     (["ur5", "--scheduler", "tcp://127.0.0.1:99999"], "scheduler: expected tcp://HOST:PORT"),
+    (["ur5", "--grid", "3", "0", "1", "1", "1", "1"], "grid: expected 6 point counts >= 1"),
 ])
 def test_bad_input_is_one_line_naming_the_field_and_writes_no_result(argv, words, tmp_path, capsys):
     from vtm_dynamics.cli.stopping_map import main

@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--box", type=float, nargs=6, metavar=("XMIN", "YMIN", "ZMIN", "XMAX", "YMAX", "ZMAX"),
                     help="Cartesian cell box [m] (world frame) the TCP must start in")
+    ap.add_argument("--grid", type=int, nargs="+", metavar="N", help="grid of configurations: points per joint "
+                    "(1: the range's middle); replaces --states with the product")
     ap.add_argument("--q-low", type=float, nargs="+", help="lower joint bounds [rad] (default: joint limits)")
     ap.add_argument("--q-high", type=float, nargs="+", help="upper joint bounds [rad]")
     ap.add_argument("--speed-fraction", type=float, nargs=2, default=(0.1, 1.0), metavar=("MIN", "MAX"),
@@ -75,8 +77,12 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
         limit = loaded.robot.model.velocityLimit
         max_speeds = [min(s, float(limit[k])) if limit[k] > 0 else s for k, s in enumerate(d.all_max_speeds)]
     box = None if args.box is None else (tuple(args.box[:3]), tuple(args.box[3:]))
+    grid = None if args.grid is None else tuple(args.grid)
+    n_states = args.states
+    if grid is not None:
+        n_states = math.prod(grid) if grid and all(g >= 1 for g in grid) else 1  # the grid check names it
     return MapSpec(
-        n_states=args.states, tcp_frame=tcp, payload_frame=tcp, chunk_size=args.chunk_size, seed=args.seed,
+        n_states=n_states, grid=grid, tcp_frame=tcp, payload_frame=tcp, chunk_size=args.chunk_size, seed=args.seed,
         q_low=None if args.q_low is None else tuple(args.q_low), q_high=None if args.q_high is None else tuple(args.q_high),
         cell_box=box, speed_fraction=tuple(args.speed_fraction),
         max_speeds=None if max_speeds is None else tuple(float(x) for x in max_speeds),

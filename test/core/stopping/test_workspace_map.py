@@ -58,3 +58,13 @@ def test_bad_maps_are_refused_in_one_line(ur5, kw, words):
     with pytest.raises(MapInputError) as err:
         check_map_spec(ur5, spec(**kw))
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_grid_enumerates_every_point_of_the_joint_ranges_once(ur5):
+    grid_spec = spec(n_states=12, chunk_size=5, grid=(3, 2, 2, 1, 1, 1), q_low=(-1.0, -2.0, 0.0, -1.0, -1.0, -1.0),
+                     q_high=(1.0, -1.0, 2.0, 1.0, 1.0, 1.0))
+    q = np.concatenate([chunk_states(ur5, grid_spec, k).q for k in range(grid_spec.n_chunks)])
+    expected = [(a, b, c, 0.0, 0.0, 0.0) for a in (-1.0, 0.0, 1.0) for b in (-2.0, -1.0) for c in (0.0, 2.0)]
+    assert [tuple(row) for row in q] == expected
+    with pytest.raises(MapInputError, match=r"^grid: 3 x 2 x 2 x 1 x 1 x 1 points, but n_states is 10$"):
+        check_map_spec(ur5, spec(n_states=10, grid=(3, 2, 2, 1, 1, 1)))

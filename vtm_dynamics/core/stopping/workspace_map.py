@@ -1,6 +1,7 @@
 """Workspace stopping map: the TCP stopping distance and stopping time of many sampled states, chunk by chunk.
 
-A state is a configuration q inside the joint limits (optionally with the TCP inside a Cartesian cell box), a
+A state is a configuration q inside the joint limits (sampled uniformly, optionally with the TCP inside a Cartesian
+cell box, or a point of a grid over the joint ranges: ``grid`` points per joint, one point = the range's middle), a
 velocity v = s x (w * v_max) with w a random direction in joint space scaled so its largest entry is +-1 (so the
 most loaded joint runs at the speed fraction s of its limit), a payload [kg] (one of the given levels, a point mass
 at the payload frame) and the envelope's brake-torque and engage-delay factors (uniform in their ranges: the
@@ -59,7 +60,9 @@ class MapSpec:
     (min, max) of ``max_speeds`` [rad/s] per joint (None: the model's velocity limits); ``payloads`` [kg] levels;
     envelope ``torque_factor`` / ``delay_factor`` ranges; stop ``category`` (and the category-1 ramp's
     ``category1_deceleration`` [rad/s^2]); ``tcp_frame`` whose distance is mapped, ``payload_frame``. ``states``:
-    explicit (q, v) pairs instead of sampled ones (e.g. logged states; payload and factors are still sampled)."""
+    explicit (q, v) pairs instead of sampled ones (e.g. logged states; payload and factors are still sampled);
+    ``grid``: points per joint of a grid of configurations over the joint ranges (state k is the k-th point in
+    C order; ``n_states`` must equal the product; velocities, payloads and factors are still sampled)."""
 
     n_states: int
     tcp_frame: str
@@ -77,6 +80,7 @@ class MapSpec:
     category: int = 0
     category1_deceleration: float = 3.0
     states: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] | None = field(default=None)
+    grid: tuple[int, ...] | None = None
 
     @property
     def n_chunks(self) -> int:
@@ -228,6 +232,14 @@ def check_map_spec(robot: RobotModel, spec: MapSpec) -> None:
         raise MapInputError(f"category1_deceleration: must be positive, got {spec.category1_deceleration}")
     if spec.states is not None and len(spec.states) != spec.n_states:
         raise MapInputError(f"states: {len(spec.states)} given for n_states {spec.n_states}")
+    if spec.grid is not None:
+        g = spec.grid
+        if len(g) != robot.nq or any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1 for x in g):
+            raise MapInputError(f"grid: expected {robot.nq} point counts >= 1, got {list(g)}")
+        if int(np.prod([int(x) for x in g], dtype=object)) != spec.n_states:
+            raise MapInputError(f"grid: {' x '.join(map(str, g))} points, but n_states is {spec.n_states}")
+        if spec.cell_box is not None or spec.states is not None:
+            raise MapInputError("grid: not together with cell_box or states (the grid is the configurations)")
     if spec.cell_box is not None:
         try:
             box = np.asarray(spec.cell_box, dtype=float)
@@ -251,6 +263,15 @@ def _tcp(robot: RobotModel, q: np.ndarray, fid: int) -> np.ndarray:
     return robot.data.oMf[fid].translation.copy()
 
 
+def _velocities(rng: np.random.Generator, n: int, nv: int, spec: MapSpec,
+                vmax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(v, s): random joint-space directions scaled so the most loaded joint runs at the speed fraction s."""
+    w = rng.standard_normal((n, nv))
+    w /= np.maximum(np.max(np.abs(w), axis=1, keepdims=True), 1e-300)
+    s = rng.uniform(*spec.speed_fraction, size=n)
+    return s[:, None] * w * vmax[None, :], s
+
+
 def chunk_states(robot: RobotModel, spec: MapSpec, chunk: int) -> StateBatch:
     """The states of ``chunk`` (module docstring); raises :class:`MapInputError` when the cell box cannot be hit."""
     if not 0 <= chunk < spec.n_chunks:
@@ -266,6 +287,12 @@ def chunk_states(robot: RobotModel, spec: MapSpec, chunk: int) -> StateBatch:
         q = np.array([r[0] for r in rows], dtype=float).reshape(n, -1)
         v = np.array([r[1] for r in rows], dtype=float).reshape(n, -1)
         s = np.max(np.abs(v) / vmax, axis=1) if v.shape[1] == robot.nv else np.full(n, np.nan)
+    elif spec.grid is not None:
+        axes = [np.linspace(lo[i], hi[i], g) if g > 1 else np.array([0.5 * (lo[i] + hi[i])])
+                for i, g in enumerate(spec.grid)]
+        cells = np.unravel_index(np.arange(start, start + n), tuple(spec.grid))
+        q = np.stack([axes[i][cells[i]] for i in range(robot.nq)], axis=1)
+        v, s = _velocities(rng, n, robot.nv, spec, vmax)
     else:
         box = None if spec.cell_box is None else np.asarray(spec.cell_box, dtype=float)
         qs = []
@@ -282,10 +309,7 @@ def chunk_states(robot: RobotModel, spec: MapSpec, chunk: int) -> StateBatch:
                     continue
             qs.append(cand)
         q = np.array(qs)
-        w = rng.standard_normal((n, robot.nv))
-        w /= np.maximum(np.max(np.abs(w), axis=1, keepdims=True), 1e-300)
-        s = rng.uniform(*spec.speed_fraction, size=n)
-        v = s[:, None] * w * vmax[None, :]
+        v, s = _velocities(rng, n, robot.nv, spec, vmax)
     payload = np.asarray(spec.payloads, dtype=float)[rng.integers(0, len(spec.payloads), size=n)]
     tf = rng.uniform(*spec.torque_factor, size=n)
     df = rng.uniform(*spec.delay_factor, size=n)
