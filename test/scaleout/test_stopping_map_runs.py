@@ -164,3 +164,19 @@ def test_the_same_map_runs_on_an_existing_cluster_given_its_scheduler_address(ur
         run = run_map(small_job(ur5), str(tmp_path / "remote"), scheduler=address)
         assert run.workers == 1 and rows(run.path).equals(reference)
         assert cluster.scheduler.status.name == "running"  # the run left the cluster it did not start running
+
+
+def test_a_cluster_without_workers_is_one_line_naming_the_scheduler(ur5, tmp_path, monkeypatch):
+    import logging
+
+    from distributed import LocalCluster
+
+    from vtm_dynamics.core.stopping.workspace_map import MapInputError
+    from vtm_dynamics.scaleout import map_runner
+
+    monkeypatch.setattr(map_runner, "WORKER_WAIT", 1.0)
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster:
+        with pytest.raises(MapInputError, match=r"^scheduler: no worker joined tcp://127\.0\.0\.1:\d+ within 1 s$"):
+            run_map(small_job(ur5), str(tmp_path / "empty"), scheduler=cluster.scheduler_address)
+    assert not (tmp_path / "empty" / "stopping_map.parquet").exists()

@@ -34,6 +34,7 @@ from vtm_dynamics.core.stopping.workspace_map import (
 )
 from vtm_dynamics.scaleout.chunk_store import ChunkStore, inputs_hash, read_result
 
+WORKER_WAIT = 30.0  # [s] how long a run waits for the first worker of a cluster
 _ADDRESS = re.compile(r"^tcp://(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])"
                       r":(?P<port>[0-9]{1,5})$")
 
@@ -175,6 +176,11 @@ def run_map(
 
         client = _client(scheduler, workers, threads)
         try:
+            try:  # an existing cluster may have no worker yet: wait a little, never forever
+                client.wait_for_workers(1, timeout=WORKER_WAIT)
+            except (TimeoutError, OSError):
+                raise MapInputError(f"scheduler: no worker joined {scheduler or 'the local cluster'} within "
+                                    f"{WORKER_WAIT:g} s") from None
             n_workers = len(client.scheduler_info().get("workers", {}))
             if on_start is not None:
                 on_start(client)
