@@ -30,7 +30,7 @@ from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
 from vtm_dynamics.core.estop.calibration import UR5_PUBLISHED_CAT0, PublishedStop
 from vtm_dynamics.core.stopping.iso10218 import (
-    LEVELS, StoppingTestSpec, StoppingPoint, greatest_displacement_joints, stopping_points,
+    LEVELS, StoppingPoint, StoppingTestSpec, extension_pose, greatest_displacement_joints, stopping_points,
 )
 
 PROG = "vtm-stopping-data"
@@ -46,6 +46,22 @@ PUBLISHED = {"ur5": UR5_PUBLISHED_CAT0, "ur3": UR3_PUBLISHED_CAT0}
 PUBLISHED_SOURCE = "Universal Robots CB3 user manual, Appendix A (stop category 0, 100 % extension/speed/payload)"
 
 
+def _fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, given: str | None) -> str:
+    """The joint that folds the arm to lower extensions: ``given``, else the outermost tested joint that can bring
+    ``frame`` to the lowest level (then the next one inwards): an elbow where there is one."""
+    candidates = [given] if given else [j for j in reversed(joints[1:])]
+    reason = ""
+    for fold in candidates:
+        if fold not in robot.joint_names:
+            raise StopInputError(f"fold: {fold!r} is not a joint of {robot.name!r}")
+        try:
+            extension_pose(robot, base, joints[0], fold, frame, min(LEVELS))
+            return fold
+        except StopInputError as err:
+            reason = str(err)
+    raise StopInputError(reason or "fold: no joint can fold the arm to the lowest extension")
+
+
 def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     """The stated test for a named robot (its defaults) or for a URDF (computed joints, given payload/speeds)."""
     robot, d = loaded.robot, loaded.defaults
@@ -59,7 +75,7 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
         joints, folds, speeds, payload = d.joints, d.fold_joints, d.max_speeds, d.max_payload
     else:
         joints = greatest_displacement_joints(robot, base, frame)
-        folds = (joints[-1],) * len(joints)
+        folds = (_fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
         speeds = tuple(float(robot.model.velocityLimit[robot.joint(j).idx_v]) for j in joints)
         payload = 0.0
     if args.max_speeds:
@@ -204,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tcp-frame", help="payload / TCP frame")
     ap.add_argument("--max-payload", type=float, help="maximum payload [kg]")
     ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% speed [rad/s] of each tested joint")
+    ap.add_argument("--fold", help="joint that folds the arm to 33/66 %% extension (default: the elbow-like joint)")
     ap.add_argument("--base-pose", type=float, nargs="+", help="100 %% extension pose [rad]")
     ap.add_argument("--category", type=int, nargs="+", default=[0, 1], choices=(0, 1))
     ap.add_argument("--decel", type=float, default=3.0, help="category 1: deceleration [rad/s^2] (assumed)")
