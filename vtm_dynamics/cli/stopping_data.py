@@ -86,7 +86,8 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
         payload = args.max_payload
     return StoppingTestSpec(joints=tuple(joints), fold_joints=tuple(folds), max_speeds=tuple(speeds),
                           max_payload=payload, payload_frame=frame, base_pose=base, extension_joint=joints[0],
-                          categories=tuple(args.category), category1_deceleration=args.decel)
+                          categories=tuple(args.category), category1_deceleration=args.decel,
+                          hold_others=args.others == "held")
 
 
 def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec) -> list[str]:
@@ -94,8 +95,11 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec) -> list[str]:
     lines = [
         "Test motion per tested joint (ASSUMED: ISO 10218-1 does not fix it, the vendor manuals do not state it):",
         "  the joint alone, through the test pose, at the speed fraction x its maximum speed, moving the way",
-        "  gravity pulls (the longer stop; + without gravity torque); the other joints held (locked at t = 0:",
-        "  by their brakes in category 0, by the drives during the category-1 ramp).",
+        "  gravity pulls (the longer stop; + without gravity torque); the other joints at rest and "
+        + ("held rigid (locked at t = 0)." if spec.hold_others else "braked like the tested joint (true category 0:"),
+        "  " + ("the drives hold them during a category-1 ramp." if spec.hold_others else
+                "their brakes engage after their delay and may slip under the load; the drives hold them during a "
+                "category-1 ramp)."),
         f"  100 % extension pose q = {list(spec.base_pose)} rad; extension = distance of {spec.payload_frame} from the",
         f"  axis of {spec.extension_joint}; lower extensions fold " + ", ".join(
             f"{j} with {f}" for j, f in zip(spec.joints, spec.fold_joints)) + " (smallest angle).",
@@ -223,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--fold", help="joint that folds the arm to 33/66 %% extension (default: the elbow-like joint)")
     ap.add_argument("--base-pose", type=float, nargs="+", help="100 %% extension pose [rad]")
     ap.add_argument("--category", type=int, nargs="+", default=[0, 1], choices=(0, 1))
+    ap.add_argument("--others", choices=("held", "braked"), default="held",
+                    help="the joints not under test: held rigid (locked at t = 0, as the UR5 brake calibration "
+                    "assumed) or braked like the tested joint (true category 0)")
     ap.add_argument("--decel", type=float, default=3.0, help="category 1: deceleration [rad/s^2] (assumed)")
     ap.add_argument("--out", required=True, help="output directory")
     return ap

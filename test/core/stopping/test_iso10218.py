@@ -64,8 +64,12 @@ def test_the_100_percent_category0_points_reproduce_the_published_ur5_figures(ur
         assert p.angle_min < p.angle < p.angle_max and p.time_min < p.time < p.time_max
 
 
-def test_category1_points_follow_the_ramp_closed_form_and_grow_with_speed(ur5):
-    spec = ur5_spec(categories=(0, 1), extension_levels=(1.0,), payload_levels=(1.0,), category1_deceleration=4.0)
+@pytest.mark.parametrize("hold_others", [True, False], ids=["others_held", "others_braked"])
+def test_category1_points_follow_the_ramp_closed_form_and_grow_with_speed(ur5, hold_others):
+    """The drives ramp the tested joint down and hold the others at rest, so whether the others would be held
+    rigid or braked does not matter in category 1."""
+    spec = ur5_spec(categories=(0, 1), extension_levels=(1.0,), payload_levels=(1.0,), category1_deceleration=4.0,
+                    hold_others=hold_others)
     points = iso.stopping_points(*ur5, spec)
     assert len(points) == 2 * 3 * 3
     for p in points:

@@ -10,8 +10,10 @@ result (:class:`StoppingTestSpec`) and printed in the report:
   (the TCP moves |axis x r| metres per radian of the joint), the three largest, in model order.
 * Test motion of joint i (as in :mod:`vtm_dynamics.core.estop.calibration`): joint i alone at speed fraction x its
   maximum speed, through the test pose, moving the way gravity pulls (the longer stop; +1 without gravity torque),
-  the other joints held (a lock at t = 0: held by their brakes in category 0, by the drives during the category-1
-  ramp), the payload a point mass at the payload frame.
+  the other joints at rest and either held rigid (``hold_others``: a lock at t = 0, as the UR5 calibration
+  assumed) or braked like the tested joint (true category 0: their brakes engage after their delay and they may
+  slide under the load; during a category-1 ramp the drives hold them at rest either way), the payload a point
+  mass at the payload frame.
 * Extension e: the robot's extension is the distance of the payload frame from the axis of ``extension_joint``
   (the base axis); e is the 100 % pose with joint i's "fold" joint (e.g. the elbow; for the elbow test the elbow's
   own start angle) turned by the smallest angle within its limits (the positive direction on a tie) that brings
@@ -48,8 +50,8 @@ class StoppingTestSpec:
     the extension), ``max_speeds`` [rad/s] per tested joint (100 % speed), ``max_payload`` [kg] at
     ``payload_frame``, ``base_pose`` [rad] (100 % extension), ``extension_joint`` (the axis extension is measured
     from; None: the first tested joint), ``categories``, the three level lists (fractions),
-    ``category1_deceleration`` [rad/s^2] (ramp of the tested joint), and the band's ``torque_factor`` and
-    ``delay_factor`` ranges."""
+    ``category1_deceleration`` [rad/s^2] (ramp of the tested joint), the band's ``torque_factor`` and
+    ``delay_factor`` ranges, and ``hold_others`` (the other joints locked at t = 0, else braked)."""
 
     joints: tuple[str, ...]
     fold_joints: tuple[str, ...]
@@ -65,6 +67,7 @@ class StoppingTestSpec:
     category1_deceleration: float = 3.0
     torque_factor: tuple[float, float] = (0.9, 1.1)
     delay_factor: tuple[float, float] = (1.0, 1.5)
+    hold_others: bool = True
 
 
 @dataclass(frozen=True)
@@ -216,12 +219,13 @@ def stopping_points(
         v = np.zeros(model.nv)
         v[i] = direction * spd * spec.max_speeds[j]
         others = [name for name in model.joint_names if name != joint]
+        locks = [LockEvent(0.0, others)] if spec.hold_others else []
         c1 = CategoryOne(deceleration=spec.category1_deceleration) if cat == 1 else None
         angles, times, stopped = [], [], True
         for tf, df, _ in envelope_samples(EnvelopeSpec(torque_factor=spec.torque_factor,
                                                        delay_factor=spec.delay_factor)):
             p = predict_stop(model, brakes.scaled(torque_factor=tf, delay_factor=df), q, v, category=cat,
-                             category_one=c1, lock_events=[LockEvent(0.0, others)])
+                             category_one=c1, lock_events=locks)
             angles.append(abs(float(p.stopping_angles[i])))
             times.append(float(p.joint_stop_times[i]) if p.stopped else math.inf)
             stopped = stopped and p.stopped
