@@ -34,6 +34,9 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
         for lv, pts in _curves(points, category, joint, vary):
             x = [100 * p.speed_fraction for p in pts]
             label = f"{vary} {lv:.0%}"
+            actual = pts[0].extension_actual
+            if vary == "extension" and abs(actual - lv) > 0.005:
+                label += f" (reached {actual:.0%})"
             for row, (val, lo, hi) in enumerate((("angle", "angle_min", "angle_max"), ("time", "time_min", "time_max"))):
                 ax = axes[row][col]
                 line, = ax.plot(x, [getattr(p, val) for p in pts], marker="o", label=label)

@@ -50,7 +50,7 @@ def _fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str,
     """The joint that folds the arm to lower extensions: ``given``, else the outermost tested joint that can bring
     ``frame`` to the lowest level (then the next one inwards): an elbow where there is one."""
     candidates = [given] if given else [j for j in reversed(joints[1:])]
-    reason = ""
+    reason, closest = "", None
     for fold in candidates:
         if fold not in robot.joint_names:
             raise StopInputError(f"fold: {fold!r} is not a joint of {robot.name!r}")
@@ -59,6 +59,12 @@ def _fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str,
             return fold
         except StopInputError as err:
             reason = str(err)
+        _, reach = extension_pose(robot, base, joints[0], fold, frame, min(LEVELS), strict=False)
+        _, full = extension_pose(robot, base, joints[0], fold, frame, 1.0)
+        if reach < 0.99 * full and (closest is None or reach < closest[1]):
+            closest = (fold, reach)  # folds, if not all the way: the report states the extension reached
+    if closest is not None:
+        return closest[0]
     raise StopInputError(reason or "fold: no joint can fold the arm to the lowest extension")
 
 
@@ -72,7 +78,10 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     if len(base) != robot.nq:
         raise StopInputError(f"base_pose: expected {robot.nq} angles [rad], got {len(base)}")
     if d is not None:
-        joints, folds, speeds, payload = d.joints, d.fold_joints, d.max_speeds, d.max_payload
+        joints, folds, payload = d.joints, d.fold_joints, d.max_payload
+        limit = robot.model.velocityLimit  # the stated speeds, capped by the URDF (the prediction refuses more)
+        speeds = tuple(min(sp, float(limit[robot.joint(j).idx_v])) if limit[robot.joint(j).idx_v] > 0 else sp
+                       for j, sp in zip(joints, d.max_speeds))
     else:
         joints = greatest_displacement_joints(robot, base, frame)
         folds = (_fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
@@ -90,7 +99,8 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
                           hold_others=args.others == "held")
 
 
-def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec) -> list[str]:
+def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
+                points: Sequence[StoppingPoint] = ()) -> list[str]:
     deg = 180 / math.pi
     lines = [
         "Test motion per tested joint (ASSUMED: ISO 10218-1 does not fix it, the vendor manuals do not state it):",
@@ -111,6 +121,11 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec) -> list[str]:
         f"  Band: every corner of brake torque x {spec.torque_factor} and engage delay x {spec.delay_factor}.",
         "  Stopping distance = the tested joint's angle travelled after the stop command; time = until it rests.",
     ]
+    short = sorted({(p.joint, p.extension_fraction, round(p.extension_actual, 3)) for p in points
+                    if abs(p.extension_actual - p.extension_fraction) > 0.005})
+    for joint, level, actual in short:
+        lines.append(f"  NOTE: {joint} test, extension {level:.0%}: folding reaches only {actual:.0%} (lateral "
+                     "offsets keep the payload off the axis); that pose is used and labelled.")
     if loaded.defaults is not None:
         lines += ["  Robot defaults (stated assumptions): see vtm_dynamics/cli/stopping_robots.py: maximum speeds",
                   "  from the vendor's joint speed limits, capped by the URDF velocity limits."]
@@ -204,7 +219,8 @@ def write_report(path: str, loaded: LoadedRobot, brakes: BrakeSet, spec: Stoppin
              "sliding, viscous and holding torque, stick/slip, momentum-consistent locks).", ""]
     with PdfPages(path) as pdf:
         _text_page(pdf, f"Stopping data (ISO 10218-1 style): {loaded.name}",
-                   model + brake_lines(loaded, brakes) + [""] + assumptions(loaded, spec) + [""] + table_lines(rows))
+                   model + brake_lines(loaded, brakes) + [""] + assumptions(loaded, spec, points) + [""]
+                   + table_lines(rows))
         for cat in spec.categories:
             for joint in spec.joints:
                 fig = vendor_chart(points, cat, joint, f"{loaded.name}: stop category {cat}, {joint} "
@@ -246,7 +262,7 @@ def run(args: argparse.Namespace, progress=None) -> dict:
     write_csv(stem + ".csv", points)
     with open(stem + ".json", "w", encoding="utf-8") as fh:
         json.dump({"robot": loaded.name, "spec": asdict(spec), "points": [asdict(p) for p in points],
-                   "published_comparison": rows, "assumptions": assumptions(loaded, spec)}, fh, indent=1)
+                   "published_comparison": rows, "assumptions": assumptions(loaded, spec, points)}, fh, indent=1)
     from vtm_dynamics.cli.stopping_charts import save_vendor_charts
 
     charts = save_vendor_charts(args.out, points, loaded.name)

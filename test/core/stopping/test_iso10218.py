@@ -85,3 +85,25 @@ def test_a_speed_above_the_model_limit_is_one_line_naming_the_joint(ur5):
     spec = ur5_spec(max_speeds=(math.pi, 9.0, math.pi))
     with pytest.raises(StopInputError, match=r"^max_speeds.shoulder_lift_joint: 9 rad/s is above"):
         iso.stopping_points(*ur5, spec)
+
+
+def test_an_unreachable_extension_folds_to_the_least_extension_and_says_so():
+    """On the UR3 the lateral offsets keep tool0 more than 33 % of its reach from the base axis whatever the elbow
+    does: strict refuses in one line, otherwise the pose of least extension is used and its reach returned."""
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    ur3 = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur3_robot.urdf"))
+    with pytest.raises(StopInputError, match="^extension: turning elbow_joint within its limits cannot bring"):
+        iso.extension_pose(ur3, [0.0] * 6, "shoulder_pan_joint", "elbow_joint", "tool0", 0.33)
+    q, reach = iso.extension_pose(ur3, [0.0] * 6, "shoulder_pan_joint", "elbow_joint", "tool0", 0.33, strict=False)
+    data = ur3.model.createData()
+
+    def horizontal(elbow):
+        qq = np.zeros(6)
+        qq[2] = elbow
+        pin.framesForwardKinematics(ur3.model, data, qq)
+        return float(np.hypot(*data.oMf[ur3.model.getFrameId("tool0")].translation[:2]))
+
+    scan = min(horizontal(t) for t in np.linspace(-np.pi, np.pi, 20001))
+    assert reach == pytest.approx(horizontal(q[2]), abs=1e-9)
+    assert reach == pytest.approx(scan, abs=1e-6) and reach > 0.33 * horizontal(0.0)

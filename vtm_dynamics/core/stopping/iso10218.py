@@ -74,7 +74,8 @@ class StoppingTestSpec:
 class StoppingPoint:
     """One cell of the matrix and its prediction: the levels (fractions), the joint ``speed`` [rad/s] and
     ``payload`` [kg] they mean, ``direction`` (+1/-1), the test pose ``q_test`` [rad] and its ``reach`` [m]
-    (the extension: payload frame to the extension axis); nominal stopping ``angle`` [rad] and ``time`` [s] of the tested joint, the
+    (the extension: payload frame to the extension axis) and ``extension_actual`` (reach / 100 % reach: above the
+    level where folding cannot reach it); nominal stopping ``angle`` [rad] and ``time`` [s] of the tested joint, the
     band ``angle_min``/``angle_max``/``time_min``/``time_max`` over the envelope corners, and ``stopped`` (every
     case came to rest within the horizon)."""
 
@@ -88,6 +89,7 @@ class StoppingPoint:
     direction: float
     q_test: tuple[float, ...]
     reach: float
+    extension_actual: float
     angle: float
     time: float
     angle_min: float
@@ -124,9 +126,11 @@ def greatest_displacement_joints(robot: RobotModel, q: Sequence[float], frame: s
 
 
 def extension_pose(robot: RobotModel, base_pose: Sequence[float], joint: str, fold: str, frame: str,
-                   fraction: float) -> tuple[np.ndarray, float]:
+                   fraction: float, strict: bool = True) -> tuple[np.ndarray, float]:
     """(pose [rad], extension [m]): ``base_pose`` with ``fold`` turned by the smallest angle within its limits that
-    puts ``frame`` at ``fraction`` x its base-pose distance from the axis of ``joint`` (module docstring)."""
+    puts ``frame`` at ``fraction`` x its base-pose distance from the axis of ``joint`` (module docstring). When no
+    angle reaches it (lateral offsets keep the frame away from the axis, as on the UR3), ``strict`` raises; else
+    the fold goes to the angle of least extension and the extension returned is the one reached."""
     q0 = np.asarray(base_pose, dtype=float)
     full = _axis_distance(robot, q0, joint, frame)
     if fraction >= 1.0:
@@ -152,11 +156,17 @@ def extension_pose(robot: RobotModel, base_pose: Sequence[float], joint: str, fo
                     best = t
                 break
     if best is None:
-        raise StopInputError(f"extension: turning {fold} within its limits cannot bring {frame} to "
-                             f"{fraction:.0%} of its distance from {joint}")
+        if strict:
+            raise StopInputError(f"extension: turning {fold} within its limits cannot bring {frame} to "
+                                 f"{fraction:.0%} of its distance from {joint}")
+        grid = np.linspace(lo, hi, 721)
+        t0 = grid[int(np.argmin([resid(t) for t in grid]))]
+        step = grid[1] - grid[0]
+        best = float(scipy.optimize.minimize_scalar(resid, bounds=(max(lo, t0 - step), min(hi, t0 + step)),
+                                                    method="bounded", options={"xatol": 1e-10}).x)
     q = q0.copy()
     q[k] = best
-    return q, target
+    return q, resid(best) + target
 
 
 def gravity_direction(robot: RobotModel, q: np.ndarray, joint: str) -> float:
@@ -203,6 +213,7 @@ def stopping_points(
                                    spec.payload_levels, spec.speed_levels))
     models: dict[float, RobotModel] = {}
     poses: dict[tuple[int, float], tuple[np.ndarray, float]] = {}
+    full: dict[int, float] = {}
     out = []
     for n, (cat, j, ext, pay, spd) in enumerate(cells):
         joint = spec.joints[j]
@@ -212,7 +223,10 @@ def stopping_points(
         model = models[mass]
         if (j, ext) not in poses:
             poses[(j, ext)] = extension_pose(robot, spec.base_pose, spec.extension_joint or spec.joints[0],
-                                             spec.fold_joints[j], spec.payload_frame, ext)
+                                             spec.fold_joints[j], spec.payload_frame, ext, strict=False)
+            full[j] = poses[(j, 1.0)][1] if (j, 1.0) in poses else extension_pose(
+                robot, spec.base_pose, spec.extension_joint or spec.joints[0], spec.fold_joints[j],
+                spec.payload_frame, 1.0)[1]
         q, reach = poses[(j, ext)]
         i = model.joint(joint).idx_v
         direction = gravity_direction(model, q, joint)
@@ -232,7 +246,8 @@ def stopping_points(
         out.append(StoppingPoint(
             category=cat, joint=joint, speed_fraction=spd, extension_fraction=ext, payload_fraction=pay,
             speed=spd * spec.max_speeds[j], payload=mass, direction=direction, q_test=tuple(float(x) for x in q),
-            reach=reach, angle=angles[0], time=times[0], angle_min=min(angles), angle_max=max(angles),
+            reach=reach, extension_actual=reach / full[j] if full[j] > 0 else 1.0, angle=angles[0], time=times[0],
+            angle_min=min(angles), angle_max=max(angles),
             time_min=min(times), time_max=max(times), stopped=stopped,
         ))
         if progress is not None:
