@@ -2,8 +2,8 @@
 
 Maximum joint speeds (100 % speed) are not in the published stopping data; we ASSUME the manufacturer's joint speed
 limits: UR5 (CB3 manual): base, shoulder, elbow 180 deg/s, wrists 180 deg/s; UR3 (CB3 manual): base, shoulder,
-elbow 180 deg/s, wrists 360 deg/s. Where the URDF's velocity limit is lower (example-robot-data: 3.15 rad/s), the
-URDF limit applies (the prediction refuses states beyond the model's limits). Maximum payloads: UR5 5 kg, UR3 3 kg
+elbow 180 deg/s, wrists 360 deg/s. Where the URDF's velocity limit is lower (example-robot-data: UR5 3.15 rad/s,
+UR3 base and shoulder 2.16 rad/s), the URDF limit applies (the prediction refuses states beyond the model's limits). Maximum payloads: UR5 5 kg, UR3 3 kg
 (same manuals), a point mass at ``tool0``. The 100 % extension pose is the arm stretched horizontally (q = 0 of the
 example-robot-data URDFs); extension is folded with the elbow.
 """
