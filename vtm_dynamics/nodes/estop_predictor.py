@@ -45,6 +45,8 @@ Outputs (on a trigger, and at ``continuous_rate`` Hz when > 0: "where would it s
   ``joint_reactions``        vtm_msgs/JointReactions at rest
   ``stop_markers``           visualization_msgs/MarkerArray (see ``markers``)
   ``predicted_joint_states`` sensor_msgs/JointState of the predicted rest pose (ghost robot), at ``ghost_rate`` Hz
+  ``stopping_distance``      vtm_msgs/StoppingDistance with each continuous prediction: TCP stopping distance and
+                             time if the E-stop fired now, nominal and the envelope's worst case (``live_stopping``)
   ``/diagnostics``           diagnostic_msgs/DiagnosticArray at ``diagnostics_rate`` Hz: model name/hash, newest
                              joint-state age, last prediction, counts of triggers, predictions, refused work and
                              rejected inputs
