@@ -62,6 +62,8 @@ class StickSlipDecisions:
         if C.size == 0:
             return StickSlipOutcome([], [], [])
         cap = np.where(self.locked, self.cap, self.hold)
+        if self.has_rise:  # a brake's capacity rises with its torque (r(t) hold)
+            cap = np.where(cap == self.hold, cap * self._ramp(t), cap)
         C_list = C.tolist()
         S = set(C_list)
         d = np.zeros(self.nv)
@@ -85,7 +87,14 @@ class StickSlipDecisions:
                 over = np.flatnonzero(ratio > limit)
             else:
                 ratio, over = _EMPTY, _EMPTY_I
-            bad_R = [i for i in Ra if d[i] * a[i] <= 0.0] if Ra.size else []
+            if Ra.size and force:
+                # a held joint whose release was located at this instant starts to slip with the acceleration
+                # that the growing demand gives it: zero at the instant when the friction at rest (breakaway)
+                # equals the capacity, so only a clearly opposite acceleration makes its slip inconsistent
+                tol = 1e-9 * (1.0 + float(np.max(np.abs(a))))
+                bad_R = [i for i in Ra if d[i] * a[i] <= (-tol if i in force else 0.0)]
+            else:
+                bad_R = [i for i in Ra if d[i] * a[i] <= 0.0] if Ra.size else []
             if over.size == 0 and not bad_R:
                 result = (Sa, Ra)
                 k_final = self._k_split
