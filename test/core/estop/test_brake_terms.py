@@ -301,3 +301,24 @@ def test_release_at_exactly_the_breakaway_capacity_slips_instead_of_stalling(ur5
     assert ("release", ("elbow_joint",)) in kinds
     release = next(e for e in p.events if e.kind == "release")
     assert release.time < p.stop_time
+
+
+def test_extended_model_default_integration_is_within_1e6_of_a_fine_reference(ur5):
+    """Time-dependent (rise) and speed-dependent (Stribeck) brake torques keep the default step's accuracy: event
+    times, rest pose and joint stop times within 1e-6 of a 4 x finer step."""
+    brakes = brakes_from_config(ur5, EXTENDED)
+    coarse = predict_stop(ur5, brakes, Q_MOVING, V_MOVING)
+    fine = predict_stop(ur5, brakes, Q_MOVING, V_MOVING, settings=StopSettings(step=StopSettings().step / 4))
+    assert [e.kind for e in fine.events] == [e.kind for e in coarse.events]
+    assert max(abs(a.time - b.time) for a, b in zip(fine.events, coarse.events)) <= 1e-6
+    assert np.max(np.abs(fine.q_final - coarse.q_final)) <= 1e-6
+
+
+def test_abrupt_lock_conserves_momentum_with_the_rotor_inertia(ur5):
+    """A lock event's jump uses M + diag(armature): the free joints' momentum rows of (M + A) v are conserved."""
+    brakes = brakes_from_config(ur5, EXTENDED)
+    p = predict_stop(ur5, brakes, Q_MOVING, V_MOVING, lock_events=[LockEvent(0.005, "elbow_joint")])
+    ev = next(e for e in p.events if e.kind == "lock")
+    M = ur5.mass_matrix(ev.q) + np.diag(brakes.armature)
+    free = [i for i, n in enumerate(ur5.joint_names) if n != "elbow_joint"]
+    np.testing.assert_allclose((M @ ev.v_plus)[free], (M @ ev.v_minus)[free], atol=1e-9)
