@@ -28,21 +28,15 @@ from typing import Sequence
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
-from vtm_dynamics.core.estop.calibration import UR5_PUBLISHED_CAT0, PublishedStop
+from vtm_dynamics.core.estop.category0_fit import SPECS as CATEGORY0_FITS
 from vtm_dynamics.core.stopping.iso10218 import (
     LEVELS, StoppingPoint, StoppingTestSpec, extension_pose, greatest_displacement_joints, stopping_points,
 )
 
 PROG = "vtm-stopping-data"
 
-# Universal Robots CB3 user manuals, Appendix A: stop category 0, 100 % extension, 100 % speed, maximum payload
-# (UR3: 3 kg); the UR5 figures live with the calibration that derived the default brakes from them.
-UR3_PUBLISHED_CAT0 = (
-    PublishedStop("shoulder_pan_joint", 0.18, 0.159),
-    PublishedStop("shoulder_lift_joint", 0.20, 0.154),
-    PublishedStop("elbow_joint", 0.15, 0.092),
-)
-PUBLISHED = {"ur5": UR5_PUBLISHED_CAT0, "ur3": UR3_PUBLISHED_CAT0}
+# the published category-0 figures the default brakes were fitted to (one home: core.estop.category0_fit)
+PUBLISHED = {name: fit.figures for name, fit in CATEGORY0_FITS.items()}
 PUBLISHED_SOURCE = "Universal Robots CB3 user manual, Appendix A (stop category 0, 100 % extension/speed/payload)"
 
 
@@ -243,9 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--fold", help="joint that folds the arm to 33/66 %% extension (default: the elbow-like joint)")
     ap.add_argument("--base-pose", type=float, nargs="+", help="100 %% extension pose [rad]")
     ap.add_argument("--category", type=int, nargs="+", default=[0, 1], choices=(0, 1))
-    ap.add_argument("--others", choices=("held", "braked"), default="held",
-                    help="the joints not under test: held rigid (locked at t = 0, as the UR5 brake calibration "
-                    "assumed) or braked like the tested joint (true category 0)")
+    ap.add_argument("--others", choices=("braked", "held"), default="braked",
+                    help="the joints not under test: braked like the tested joint (true category 0, the test the "
+                    "default brakes were fitted with) or held rigid (locked at t = 0)")
     ap.add_argument("--decel", type=float, default=3.0, help="category 1: deceleration [rad/s^2] (assumed)")
     ap.add_argument("--out", required=True, help="output directory")
     return ap

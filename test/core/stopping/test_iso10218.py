@@ -12,7 +12,7 @@ import pytest
 from vtm_dynamics.cli.stopping_robots import STOPPING_ROBOTS, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import brakes_from_config
-from vtm_dynamics.core.estop.calibration import UR5_PUBLISHED_CAT0
+from vtm_dynamics.core.estop.category0_fit import SPECS as CATEGORY0_FITS
 from vtm_dynamics.core.stopping import iso10218 as iso
 
 
@@ -52,30 +52,48 @@ def test_extension_pose_puts_the_tool_at_the_fraction_of_its_horizontal_reach(ur
     assert np.count_nonzero(q) == 1 and q[2] != 0  # only the elbow folded
 
 
-def test_the_100_percent_category0_points_reproduce_the_published_ur5_figures(ur5):
-    spec = ur5_spec(categories=(0,), speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,))
-    points = {p.joint: p for p in iso.stopping_points(*ur5, spec)}
-    for fig in UR5_PUBLISHED_CAT0:
+@pytest.mark.parametrize("name", ["ur5", "ur3"])
+def test_the_100_percent_category0_points_reproduce_the_published_figures(name):
+    """CB3 manual, Appendix A (category 0, 100 % speed / extension / payload) within the 10 % the default brakes
+    were fitted to, in the true category-0 test (every joint braked); the envelope's weaker or later brakes stop
+    later, stronger ones earlier."""
+    loaded = load_robot(name)
+    d = STOPPING_ROBOTS[name]
+    limit = loaded.robot.model.velocityLimit
+    speeds = tuple(min(s, float(limit[loaded.robot.joint(j).idx_v])) for j, s in zip(d.joints, d.max_speeds))
+    spec = iso.StoppingTestSpec(joints=d.joints, fold_joints=d.fold_joints, max_speeds=speeds,
+                                max_payload=d.max_payload, payload_frame="tool0", base_pose=d.base_pose,
+                                categories=(0,), speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,),
+                                hold_others=False)
+    points = {p.joint: p for p in iso.stopping_points(loaded.robot, brakes_from_config(loaded.robot,
+                                                                                     loaded.brake_config), spec)}
+    for fig in CATEGORY0_FITS[name].figures:
         p = points[fig.joint]
-        assert p.payload == 5.0 and p.speed == pytest.approx(math.pi)
-        assert p.angle == pytest.approx(fig.angle, abs=2e-3)
-        assert p.time == pytest.approx(fig.time, abs=1e-3)
-        # weaker brakes or later engagement (the band's corners) stop later, stronger ones earlier
+        assert p.payload == CATEGORY0_FITS[name].payload and p.stopped
+        assert p.angle == pytest.approx(fig.angle, rel=0.10) and p.time == pytest.approx(fig.time, rel=0.10)
         assert p.angle_min < p.angle < p.angle_max and p.time_min < p.time < p.time_max
 
 
 @pytest.mark.parametrize("hold_others", [True, False], ids=["others_held", "others_braked"])
 def test_category1_points_follow_the_ramp_closed_form_and_grow_with_speed(ur5, hold_others):
-    """The drives ramp the tested joint down and hold the others at rest, so whether the others would be held
-    rigid or braked does not matter in category 1."""
+    """The drives ramp the tested joint down (time v0/a, angle v0^2/(2a)) and hold the others at rest, so whether
+    the others would be held rigid or braked hardly matters. The base axis is vertical: with the others held
+    nothing moves it after power-off and its point is the closed form. A shoulder or elbow may sag under gravity
+    while its brake engages after power-off (and, braked, the sagging others jolt the base a little): never less
+    than the ramp, and only a little more."""
     spec = ur5_spec(categories=(0, 1), extension_levels=(1.0,), payload_levels=(1.0,), category1_deceleration=4.0,
                     hold_others=hold_others)
     points = iso.stopping_points(*ur5, spec)
     assert len(points) == 2 * 3 * 3
     for p in points:
-        if p.category == 1:  # the drives ramp v0 to 0 at 4 rad/s^2: time v0/a, angle v0^2/(2a)
-            assert p.time == pytest.approx(p.speed / 4.0, abs=1e-6)
-            assert p.angle == pytest.approx(p.speed ** 2 / 8.0, abs=1e-6)
+        if p.category != 1:
+            continue
+        ramp_time, ramp_angle = p.speed / 4.0, p.speed ** 2 / 8.0
+        if p.joint == "shoulder_pan_joint" and hold_others:
+            assert p.time == pytest.approx(ramp_time, abs=1e-6) and p.angle == pytest.approx(ramp_angle, abs=1e-6)
+        else:
+            assert ramp_time - 1e-9 <= p.time <= ramp_time + 0.05
+            assert ramp_angle - 1e-5 <= p.angle <= ramp_angle + 2e-3
     for joint in d_joints():
         cat0 = sorted((p for p in points if p.category == 0 and p.joint == joint), key=lambda p: p.speed)
         assert [p.angle for p in cat0] == sorted(p.angle for p in cat0)  # faster -> longer stopping distance
