@@ -10,8 +10,10 @@ iteration: start with S = C; while some i in S exceeds its capacity, move the on
 is inconsistent (d_i a_i <= 0), put it back into S. Each iterate is re-solved with the full constrained dynamics
 (:mod:`.held_dynamics`). If the iteration revisits a split, all 3^|C| splits are enumerated and the consistent one
 with the most sticking joints is taken (ties: smallest total capacity usage). For a single joint with holding >=
-sliding capacity the first step is always consistent. The decision is exact (no regularisation, no velocity
-threshold).
+sliding capacity the first step is always consistent. A slipping joint meets the friction at v = 0 (the
+breakaway torque with a Stribeck term, :mod:`.brakes`); a held joint whose release was located at this instant
+(demand = capacity, with holding = breakaway its acceleration is zero to rounding) slips unless its acceleration
+clearly opposes the slip. The decision is exact (no regularisation, no velocity threshold).
 
 :class:`StickSlipDecisions` is a part of the braking engine (:class:`.event_loop.BrakingEngine`).
 Units: lambda and capacities [N m], a [rad/s^2].
