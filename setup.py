@@ -34,6 +34,8 @@ setup(
             "vtm-solvability = vtm_dynamics.cli.solvability:main",
             "vtm-estop-demo = vtm_dynamics.cli.estop_demo:main",
             "vtm-reactions = vtm_dynamics.cli.reactions:main",
+            "vtm-stopping-data = vtm_dynamics.cli.stopping_data:main",
+            "vtm-stopping-map = vtm_dynamics.cli.stopping_map:main",
             # ROS 2 nodes (`ros2 run vtm_dynamics <name>`)
             "estop_predictor = vtm_dynamics.nodes.estop_predictor:main",
             "robot_sim = vtm_dynamics.nodes.robot_sim:main",

@@ -16,7 +16,7 @@ _spec.loader.exec_module(import_graph)
 # what each part may import (the layers of docs/architecture.md); anything else is a violation. The shared leaves
 # of the core (input checks, bounded YAML, short excerpts in errors, numerical rank) import only each other.
 LEAVES = {"core.validation", "core.numerics", "core.excerpt", "core.limited_yaml"}
-GROUPS = {"core.robot", "core.switching", "core.estop", "core.projection", "core.reactions"}
+GROUPS = {"core.robot", "core.switching", "core.estop", "core.projection", "core.reactions", "core.stopping"}
 ALLOWED = {
     **{leaf: LEAVES - {leaf} for leaf in LEAVES},
     "core.robot": LEAVES,
@@ -24,8 +24,10 @@ ALLOWED = {
     "core.reactions": LEAVES | {"core.robot", "core.projection"},  # KKT/Aghili reaction runs compare formulations
     "core.projection": LEAVES | {"core.robot", "core.switching"},
     "core.estop": LEAVES | {"core.robot", "core.switching"},
+    "core.stopping": LEAVES | {"core.robot", "core.switching", "core.estop"},
     "nodes": LEAVES | GROUPS,
-    "cli": LEAVES | GROUPS | {"nodes"},
+    "scaleout": LEAVES | GROUPS,  # the distributed engine's side: above the core, beside the nodes
+    "cli": LEAVES | GROUPS | {"nodes", "scaleout"},
 }
 
 

@@ -45,6 +45,8 @@ Outputs (on a trigger, and at ``continuous_rate`` Hz when > 0: "where would it s
   ``joint_reactions``        vtm_msgs/JointReactions at rest
   ``stop_markers``           visualization_msgs/MarkerArray (see ``markers``)
   ``predicted_joint_states`` sensor_msgs/JointState of the predicted rest pose (ghost robot), at ``ghost_rate`` Hz
+  ``stopping_distance``      vtm_msgs/StoppingDistance with each continuous prediction: TCP stopping distance and
+                             time if the E-stop fired now, nominal and the envelope's worst case (``live_stopping``)
   ``/diagnostics``           diagnostic_msgs/DiagnosticArray at ``diagnostics_rate`` Hz: model name/hash, newest
                              joint-state age, last prediction, counts of triggers, predictions, refused work and
                              rejected inputs
@@ -98,6 +100,8 @@ from vtm_dynamics.nodes.conversions import (
 )
 from vtm_dynamics.nodes.markers import MarkerScales
 from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.live_stopping import LIVE_PARAMETERS, LiveStopping, StoppingDistance
+from vtm_dynamics.nodes.live_stopping import stopping_distance_message as io_stopping_message
 from vtm_dynamics.nodes.node_main import run_node
 from vtm_dynamics.nodes.stop_session import (
     STAMP_TOL,
@@ -196,6 +200,7 @@ PARAMETERS = (
                     P.positive, constraint="> 0"),
     P.ParameterSpec("frame_id", "", "Fixed frame of markers and TCP positions. Empty: the URDF root link."),
 )
+PARAMETERS = PARAMETERS + LIVE_PARAMETERS  # live stopping distance (nodes/live_stopping.py)
 
 
 def model_hash(text: str) -> str:
@@ -293,6 +298,8 @@ class EstopPredictor(Node):
         self.pub_markers = self.create_publisher(MarkerArray, "stop_markers", graph.OUTPUT_DEPTH)
         self.pub_ghost = self.create_publisher(JointState, "predicted_joint_states", graph.OUTPUT_DEPTH)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
+        self.live = LiveStopping()  # "if the E-stop fired now" distance beside continuous predictions
+        self.pub_stopping = self.create_publisher(StoppingDistance, "stopping_distance", graph.OUTPUT_DEPTH)
         # an awaiting request holds its callback group until answered: the service gets a group of its own, so
         # the subscriptions (default group) are served meanwhile, and several requests may wait (capped)
         self.create_service(PredictStop, "predict_stop", self._on_predict_stop,
@@ -941,6 +948,21 @@ class EstopPredictor(Node):
         outcome = self._predict(model, model.aux, sample.state, {})
         if outcome.result is not None and not self.session.active:
             self._publish_result(model, outcome.result, "continuous", sample.stamp, choice, 0, False, None)
+        if self.p["stopping_distance"] and not self.session.active:
+            self._publish_stopping_distance(model, sample, outcome)
+
+    def _publish_stopping_distance(self, model: LoadedModel, sample: Any, outcome: Outcome) -> None:
+        """The live stopping distance (nodes/live_stopping.py): nominal = this continuous prediction, worst case
+        over the envelope predicted with the same settings; any failure is published as success=false."""
+        tcp = self.tcp_frame(model.aux)
+        live = None
+        if outcome.result is not None and model.brakes is not None:
+            live = self.live.evaluate(model.aux, model.brakes, outcome.result, self.p, tcp,
+                                      lambda robot, brakes: self._predict(model, robot, sample.state, {},
+                                                                          brakes=brakes))
+        self.pub_stopping.publish(io_stopping_message(live, outcome.reason, stamp=seconds_to_stamp(sample.stamp),
+                                  frame=self.p["frame_id"] or io.root_frame_of(model.aux), model_name=model.name,
+                                  model_hash=model.hash, category=self.p["stop_category"], tcp_frame=tcp))
 
     async def _on_predict_stop(self, request: PredictStop.Request,
                                response: PredictStop.Response) -> PredictStop.Response:

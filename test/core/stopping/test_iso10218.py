@@ -1,0 +1,127 @@
+"""ISO 10218-1 test matrix: the published UR5 figures at 100/100/100, category-1 points against the closed form
+of the ramp, extension poses against plain forward kinematics, the band around the nominal value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from vtm_dynamics.cli.stopping_robots import STOPPING_ROBOTS, load_robot
+from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.category0_fit import SPECS as CATEGORY0_FITS
+from vtm_dynamics.core.stopping import iso10218 as iso
+
+
+@pytest.fixture(scope="module")
+def ur5():
+    loaded = load_robot("ur5")
+    return loaded.robot, brakes_from_config(loaded.robot, loaded.brake_config)
+
+
+def ur5_spec(**kw) -> iso.StoppingTestSpec:
+    d = STOPPING_ROBOTS["ur5"]
+    fields = dict(joints=d.joints, fold_joints=d.fold_joints, max_speeds=d.max_speeds, max_payload=d.max_payload,
+                  payload_frame="tool0", base_pose=d.base_pose)
+    return iso.StoppingTestSpec(**{**fields, **kw})
+
+
+def test_the_three_joints_of_greatest_displacement_of_the_ur5_are_base_shoulder_elbow(ur5):
+    assert iso.greatest_displacement_joints(ur5[0], [0.0] * 6, "tool0") == d_joints()
+
+
+def d_joints():
+    return ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")
+
+
+@pytest.mark.parametrize("fraction", [0.33, 0.66])
+def test_extension_pose_puts_the_tool_at_the_fraction_of_its_horizontal_reach(ur5, fraction):
+    robot = ur5[0]
+    q, reach = iso.extension_pose(robot, [0.0] * 6, "shoulder_pan_joint", "elbow_joint", "tool0", fraction)
+
+    def horizontal(qq):  # the base axis is the world z axis through the origin
+        data = robot.model.createData()
+        pin.framesForwardKinematics(robot.model, data, np.asarray(qq))
+        return float(np.hypot(*data.oMf[robot.model.getFrameId("tool0")].translation[:2]))
+
+    assert horizontal(q) == pytest.approx(fraction * horizontal(np.zeros(6)), abs=1e-9)
+    assert reach == pytest.approx(horizontal(q), abs=1e-9)
+    assert np.count_nonzero(q) == 1 and q[2] != 0  # only the elbow folded
+
+
+@pytest.mark.parametrize("name", ["ur5", "ur3"])
+def test_the_100_percent_category0_points_reproduce_the_published_figures(name):
+    """CB3 manual, Appendix A (category 0, 100 % speed / extension / payload) within the 10 % the default brakes
+    were fitted to, in the true category-0 test (every joint braked); the envelope's weaker or later brakes stop
+    later, stronger ones earlier."""
+    loaded = load_robot(name)
+    d = STOPPING_ROBOTS[name]
+    limit = loaded.robot.model.velocityLimit
+    speeds = tuple(min(s, float(limit[loaded.robot.joint(j).idx_v])) for j, s in zip(d.joints, d.max_speeds))
+    spec = iso.StoppingTestSpec(joints=d.joints, fold_joints=d.fold_joints, max_speeds=speeds,
+                                max_payload=d.max_payload, payload_frame="tool0", base_pose=d.base_pose,
+                                categories=(0,), speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,),
+                                hold_others=False)
+    points = {p.joint: p for p in iso.stopping_points(loaded.robot, brakes_from_config(loaded.robot,
+                                                                                     loaded.brake_config), spec)}
+    for fig in CATEGORY0_FITS[name].figures:
+        p = points[fig.joint]
+        assert p.payload == CATEGORY0_FITS[name].payload and p.stopped
+        assert p.angle == pytest.approx(fig.angle, rel=0.10) and p.time == pytest.approx(fig.time, rel=0.10)
+        assert p.angle_min < p.angle < p.angle_max and p.time_min < p.time < p.time_max
+
+
+@pytest.mark.parametrize("hold_others", [True, False], ids=["others_held", "others_braked"])
+def test_category1_points_follow_the_ramp_closed_form_and_grow_with_speed(ur5, hold_others):
+    """The drives ramp the tested joint down (time v0/a, angle v0^2/(2a)) and hold the others at rest, so whether
+    the others would be held rigid or braked hardly matters. The base axis is vertical: with the others held
+    nothing moves it after power-off and its point is the closed form. A shoulder or elbow may sag under gravity
+    while its brake engages after power-off (and, braked, the sagging others jolt the base a little): never less
+    than the ramp, and only a little more."""
+    spec = ur5_spec(categories=(0, 1), extension_levels=(1.0,), payload_levels=(1.0,), category1_deceleration=4.0,
+                    hold_others=hold_others)
+    points = iso.stopping_points(*ur5, spec)
+    assert len(points) == 2 * 3 * 3
+    for p in points:
+        if p.category != 1:
+            continue
+        ramp_time, ramp_angle = p.speed / 4.0, p.speed ** 2 / 8.0
+        if p.joint == "shoulder_pan_joint" and hold_others:
+            assert p.time == pytest.approx(ramp_time, abs=1e-6) and p.angle == pytest.approx(ramp_angle, abs=1e-6)
+        else:
+            assert ramp_time - 1e-9 <= p.time <= ramp_time + 0.05
+            assert ramp_angle - 1e-5 <= p.angle <= ramp_angle + 2e-3
+    for joint in d_joints():
+        cat0 = sorted((p for p in points if p.category == 0 and p.joint == joint), key=lambda p: p.speed)
+        assert [p.angle for p in cat0] == sorted(p.angle for p in cat0)  # faster -> longer stopping distance
+
+
+def test_a_speed_above_the_model_limit_is_one_line_naming_the_joint(ur5):
+    spec = ur5_spec(max_speeds=(math.pi, 9.0, math.pi))
+    with pytest.raises(StopInputError, match=r"^max_speeds.shoulder_lift_joint: 9 rad/s is above"):
+        iso.stopping_points(*ur5, spec)
+
+
+def test_an_unreachable_extension_folds_to_the_least_extension_and_says_so():
+    """On the UR3 the lateral offsets keep tool0 more than 33 % of its reach from the base axis whatever the elbow
+    does: strict refuses in one line, otherwise the pose of least extension is used and its reach returned."""
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    ur3 = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur3_robot.urdf"))
+    with pytest.raises(StopInputError, match="^extension: turning elbow_joint within its limits cannot bring"):
+        iso.extension_pose(ur3, [0.0] * 6, "shoulder_pan_joint", "elbow_joint", "tool0", 0.33)
+    q, reach = iso.extension_pose(ur3, [0.0] * 6, "shoulder_pan_joint", "elbow_joint", "tool0", 0.33, strict=False)
+    data = ur3.model.createData()
+
+    def horizontal(elbow):
+        qq = np.zeros(6)
+        qq[2] = elbow
+        pin.framesForwardKinematics(ur3.model, data, qq)
+        return float(np.hypot(*data.oMf[ur3.model.getFrameId("tool0")].translation[:2]))
+
+    scan = min(horizontal(t) for t in np.linspace(-np.pi, np.pi, 20001))
+    assert reach == pytest.approx(horizontal(q[2]), abs=1e-9)
+    assert reach == pytest.approx(scan, abs=1e-6) and reach > 0.33 * horizontal(0.0)

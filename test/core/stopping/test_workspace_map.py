@@ -1,0 +1,70 @@
+"""Map sampling: states depend on (inputs, chunk) only, stay inside the joint limits, the cell box and the speed
+limits; the reach check refuses a box nobody can reach."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from vtm_dynamics.cli.stopping_robots import load_robot
+from vtm_dynamics.core.stopping.workspace_map import MapInputError, MapSpec, check_map_spec, chunk_states
+
+
+@pytest.fixture(scope="module")
+def ur5():
+    return load_robot("ur5").robot
+
+
+BOX = ((0.2, -0.4, 0.0), (0.6, 0.4, 0.5))
+
+
+def spec(**kw) -> MapSpec:
+    return MapSpec(**{"n_states": 50, "chunk_size": 20, "tcp_frame": "tool0", "payload_frame": "tool0",
+                      "max_speeds": (3.0,) * 6, "speed_fraction": (0.2, 0.8), **kw})
+
+
+def test_a_chunk_is_the_same_whenever_it_is_drawn_and_differs_from_its_neighbours(ur5):
+    a, b = chunk_states(ur5, spec(), 1), chunk_states(ur5, spec(), 1)
+    chunk_states(ur5, spec(), 0)  # drawing another chunk in between changes nothing
+    c = chunk_states(ur5, spec(), 1)
+    assert np.array_equal(a.q, b.q) and np.array_equal(a.v, c.v) and np.array_equal(a.payload, c.payload)
+    assert not np.array_equal(a.q, chunk_states(ur5, spec(), 0).q)
+    assert list(a.index) == list(range(20, 40)) and len(chunk_states(ur5, spec(), 2).index) == 10
+
+
+def test_states_respect_limits_speed_fraction_and_the_cell_box(ur5):
+    batch = chunk_states(ur5, spec(cell_box=BOX), 0)
+    lo, hi = ur5.model.lowerPositionLimit, ur5.model.upperPositionLimit
+    assert np.all(batch.q >= lo) and np.all(batch.q <= hi)
+    ratio = np.max(np.abs(batch.v) / 3.0, axis=1)
+    assert np.allclose(ratio, batch.speed_fraction) and np.all((ratio >= 0.2) & (ratio <= 0.8))
+    data = ur5.model.createData()
+    for q, tcp in zip(batch.q, batch.tcp_start):  # independent forward kinematics
+        pin.framesForwardKinematics(ur5.model, data, q)
+        p = data.oMf[ur5.model.getFrameId("tool0")].translation
+        assert np.allclose(p, tcp) and np.all(p >= BOX[0]) and np.all(p <= BOX[1])
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"cell_box": ((3.0, 3.0, 3.0), (4.0, 4.0, 4.0))}, "cell_box: outside the reach"),
+    ({"cell_box": ((0.5, 0.0, 0.0), (0.4, 1.0, 1.0))}, "cell_box: expected"),
+    ({"max_speeds": (3.0, 3.0, 9.0, 3.0, 3.0, 3.0)}, "max_speeds[elbow_joint]: 9 rad/s is above"),
+    ({"speed_fraction": (0.5, 1.2)}, "speed_fraction: expected"),
+    ({"payloads": (-1.0,)}, "payloads: expected masses >= 0"),
+    ({"n_states": 0}, "n_states: expected"),
+])
+def test_bad_maps_are_refused_in_one_line(ur5, kw, words):
+    with pytest.raises(MapInputError) as err:
+        check_map_spec(ur5, spec(**kw))
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_grid_enumerates_every_point_of_the_joint_ranges_once(ur5):
+    grid_spec = spec(n_states=12, chunk_size=5, grid=(3, 2, 2, 1, 1, 1), q_low=(-1.0, -2.0, 0.0, -1.0, -1.0, -1.0),
+                     q_high=(1.0, -1.0, 2.0, 1.0, 1.0, 1.0))
+    q = np.concatenate([chunk_states(ur5, grid_spec, k).q for k in range(grid_spec.n_chunks)])
+    expected = [(a, b, c, 0.0, 0.0, 0.0) for a in (-1.0, 0.0, 1.0) for b in (-2.0, -1.0) for c in (0.0, 2.0)]
+    assert [tuple(row) for row in q] == expected
+    with pytest.raises(MapInputError, match=r"^grid: 3 x 2 x 2 x 1 x 1 x 1 points, but n_states is 10$"):
+        check_map_spec(ur5, spec(n_states=10, grid=(3, 2, 2, 1, 1, 1)))

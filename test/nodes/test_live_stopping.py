@@ -1,0 +1,80 @@
+"""Live stopping distance: in continuous mode the predictor publishes, beside each continuous prediction, the TCP
+stopping distance and time "if the E-stop fired now", nominal and the envelope's worst case; a failed prediction
+is published as success=false, never dropped or passed off as a value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from rclpy.parameter import Parameter
+from vtm_msgs.msg import StoppingDistance
+
+from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V, graph, ros  # noqa: F401 - fixtures
+from vtm_dynamics.core.estop import StopSettings
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples, stop_envelope
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+
+def _listen(graph) -> list[StoppingDistance]:
+    got: list[StoppingDistance] = []
+    graph.h.create_subscription(StoppingDistance, "stopping_distance", got.append, 100)
+    return got
+
+
+def _stream(graph, got, n=1) -> None:
+    for _ in range(200):
+        graph.feed(graph.h.state())
+        graph.spin_for(0.03)
+        if len(got) >= n:
+            return
+    assert len(got) >= n, "no stopping_distance message"
+
+
+def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envelope(graph):
+    got = _listen(graph)
+    assert graph.predictor.set_parameters([Parameter("stopping_envelope_payload_max", value=2.0),
+                                           Parameter("continuous_rate", value=20.0)])[0].successful
+    _stream(graph, got)
+    msg = got[0]
+    assert msg.success, msg.message
+    assert msg.model_name == "ur5" and len(msg.model_hash) == 16 and msg.tcp_frame == "tool0"
+    # the nominal value is the continuous StopPrediction made from the same joint state
+    assert graph.wait(lambda: any(p.scenario_id == "continuous" and p.header.stamp == msg.header.stamp
+                                  for p in graph.h.predictions))
+    cont = next(p for p in graph.h.predictions if p.scenario_id == "continuous" and p.header.stamp == msg.header.stamp)
+    assert msg.distance == pytest.approx(cont.tcp_straight_distance, abs=1e-12)
+    assert msg.path_length == pytest.approx(cont.tcp_path_length, abs=1e-12)
+    # the worst case: the core's envelope over the same cases, computed here independently of the node
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    spec = EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload=(0.0, 2.0), payload_frame="tool0")
+    env = stop_envelope(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, spec, tcp_frame="tool0",
+                        settings=StopSettings(step=0.004, t_max=5.0))
+    assert msg.envelope_cases == len(envelope_samples(spec)) == len(env.cases)
+    assert msg.worst_distance == pytest.approx(env.worst_distance.tcp_straight_distance, abs=1e-9)
+    assert msg.worst_time == pytest.approx(env.worst_time.stop_time, abs=1e-9)
+    assert msg.worst_path_length == pytest.approx(max(c.tcp_path_length for c in env.cases), abs=1e-9)
+    assert msg.worst_distance > msg.distance and msg.worst_time > msg.time > 0
+
+
+def test_a_failed_prediction_is_published_as_failure_with_its_reason(graph):
+    got = _listen(graph)
+    assert graph.predictor.set_parameters([Parameter("prediction_deadline", value=1e-6),
+                                           Parameter("continuous_rate", value=20.0)])[0].successful
+    _stream(graph, got)
+    msg = got[0]
+    assert not msg.success and "prediction_deadline" in msg.message
+    assert math.isnan(msg.distance) and math.isnan(msg.worst_distance)
+
+
+def test_envelope_off_reports_the_nominal_as_worst(graph):
+    got = _listen(graph)
+    assert graph.predictor.set_parameters([Parameter("stopping_envelope", value=False),
+                                           Parameter("continuous_rate", value=20.0)])[0].successful
+    _stream(graph, got)
+    msg = got[0]
+    assert msg.success and msg.envelope_cases == 1
+    assert (msg.worst_distance, msg.worst_time) == (msg.distance, msg.time)
+    assert np.isfinite(msg.distance)

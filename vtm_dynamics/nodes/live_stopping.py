@@ -1,0 +1,146 @@
+"""Live stopping distance: "if the E-stop fired now", the TCP stopping distance and time from the newest joint
+state, nominal and the worst case of the uncertainty envelope, on ``stopping_distance`` (vtm_msgs/StoppingDistance).
+
+ISO/TS 15066 speed-and-separation monitoring puts the robot's stopping distance into the protective separation
+distance; what it needs is the worst credible value now, not the nominal one alone. In continuous mode
+(``continuous_rate`` > 0) the predictor hands every continuous prediction (the nominal case) to
+:class:`LiveStopping`, which predicts the envelope's other cases (brake torque x, engage delay x, payload at the TCP
+frame: corners plus ``stopping_envelope_random`` seeded samples, :func:`vtm_dynamics.core.estop.envelope.envelope_samples`)
+through the node's own prediction call (same category, horizon, step and deadline) and publishes the nominal and
+the worst values. A case that fails makes the message ``success=false`` naming it: a worst case over part of the
+envelope is never published as a result. Units: m, s, kg.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from vtm_msgs.msg import StoppingDistance
+
+from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
+from vtm_dynamics.core.estop.payload import with_payload
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.nodes import params as P
+
+LIVE_PARAMETERS = (
+    P.ParameterSpec("stopping_distance", True, "In continuous mode, also publish 'stopping_distance' "
+                    "(vtm_msgs/StoppingDistance): nominal and envelope worst-case TCP stopping distance and time."),
+    P.ParameterSpec("stopping_envelope", True, "Evaluate the envelope for the worst case; false: worst = nominal "
+                    "(envelope_cases 1)."),
+    P.ParameterSpec("stopping_envelope_torque_min", 0.9, "Envelope: smallest brake-torque factor.",
+                    P.in_range(0.01, 10.0), constraint="0.01 .. 10"),
+    P.ParameterSpec("stopping_envelope_torque_max", 1.1, "Envelope: largest brake-torque factor.",
+                    P.in_range(0.01, 10.0), constraint="0.01 .. 10, >= torque_min (else the message is a failure naming it)"),
+    P.ParameterSpec("stopping_envelope_delay_min", 1.0, "Envelope: smallest engage-delay factor.",
+                    P.in_range(0.0, 10.0), constraint="0 .. 10"),
+    P.ParameterSpec("stopping_envelope_delay_max", 1.5, "Envelope: largest engage-delay factor.",
+                    P.in_range(0.0, 10.0), constraint="0 .. 10, >= delay_min (else the message is a failure naming it)"),
+    P.ParameterSpec("stopping_envelope_payload_max", 0.0, "Envelope: largest payload [kg] at the TCP frame "
+                    "(the smallest is 0; the model's own payload, if any, comes on top).", P.in_range(0.0, 1000.0),
+                    constraint="0 .. 1000 kg"),
+    P.ParameterSpec("stopping_envelope_random", 0, "Envelope: seeded random interior cases beside the corners.",
+                    P.in_range(0, 64), constraint="0 .. 64"),
+)
+
+
+@dataclass(frozen=True)
+class LiveStop:
+    """Nominal ``distance`` / ``path_length`` [m] and ``time`` [s], the worst of each over ``cases``, wall
+    ``seconds``; ``error`` non-empty when some case failed (then the values are not a result)."""
+
+    distance: float
+    path_length: float
+    time: float
+    worst_distance: float
+    worst_path_length: float
+    worst_time: float
+    cases: int
+    seconds: float
+    error: str = ""
+
+
+def _values(result: Any) -> tuple[float, float, float]:
+    t = float(result.stop_time) if result.stopped else math.inf
+    return float(result.tcp_straight_distance), float(result.tcp_path_length), t
+
+
+class LiveStopping:
+    """Envelope cases around a nominal continuous prediction (module docstring). Keeps the payload variants of the
+    current model (one per distinct mass), rebuilt when the model changes."""
+
+    def __init__(self) -> None:
+        self._models: dict[tuple[int, float], RobotModel] = {}
+
+    @staticmethod
+    def spec(p: dict) -> EnvelopeSpec:
+        """The envelope of the parameters; ``ValueError`` naming the parameter when a maximum is below its
+        minimum (then the message says so instead of a value)."""
+        for what in ("torque", "delay"):
+            if p[f"stopping_envelope_{what}_max"] < p[f"stopping_envelope_{what}_min"]:
+                raise ValueError(f"stopping_envelope_{what}_max: below stopping_envelope_{what}_min")
+        tf = (p["stopping_envelope_torque_min"], p["stopping_envelope_torque_max"])
+        df = (p["stopping_envelope_delay_min"], p["stopping_envelope_delay_max"])
+        return EnvelopeSpec(torque_factor=tf, delay_factor=df, payload=(0.0, p["stopping_envelope_payload_max"]),
+                            n_random=int(p["stopping_envelope_random"]), seed=0)
+
+    def _model(self, robot: RobotModel, mass: float, frame: str) -> RobotModel:
+        if mass == 0:
+            return robot
+        key = (id(robot), mass)
+        if key not in self._models:
+            if len(self._models) > 64 or any(k[0] != id(robot) for k in self._models):
+                self._models.clear()
+            self._models[key] = with_payload(robot, mass, frame)
+        return self._models[key]
+
+    def evaluate(self, robot: RobotModel, brakes: BrakeSet, nominal: Any, p: dict, tcp_frame: str,
+                 predict: Callable[[RobotModel, BrakeSet], Any]) -> LiveStop:
+        """The envelope around ``nominal`` (a core StopPrediction); ``predict(robot, brakes)`` returns the node's
+        ``Outcome`` (``result`` None: ``reason``)."""
+        start = time.monotonic()
+        d0, l0, t0 = _values(nominal)
+        worst = [d0, l0, t0]
+        cases = 1
+        if p["stopping_envelope"]:
+            try:
+                samples = envelope_samples(self.spec(p))[1:]
+            except ValueError as err:
+                return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start, str(err))
+            for tf, df, mass in samples:
+                outcome = predict(self._model(robot, mass, tcp_frame), brakes.scaled(torque_factor=tf,
+                                                                                    delay_factor=df))
+                if outcome.result is None:
+                    return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start,
+                                    f"envelope case (torque x{tf:.3g}, delay x{df:.3g}, payload {mass:.3g} kg): "
+                                    f"{outcome.reason}")
+                worst = [max(a, b) for a, b in zip(worst, _values(outcome.result))]
+                cases += 1
+        return LiveStop(d0, l0, t0, *worst, cases, time.monotonic() - start)
+
+
+def stopping_distance_message(live: LiveStop | None, reason: str, *, stamp: Any, frame: str, model_name: str,
+                              model_hash: str, category: int, tcp_frame: str) -> StoppingDistance:
+    """The message for ``live`` (None, or with an error: ``success=false`` with the reason, values NaN)."""
+    msg = StoppingDistance()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    msg.model_name, msg.model_hash, msg.stop_category, msg.tcp_frame = model_name, model_hash, category, tcp_frame
+    nan = math.nan
+    if live is None or live.error:
+        msg.success = False
+        msg.message = reason or (live.error if live else "no prediction")
+        msg.distance = msg.path_length = msg.time = nan
+        msg.worst_distance = msg.worst_path_length = msg.worst_time = nan
+        msg.envelope_cases = 0 if live is None else live.cases
+        msg.computation_time = nan if live is None else live.seconds
+        return msg
+    msg.success = True
+    msg.distance, msg.path_length, msg.time = live.distance, live.path_length, live.time
+    msg.worst_distance, msg.worst_path_length, msg.worst_time = live.worst_distance, live.worst_path_length, live.worst_time
+    msg.envelope_cases = live.cases
+    msg.computation_time = live.seconds
+    return msg

@@ -1,0 +1,221 @@
+"""A workspace stopping map on Dask distributed: chunks as tasks, results written as they finish, resumable.
+
+Why Dask distributed (not Ray): both are well kept, but ``dask`` + ``distributed`` are pure-Python wheels (about
+25 MB installed against Ray's several-hundred-MB platform wheel with its own object store and raylet daemons), an
+embedded ``LocalCluster`` starts in about a second inside the calling process, and an existing cluster is named by
+its scheduler's plain ``tcp://host:port`` address, the same form ``dask scheduler`` prints.
+
+The client submits one task per chunk not yet on disk (:class:`ChunkStore`), the job (URDF text, brake
+configuration, map spec) scattered once to every worker; workers build their robot once per process and thread.
+Each finished chunk is written by the client as it completes, so an interrupted run resumes by skipping the chunks
+on disk; Dask reruns the tasks of a lost worker on the others. A chunk whose state cannot be predicted is reported
+with its input (:class:`ChunkFailure`) and the rest completes; the combined file is written only when every chunk
+is done. Results do not depend on the worker count or completion order: each chunk's states come from its own seed
+(:func:`vtm_dynamics.core.stopping.workspace_map.chunk_states`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.stopping.workspace_map import (
+    ChunkFailure, MapInputError, MapSpec, MapSummary, check_map_spec, evaluate_chunk, summarize,
+)
+from vtm_dynamics.scaleout.chunk_store import ChunkStore, inputs_hash, read_result
+
+WORKER_WAIT = 30.0  # [s] how long a run waits for the first worker of a cluster
+_ADDRESS = re.compile(r"^tcp://(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])"
+                      r":(?P<port>[0-9]{1,5})$")
+
+
+@dataclass(frozen=True)
+class MapJob:
+    """Everything a worker needs: ``urdf_text``, ``brake_config`` (dict with a ``brakes`` key), ``spec``."""
+
+    urdf_text: str
+    brake_config: dict
+    spec: MapSpec
+
+    def inputs(self) -> dict:
+        import hashlib
+
+        return {"urdf_sha256": hashlib.sha256(self.urdf_text.encode()).hexdigest(),
+                "brakes": self.brake_config, "spec": self.spec.as_dict()}
+
+
+@dataclass(frozen=True)
+class MapRun:
+    """Outcome: ``path`` of the combined Parquet file (None while chunks failed), ``summary`` (None likewise),
+    ``failures`` (dicts with chunk, state, q, v, reason), chunks ``computed`` now and ``skipped`` (already on
+    disk), ``workers`` and wall ``seconds``."""
+
+    path: str | None
+    summary: MapSummary | None
+    failures: tuple[dict, ...]
+    computed: int
+    skipped: int
+    workers: int
+    seconds: float
+    inputs_hash: str
+
+
+def check_scheduler_address(address: str) -> str:
+    """``tcp://HOST:PORT`` or a one-line :class:`MapInputError`."""
+    m = _ADDRESS.match(address or "")
+    if m is None or not 1 <= int(m.group("port")) <= 65535:
+        shown = address if len(address or "") <= 80 else address[:80] + "..."
+        raise MapInputError(f"scheduler: expected tcp://HOST:PORT (port 1-65535), got {shown!r}")
+    return address
+
+
+# ------------------------------------------------------------------------------------------------ worker side
+_local = threading.local()
+
+
+def _worker_state(job: MapJob, digest: str) -> tuple[RobotModel, Any, dict]:
+    cache = getattr(_local, "jobs", None)
+    if cache is None:
+        cache = _local.jobs = {}
+    if digest not in cache:
+        robot = RobotModel.from_urdf(job.urdf_text)
+        cache.clear()
+        cache[digest] = (robot, brakes_from_config(robot, job.brake_config), {})
+    return cache[digest]
+
+
+def run_chunk(job: MapJob, digest: str, chunk: int) -> dict[str, np.ndarray]:
+    """The task: evaluate one chunk (raises :class:`ChunkFailure` with the failing state's input)."""
+    robot, brakes, models = _worker_state(job, digest)
+    return evaluate_chunk(robot, brakes, job.spec, chunk, models)
+
+
+# ------------------------------------------------------------------------------------------------ client side
+class Progress:
+    """``done/total`` chunks, states per second and time left, as one refreshed line on ``stream``."""
+
+    def __init__(self, stream: Any, total_states: int) -> None:
+        self.stream, self.total, self.start, self.last = stream, total_states, time.monotonic(), 0.0
+
+    def __call__(self, done_states: int, new_states: int, done_chunks: int, n_chunks: int) -> None:
+        now = time.monotonic()
+        if done_chunks < n_chunks and now - self.last < 0.2:
+            return
+        self.last = now
+        rate = new_states / max(now - self.start, 1e-9)
+        left = (self.total - done_states) / rate if rate > 0 else math.inf
+        eta = f"{left:6.0f} s left" if math.isfinite(left) else "   ? s left"
+        bar = "#" * int(30 * done_states / self.total)
+        self.stream.write(f"\r[{bar:<30}] {done_chunks}/{n_chunks} chunks {done_states}/{self.total} states "
+                          f"{rate:8.1f} states/s {eta}")
+        if done_chunks == n_chunks:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _client(scheduler: str | None, workers: int | None, threads: bool) -> Any:
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        check_scheduler_address(scheduler)
+        try:
+            return Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as err:
+            raise MapInputError(f"scheduler: cannot connect to {scheduler}: {type(err).__name__}") from None
+    n = workers or os.cpu_count() or 1
+    # worker processes talk over loopback TCP; worker threads over Dask's in-process transport (no socket)
+    where = {} if threads else {"host": "127.0.0.1"}
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=not threads, dashboard_address=None,
+                           silence_logs=logging.ERROR, **where)
+    return Client(cluster)
+
+
+def run_map(
+    job: MapJob, out_dir: str, *, scheduler: str | None = None, workers: int | None = None, threads: bool = False,
+    overwrite: bool = False, progress: Callable[[int, int, int, int], None] | None = None,
+    on_start: Callable[[Any], None] | None = None,
+) -> MapRun:
+    """Run (or resume) the map of ``job`` into ``out_dir``: local cluster with ``workers`` processes (default:
+    every core; ``threads`` runs them as threads of this process), or the cluster at ``scheduler``. ``progress``
+    is called as chunks finish; ``on_start(client)`` once the cluster is up (tests use it to find workers)."""
+    robot = RobotModel.from_urdf(job.urdf_text)
+    brakes_from_config(robot, job.brake_config)
+    check_map_spec(robot, job.spec)
+    if scheduler is not None:
+        check_scheduler_address(scheduler)
+    if job.spec.cell_box is not None:  # fail here, in one line, rather than in every chunk
+        from vtm_dynamics.core.stopping.workspace_map import chunk_states
+
+        chunk_states(robot, job.spec, 0)
+    spec = job.spec
+    digest = inputs_hash(job.inputs())
+
+    def rows_of(k: int) -> int:
+        return min(spec.chunk_size, spec.n_states - k * spec.chunk_size)
+
+    store = ChunkStore(out_dir, digest, spec.n_chunks, rows_of)
+    store.open(job.inputs(), overwrite=overwrite)
+    done = store.done_chunks()
+    todo = [k for k in range(spec.n_chunks) if k not in done]
+    failures: list[dict] = []
+    start = time.monotonic()
+    n_workers = 0
+    done_states = sum(rows_of(k) for k in done)
+    if todo:
+        from distributed import as_completed
+
+        client = _client(scheduler, workers, threads)
+        try:
+            try:  # an existing cluster may have no worker yet: wait a little, never forever
+                client.wait_for_workers(1, timeout=WORKER_WAIT)
+            except (TimeoutError, OSError):
+                raise MapInputError(f"scheduler: no worker joined {scheduler or 'the local cluster'} within "
+                                    f"{WORKER_WAIT:g} s") from None
+            n_workers = len(client.scheduler_info().get("workers", {}))
+            if on_start is not None:
+                on_start(client)
+            remote_job = client.scatter(job, broadcast=True)
+            futures = [client.submit(run_chunk, remote_job, digest, k, key=f"chunk-{digest[:16]}-{k}", pure=False)
+                       for k in todo]
+            new_states, finished = 0, len(done)
+            for fut in as_completed(futures):
+                k = int(fut.key.rsplit("-", 1)[1])
+                try:
+                    cols = fut.result()
+                except ChunkFailure as err:
+                    failures.append({"chunk": err.chunk, "state": err.state, "q": list(err.q), "v": list(err.v),
+                                     "reason": err.reason})
+                except Exception as err:  # noqa: BLE001 - e.g. a worker died too often: report, keep going
+                    failures.append({"chunk": k, "state": None, "q": None, "v": None,
+                                     "reason": f"{type(err).__name__}: {str(err).strip()[:200]}"})
+                else:
+                    store.write_chunk(k, cols)
+                    new_states += rows_of(k)
+                    done_states += rows_of(k)
+                finished += 1
+                fut.release()
+                if progress is not None:
+                    progress(done_states, new_states, finished, spec.n_chunks)
+        finally:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    failures.sort(key=lambda f: f["chunk"])
+    store.write_failures(failures)
+    seconds = time.monotonic() - start
+    computed = len(todo) - len(failures)
+    if failures:
+        return MapRun(None, None, tuple(failures), computed, len(done), n_workers, seconds, digest)
+    path = store.combine()
+    return MapRun(path, summarize(read_result(path)), (), computed, len(done), n_workers, seconds, digest)
