@@ -33,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from vtm_dynamics.core.projection.simulation import ConstraintSet
+from vtm_dynamics.core.projection.task_coordinates import TaskCoordinates, TaskDemand, task_acceleration, task_demand
 from vtm_dynamics.core.robot.constraints import Constraint, JointLock
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.projection.projector import (
@@ -45,31 +46,49 @@ from vtm_dynamics.core.projection.projector import (
     _matrix,
     _metric_sqrt,
     _vector,
+    constrained_accelerations,
     constraint_acceleration,
     cross_coupling,
     null_space_projector,
 )
 
 
+#: Default controllability tolerance: a passive configuration whose margin (eq. (64)) is at or below 1e-2 is
+#: treated as not controllable, and the passive-joint inversion amplifies the passive demand at most 100-fold.
+#: Dimensionless (the sine of the angle between N(A) and the passive-only directions; 1e-2 is about 0.6 deg).
+DEFAULT_CONTROLLABILITY_TOLERANCE = 1e-2
+
+
 # ---------------------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class ControllabilityReport:
-    """Passive-joint controllability (Aghili, Sec. 7.4.2, eq. (64)).
+    """Passive-joint controllability (Aghili, Sec. 7.4.2, eq. (64)) and what the bounded inversion could not meet.
 
     Attributes:
-        controllable: True iff N(A) cap R(B)^perp = {0}: no admissible motion moves passive joints only, so
-            eq. (57) has a solution for every f_par (equivalent to the range condition (58)).
+        controllable: True iff ``margin > tolerance``: no admissible motion moves passive joints only (to within
+            the tolerance), so eq. (57) is solved with a passive torque demand met exactly.
         margin: smallest singular value of the active rows of an orthonormal basis of N(A) (1 = well
-            controllable, 0 = a passive-only motion exists); +inf when N(A) = {0}.
-        passive_residual: ||(I - B) f|| of the torque before the passive entries were set to zero [N m, N];
-            at rounding level when controllable.
+            controllable, 0 = a passive-only motion exists); +inf when N(A) = {0}. Dimensionless (the sine of
+            the angle between N(A) and the passive-only directions).
+        passive_residual: ||(I - B) f|| of the torque before the passive entries were set to zero [N m, N]:
+            the generalized force the motion law needs at the passive joints and did not get. Rounding level
+            when controllable; the unmet demand otherwise.
         passive_indices: velocity indices of the passive joints.
+        tolerance: the margin below which a direction of eq. (57) is not inverted (see
+            :func:`projected_inverse_dynamics`); the added torque is then bounded by
+            ||f_perp|| <= ||(I - B) f_par|| / tolerance.
+        unmet_force: (I - B) f before zeroing, per velocity index (non-zero only at passive joints) [N m, N].
+        acceleration_error: ||q''(tau) - u_p||, how far the plant's acceleration under the commanded torque is
+            from the designed one [rad/s^2, m/s^2] (0 when the demand is met).
     """
 
     controllable: bool
     margin: float
     passive_residual: float
     passive_indices: tuple[int, ...]
+    tolerance: float = 0.0
+    unmet_force: np.ndarray | None = None
+    acceleration_error: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,8 @@ class ProjectedControl:
         rank: rank of A; dof: n - rank.
         controllability: passive-joint report, or None without passive joints.
         force_error: F_d - F_measured used by the force loop, or None without force control.
+        task_conditioning: with a task-coordinate demand, sigma_min / sigma_max of J V2 (0: theta does not
+            determine the motion here, e.g. at a singular configuration); None in the joint-space form.
     """
 
     tau: np.ndarray
@@ -116,6 +137,7 @@ class ProjectedControl:
     dof: int
     controllability: ControllabilityReport | None = None
     force_error: np.ndarray | None = None
+    task_conditioning: float | None = None
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -137,7 +159,25 @@ def _passive_mask(passive: Sequence[int], n: int) -> np.ndarray:
     return mask
 
 
-def controllability(projector: NullSpaceProjector, passive: Sequence[int], tol: float = 1e-8) -> tuple[bool, float]:
+def bounded_passive_inversion(Q: np.ndarray, demand: np.ndarray, tol: float) -> np.ndarray:
+    """eta = -Q^+ demand of eq. (59) with the pseudo-inverse truncated at the singular value ``tol``.
+
+    Q = (I - B)(I - P) has the passive rows of an orthonormal basis V1 of N(A)^perp as its non-zero block, and
+    by the CS decomposition of [V1 V2] its smallest non-zero singular value equals the controllability margin of
+    :func:`controllability` (the smallest singular value of the active rows of V2) whenever the passive joints
+    number at most rank(A). Truncating at ``tol`` therefore inverts exactly the directions the controllability
+    test calls controllable, and bounds the added torque: ||(I - P) eta|| <= ||eta|| <= ||demand|| / tol. The
+    truncated directions are the passive demand that cannot be met; they stay in the residual (I - B) f.
+    (Same rule as the paper's SVD cut-off of Sec. 8, eq. (70), applied to Q instead of A.)
+    """
+    U, s, Vt = np.linalg.svd(Q)
+    keep = s > max(tol, 1e-15 * (float(s[0]) if s.size else 0.0))
+    if not keep.any():
+        return np.zeros(Q.shape[1])
+    return -(Vt[keep].T / s[keep]) @ (U[:, keep].T @ demand)
+
+
+def controllability(projector: NullSpaceProjector, passive: Sequence[int], tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE) -> tuple[bool, float]:
     """Controllability condition (64) for passive joints: N(A) cap R(B)^perp = {0} (Aghili, Sec. 7.4.2).
 
     With V2 an orthonormal basis of N(A), a motion V2 c moves passive joints only iff B V2 c = 0, so the condition
@@ -190,7 +230,8 @@ def projected_inverse_dynamics(
     force_gain: float = 0.0,
     force_integral_gain: float = 0.0,
     tolerance: RankTolerance = DEFAULT_TOLERANCE,
-    controllability_tol: float = 1e-8,
+    controllability_tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE,
+    task: TaskDemand | None = None,
 ) -> ProjectedControl:
     """Projected inverse-dynamics control law, one cycle (Aghili, eqs. (45)-(46), (51)-(52), (55)-(62)).
 
@@ -204,6 +245,12 @@ def projected_inverse_dynamics(
         force_desired: desired generalized constraint force F_d = A^T lambda_d (n) [N m, N] - enables eq. (51).
         force_measured: measured (or last predicted) constraint force F (n); defaults to F_d (pure feedforward).
         force_integral: int_0^t e_F dtau (n) kept by the caller; force_gain G_F, force_integral_gain G_I.
+        controllability_tol: margin of condition (64) below which the passive inversion does not invert
+            (dimensionless, default :data:`DEFAULT_CONTROLLABILITY_TOLERANCE`). The passive-joint torque is then
+            bounded, ||f|| <= ||f_par|| (1 + 1/controllability_tol); what it cannot meet is reported (unmet
+            passive force, acceleration error) and ``qdd`` is the plant's acceleration under the returned torque.
+        task: the motion demand in independent coordinates theta (eq. (46), see ``task_coordinates``); the
+            joint-space arguments position_error, velocity_error, qdd_desired, kp, kd are then not used.
     """
     Mm = _mass_matrix(M)
     n = Mm.shape[0]
@@ -233,21 +280,26 @@ def projected_inverse_dynamics(
     P = proj.P
     Q_perp = proj.complement
     Cqd_w = constraint_acceleration(proj, drift)  # -A_W^+ A' q'  (A_W' q_W' = A' q')
-    u_p = Cqd_w + P @ (S @ a_d)  # eq. (46), joint-space form
+    task_conditioning = None
+    if task is None:
+        u_p = Cqd_w + P @ (S @ a_d)  # eq. (46), joint-space form
+    else:
+        ta = task_acceleration(proj, Cqd_w, task, S_inv)  # eq. (46) in independent coordinates theta
+        u_p, task_conditioning = ta.u_p, ta.conditioning
     f_par = P @ h_w + P @ (M_w @ u_p)  # eq. (45)
     f_perp = np.zeros(n)
     report = None
     force_error = None
 
     if mask.any():
-        # eqs. (56)-(62): f_perp = (I - P) eta, eta = -Q^+ (I - B) f_par, Q = (I - B)(I - P)
+        # eqs. (56)-(62): f_perp = (I - P) eta, eta = -Q^+ (I - B) f_par, Q = (I - B)(I - P), with the
+        # pseudo-inverse truncated at the controllability tolerance (see ``bounded_passive_inversion``).
         IB = np.diag(mask.astype(float))  # I - B
-        Q = IB @ Q_perp
-        eta = -np.linalg.pinv(Q, rcond=1e-12) @ (IB @ f_par)
+        eta = bounded_passive_inversion(IB @ Q_perp, IB @ f_par, controllability_tol)
         f_perp = Q_perp @ eta
         ok, margin = controllability(proj, np.flatnonzero(mask).tolist(), controllability_tol)
-        residual = float(np.linalg.norm(S @ (IB @ (f_par + f_perp))))
-        report = ControllabilityReport(ok, margin, residual, tuple(int(i) for i in np.flatnonzero(mask)))
+        unmet_w = IB @ (f_par + f_perp)
+        passive_unmet = S @ unmet_w
     elif force_on:
         Fd_w = S_inv @ _vector(force_desired, n, "force_desired")
         Fm_w = Fd_w if force_measured is None else S_inv @ _vector(force_measured, n, "force_measured")
@@ -260,16 +312,27 @@ def projected_inverse_dynamics(
 
     tau_w = f_par + f_perp
     tau = S @ tau_w
+    qdd_w = u_p
     if mask.any():
-        tau[mask] = 0.0  # exactly zero; the residual before zeroing is in the report
+        tau[mask] = 0.0  # exactly zero; the unmet demand before zeroing is in the report
+        residual = float(np.linalg.norm(passive_unmet))
+        accel_error = 0.0
+        scale = max(1.0, float(np.linalg.norm(tau_w)))
+        if residual > 1e-12 * scale:
+            # Honest prediction: the plant's accelerations under the torque actually commanded (eq. (25)).
+            qdd_w = constrained_accelerations(M_w, h_w, S_inv @ tau, A_w, drift, tolerance=tolerance).qdd
+            accel_error = float(np.linalg.norm(S_inv @ (qdd_w - u_p)))
+        passive_unmet[~mask] = 0.0
+        report = ControllabilityReport(ok, margin, residual, tuple(int(i) for i in np.flatnonzero(mask)),
+                                       float(controllability_tol), passive_unmet, accel_error)
     # Predicted constraint force for the commanded torque: (I - P) projection of eq. (19), i.e. eq. (32).
-    F_w = Q_perp @ (S_inv @ tau - h_w - M_w @ u_p)
+    F_w = Q_perp @ (S_inv @ tau - h_w - M_w @ qdd_w)
     lam = proj.A_pinv.T @ F_w
     return ProjectedControl(
         tau=tau,
         f_parallel=S @ f_par,
         f_perp=S @ f_perp,
-        qdd=S_inv @ u_p,
+        qdd=S_inv @ qdd_w,
         constraint_force=S @ F_w,
         multipliers=lam,
         multipliers_unique=proj.multipliers_unique,
@@ -277,6 +340,7 @@ def projected_inverse_dynamics(
         dof=proj.degrees_of_freedom,
         controllability=report,
         force_error=force_error,
+        task_conditioning=task_conditioning,
     )
 
 
@@ -304,6 +368,10 @@ class ProjectedInverseDynamicsController:
         force_gain: float = 0.0,
         force_integral_gain: float = 0.0,
         tolerance: RankTolerance = DEFAULT_TOLERANCE,
+        task: TaskCoordinates | None = None,
+        task_kp: object | None = None,
+        task_kd: object | None = None,
+        controllability_tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE,
     ) -> None:
         if not isinstance(robot, RobotModel):
             raise ProjectionInputError("robot: expected a RobotModel")
@@ -320,6 +388,14 @@ class ProjectedInverseDynamicsController:
         self.force_integral_gain = float(force_integral_gain)
         self.tolerance = tolerance
         self._force_integral = np.zeros(n)
+        if not (np.isfinite(controllability_tol) and 0.0 < controllability_tol < 1.0):
+            raise ProjectionInputError("controllability_tol: expected a margin in (0, 1)")
+        self.controllability_tol = float(controllability_tol)
+        self.task = task
+        if task is not None:
+            k = len(task.names)
+            self.task_kp = _gain(np.mean(self.kp) if task_kp is None else task_kp, k, "task_kp")
+            self.task_kd = _gain(np.mean(self.kd) if task_kd is None else task_kd, k, "task_kd")
 
     # -- constraint set ---------------------------------------------------------------------------------
     @property
@@ -353,6 +429,8 @@ class ProjectedInverseDynamicsController:
     ) -> ProjectedControl:
         """Torques for the measured state (q, v) tracking (q_d, q'_d, q''_d) [rad, rad/s, rad/s^2].
 
+        Joint-space form of eq. (46): the closed loop is P (e'' + K_D e' + K_P e) = 0 for the joint error, which
+        is the designed linear error dynamics only while P is constant (see :meth:`update_task`).
         With ``force_desired`` (F_d = A^T lambda_d, n entries) the constraint force loop (51)-(52) runs; its
         integral advances by ``dt`` [s] with the error F_d - ``force_measured``.
         """
@@ -361,6 +439,37 @@ class ProjectedInverseDynamicsController:
         e = r.difference(qq, r.check_q(q_desired, "q_desired"))
         ed = r.check_v(v_desired, "v_desired") - vv
         a = r.check_v(a_desired, "a_desired")
+        return self._law(qq, vv, e, ed, a, None, force_desired, force_measured, dt)
+
+    def update_task(
+        self,
+        q: object,
+        v: object,
+        theta_desired: object,
+        theta_dot_desired: object,
+        theta_ddot_desired: object,
+        force_desired: object | None = None,
+        force_measured: object | None = None,
+        dt: float = 0.0,
+    ) -> ProjectedControl:
+        """Torques tracking theta_d(t) of the task coordinates given at construction (eqs. (40)-(46)).
+
+        Closed loop: e'' + G_D e' + G_P e = 0 for e = theta_d - theta(q) (Theorem 4), with G_P = ``task_kp``,
+        G_D = ``task_kd``, as long as theta parametrizes the constrained motion (``task_conditioning`` > 0).
+        """
+        if self.task is None:
+            raise ProjectionInputError("task: the controller was built without task coordinates")
+        r = self.robot
+        qq, vv = r.check_q(q), r.check_v(v)
+        demand, _ = task_demand(self.task, r, qq, vv, theta_desired, theta_dot_desired, theta_ddot_desired,
+                                self.task_kp, self.task_kd)
+        z = np.zeros(r.nv)
+        return self._law(qq, vv, z, z, z, demand, force_desired, force_measured, dt)
+
+    def _law(self, qq: np.ndarray, vv: np.ndarray, e: np.ndarray, ed: np.ndarray, a: np.ndarray,
+             task: TaskDemand | None, force_desired: object | None, force_measured: object | None,
+             dt: float) -> ProjectedControl:
+        r = self.robot
         integral = None
         if force_desired is not None:
             Fd = r.check_v(force_desired, "force_desired")
@@ -386,4 +495,6 @@ class ProjectedInverseDynamicsController:
             force_gain=self.force_gain,
             force_integral_gain=self.force_integral_gain,
             tolerance=self.tolerance,
+            controllability_tol=self.controllability_tol,
+            task=task,
         )
