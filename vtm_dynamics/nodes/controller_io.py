@@ -304,6 +304,24 @@ def reactions_message(joint_names: Sequence[str], constraint_force: np.ndarray, 
     return msg
 
 
+def effort_limit_weighting(robot: RobotModel, effort: EffortLimits) -> np.ndarray:
+    """W = diag(limit_i^2) over the model's velocities (Aghili Sec. 7.2: W^1/2 = diag(f_max)); joints without a
+    commanded limit (passive) weigh 1. The torque then minimizes sum (f_i / limit_i)^2."""
+    w = np.ones(robot.nv)
+    for name, limit in zip(effort.names, effort.limits):
+        w[robot.v_slice(name)] = float(limit) ** 2
+    return np.diag(w)
+
+
+def passive_unmet_text(joint_names: Sequence[str], report: Any) -> str:
+    """``joint=value`` [N m, N] of the passive demand the bounded inversion did not meet (see the core's
+    ``ControllabilityReport.unmet_force``), one entry per passive joint."""
+    unmet = report.unmet_force
+    if unmet is None:
+        return ""
+    return ",".join(f"{joint_names[i]}={float(unmet[i])!r}" for i in report.passive_indices)
+
+
 # ------------------------------------------------------------------------------------------------ diagnostics
 OK, WARN, ERROR = 0, 1, 2
 

@@ -33,7 +33,8 @@ Outputs
   ``~/joint_reactions``  vtm_msgs/JointReactions, every control cycle (see "Constraint forces" below).
   ``/diagnostics``       diagnostic_msgs/DiagnosticArray every ``diagnostic_period``: level, reason, rank of A,
                          degrees of freedom, active constraints, controllability of the passive joints (eq. (64)) with
-                         its margin and residual, controller object id and how many controllers were built (1), the
+                         its margin, tolerance, the unmet passive demand per passive joint and the resulting
+                         acceleration error, controller object id and how many controllers were built (1), the
                          effort limits in force, saturation since the previous report, the last refused trajectory.
 
 Limits (never command beyond the robot). A desired trajectory is refused as a whole - one log line and the reason on
@@ -47,6 +48,14 @@ Every published effort lies in [-limit, +limit] per entry: the URDF effort limit
 ``default_effort_limit``; when that is 0 (the default) the model is refused (at start-up: exit status 2). While the
 law asks for more, the entry is saturated, /diagnostics reports WARN with the joints and by how much (never OK
 while saturating), and the constraint forces on ``~/joint_reactions`` are those of the saturated command.
+
+Passive joints through lost controllability (rule: bound, then saturate). The core inverts eq. (57) only in
+the directions whose controllability margin exceeds ``controllability_tolerance``, so the commanded torque stays
+below |f_par| (1 + 1/tolerance) however close the configuration is to losing controllability; the passive demand
+it cannot meet is not hidden in a huge torque but reported (``passive_unmet`` per passive joint [N m, N],
+``acceleration_error``) with level ERROR while condition (64) fails. The bounded efforts are then saturated at the
+effort limits like every other command; the node keeps commanding (a held zero would drop an arm that the active
+joints can still partly support).
 
 Off the control loop. A trajectory message is taken serialized; converting, checking and fitting it runs on a
 worker thread (messages of at most ``INLINE_BYTES``, a few points, on the callback thread), so the command stream
@@ -182,6 +191,13 @@ PARAMETERS = (
                     "revolute/prismatic joints (Aghili Sec. 7.2, eq. (50)): the torque minimizes "
                     "kappa^2 |f_force|^2 + |f_torque|^2. 0: Euclidean norm.", P.in_range(0.0, 1e3),
                     read_only=True, float_range=(0.0, 1e3), constraint="0 (off) .. 1000 m"),
+    P.ParameterSpec("controllability_tolerance", 1e-2, "Margin of the passive-joint controllability condition "
+                    "(Aghili eq. (64), dimensionless) at or below which a direction is not inverted: the added "
+                    "torque stays below |f_par| / tolerance and the unmet passive demand is reported.",
+                    P.in_range(1e-6, 0.5), read_only=True, float_range=(1e-6, 0.5), constraint="1e-6 .. 0.5"),
+    P.ParameterSpec("weight_by_effort_limits", False, "Minimize sum (f_i / limit_i)^2 instead of |f|^2 (Aghili "
+                    "Sec. 7.2: W^1/2 = diag(effort limits); passive joints weigh 1). Excludes weighting_length.",
+                    read_only=True),
     P.ParameterSpec("publish_reactions", True, "Publish the predicted constraint forces on ~/joint_reactions."),
     P.ParameterSpec("max_trajectory_points", 10_000, "Most points of a trajectory on ~/trajectory; a longer one is "
                     "refused (10,000 points: 40 s at 250 Hz, or 2.8 h at one point per second).",
@@ -363,7 +379,7 @@ class ProjectionController(Node):
             effort = io.effort_limits(robot, self._command_joints_of(robot), self.p["default_effort_limit"],
                                       self.effort_overrides)
             limits = io.trajectory_limits(robot, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
-            controller = self._build_controller(robot)
+            controller = self._build_controller(robot, effort)
         except (ModelError, UnsupportedJointError, P.ParameterError, ValueError) as err:
             if strict:
                 raise
@@ -404,11 +420,15 @@ class ProjectionController(Node):
             raise P.ParameterError(f"joints: model joints {uncommanded} are neither commanded nor passive_joints")
         return robot.v_indices(joints)
 
-    def _build_controller(self, robot: RobotModel) -> ProjectedInverseDynamicsController:
+    def _build_controller(self, robot: RobotModel, effort: io.EffortLimits) -> ProjectedInverseDynamicsController:
         W = None
+        if self.p["weighting_length"] > 0 and self.p["weight_by_effort_limits"]:
+            raise P.ParameterError("weight_by_effort_limits: cannot be combined with weighting_length > 0")
         if self.p["weighting_length"] > 0:
             prismatic = [j.prismatic for j in robot.joints]
             W = unit_weighting(np.array(prismatic, dtype=bool), self.p["weighting_length"])
+        elif self.p["weight_by_effort_limits"]:
+            W = io.effort_limit_weighting(robot, effort)
         return ProjectedInverseDynamicsController(
             robot,
             ConstraintSet(constraints_from_extension(robot)),
@@ -417,6 +437,7 @@ class ProjectionController(Node):
             W=W,
             passive_joints=list(self.passive_param),
             tolerance=RankTolerance(self.p["rank_tolerance_absolute"], self.p["rank_tolerance_relative"]),
+            controllability_tol=self.p["controllability_tolerance"],
         )
 
     @property
@@ -636,8 +657,9 @@ class ProjectionController(Node):
             saturated = [n for n, x in zip(self.effort_limits.names, sat.excess) if x > 0.0]
             self.log("warning", f"effort saturated at the limits of {io.shown(saturated)} (amounts on /diagnostics)")
         if out.controllability is not None and not out.controllability.controllable:
+            unmet = io.passive_unmet_text(self.robot.joint_names, out.controllability)
             self.status = (io.ERROR, "passive joints not controllable here (eq. (64) fails): the desired motion "
-                                     "cannot be produced with zero passive torque")
+                                     f"cannot be produced with zero passive torque; unmet passive demand {unmet}")
         else:
             self.status = (io.OK, "holding the last trajectory point" if sample.finished else "tracking")
         if self.p["publish_reactions"]:
@@ -687,7 +709,9 @@ class ProjectionController(Node):
             c = out.controllability
             if c is not None:
                 values.update(controllable=c.controllable, controllability_margin=c.margin,
-                              passive_residual=c.passive_residual)
+                              controllability_tolerance=c.tolerance, passive_residual=c.passive_residual,
+                              passive_unmet=io.passive_unmet_text(self.robot.joint_names, c),
+                              acceleration_error=c.acceleration_error)
         if self.update_times:
             values["update_time_mean_ms"] = 1e3 * float(np.mean(self.update_times))
             values["update_time_max_ms"] = 1e3 * float(np.max(self.update_times))
