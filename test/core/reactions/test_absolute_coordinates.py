@@ -222,3 +222,64 @@ def test_bad_models_give_one_line_errors(snippet, message):
     with pytest.raises(ValueError, match=message) as err:
         load_absolute_model(xml)
     assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loop-closure pair types: the absolute-coordinate rows (pair-type wrench bases) against the joint-coordinate rows
+# of core.robot.constraints.LoopClosure (written independently, from the relative velocities of the pair frames).
+_CHAIN_AXES = ["0 0 1", "0 1 0", "1 0 0", "0 0.6 0.8", "0 1 0", "1 0 0"]
+
+
+def _chain_urdf(closure: str = "") -> str:
+    links = "".join(
+        f'<link name="l{i}"><inertial><origin xyz="0.1 0 0"/><mass value="1"/>'
+        f'<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>'
+        for i in range(6))
+    joints = "".join(
+        f'<joint name="j{i}" type="revolute"><parent link="{"world" if i == 0 else f"l{i - 1}"}"/>'
+        f'<child link="l{i}"/><origin xyz="{0 if i == 0 else 0.3} 0.05 0"/><axis xyz="{ax}"/>'
+        f'<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>'
+        for i, ax in enumerate(_CHAIN_AXES))
+    return f'<robot name="chain"><link name="world"/>{links}{joints}{closure}</robot>'
+
+
+@pytest.mark.parametrize("kind, shift, turn", [
+    ("revolute", (0, 0, 0), (0, 0, 0.4)),
+    ("prismatic", (0, 0, 0.2), (0, 0, 0)),
+    ("spherical", (0, 0, 0), (0.3, -0.5, 0.2)),
+    ("fixed", (0, 0, 0), (0, 0, 0)),
+    ("cylindrical", (0, 0, -0.15), (0, 0, 0.7)),
+    ("point_on_line", (0, 0, 0.25), (0.3, -0.5, 0.2)),
+    ("point_on_plane", (0.2, -0.1, 0), (0.3, -0.5, 0.2)),
+])
+def test_every_loop_closure_type_has_the_rows_of_the_joint_coordinate_closure(kind, shift, turn):
+    """At a pose assembled with the child moved by the pair's own freedom (a slider off the pair origin), the
+    closure rows of C(q) mapped through the Pinocchio twists span the same rows as the joint-coordinate closure,
+    with as many rows as the type removes freedoms, and the residual is zero."""
+    from vtm_dynamics.core.robot.constraints import LoopClosure
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.core.robot.urdf_extension import LOOP_CLOSURE_ROWS
+
+    tree = RobotModel.from_urdf(_chain_urdf())
+    q = np.array([0.3, -0.4, 0.7, 0.2, -0.6, 0.5])
+    oMa = tree.frame_placement(q, "l1") * pin.SE3(pin.rpy.rpyToMatrix(0.2, -0.1, 0.3), np.array([0.1, 0.05, 0.0]))
+    oMb = oMa * pin.SE3(pin.exp3(np.array(turn, dtype=float)), np.array(shift, dtype=float))
+    bMb = tree.frame_placement(q, "l5").actInv(oMb)
+    closure = (
+        f'<loop_closure name="c" type="{kind}"><parent link="l1"/><child link="l5"/>'
+        f'<origin xyz="0.1 0.05 0" rpy="0.2 -0.1 0.3"/>'
+        f'<child_origin xyz="{" ".join(f"{x:.17g}" for x in bMb.translation)}" '
+        f'rpy="{" ".join(f"{x:.17g}" for x in pin.rpy.matrixToRpy(bMb.rotation))}"/><axis xyz="0 0 1"/></loop_closure>')
+    text = _chain_urdf(closure)
+    model = load_absolute_model(text)
+    assert np.max(np.abs(closure_residuals(model, q))) < 1e-12
+    C = constraint_matrix(model, q)
+    (pair,) = [p for p in C.pairs if p.kind == "loop_closure"]
+    assert len(pair.rows) == LOOP_CLOSURE_ROWS[kind]
+    T = np.column_stack([body_twists(model, q, e) for e in np.eye(6)])  # body twists per joint velocity
+    absolute = C.matrix[list(pair.rows)] @ T
+    robot = RobotModel.from_urdf(text)
+    J = LoopClosure(robot.extension.loop_closures[0]).jacobian(robot, q)
+    assert np.allclose(LoopClosure(robot.extension.loop_closures[0]).residual(robot, q), 0.0, atol=1e-12)
+    r = np.linalg.matrix_rank(J, tol=1e-9)
+    assert r == np.linalg.matrix_rank(absolute, tol=1e-9) == np.linalg.matrix_rank(np.vstack([J, absolute]), tol=1e-9)

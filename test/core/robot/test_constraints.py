@@ -11,7 +11,7 @@ from vtm_dynamics.core.robot.constraints import (
     constraints_from_extension,
 )
 from vtm_dynamics.core.robot.model import RobotModel
-from vtm_dynamics.core.robot.urdf_extension import KnifeEdgeSpec, LoopClosureSpec, Pose
+from vtm_dynamics.core.robot.urdf_extension import LOOP_CLOSURE_TYPES, KnifeEdgeSpec, LoopClosureSpec, Pose
 
 # A planar four-bar (ground 2 m, crank 1 m, coupler 2 m, rocker 1 m) written as a tree plus one loop closure.
 FOUR_BAR = """<?xml version="1.0"?>
@@ -46,7 +46,7 @@ def _flow_derivative(robot, f, q, v, eps=1e-6):
 def _specs():
     pose_a = Pose(xyz=(0.1, -0.2, 0.05), rpy=(0.3, -0.2, 0.5))
     pose_b = Pose(xyz=(0.0, 0.1, 0.2), rpy=(-0.1, 0.4, 0.2))
-    for kind in ("spherical", "revolute", "prismatic", "fixed"):
+    for kind in LOOP_CLOSURE_TYPES:
         yield LoopClosureSpec(kind, kind, "forearm_link", "wrist_3_link", pose_a, pose_b, (0.0, 0.6, 0.8))
     yield LoopClosureSpec("to_world", "spherical", "world", "wrist_2_link", pose_a, pose_b, (0.0, 0.0, 1.0))
 
@@ -96,8 +96,9 @@ def test_translational_rows_are_the_gradient_of_the_position_residual(ur5, rng, 
     v = rng.normal(size=ur5.nv)
     rate = _flow_derivative(ur5, lambda qq: c.residual(ur5, qq), q, v)
     Jv = c.jacobian(ur5, q) @ v
-    # spherical/revolute/fixed: first three rows are d/dt (p_B - p_A); prismatic: first two are d/dt n.(p_B - p_A)
-    n = 2 if spec.type == "prismatic" else 3
+    # spherical/revolute/fixed: first three rows are d/dt (p_B - p_A); the axis-type pairs: first two (one for
+    # point_on_plane) are d/dt d_k.(p_B - p_A) with d_k fixed in A -- exact at any configuration, assembled or not
+    n = {"prismatic": 2, "cylindrical": 2, "point_on_line": 2, "point_on_plane": 1}.get(spec.type, 3)
     assert np.allclose(Jv[:n], rate[:n], atol=1e-6)
 
 
@@ -148,7 +149,7 @@ def test_unknown_link_is_a_constraint_error(ur5):
         LoopClosure(spec).jacobian(ur5, ur5.neutral())
 
 
-@pytest.mark.parametrize("kind", ["spherical", "revolute", "prismatic", "fixed"])
+@pytest.mark.parametrize("kind", LOOP_CLOSURE_TYPES)
 def test_at_an_assembled_pose_every_residual_row_differentiates_to_its_jacobian_row(ur5, rng, kind):
     """All rows, rotational ones included: a Newton step q -= J^+ r on the residual then removes position drift."""
     import pinocchio as pin
@@ -163,3 +164,62 @@ def test_at_an_assembled_pose_every_residual_row_differentiates_to_its_jacobian_
     v = rng.normal(size=ur5.nv)
     rate = _flow_derivative(ur5, lambda qq: c.residual(ur5, qq), q, v)
     assert np.allclose(rate, c.jacobian(ur5, q) @ v, atol=1e-6)
+
+
+def _assembled_pair(robot, q, kind, axis, shift=(0.0, 0.0, 0.0), turn=(0.0, 0.0, 0.0)):
+    """A closure between forearm and wrist 3 of the UR5, assembled at q, with the child's pair frame moved by the
+    pair's own freedom: ``shift`` [m] and ``turn`` [rad] (rotation vector), both in pair frame A."""
+    import pinocchio as pin
+
+    pose_a = Pose(xyz=(0.1, -0.2, 0.05), rpy=(0.3, -0.2, 0.5))
+    oMa = robot.frame_placement(q, "forearm_link") * pin.SE3(pose_a.rotation(), np.array(pose_a.xyz))
+    oMb = oMa * pin.SE3(pin.exp3(np.array(turn)), np.array(shift))
+    bMb = robot.frame_placement(q, "wrist_3_link").actInv(oMb)
+    pose_b = Pose(xyz=tuple(bMb.translation), rpy=tuple(pin.rpy.matrixToRpy(bMb.rotation)))
+    return LoopClosure(LoopClosureSpec(kind, kind, "forearm_link", "wrist_3_link", pose_a, pose_b, axis))
+
+
+# Motions each pair allows (in pair frame A, axis a = (0, 0.6, 0.8)): the child point may sit anywhere on the line
+# or plane, and the child may be turned as the pair lets it turn.
+_A = np.array([0.0, 0.6, 0.8])
+_IN_PLANE = np.array([1.0, 0.0, 0.0])
+_ALLOWED = {
+    "cylindrical": (0.3 * _A, 0.7 * _A),
+    "point_on_line": (-0.25 * _A, (0.4, -0.9, 0.3)),
+    "point_on_plane": (0.2 * _IN_PLANE + 0.1 * np.cross(_A, _IN_PLANE), (0.4, -0.9, 0.3)),
+    "prismatic": (0.3 * _A, (0.0, 0.0, 0.0)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_ALLOWED))
+def test_an_axis_pair_is_assembled_wherever_its_own_freedom_puts_the_child(ur5, rng, kind):
+    """Sliding along the line/plane/axis and turning as allowed leaves the residual zero, and the residual's rate is
+    still J v there: the rows are exact away from the pair origin (a slider far along its guide)."""
+    q = ur5.random_configuration(rng)
+    shift, turn = _ALLOWED[kind]
+    c = _assembled_pair(ur5, q, kind, tuple(_A), tuple(shift), tuple(turn))
+    assert np.allclose(c.residual(ur5, q), 0.0, atol=1e-12)
+    v = rng.normal(size=ur5.nv)
+    rate = _flow_derivative(ur5, lambda qq: c.residual(ur5, qq), q, v)
+    assert np.allclose(rate, c.jacobian(ur5, q) @ v, atol=1e-6)
+    assert np.allclose(c.drift(ur5, q, v), _flow_derivative(ur5, lambda qq: c.jacobian(ur5, qq) @ v, q, v), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind, forbidden", [
+    ("cylindrical", "turn"), ("point_on_line", "shift"), ("point_on_plane", "shift"), ("prismatic", "turn"),
+])
+def test_a_motion_the_pair_forbids_shows_in_its_residual(ur5, rng, kind, forbidden):
+    q = ur5.random_configuration(rng)
+    off_axis = np.cross(_A, _IN_PLANE) * 0.05  # perpendicular to the axis (forbidden for a point on the line)
+    move = {"shift": (tuple(0.05 * _A) if kind == "point_on_plane" else tuple(off_axis)), "turn": tuple(0.05 * _IN_PLANE)}
+    c = _assembled_pair(ur5, q, kind, tuple(_A), **{forbidden: move[forbidden]})
+    assert np.max(np.abs(c.residual(ur5, q))) > 1e-3
+
+
+def test_rows_per_loop_closure_type_are_the_freedoms_it_removes(ur5, rng):
+    q = ur5.random_configuration(rng)
+    expected = {"fixed": 6, "revolute": 5, "prismatic": 5, "cylindrical": 4, "spherical": 3, "point_on_line": 2,
+                "point_on_plane": 1}
+    for spec in _specs():
+        c = LoopClosure(spec)
+        assert c.jacobian(ur5, q).shape[0] == expected[spec.type] == c.dim(ur5)

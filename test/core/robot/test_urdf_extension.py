@@ -76,6 +76,15 @@ def test_bad_extension_elements_give_one_clear_error(extra, words):
         assert word in message
 
 
+@pytest.mark.parametrize("kind", ["cylindrical", "point_on_line", "point_on_plane"])
+def test_cylindrical_and_point_contact_closures_are_part_of_the_extension(kind):
+    (c,) = parse_urdf_extension(TREE.format(extra=CLOSURE.replace('type="revolute"', f'type="{kind}"'))).loop_closures
+    assert c.type == kind and c.axis == (0.0, 0.0, 1.0)
+    with pytest.raises(URDFExtensionError) as err:
+        parse_urdf_extension(TREE.format(extra=CLOSURE.replace('type="revolute"', 'type="point_on_sphere"')))
+    assert kind in str(err.value)  # the message lists every accepted type
+
+
 def test_unreadable_input_is_refused_clearly(tmp_path):
     with pytest.raises(URDFExtensionError, match="not well-formed"):
         parse_urdf_extension("<robot name='x'><link name='a'></robot>")

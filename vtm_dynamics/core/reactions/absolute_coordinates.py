@@ -107,6 +107,10 @@ class PairSpec:
     wrench_basis: np.ndarray = field(repr=False)
     labels: tuple[str, ...]
     holonomic: bool
+    # Point contacts (point_on_line, point_on_plane): the pair point on the child link where the reaction acts.
+    # The pair's directions stay those of the parent's frame; its point is the child's, which slides over the line
+    # or plane, so the rows are evaluated there (at the parent's pair point they would miss a moment arm).
+    contact_offset: Pose | None = None
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,17 @@ def allowed_twists(kind: str, axis: np.ndarray) -> np.ndarray:
     if kind == "planar":
         perp = scipy.linalg.null_space(a[None, :])
         return np.column_stack([np.vstack([perp, np.zeros((3, 2))]), np.concatenate([z, a])])
+    if kind == "cylindrical":
+        return np.column_stack([np.concatenate([a, z]), np.concatenate([z, a])])
+    if kind == "point_on_line":  # slides along the line, turns freely about the point
+        return np.column_stack([np.concatenate([a, z]), np.vstack([np.zeros((3, 3)), np.eye(3)])])
+    if kind == "point_on_plane":  # slides in the plane normal to a, turns freely about the point
+        perp = scipy.linalg.null_space(a[None, :])
+        return np.column_stack([np.vstack([perp, np.zeros((3, 2))]), np.vstack([np.zeros((3, 3)), np.eye(3)])])
     raise AbsoluteModelError(f"unknown pair type {excerpt(kind)}")
+
+
+POINT_CONTACT_TYPES = ("point_on_line", "point_on_plane")
 
 
 # --------------------------------------------------------------------------------------------------- URDF reading
@@ -367,8 +381,9 @@ def load_absolute_model(
                               labels, True))
     for lc in ext.loop_closures:
         W, labels = _pair_basis(lc.name, lc.type, lc.axis, planar)
+        contact = lc.child_origin if lc.type in POINT_CONTACT_TYPES else None
         pairs.append(PairSpec(lc.name, "loop_closure", lc.type, body(lc.parent), body(lc.child), body(lc.parent),
-                              lc.parent_origin, W, labels, True))
+                              lc.parent_origin, W, labels, True, contact))
     for ke in ext.knife_edges:
         if body(ke.link) == GROUND:
             raise AbsoluteModelError(f"<knife_edge name={excerpt(ke.name)}>: link {excerpt(ke.link)} is the ground (root link)")
@@ -433,6 +448,15 @@ def _pair_frame(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     return R @ pair.frame_offset.rotation(), o + R @ np.asarray(pair.frame_offset.xyz)
 
 
+def _pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
+    """Axes (the pair frame's) and the point [m, world] at which a pair's rows and reactions are evaluated."""
+    R, p = _pair_frame(pair, poses)
+    if pair.contact_offset is not None:
+        Rc, oc = poses[pair.child]
+        p = oc + Rc @ np.asarray(pair.contact_offset.xyz)
+    return R, p
+
+
 def constraint_matrix(model: AbsoluteModel, q=None) -> AbsoluteConstraintMatrix:
     """Assemble C(q) (Wojtyra & Frączek 2013, eq. (5)) in absolute coordinates; see the module docstring."""
     q = _q_or_neutral(model, q)
@@ -446,7 +470,7 @@ def constraint_matrix(model: AbsoluteModel, q=None) -> AbsoluteConstraintMatrix:
         if W.shape[1] == 0:
             free.append(pair.name)
             continue
-        R, p = _pair_frame(pair, poses)
+        R, p = _pair_point(pair, poses)
         Ww = np.vstack([R @ W[:3], R @ W[3:]])  # world axes
         block = np.zeros((W.shape[1], model.n_coordinates))
         for link, sign in ((pair.child, 1.0), (pair.parent, -1.0)):

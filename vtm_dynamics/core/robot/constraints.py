@@ -26,7 +26,7 @@ import numpy as np
 import pinocchio as pin
 
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
-from vtm_dynamics.core.robot.urdf_extension import WORLD_LINK, KnifeEdgeSpec, LoopClosureSpec, Pose
+from vtm_dynamics.core.robot.urdf_extension import LOOP_CLOSURE_ROWS, WORLD_LINK, KnifeEdgeSpec, LoopClosureSpec, Pose
 
 
 class ConstraintError(ValueError):
@@ -185,12 +185,22 @@ class LoopClosure:
     * spherical (3): v_B - v_A = 0 (velocities of the two pair points);
     * revolute (5): v_B - v_A = 0 and n_k . (w_B - w_A) = 0 for the two directions n_k of A perpendicular to axis;
     * prismatic (5): w_B - w_A = 0 and d/dt [n_k . (p_B - p_A)] = 0 with n_k fixed in A, perpendicular to axis;
+    * cylindrical (4): d/dt [n_k . (p_B - p_A)] = 0 and n_k . (w_B - w_A) = 0 (slides along and turns about axis);
+    * point_on_line (2): d/dt [n_k . (p_B - p_A)] = 0: point B stays on the line through A along axis, B turns freely
+      (Aghili's slider-crank: the piston pin on its guide line);
+    * point_on_plane (1): d/dt [a . (p_B - p_A)] = 0 with a = axis (the plane normal) fixed in A: point B stays in
+      the plane through A normal to axis (the slider of a planar slider-crank as one row);
     * fixed (6): v_B - v_A = 0 and w_B - w_A = 0.
+
+    The translational rows of the axis-type pairs are d/dt [d_k . (p_B - p_A)] = d_k . (v_B - v_A) + (d_k x (p_B -
+    p_A)) . w_A for directions d_k fixed in A (:func:`_rows_along`); they hold for any distance p_B - p_A along the
+    free directions, so a point-contact pair is exact wherever B sits on the line or plane.
 
     Drift terms are the exact time derivatives of these rows along the motion with a = 0, computed from the
     frames' classical accelerations (Pinocchio forward kinematics with zero joint acceleration).
-    Residuals: p_B - p_A (translational rows; for prismatic n_k . (p_B - p_A)), R_A log3(R_A^T R_B) (fixed,
-    prismatic), and (-n_2 . a_B, n_1 . a_B) with a_B the axis carried by B (revolute) -- zero iff the pair is
+    Residuals: p_B - p_A (translational rows; for the axis-type pairs d_k . (p_B - p_A)), R_A log3(R_A^T R_B)
+    (fixed, prismatic), and (-n_2 . a_B, n_1 . a_B) with a_B the axis carried by B (revolute, cylindrical) -- zero iff
+    the pair is
     assembled, ordered and oriented so that at the assembled pose d(residual)/dt = J v (a Newton step with J
     removes position drift).
     """
@@ -210,7 +220,13 @@ class LoopClosure:
         ]
 
     def dim(self, robot: RobotModel) -> int:
-        return {"spherical": 3, "revolute": 5, "prismatic": 5, "fixed": 6}[self.spec.type]
+        return LOOP_CLOSURE_ROWS[self.spec.type]
+
+    def _directions(self, A: _PairKinematics) -> np.ndarray:
+        """World rows d_k, fixed in pair frame A, of the translational rows of the axis-type pairs."""
+        if self.spec.type == "point_on_plane":
+            return (A.R @ np.array(self.spec.axis))[None, :] / np.linalg.norm(self.spec.axis)
+        return self._basis(A)
 
     def _basis(self, A: _PairKinematics) -> np.ndarray:
         """Rows n_1, n_2 (world) of two directions fixed in pair frame A and perpendicular to the axis."""
@@ -227,10 +243,14 @@ class LoopClosure:
         N = self._basis(A)
         if kind == "revolute":
             return np.vstack([dJv, N @ dJw])
-        # prismatic: d/dt[n . d] = n . (v_B - v_A) + (w_A x n) . d = n . dv + (n x d) . w_A
-        d = B.p - A.p
-        rows = N @ dJv + np.cross(N, d) @ A.Jw
-        return np.vstack([rows, dJw])
+        # axis-type pairs: d/dt[n . d] = n . (v_B - v_A) + (w_A x n) . d = n . dv + (n x d) . w_A
+        D = self._directions(A)
+        rows = D @ dJv + np.cross(D, B.p - A.p) @ A.Jw
+        if kind == "prismatic":
+            return np.vstack([rows, dJw])
+        if kind == "cylindrical":
+            return np.vstack([rows, N @ dJw])
+        return rows  # point_on_line, point_on_plane
 
     def drift(self, robot: RobotModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         A, B = _rows(robot, q, v, self._pairs(robot))
@@ -249,8 +269,15 @@ class LoopClosure:
         d = B.p - A.p
         dd = B.vel - A.vel
         # d2/dt2 [n . d] with a = 0 = n . dacc + 2 n' . dd + n'' . d, n'' = alpha_A x n + w_A x (w_A x n)
-        Nddot = np.cross(A.alpha, N) + np.cross(A.omega, Ndot)
-        return np.concatenate([N @ dacc + 2.0 * Ndot @ dd + Nddot @ d, dalpha])
+        D = self._directions(A)
+        Ddot = np.cross(A.omega, D)
+        Dddot = np.cross(A.alpha, D) + np.cross(A.omega, Ddot)
+        translational = D @ dacc + 2.0 * Ddot @ dd + Dddot @ d
+        if kind == "prismatic":
+            return np.concatenate([translational, dalpha])
+        if kind == "cylindrical":
+            return np.concatenate([translational, N @ dalpha + Ndot @ dw])
+        return translational  # point_on_line, point_on_plane
 
     def bind(self, robot: RobotModel, q: np.ndarray) -> "LoopClosure":
         return self
@@ -267,12 +294,18 @@ class LoopClosure:
         if kind == "fixed":
             return np.concatenate([d, rot])
         N = self._basis(A)
+        # With (n1, n2, a) right-handed: d/dt(n1 . a_B) = n2 . (w_B - w_A) and d/dt(n2 . a_B) = -n1 . (w_B - w_A)
+        # at the assembled pose, so (-n2 . a_B, n1 . a_B) differentiates to the Jacobian rows N (w_B - w_A).
+        a_B = B.R @ np.array(self.spec.axis)
+        tilt = np.array([-(N[1] @ a_B), N[0] @ a_B])
         if kind == "revolute":
-            # With (n1, n2, a) right-handed: d/dt(n1 . a_B) = n2 . (w_B - w_A) and d/dt(n2 . a_B) = -n1 . (w_B - w_A)
-            # at the assembled pose, so (-n2 . a_B, n1 . a_B) differentiates to the Jacobian rows N (w_B - w_A).
-            a_B = B.R @ np.array(self.spec.axis)
-            return np.concatenate([d, [-(N[1] @ a_B), N[0] @ a_B]])
-        return np.concatenate([N @ d, rot])
+            return np.concatenate([d, tilt])
+        along = self._directions(A) @ d
+        if kind == "prismatic":
+            return np.concatenate([along, rot])
+        if kind == "cylindrical":
+            return np.concatenate([along, tilt])
+        return along  # point_on_line, point_on_plane
 
 
 @dataclass(frozen=True)

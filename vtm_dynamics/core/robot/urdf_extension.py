@@ -10,15 +10,17 @@ a path, and parses it safely and within limits (:func:`parse_urdf_xml`); files a
 
 .. code-block:: xml
 
-    <loop_closure name="C" type="revolute">   <!-- revolute | prismatic | spherical | fixed -->
+    <loop_closure name="C" type="revolute">   <!-- see LOOP_CLOSURE_TYPES -->
       <parent link="crank"/>                  <!-- first link (any link of the tree, or "world") -->
       <child link="slider"/>                  <!-- second link, different from the first -->
       <origin xyz="1 0 0" rpy="0 0 0"/>       <!-- pair frame on the parent link, in the parent link frame [m, rad] -->
       <child_origin xyz="0 0 0" rpy="0 0 0"/> <!-- the same pair frame on the child link, in the child link frame -->
-      <axis xyz="0 0 1"/>                     <!-- joint axis in the pair frame (revolute, prismatic) -->
+      <axis xyz="0 0 1"/>                     <!-- axis in the pair frame: joint axis, line direction, plane normal -->
     </loop_closure>
 
-When the pair is assembled the two pair frames coincide (up to the motion the pair allows about/along ``axis``).
+When the pair is assembled the two pair frames coincide (up to the motion the pair allows about/along ``axis``);
+for ``point_on_line`` and ``point_on_plane`` only the child's pair point is constrained: it stays on the line
+through the parent's pair point along ``axis``, or in the plane through it normal to ``axis``.
 
 ``<knife_edge>`` (Pfaffian, nonholonomic): a point fixed in a link whose velocity along a link-fixed direction is
 zero (a blade or a wheel that cannot slip sideways).
@@ -52,7 +54,10 @@ from defusedxml.ElementTree import DefusedXMLParser
 
 from vtm_dynamics.core.excerpt import clip, excerpt, excerpt_list
 
-LOOP_CLOSURE_TYPES = ("revolute", "prismatic", "spherical", "fixed")
+LOOP_CLOSURE_TYPES = ("revolute", "prismatic", "spherical", "fixed", "cylindrical", "point_on_line", "point_on_plane")
+# Constraint rows per loop-closure type in 3-D (the relative freedoms a pair removes): docs/urdf_extension.md.
+LOOP_CLOSURE_ROWS = {"fixed": 6, "revolute": 5, "prismatic": 5, "cylindrical": 4, "spherical": 3,
+                     "point_on_line": 2, "point_on_plane": 1}
 WORLD_LINK = "world"
 COUNTED_ELEMENTS = ("link", "joint", "loop_closure", "knife_edge", "driving_constraint")
 
