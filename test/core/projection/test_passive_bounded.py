@@ -96,3 +96,26 @@ def test_singular_crank_pose_reports_what_it_could_not_hold(slider_crank):
     assert c.passive_residual > 1e-3 and c.acceleration_error > 1e-3
     plant = constrained_dynamics(robot, cs, q, z, out.tau)
     np.testing.assert_allclose(out.qdd, plant.qdd, atol=1e-8)
+
+
+def test_two_coordinate_slider_crank_with_a_passive_rod_stays_bounded_through_the_singularity():
+    """The paper's two-coordinate model (one point_on_plane row): crank actuated, rod passive. At q1 = -pi/2 the
+    row vanishes (rank 0), the rod can swing alone and condition (64) fails; around it the margin shrinks to the
+    tolerance. Every torque stays within the stated bound and the plant's accelerations are predicted."""
+    robot = RobotModel.from_urdf_file(os.path.join(REPO, "urdf", "slider_crank_point_on_plane.urdf"))
+    cs = ConstraintSet(constraints_from_extension(robot))
+    ctl = ProjectedInverseDynamicsController(robot, cs, kp=25.0, kd=10.0, passive_joints=["rod_joint"])
+    branch, z = np.array([1.0, -2.0]), np.zeros(2)
+    verdicts = set()
+    for theta in -np.pi / 2 + np.concatenate([np.linspace(-0.2, 0.2, 41), [1e-12, -1e-9, 1e-6, 1e-4, 1e-3]]):
+        q = branch * theta
+        out = ctl.update(q, z, q + np.array([0.05, -0.1]), z, z)
+        c = out.controllability
+        assert np.linalg.norm(out.tau) <= np.linalg.norm(out.f_parallel) * (1.0 + 1.0 / TOL) + 1e-9
+        assert out.tau[1] == 0.0 and np.abs(out.tau).max() < 100.0
+        plant = constrained_dynamics(robot, cs, q, z, out.tau)
+        np.testing.assert_allclose(out.qdd, plant.qdd, atol=1e-8 * max(1.0, np.abs(plant.qdd).max()))
+        if not c.controllable:
+            assert c.passive_residual > 0.0 and abs(c.unmet_force[1]) == pytest.approx(c.passive_residual)
+        verdicts.add(c.controllable)
+    assert verdicts == {True, False}
