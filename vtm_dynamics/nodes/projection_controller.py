@@ -117,6 +117,7 @@ from typing import Any, Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -126,8 +127,9 @@ from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions, LockEvent
 
 from vtm_dynamics.core.excerpt import clip
+from vtm_dynamics.core.projection.constraint_wrench import constraint_force_of_wrench
 from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_dynamics
-from vtm_dynamics.core.robot.constraints import constraints_from_extension
+from vtm_dynamics.core.robot.constraints import LoopClosure, constraints_from_extension
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.projection.control import ProjectedControl, ProjectedInverseDynamicsController
 from vtm_dynamics.core.projection.projector import RankTolerance, unit_weighting
@@ -198,6 +200,20 @@ PARAMETERS = (
     P.ParameterSpec("weight_by_effort_limits", False, "Minimize sum (f_i / limit_i)^2 instead of |f|^2 (Aghili "
                     "Sec. 7.2: W^1/2 = diag(effort limits); passive joints weigh 1). Excludes weighting_length.",
                     read_only=True),
+    P.ParameterSpec("force_control", False, "Constraint force control (Aghili eqs. (51)-(52)): once a set point "
+                    "arrived on ~/constraint_wrench_setpoint, the generalized constraint force follows it with "
+                    "(1 + force_gain) e' + force_integral_gain e = 0. Not with passive_joints.", read_only=True),
+    P.ParameterSpec("force_gain", 0.0, "Proportional force gain G_F (dimensionless) of eq. (52).",
+                    P.in_range(0.0, 1e3), float_range=(0.0, 1e3), constraint="0 .. 1000"),
+    P.ParameterSpec("force_integral_gain", 0.0, "Integral force gain G_I [1/s] of eq. (52).",
+                    P.in_range(0.0, 1e4), float_range=(0.0, 1e4), constraint="0 .. 1e4 1/s"),
+    P.ParameterSpec("force_measurement", "estimate", "Measured constraint force of the force loop: 'topic' "
+                    "(geometry_msgs/WrenchStamped on constraint_wrench, frame_id = loop closure name) or "
+                    "'estimate' (the set point itself: feedforward only, the integral stays 0).",
+                    P.one_of(["estimate", "topic"]), read_only=True, constraint="estimate | topic"),
+    P.ParameterSpec("max_constraint_wrench", 1e4, "Largest force [N] or moment [N m] component of a set point or "
+                    "a measured constraint wrench; larger messages are refused.", P.in_range(1e-3, 1e7),
+                    read_only=True, float_range=(1e-3, 1e7), constraint="1e-3 .. 1e7"),
     P.ParameterSpec("publish_reactions", True, "Publish the predicted constraint forces on ~/joint_reactions."),
     P.ParameterSpec("max_trajectory_points", 10_000, "Most points of a trajectory on ~/trajectory; a longer one is "
                     "refused (10,000 points: 40 s at 250 Hz, or 2.8 h at one point per second).",
@@ -297,6 +313,12 @@ class ProjectionController(Node):
         self._rejection_unreported = False
         self._lock = threading.Lock()  # guards what the worker hands over: pending, _submitted, rejections
         self._submitted = 0  # sequence number of the newest trajectory handed to the worker
+        self.wrench_setpoints: dict[str, np.ndarray] = {}  # loop closure name -> [f; m] [N, N m], world axes
+        self.wrench_measured: dict[str, np.ndarray] = {}
+        self.last_cycle_time: float | None = None
+        if self.p["force_control"] and self.passive_param:
+            raise P.ParameterError("force_control: cannot be combined with passive_joints (Aghili Sec. 7.4: the "
+                                   "impotent force is needed to zero the passive torques)")
 
         if self.p["urdf_path"]:
             self._set_model(load_urdf_text(urdf_path=self.p["urdf_path"]), self.p["urdf_path"], strict=True)
@@ -312,6 +334,12 @@ class ProjectionController(Node):
                                  raw=True)
         self.create_subscription(LockEvent, "lock_events", guard("lock_events", self._on_lock_event),
                                  graph.events_qos(50))
+        if self.p["force_control"]:
+            self.create_subscription(WrenchStamped, "~/constraint_wrench_setpoint",
+                                     guard("constraint_wrench_setpoint", self._on_wrench_setpoint), 10)
+            if self.p["force_measurement"] == "topic":
+                self.create_subscription(WrenchStamped, "constraint_wrench",
+                                         guard("constraint_wrench", self._on_wrench_measured), graph.sensor_qos(20))
         self.pub_cmd = self.create_publisher(Float64MultiArray, f"{self.p['controller_name']}/commands",
                                              graph.OUTPUT_DEPTH)
         self.pub_reactions = self.create_publisher(JointReactions, "~/joint_reactions", graph.OUTPUT_DEPTH)
@@ -353,6 +381,10 @@ class ProjectionController(Node):
                 self.controller.kp = np.full(n, float(self.p["kp"]))
             if "kd" in changes:
                 self.controller.kd = np.full(n, float(self.p["kd"]))
+            if "force_gain" in changes:
+                self.controller.force_gain = float(self.p["force_gain"])
+            if "force_integral_gain" in changes:
+                self.controller.force_integral_gain = float(self.p["force_integral_gain"])
         if {"rate_hz", "diagnostic_period"} & set(changes):
             self._make_timers()
 
@@ -438,6 +470,8 @@ class ProjectionController(Node):
             passive_joints=list(self.passive_param),
             tolerance=RankTolerance(self.p["rank_tolerance_absolute"], self.p["rank_tolerance_relative"]),
             controllability_tol=self.p["controllability_tolerance"],
+            force_gain=self.p["force_gain"],
+            force_integral_gain=self.p["force_integral_gain"],
         )
 
     @property
@@ -561,6 +595,55 @@ class ProjectionController(Node):
     def _on_worker_error(self, err: BaseException) -> None:
         self._reject(f"trajectory: unexpected {type(err).__name__}: {graph.one_line(err)}", self.worker_log)
 
+    def _closure_wrench(self, msg: WrenchStamped, field: str) -> tuple[str, np.ndarray] | None:
+        """(closure name, [f; m]) of a wrench message, or None (logged) when it names no loop closure of the
+        model or breaks max_constraint_wrench."""
+        if self.controller is None:
+            self.log("warning", f"{field}: no robot model yet; message ignored")
+            return None
+        name = msg.header.frame_id
+        closures = {c.name for c in self.controller.constraints.constraints if isinstance(c, LoopClosure)}
+        if name not in closures:
+            self.log("warning", f"{field}: header.frame_id: {clip(name)!r} is not a loop closure of the model "
+                                f"({io.shown(sorted(closures))}); message ignored")
+            return None
+        f, m = msg.wrench.force, msg.wrench.torque
+        w = np.array([f.x, f.y, f.z, m.x, m.y, m.z], dtype=float)
+        cap = self.p["max_constraint_wrench"]
+        if not np.all(np.isfinite(w)) or np.max(np.abs(w)) > cap:
+            self.log("warning", f"{field}: wrench: components must be finite and within +-{cap:g} N / N m; "
+                                "message ignored")
+            return None
+        return name, w
+
+    def _on_wrench_setpoint(self, msg: WrenchStamped) -> None:
+        got = self._closure_wrench(msg, "constraint_wrench_setpoint")
+        if got is not None:
+            self.wrench_setpoints[got[0]] = got[1]
+
+    def _on_wrench_measured(self, msg: WrenchStamped) -> None:
+        got = self._closure_wrench(msg, "constraint_wrench")
+        if got is not None:
+            self.wrench_measured[got[0]] = got[1]
+
+    def _force_demand(self, q: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(F_d, F_measured) of eqs. (51)-(52) at q, or (None, None) while force control is off or waits for its
+        first set point. Closures without a set point are driven to zero constraint force (F_d is the whole
+        constraint force, eq. (52)); closures without a measurement count as meeting their set point."""
+        if not self.p["force_control"] or not self.wrench_setpoints:
+            return None, None
+        n = self.robot.nv
+        F_d, F_m = np.zeros(n), np.zeros(n)
+        for c in self.controller.constraints.constraints:
+            if not isinstance(c, LoopClosure):
+                continue
+            w_d = self.wrench_setpoints.get(c.name, np.zeros(6))
+            Fd_c = constraint_force_of_wrench(self.robot, c, q, w_d).force
+            F_d += Fd_c
+            w_m = self.wrench_measured.get(c.name)
+            F_m += Fd_c if w_m is None else constraint_force_of_wrench(self.robot, c, q, w_m).force
+        return F_d, (F_m if self.p["force_measurement"] == "topic" else None)
+
     def _on_lock_event(self, msg: LockEvent) -> None:
         self.stats["lock_events"] += 1
         if msg.action not in (LockEvent.LOCK, LockEvent.UNLOCK):
@@ -639,7 +722,12 @@ class ProjectionController(Node):
         try:
             sample = active.trajectory.sample(now - active.start)
             q_d = configuration_from_positions(self.robot, sample.positions)
-            out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations)
+            F_d, F_m = self._force_demand(state.q)
+            dt = 0.0 if self.last_cycle_time is None else min(max(now - self.last_cycle_time, 0.0),
+                                                                2.0 / self.p["rate_hz"])
+            self.last_cycle_time = now
+            out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations,
+                                         force_desired=F_d, force_measured=F_m, dt=dt)
         except ValueError as err:  # ProjectionInputError, ModelError, ConstraintError, TrajectoryError
             self.log("error", f"control cycle failed, zero effort ({graph.one_line(err)})")
             self._publish_zero(io.ERROR, f"control law failed: {graph.one_line(err)}")
@@ -706,6 +794,8 @@ class ProjectionController(Node):
         out = self.last_output
         if out is not None:
             values.update(rank=out.rank, dof=out.dof, multipliers_unique=out.multipliers_unique)
+            if out.force_error is not None:
+                values["force_error_norm"] = float(np.linalg.norm(out.force_error))
             c = out.controllability
             if c is not None:
                 values.update(controllable=c.controllable, controllability_margin=c.margin,
