@@ -7,15 +7,15 @@ joints locked by brakes, closed loops, redundant or singular constraints - and o
 Control laws implemented here (all at the matrix level in :func:`projected_inverse_dynamics`, and statefully in
 :class:`ProjectedInverseDynamicsController` over a ``RobotModel`` and a changing ``ConstraintSet``):
 
-* motion, eqs. (45)-(46): f_par = P h + P M u_p with u_p = C q' + P a_d and
-  a_d = q''_d + K_D (q'_d - q') + K_P (q_d - q). This is the joint-space form of eq. (46): taking the tangent
-  coordinates theta along N(A) itself (Lambda = P), the term Lambda' theta' of eq. (46) is the constraint-imposed
-  normal acceleration C q' = -A^+ A' q' (eqs. (13), (16)). Closed loop: P (e'' + K_D e' + K_P e) = 0 for the
-  joint error e = q_d - q (Theorem 4), and f_par is the torque of least norm producing that motion (eq. (48)).
+* motion, eqs. (45)-(46), in independent coordinates theta(q) (``task``, see ``task_coordinates``): closed loop
+  e'' + G_D e' + G_P e = 0 for e = theta_d - theta exactly (Theorem 4). Joint-space form: u_p = C q' + P a_d,
+  a_d = q''_d + K_D (q'_d - q') + K_P (q_d - q); its closed loop is only P (e'' + K_D e' + K_P e) = 0 for the
+  joint error, the designed linear dynamics while P is constant (not Theorem 4 when P moves). Both give the
+  torque of least norm producing their motion (eq. (48)).
 * weighted norm, Sec. 7.2: with a metric W (e.g. :func:`projection.unit_weighting`) the same law is applied in
   the coordinates q_W = W^{1/2} q, f_W = W^{-1/2} f, and minimizes f^T W^-1 f (eq. (49)).
-* passive joints, eqs. (55)-(62): f = (I + H) f_par, H = -(I - P) Q^+ (I - B), Q = (I - B)(I - P), with the
-  controllability condition (64) N(A) cap R(B)^perp = {0} checked and reported every cycle.
+* passive joints, eqs. (55)-(62) (``passive_joints``): f = (I + H) f_par, H = -(I - P) Q^+ (I - B), Q^+ truncated
+  at the controllability tolerance (bounded torque, unmet demand reported), condition (64) checked every cycle.
 * constraint force control, eqs. (51)-(52): f_perp = h_perp + mu (f_par - h_par + Cc q') + u_F with
   u_F = F_d + G_F e_F + G_I int e_F, e_F = F_d - F. (The text of eq. (51) reads "C q'"; substituting into eq. (32)
   shows the term must be Cc q' = M C q' for the force error dynamics (G_F + 1) e_F' + G_I e_F = 0 to hold, which
@@ -33,12 +33,13 @@ from typing import Sequence
 import numpy as np
 
 from vtm_dynamics.core.projection.simulation import ConstraintSet
+from vtm_dynamics.core.projection.passive_joints import (  # noqa: F401 - re-exported: the control API
+    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, _passive_mask, bounded_passive_inversion, controllability)
 from vtm_dynamics.core.projection.task_coordinates import TaskCoordinates, TaskDemand, task_acceleration, task_demand
 from vtm_dynamics.core.robot.constraints import Constraint, JointLock
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.projection.projector import (
     DEFAULT_TOLERANCE,
-    NullSpaceProjector,
     ProjectionInputError,
     RankTolerance,
     _constraint_matrix,
@@ -53,44 +54,7 @@ from vtm_dynamics.core.projection.projector import (
 )
 
 
-#: Default controllability tolerance: a passive configuration whose margin (eq. (64)) is at or below 1e-2 is
-#: treated as not controllable, and the passive-joint inversion amplifies the passive demand at most 100-fold.
-#: Dimensionless (the sine of the angle between N(A) and the passive-only directions; 1e-2 is about 0.6 deg).
-DEFAULT_CONTROLLABILITY_TOLERANCE = 1e-2
-
-
 # ---------------------------------------------------------------------------------------------------- results
-@dataclass(frozen=True)
-class ControllabilityReport:
-    """Passive-joint controllability (Aghili, Sec. 7.4.2, eq. (64)) and what the bounded inversion could not meet.
-
-    Attributes:
-        controllable: True iff ``margin > tolerance``: no admissible motion moves passive joints only (to within
-            the tolerance), so eq. (57) is solved with a passive torque demand met exactly.
-        margin: smallest singular value of the active rows of an orthonormal basis of N(A) (1 = well
-            controllable, 0 = a passive-only motion exists); +inf when N(A) = {0}. Dimensionless (the sine of
-            the angle between N(A) and the passive-only directions).
-        passive_residual: ||(I - B) f|| of the torque before the passive entries were set to zero [N m, N]:
-            the generalized force the motion law needs at the passive joints and did not get. Rounding level
-            when controllable; the unmet demand otherwise.
-        passive_indices: velocity indices of the passive joints.
-        tolerance: the margin below which a direction of eq. (57) is not inverted (see
-            :func:`projected_inverse_dynamics`); the added torque is then bounded by
-            ||f_perp|| <= ||(I - B) f_par|| / tolerance.
-        unmet_force: (I - B) f before zeroing, per velocity index (non-zero only at passive joints) [N m, N].
-        acceleration_error: ||q''(tau) - u_p||, how far the plant's acceleration under the commanded torque is
-            from the designed one [rad/s^2, m/s^2] (0 when the demand is met).
-    """
-
-    controllable: bool
-    margin: float
-    passive_residual: float
-    passive_indices: tuple[int, ...]
-    tolerance: float = 0.0
-    unmet_force: np.ndarray | None = None
-    acceleration_error: float = 0.0
-
-
 @dataclass(frozen=True)
 class DecouplingReport:
     """Proposition 3: acceleration and constraint force are decoupled iff the cross-coupling mu vanishes on N(A).
@@ -148,53 +112,6 @@ def _gain(g: object, n: int, field_name: str) -> np.ndarray:
     if arr.shape != (n,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ProjectionInputError(f"{field_name}: expected a scalar or {n} finite gains >= 0")
     return arr
-
-
-def _passive_mask(passive: Sequence[int], n: int) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    for i in passive:
-        if not (isinstance(i, (int, np.integer)) and 0 <= int(i) < n):
-            raise ProjectionInputError(f"passive: index {i!r} is not a velocity index in [0, {n})")
-        mask[int(i)] = True
-    return mask
-
-
-def bounded_passive_inversion(Q: np.ndarray, demand: np.ndarray, tol: float) -> np.ndarray:
-    """eta = -Q^+ demand of eq. (59) with the pseudo-inverse truncated at the singular value ``tol``.
-
-    Q = (I - B)(I - P) has the passive rows of an orthonormal basis V1 of N(A)^perp as its non-zero block, and
-    by the CS decomposition of [V1 V2] its smallest non-zero singular value equals the controllability margin of
-    :func:`controllability` (the smallest singular value of the active rows of V2) whenever the passive joints
-    number at most rank(A). Truncating at ``tol`` therefore inverts exactly the directions the controllability
-    test calls controllable, and bounds the added torque: ||(I - P) eta|| <= ||eta|| <= ||demand|| / tol. The
-    truncated directions are the passive demand that cannot be met; they stay in the residual (I - B) f.
-    (Same rule as the paper's SVD cut-off of Sec. 8, eq. (70), applied to Q instead of A.)
-    """
-    U, s, Vt = np.linalg.svd(Q)
-    keep = s > max(tol, 1e-15 * (float(s[0]) if s.size else 0.0))
-    if not keep.any():
-        return np.zeros(Q.shape[1])
-    return -(Vt[keep].T / s[keep]) @ (U[:, keep].T @ demand)
-
-
-def controllability(projector: NullSpaceProjector, passive: Sequence[int], tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE) -> tuple[bool, float]:
-    """Controllability condition (64) for passive joints: N(A) cap R(B)^perp = {0} (Aghili, Sec. 7.4.2).
-
-    With V2 an orthonormal basis of N(A), a motion V2 c moves passive joints only iff B V2 c = 0, so the condition
-    holds iff the active rows of V2 have full column rank. Returns (holds, margin) with margin the smallest
-    singular value of those rows (+inf when N(A) = {0}); ``holds`` is ``margin > tol``.
-    """
-    n = projector.n
-    mask = _passive_mask(passive, n)
-    V2 = projector.null_basis
-    if V2.shape[1] == 0:
-        return True, float("inf")
-    active_rows = V2[~mask]
-    if active_rows.shape[0] < V2.shape[1]:
-        return False, 0.0
-    s = np.linalg.svd(active_rows, compute_uv=False)
-    margin = float(s[-1])
-    return margin > tol, margin
 
 
 def decoupling(M: object, P: object, tol: float = 1e-9) -> DecouplingReport:
