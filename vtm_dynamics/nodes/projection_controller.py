@@ -618,8 +618,16 @@ class ProjectionController(Node):
 
     def _on_wrench_setpoint(self, msg: WrenchStamped) -> None:
         got = self._closure_wrench(msg, "constraint_wrench_setpoint")
-        if got is not None:
-            self.wrench_setpoints[got[0]] = got[1]
+        if got is None:
+            return
+        closure = next(c for c in self.controller.constraints.constraints if c.name == got[0])
+        state = self._measured()
+        q = state.q if state is not None else self.robot.neutral()
+        if not constraint_force_of_wrench(self.robot, closure, q, got[1]).exact:
+            self.log("error", f"constraint_wrench_setpoint: {got[0]!r}: this closure's rows are not a wrench of "
+                              "its pair in this model (see docs/projection.md); set point ignored")
+            return
+        self.wrench_setpoints[got[0]] = got[1]
 
     def _on_wrench_measured(self, msg: WrenchStamped) -> None:
         got = self._closure_wrench(msg, "constraint_wrench")

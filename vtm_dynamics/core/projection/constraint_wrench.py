@@ -65,11 +65,15 @@ def _blocked_directions(robot: RobotModel, closure: LoopClosure, q: np.ndarray) 
 @dataclass(frozen=True)
 class ClosureForce:
     """F_c of one closure wrench. ``force``: generalized constraint force (n) [N m, N]; ``multipliers``: the
-    closure's lambda_c = B^T w (one per row); ``transmitted``: ||lambda_c|| / ||w|| (1: all of w is carried)."""
+    closure's lambda_c = B^T w (one per row); ``transmitted``: ||lambda_c|| / ||w|| (1: all of w is carried);
+    ``exact``: every row's recovered direction B^T = A_c D^+ is a unit vector or zero (a vanishing or redundant
+    row). False when a blocked direction is not a relative twist the open chain can produce (e.g. a point contact
+    closing a chain with fewer coordinates than the pair's twist space): the map is then not the closure's."""
 
     force: np.ndarray
     multipliers: np.ndarray
     transmitted: float
+    exact: bool
 
 
 def constraint_force_of_wrench(robot: RobotModel, closure: LoopClosure, q: object, wrench: object) -> ClosureForce:
@@ -79,7 +83,9 @@ def constraint_force_of_wrench(robot: RobotModel, closure: LoopClosure, q: objec
     Ac, Bt = _blocked_directions(robot, closure, qq)
     lam = Bt @ w
     norm = float(np.linalg.norm(w))
-    return ClosureForce(-(Ac.T @ lam), lam, float(np.linalg.norm(lam) / norm) if norm > 0 else 1.0)
+    row_norms = np.linalg.norm(Bt, axis=1)
+    exact = bool(np.all((row_norms < 1e-6) | (np.abs(row_norms - 1.0) < 1e-6)))
+    return ClosureForce(-(Ac.T @ lam), lam, float(np.linalg.norm(lam) / norm) if norm > 0 else 1.0, exact)
 
 
 def closure_wrench(robot: RobotModel, closure: LoopClosure, q: object, force: object) -> np.ndarray:
