@@ -21,6 +21,18 @@ Inputs
                          positions are held with zero velocity. A trajectory without points means "stop here": the
                          measured position is held at once. A new trajectory replaces the current one; one that
                          breaks a limit is refused as a whole and the current goal continues.
+  ``~/task_trajectory``  trajectory_msgs/JointTrajectory of the task coordinates theta (Aghili eqs. (40)-(46)),
+                         configured by ``task_joints`` or ``task_frame`` + ``task_components`` (+ ``task_offset``);
+                         ``joint_names`` are their names (a joint name, or ``FRAME.x`` ... ``FRAME.angle_z``).
+                         Same pipeline, caps and replacement rules as ``~/trajectory`` (no URDF limits apply to
+                         theta). The closed loop is e'' + kd e' + kp e = 0 in theta exactly (Theorem 4); the
+                         joint-space ``~/trajectory`` gives it only while the projector P is constant.
+  ``~/constraint_wrench_setpoint``  geometry_msgs/WrenchStamped (with ``force_control``): ``header.frame_id`` a loop
+                         closure of the model; the force [N] and moment [N m], world axes, that the closure shall
+                         exert on its child at the child's pair point (eqs. (51)-(52); closures without a set point
+                         are driven to zero force). Components beyond ``max_constraint_wrench`` are refused.
+  ``constraint_wrench``  geometry_msgs/WrenchStamped, the measured closure wrench, same convention
+                         (``force_measurement: topic``); otherwise the set point is the estimate (feedforward).
   ``lock_events``        vtm_msgs/LockEvent: LOCK adds one joint-lock constraint per named joint, bound at the
                          measured configuration, to the SAME controller object; UNLOCK removes it. Unknown joint
                          names are logged and ignored (the known ones of the same event are applied).
@@ -132,6 +144,7 @@ from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_d
 from vtm_dynamics.core.robot.constraints import LoopClosure, constraints_from_extension
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.projection.control import ProjectedControl, ProjectedInverseDynamicsController
+from vtm_dynamics.core.projection.task_coordinates import FramePoint, SelectedJoints, TaskCoordinates
 from vtm_dynamics.core.projection.projector import RankTolerance, unit_weighting
 from vtm_dynamics.nodes import controller_io as io
 from vtm_dynamics.nodes import graph
@@ -214,6 +227,9 @@ PARAMETERS = (
     P.ParameterSpec("max_constraint_wrench", 1e4, "Largest force [N] or moment [N m] component of a set point or "
                     "a measured constraint wrench; larger messages are refused.", P.in_range(1e-3, 1e7),
                     read_only=True, float_range=(1e-3, 1e7), constraint="1e-3 .. 1e7"),
+    P.ParameterSpec("task_frame", "", "Frame whose point gives task coordinates (see task_components); empty: "
+                    "none. The law then follows ~/task_trajectory with e'' + kd e' + kp e = 0 in theta exactly.",
+                    read_only=True),
     P.ParameterSpec("publish_reactions", True, "Publish the predicted constraint forces on ~/joint_reactions."),
     P.ParameterSpec("max_trajectory_points", 10_000, "Most points of a trajectory on ~/trajectory; a longer one is "
                     "refused (10,000 points: 40 s at 250 Hz, or 2.8 h at one point per second).",
@@ -231,6 +247,12 @@ JOINTS_DESCRIPTION = ("Joints commanded on <controller_name>/commands, in the ef
                       "movable joints of the model in its order. Model joints left out must be passive_joints.")
 PASSIVE_DESCRIPTION = ("Joints without actuator (Aghili eqs. (55)-(62)): they get exactly zero effort and the "
                        "controllability condition (64) is reported. Must be joints of the model.")
+TASK_JOINTS_DESCRIPTION = ("Task coordinates theta = these joints' coordinates (Aghili eqs. (40)-(46)); "
+                           "commands on ~/task_trajectory name them. Excludes task_frame.")
+TASK_COMPONENTS_DESCRIPTION = ("With task_frame: components of theta, from x, y, z [m] (world position of the point "
+                               "task_offset on the frame) and angle_x, angle_y, angle_z [rad] (rotation about a "
+                               "world axis; planar motion only). ~/task_trajectory names them FRAME.COMPONENT.")
+TASK_OFFSET_DESCRIPTION = "With task_frame: the point [m] on the frame, in the frame's axes (3 values; default 0)."
 OVERRIDES_DESCRIPTION = ("Lower effort limits for commanded joints, as JOINT=LIMIT [N m, N] entries, e.g. "
                          "['elbow_joint=50.0']. A limit above the URDF one (or default_effort_limit) is refused.")
 
@@ -259,6 +281,7 @@ class PreparedTrajectory:
     stamp: float
     points: int
     seq: int
+    task: bool = False  # a trajectory of the task coordinates theta (~/task_trajectory)
 
 
 @dataclass(frozen=True)
@@ -268,6 +291,7 @@ class ActiveTrajectory:
     trajectory: PiecewiseTrajectory
     start: float
     points: int
+    task: bool = False
 
 
 class ProjectionController(Node):
@@ -285,6 +309,10 @@ class ProjectionController(Node):
         self.p = P.declare_validated(self, PARAMETERS, self._on_parameters)
         self.joints_param = self._declare_names("joints", JOINTS_DESCRIPTION)
         self.passive_param = self._declare_names("passive_joints", PASSIVE_DESCRIPTION)
+        self.task_joints = self._declare_names("task_joints", TASK_JOINTS_DESCRIPTION)
+        self.task_components = self._declare_strings("task_components", TASK_COMPONENTS_DESCRIPTION)
+        self.task_offset = self._declare_doubles("task_offset", TASK_OFFSET_DESCRIPTION)
+        self.task = None  # TaskCoordinates, built with the model
         self.effort_overrides = io.parse_effort_overrides(
             self._declare_strings("effort_limit_overrides", OVERRIDES_DESCRIPTION))
         self.robot: RobotModel | None = None
@@ -332,6 +360,8 @@ class ProjectionController(Node):
         # serialized: the conversion of a long trajectory happens on the worker, not here
         self.create_subscription(JointTrajectory, "~/trajectory", guard("trajectory", self._on_trajectory), 10,
                                  raw=True)
+        self.create_subscription(JointTrajectory, "~/task_trajectory",
+                                 guard("task_trajectory", self._on_task_trajectory), 10, raw=True)
         self.create_subscription(LockEvent, "lock_events", guard("lock_events", self._on_lock_event),
                                  graph.events_qos(50))
         if self.p["force_control"]:
@@ -365,6 +395,25 @@ class ProjectionController(Node):
         param = self.declare_parameter(name, Parameter.Type.STRING_ARRAY,
                                        ParameterDescriptor(name=name, description=description, read_only=True))
         return tuple(param.value or [])
+
+    def _declare_doubles(self, name: str, description: str) -> tuple[float, ...]:
+        param = self.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY,
+                                       ParameterDescriptor(name=name, description=description, read_only=True))
+        return tuple(float(x) for x in (param.value or []))
+
+    def _task_of(self, robot: RobotModel) -> TaskCoordinates | None:
+        """The task coordinates chosen by task_joints or task_frame (at most one), or None."""
+        frame = self.p["task_frame"]
+        if self.task_joints and frame:
+            raise P.ParameterError("task_joints: give task_joints or task_frame, not both")
+        if self.task_joints:
+            return SelectedJoints(robot, list(self.task_joints))
+        if frame:
+            offset = self.task_offset or (0.0, 0.0, 0.0)
+            if len(offset) != 3:
+                raise P.ParameterError(f"task_offset: expected 3 values [m], got {len(offset)}")
+            return FramePoint(robot, frame, list(self.task_components), offset)
+        return None
 
     def _declare_names(self, name: str, description: str) -> tuple[str, ...]:
         value = self._declare_strings(name, description)
@@ -411,7 +460,8 @@ class ProjectionController(Node):
             effort = io.effort_limits(robot, self._command_joints_of(robot), self.p["default_effort_limit"],
                                       self.effort_overrides)
             limits = io.trajectory_limits(robot, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
-            controller = self._build_controller(robot, effort)
+            task = self._task_of(robot)
+            controller = self._build_controller(robot, effort, task)
         except (ModelError, UnsupportedJointError, P.ParameterError, ValueError) as err:
             if strict:
                 raise
@@ -423,6 +473,7 @@ class ProjectionController(Node):
         self.robot, self.tracker, self.command_index = robot, tracker, command_index
         self.effort_limits, self.saturation, self.trajectory_limits = effort, io.SaturationWindow(effort), limits
         self.controller = controller
+        self.task = controller.task
         self.model_text = text
         self.model_error = ""
         self.model_rejected = False
@@ -452,7 +503,8 @@ class ProjectionController(Node):
             raise P.ParameterError(f"joints: model joints {uncommanded} are neither commanded nor passive_joints")
         return robot.v_indices(joints)
 
-    def _build_controller(self, robot: RobotModel, effort: io.EffortLimits) -> ProjectedInverseDynamicsController:
+    def _build_controller(self, robot: RobotModel, effort: io.EffortLimits,
+                          task: TaskCoordinates | None = None) -> ProjectedInverseDynamicsController:
         W = None
         if self.p["weighting_length"] > 0 and self.p["weight_by_effort_limits"]:
             raise P.ParameterError("weight_by_effort_limits: cannot be combined with weighting_length > 0")
@@ -472,6 +524,7 @@ class ProjectionController(Node):
             controllability_tol=self.p["controllability_tolerance"],
             force_gain=self.p["force_gain"],
             force_integral_gain=self.p["force_integral_gain"],
+            task=task,
         )
 
     @property
@@ -518,7 +571,15 @@ class ProjectionController(Node):
             return None
         return self.tracker.snapshot()
 
-    def _on_trajectory(self, raw: bytes) -> None:
+    def _on_task_trajectory(self, raw: bytes) -> None:
+        """A trajectory of the task coordinates (joint_names = their names, e.g. ``tip.x``); same pipeline."""
+        if self.task is None:
+            self.stats["trajectories_received"] += 1
+            self._reject("task_trajectory: no task coordinates configured (task_joints or task_frame)", self.log)
+            return
+        self._on_trajectory(raw, task=True)
+
+    def _on_trajectory(self, raw: bytes, task: bool = False) -> None:
         """Hand the serialized trajectory to the worker (a small one is read here): bounded time on this thread."""
         self.stats["trajectories_received"] += 1
         if self.robot is None or self.trajectory_limits is None:
@@ -528,18 +589,20 @@ class ProjectionController(Node):
         if too_big:
             self._reject(too_big, self.log)
             return
-        limits = io.with_caps(self.trajectory_limits, self.p["max_trajectory_points"],
-                              self.p["max_trajectory_duration"])
+        base = self.trajectory_limits
+        if task:  # task coordinates have no URDF limits: only the caps
+            base = TrajectoryLimits.unlimited(self.task.names, ["rad" if a else "m" for a in self.task.angular])
+        limits = io.with_caps(base, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
         with self._lock:
             self._submitted += 1  # supersedes whatever arrived before, prepared or not
             seq = self._submitted
         if len(raw) <= INLINE_BYTES:
-            self._prepare(seq, raw, limits, self.log)
+            self._prepare(seq, raw, limits, self.log, task=task)
         else:
-            self.worker.submit(lambda: self._prepare(seq, raw, limits, self.worker_log, _let_others_run))
+            self.worker.submit(lambda: self._prepare(seq, raw, limits, self.worker_log, _let_others_run, task))
 
     def _prepare(self, seq: int, raw: bytes, limits: TrajectoryLimits, log: Callable[[str, str], Any],
-                 pause: Callable[[], None] | None = None) -> None:
+                 pause: Callable[[], None] | None = None, task: bool = False) -> None:
         """Convert, check and fit one trajectory; leave it for the control cycle unless a newer one arrived.
 
         Runs on the worker thread (or, for a message of a few points, on the callback thread)."""
@@ -560,7 +623,7 @@ class ProjectionController(Node):
             if seq != self._submitted:
                 self.stats["trajectories_superseded"] += 1
                 return
-            self.pending = PreparedTrajectory(traj, stamp, points, seq)
+            self.pending = PreparedTrajectory(traj, stamp, points, seq, task)
         if points:
             log("info", f"trajectory prepared: {points} points over {traj.duration:.3f} s in "
                         f"{self.preparation_ms:.0f} ms")
@@ -573,13 +636,17 @@ class ProjectionController(Node):
             if pending.seq != self._submitted:
                 self.stats["trajectories_superseded"] += 1
                 return
+        positions, velocities = state.positions, state.v
+        if pending.task:  # start from the measured task coordinates theta(q), theta' = J q'
+            theta, J, _ = self.task.evaluate(self.robot, state.q, state.v)
+            positions, velocities = theta, J @ state.v
         if pending.trajectory is None:  # hold here
-            traj, start = PiecewiseTrajectory([0.0], state.positions[None, :]), now
+            traj, start = PiecewiseTrajectory([0.0], positions[None, :]), now
         else:
             traj = pending.trajectory
-            traj.set_start(state.positions, state.v)  # O(joints): the worker made room for it
+            traj.set_start(positions, velocities)  # O(joints): the worker made room for it
             start = pending.stamp if pending.stamp > 0 else now
-        self.active = ActiveTrajectory(traj, start, pending.points)
+        self.active = ActiveTrajectory(traj, start, pending.points, pending.task)
         with self._lock:
             self.stats["trajectories"] += 1
         self.log("info", f"trajectory {pending.seq} started: {pending.points} points, until {traj.duration:.3f} s "
@@ -729,13 +796,17 @@ class ProjectionController(Node):
         t0 = time.perf_counter()
         try:
             sample = active.trajectory.sample(now - active.start)
-            q_d = configuration_from_positions(self.robot, sample.positions)
             F_d, F_m = self._force_demand(state.q)
             dt = 0.0 if self.last_cycle_time is None else min(max(now - self.last_cycle_time, 0.0),
                                                                 2.0 / self.p["rate_hz"])
             self.last_cycle_time = now
-            out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations,
-                                         force_desired=F_d, force_measured=F_m, dt=dt)
+            if active.task:
+                out = self.controller.update_task(state.q, state.v, sample.positions, sample.velocities,
+                                                  sample.accelerations, force_desired=F_d, force_measured=F_m, dt=dt)
+            else:
+                q_d = configuration_from_positions(self.robot, sample.positions)
+                out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations,
+                                             force_desired=F_d, force_measured=F_m, dt=dt)
         except ValueError as err:  # ProjectionInputError, ModelError, ConstraintError, TrajectoryError
             self.log("error", f"control cycle failed, zero effort ({graph.one_line(err)})")
             self._publish_zero(io.ERROR, f"control law failed: {graph.one_line(err)}")
@@ -810,6 +881,8 @@ class ProjectionController(Node):
                               controllability_tolerance=c.tolerance, passive_residual=c.passive_residual,
                               passive_unmet=io.passive_unmet_text(self.robot.joint_names, c),
                               acceleration_error=c.acceleration_error)
+        if out is not None and out.task_conditioning is not None:
+            values["task_conditioning"] = out.task_conditioning
         if self.update_times:
             values["update_time_mean_ms"] = 1e3 * float(np.mean(self.update_times))
             values["update_time_max_ms"] = 1e3 * float(np.max(self.update_times))
