@@ -90,9 +90,12 @@ M q'' + h = tau - F (Aghili, eq. (19), (32)) predicted for the commanded torque,
 the torque [N m] or force [N] along joint i that all active constraints together exert on that coordinate. For a
 locked joint whose coordinate no loop closure touches this is exactly the brake torque (its lock row is the unit
 row e_i, so -F_i = -lambda_lock). F itself is always unique (it is the (I - P) projection of the applied forces);
-``uniquely_determined`` is ``multipliers_unique`` of the core (A of full row rank, Remark 4) for every joint: when
-false, the split of F among individual constraints (brake versus loop closure, and the full joint wrenches) is one
-of many. ``wrenches`` is left empty: the projected controller yields joint-space forces, not 6-D joint wrenches
+``uniquely_determined`` is per joint, from the solvability analysis (Wojtyra & Fraczek,
+``core.reactions.solvability``) of the URDF's loop closures plus one driving constraint per locked joint, in 3-D,
+at the configuration of the cycle where the active constraint set last changed: false when a rigid-body model
+cannot determine that joint's reaction (an overconstrained loop, a brake on a joint the loop already fixes); F
+itself is still unique, its split among individual constraints is then one of many. (If the analysis cannot run,
+one flag for all joints: ``multipliers_unique`` of the core, Remark 4.) ``wrenches`` is left empty: the projected controller yields joint-space forces, not 6-D joint wrenches
 (the estop predictor and the solvability tools publish those). ``method`` is ``"projection"``.
 
 Run with ros2 run (any ROS 2 installation with this package built)::
@@ -344,6 +347,7 @@ class ProjectionController(Node):
         self.wrench_setpoints: dict[str, np.ndarray] = {}  # loop closure name -> [f; m] [N, N m], world axes
         self.wrench_measured: dict[str, np.ndarray] = {}
         self.last_cycle_time: float | None = None
+        self.uniqueness: tuple[tuple[str, ...], list[bool] | None] | None = None  # (constraint names, per joint)
         if self.p["force_control"] and self.passive_param:
             raise P.ParameterError("force_control: cannot be combined with passive_joints (Aghili Sec. 7.4: the "
                                    "impotent force is needed to zero the passive torques)")
@@ -832,6 +836,21 @@ class ProjectionController(Node):
         if self.p["publish_reactions"]:
             self._publish_reactions(out, state, sat)
 
+    def _joint_uniqueness(self, q: np.ndarray) -> list[bool] | None:
+        """Per-joint uniqueness of the reactions for the active constraint set (solvability analysis), computed
+        when the set changes, at the configuration of that cycle; None if the analysis cannot run (logged)."""
+        names = self.controller.constraints.names
+        if self.uniqueness is None or self.uniqueness[0] != names:
+            locked = [n[len("lock("):-1] for n in names if n.startswith("lock(")]
+            try:
+                flags = io.joint_uniqueness(self.model_text, self.robot.joint_names, locked, q)
+            except ValueError as err:
+                self.log("warning", f"joint_reactions: per-joint solvability unavailable, one flag for all joints "
+                                    f"({graph.one_line(err)})")
+                flags = None
+            self.uniqueness = (names, flags)
+        return self.uniqueness[1]
+
     def _publish_reactions(self, out: ProjectedControl, state: JointStateSnapshot, sat: io.Saturation) -> None:
         force, unique = out.constraint_force, out.multipliers_unique
         if sat.saturated:  # the law's prediction is for the torque it asked for; the robot gets the saturated one
@@ -840,7 +859,9 @@ class ProjectionController(Node):
             dyn = constrained_dynamics(self.robot, self.controller.constraints, state.q, state.v, applied,
                                        tolerance=self.controller.tolerance)
             force, unique = dyn.constraint_force, dyn.multipliers_unique
-        self.pub_reactions.publish(io.reactions_message(self.robot.joint_names, force, unique,
+        per_joint = self._joint_uniqueness(state.q)
+        self.pub_reactions.publish(io.reactions_message(self.robot.joint_names, force,
+                                                        unique if per_joint is None else per_joint,
                                                         self.get_clock().now().to_msg()))
 
     # ================================================================== diagnostics
