@@ -284,7 +284,8 @@ def test_effort_limit_weighting_minimizes_the_torques_relative_to_their_limits()
     rng = np.random.default_rng(3)
     q, v = rng.normal(size=3), rng.normal(size=3)
     A, drift = np.array([[1.0, 0.5, -0.2]]), np.array([0.3])
-    args = (robot.mass_matrix(q), robot.bias_forces(q, v), A, drift, np.full(3, 0.1), np.zeros(3), np.zeros(3), 9.0, 6.0)
+    args = (robot.mass_matrix(q), robot.bias_forces(q, v), A, drift, np.full(3, 0.1), np.zeros(3), np.zeros(3),
+            9.0, 6.0)
     out = projected_inverse_dynamics(*args, W=W)
     tau = out.tau
     base = robot.mass_matrix(q) @ out.qdd + robot.bias_forces(q, v)  # every torque giving this motion: base + A^T lam

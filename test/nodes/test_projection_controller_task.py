@@ -7,7 +7,8 @@ arm starts at rest 0.05 m and -0.04 rad off a moving reference theta_d(t) sent o
 kp = 25, kd = 10 the designed error is e(t) = (e0 + (e0' + 5 e0) t) exp(-5 t) per component; the sampled loop
 must stay within 5 % of the initial error of it and settle below 2 % within 2 s. (What remains is sampling: a
 zero-order hold of 4 ms and the lockstep's timing leave a tracking lag of about one step times the reference speed,
-0.1 m/s here, and a 4 ms delay in a loop with kd = 10 1/s shifts the transient by about kd dt = 4 %; the exact agreement of the continuous law is shown in test/core/projection/test_task_coordinates.py.)
+0.1 m/s here, and a 4 ms delay in a loop with kd = 10 1/s shifts the transient by about kd dt = 4 %; the exact
+agreement of the continuous law is shown in test/core/projection/test_task_coordinates.py.)
 """
 
 from __future__ import annotations

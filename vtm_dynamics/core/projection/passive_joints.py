@@ -82,7 +82,8 @@ def bounded_passive_inversion(Q: np.ndarray, demand: np.ndarray, tol: float) -> 
     return -(Vt[keep].T / s[keep]) @ (U[:, keep].T @ demand)
 
 
-def controllability(projector: NullSpaceProjector, passive: Sequence[int], tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE) -> tuple[bool, float]:
+def controllability(projector: NullSpaceProjector, passive: Sequence[int],
+                    tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE) -> tuple[bool, float]:
     """Controllability condition (64) for passive joints: N(A) cap R(B)^perp = {0} (Aghili, Sec. 7.4.2).
 
     With V2 an orthonormal basis of N(A), a motion V2 c moves passive joints only iff B V2 c = 0, so the condition

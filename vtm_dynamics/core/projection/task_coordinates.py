@@ -260,7 +260,8 @@ class FramePoint:
 
 
 def task_demand(coords: TaskCoordinates, robot: RobotModel, q: np.ndarray, v: np.ndarray, theta_d: object,
-                theta_dot_d: object, theta_ddot_d: object, kp: np.ndarray, kd: np.ndarray) -> tuple[TaskDemand, np.ndarray]:
+                theta_dot_d: object, theta_ddot_d: object, kp: np.ndarray,
+                kd: np.ndarray) -> tuple[TaskDemand, np.ndarray]:
     """The demand of eq. (46) at (q, v) for the desired (theta_d, theta'_d, theta''_d); returns it and e."""
     k = len(coords.names)
     theta, J, bias = coords.evaluate(robot, q, v)
