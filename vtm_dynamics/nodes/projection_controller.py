@@ -96,7 +96,8 @@ at the configuration of the cycle where the active constraint set last changed: 
 cannot determine that joint's reaction (an overconstrained loop, a brake on a joint the loop already fixes); F
 itself is still unique, its split among individual constraints is then one of many. (If the analysis cannot run,
 one flag for all joints: ``multipliers_unique`` of the core, Remark 4.) ``wrenches`` is left empty: the projected
-controller yields joint-space forces, not 6-D joint wrenches (the estop predictor and the solvability tools publish those). ``method`` is ``"projection"``.
+controller yields joint-space forces, not 6-D joint wrenches (the estop predictor and the solvability tools
+publish those). ``method`` is ``"projection"``.
 
 Run with ros2 run (any ROS 2 installation with this package built)::
 
