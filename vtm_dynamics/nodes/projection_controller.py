@@ -219,7 +219,8 @@ PARAMETERS = (
                     read_only=True),
     P.ParameterSpec("force_control", False, "Constraint force control (Aghili eqs. (51)-(52)): once a set point "
                     "arrived on ~/constraint_wrench_setpoint, the generalized constraint force follows it with "
-                    "(1 + force_gain) e' + force_integral_gain e = 0. Not with passive_joints.", read_only=True),
+                    "(1 + force_gain) e' + force_integral_gain e = 0. With passive_joints: the nearest force they allow.",
+                    read_only=True),
     P.ParameterSpec("force_gain", 0.0, "Proportional force gain G_F (dimensionless) of eq. (52).",
                     P.in_range(0.0, 1e3), float_range=(0.0, 1e3), constraint="0 .. 1000"),
     P.ParameterSpec("force_integral_gain", 0.0, "Integral force gain G_I [1/s] of eq. (52).",
@@ -349,9 +350,6 @@ class ProjectionController(Node):
         self.wrench_measured: dict[str, np.ndarray] = {}
         self.last_cycle_time: float | None = None
         self.uniqueness: tuple[tuple[str, ...], list[bool] | None] | None = None  # (constraint names, per joint)
-        if self.p["force_control"] and self.passive_param:
-            raise P.ParameterError("force_control: cannot be combined with passive_joints (Aghili Sec. 7.4: the "
-                                   "impotent force is needed to zero the passive torques)")
 
         if self.p["urdf_path"]:
             self._set_model(load_urdf_text(urdf_path=self.p["urdf_path"]), self.p["urdf_path"], strict=True)

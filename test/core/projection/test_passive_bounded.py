@@ -119,3 +119,50 @@ def test_two_coordinate_slider_crank_with_a_passive_rod_stays_bounded_through_th
             assert c.passive_residual > 0.0 and abs(c.unmet_force[1]) == pytest.approx(c.passive_residual)
         verdicts.add(c.controllable)
     assert verdicts == {True, False}
+
+
+def test_force_control_with_a_passive_joint_reaches_the_nearest_admissible_constraint_force(slider_crank, rng):
+    """Slider joint passive, crank and rod actuated, force set point F_d = A^T lambda_d: the passive torque stays
+    exactly zero, the motion is that of the pure motion law, and the plant's constraint force is the one nearest
+    to F_d among those reachable with zero passive torque (peer: F_0 + projection of F_d - F_0 onto
+    {x in R(A^T): x_slider = 0}, bases from scipy)."""
+    import scipy.linalg
+
+    robot, cs = slider_crank
+    q, v = BRANCH * 0.6, BRANCH * 1.0
+    A = cs.jacobian(robot, q)
+    args = (q, v, BRANCH * 0.7, BRANCH * 0.8, BRANCH * 0.2)
+    motion = ProjectedInverseDynamicsController(robot, cs, kp=25.0, kd=10.0, passive_joints=["slider_joint"])
+    forced = ProjectedInverseDynamicsController(robot, cs, kp=25.0, kd=10.0, passive_joints=["slider_joint"],
+                                                force_gain=0.5, force_integral_gain=2.0)
+    base = motion.update(*args)
+    F0 = constrained_dynamics(robot, cs, q, v, base.tau).constraint_force
+    R = scipy.linalg.orth(A.T)
+    S = R @ scipy.linalg.null_space(R[[2]])
+    for _ in range(3):
+        F_d = A.T @ rng.normal(scale=10.0, size=A.shape[0])
+        out = forced.update(*args, force_desired=F_d)
+        assert out.tau[2] == 0.0
+        plant = constrained_dynamics(robot, cs, q, v, out.tau)
+        np.testing.assert_allclose(plant.qdd, base.qdd, atol=1e-9)
+        nearest = F0 + S @ (S.T @ (F_d - F0))
+        np.testing.assert_allclose(plant.constraint_force, nearest, atol=1e-9 * max(1.0, np.abs(F_d).max()))
+
+
+def test_force_integral_does_not_wind_up_where_the_passive_joint_blocks_the_force(slider_crank):
+    """A set point the passive joint makes unreachable leaves a constant force error; only its reachable part
+    is integrated, so the integral stays bounded (a later configuration change cannot release a wound-up torque)."""
+    robot, cs = slider_crank
+    q, v = BRANCH * 0.6, np.zeros(3)
+    A = cs.jacobian(robot, q)
+    ctl = ProjectedInverseDynamicsController(robot, cs, kp=25.0, kd=10.0, passive_joints=["slider_joint"],
+                                             force_integral_gain=5.0)
+    F_d = A.T @ np.array([0.0, 30.0, 0.0, 5.0, 0.0])  # the guide moment on the slider needs slider torque
+    integrals = []
+    for _ in range(400):
+        out = ctl.update(q, v, q, v, np.zeros(3), force_desired=F_d,
+                         force_measured=constrained_dynamics(robot, cs, q, v, ctl.update(q, v, q, v, np.zeros(3),
+                                                             force_desired=F_d).tau).constraint_force, dt=0.01)
+        integrals.append(np.linalg.norm(ctl._force_integral))
+        assert out.tau[2] == 0.0
+    assert integrals[-1] < 1.01 * integrals[len(integrals) // 2] + 1e-9

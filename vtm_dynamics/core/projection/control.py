@@ -16,7 +16,8 @@ Control laws implemented here (all at the matrix level in :func:`projected_inver
   the coordinates q_W = W^{1/2} q, f_W = W^{-1/2} f, and minimizes f^T W^-1 f (eq. (49)).
 * passive joints, eqs. (55)-(62) (``passive_joints``): f = (I + H) f_par, H = -(I - P) Q^+ (I - B), Q^+ truncated
   at the controllability tolerance (bounded torque, unmet demand reported), condition (64) checked every cycle.
-* constraint force control, eqs. (51)-(52): f_perp = h_perp + mu (f_par - h_par + Cc q') + u_F with
+* constraint force control, eqs. (51)-(52) (with passive joints: the constraint force nearest to F_d that keeps
+  the passive torques zero): f_perp = h_perp + mu (f_par - h_par + Cc q') + u_F with
   u_F = F_d + G_F e_F + G_I int e_F, e_F = F_d - F. (The text of eq. (51) reads "C q'"; substituting into eq. (32)
   shows the term must be Cc q' = M C q' for the force error dynamics (G_F + 1) e_F' + G_I e_F = 0 to hold, which
   is what we implement.)
@@ -34,7 +35,8 @@ import numpy as np
 
 from vtm_dynamics.core.projection.simulation import ConstraintSet
 from vtm_dynamics.core.projection.passive_joints import (  # noqa: F401 - re-exported: the control API
-    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, _passive_mask, bounded_passive_inversion, controllability)
+    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, _passive_mask, achievable_force_projector,
+    bounded_passive_inversion, controllability)
 from vtm_dynamics.core.projection.task_coordinates import TaskCoordinates, TaskDemand, task_acceleration, task_demand
 from vtm_dynamics.core.robot.constraints import Constraint, JointLock
 from vtm_dynamics.core.robot.model import RobotModel
@@ -180,8 +182,6 @@ def projected_inverse_dynamics(
     a_d = a_des + _gain(kd, n, "kd") * ed + _gain(kp, n, "kp") * e
     mask = _passive_mask(passive, n)
     force_on = force_desired is not None
-    if force_on and mask.any():
-        raise ProjectionInputError("passive: constraint force control needs all joints actuated (Sec. 7.4)")
 
     if W is not None:
         S, S_inv = _metric_sqrt(W, n)
@@ -205,19 +205,9 @@ def projected_inverse_dynamics(
         u_p, task_conditioning = ta.u_p, ta.conditioning
     f_par = P @ h_w + P @ (M_w @ u_p)  # eq. (45)
     f_perp = np.zeros(n)
-    report = None
-    force_error = None
+    report = force_error = None
 
-    if mask.any():
-        # eqs. (56)-(62): f_perp = (I - P) eta, eta = -Q^+ (I - B) f_par, Q = (I - B)(I - P), with the
-        # pseudo-inverse truncated at the controllability tolerance (see ``bounded_passive_inversion``).
-        IB = np.diag(mask.astype(float))  # I - B
-        eta = bounded_passive_inversion(IB @ Q_perp, IB @ f_par, controllability_tol)
-        f_perp = Q_perp @ eta
-        ok, margin = controllability(proj, np.flatnonzero(mask).tolist(), controllability_tol)
-        unmet_w = IB @ (f_par + f_perp)
-        passive_unmet = S @ unmet_w
-    elif force_on:
+    if force_on:
         Fd_w = S_inv @ _vector(force_desired, n, "force_desired")
         Fm_w = Fd_w if force_measured is None else S_inv @ _vector(force_measured, n, "force_measured")
         integral_w = np.zeros(n) if force_integral is None else S_inv @ _vector(force_integral, n, "force_integral")
@@ -226,6 +216,15 @@ def projected_inverse_dynamics(
         mu = cross_coupling(M_w, P)
         f_perp = Q_perp @ h_w + mu @ (f_par - P @ h_w + M_w @ Cqd_w) + u_F  # eq. (51) with Cc q' = M C q'
         force_error = S @ ef_w
+    if mask.any():
+        # eqs. (56)-(62): f_perp += (I - P) eta, eta = -Q^+ (I - B) (f_par + f_perp), Q = (I - B)(I - P), with the
+        # pseudo-inverse truncated at the controllability tolerance (see ``bounded_passive_inversion``). With force
+        # control the least-norm eta is the least change of the constraint force that zeroes the passive torques.
+        IB = np.diag(mask.astype(float))  # I - B
+        eta = bounded_passive_inversion(IB @ Q_perp, IB @ (f_par + f_perp), controllability_tol)
+        f_perp = f_perp + Q_perp @ eta
+        ok, margin = controllability(proj, np.flatnonzero(mask).tolist(), controllability_tol)
+        passive_unmet = S @ (IB @ (f_par + f_perp))
 
     tau_w = f_par + f_perp
     tau = S @ tau_w
@@ -239,7 +238,6 @@ def projected_inverse_dynamics(
             # Honest prediction: the plant's accelerations under the torque actually commanded (eq. (25)).
             qdd_w = constrained_accelerations(M_w, h_w, S_inv @ tau, A_w, drift, tolerance=tolerance).qdd
             accel_error = float(np.linalg.norm(S_inv @ (qdd_w - u_p)))
-        passive_unmet[~mask] = 0.0
         report = ControllabilityReport(ok, margin, residual, tuple(int(i) for i in np.flatnonzero(mask)),
                                        float(controllability_tol), passive_unmet, accel_error)
     # Predicted constraint force for the commanded torque: (I - P) projection of eq. (19), i.e. eq. (32).
@@ -392,7 +390,12 @@ class ProjectedInverseDynamicsController:
             Fd = r.check_v(force_desired, "force_desired")
             Fm = Fd if force_measured is None else r.check_v(force_measured, "force_measured")
             if dt > 0:
-                self._force_integral = self._force_integral + dt * (Fd - Fm)
+                ef = Fd - Fm
+                if self.passive_indices:  # integrate only what the passive joints let the force reach (no windup)
+                    ef = achievable_force_projector(
+                        null_space_projector(self._constraints.jacobian(r, qq), r.nv, self.tolerance).range_basis,
+                        self.passive_indices) @ ef
+                self._force_integral = self._force_integral + dt * ef
             integral = self._force_integral
         return projected_inverse_dynamics(
             r.mass_matrix(qq),

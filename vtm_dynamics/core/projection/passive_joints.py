@@ -101,3 +101,20 @@ def controllability(projector: NullSpaceProjector, passive: Sequence[int],
     s = np.linalg.svd(active_rows, compute_uv=False)
     margin = float(s[-1])
     return margin > tol, margin
+
+
+def achievable_force_projector(range_basis: np.ndarray, passive: Sequence[int]) -> np.ndarray:
+    """Orthogonal projector onto the constraint forces reachable with zero passive torque: {F in R(A^T) :
+    F_i = 0 at every passive joint i} (n x n). ``range_basis``: orthonormal basis V1 of R(A^T). With Z an
+    orthonormal basis of the null space of V1's passive rows, V1 Z is an orthonormal basis of that set."""
+    n = range_basis.shape[0]
+    mask = _passive_mask(passive, n)
+    if range_basis.shape[1] == 0:
+        return np.zeros((n, n))
+    rows = range_basis[mask]
+    if rows.shape[0] == 0:
+        return range_basis @ range_basis.T
+    _, s, Vt = np.linalg.svd(rows)
+    r = int(np.count_nonzero(s > 1e-12 * max(1.0, float(s[0]) if s.size else 0.0)))
+    Y = range_basis @ Vt[r:].T
+    return Y @ Y.T
