@@ -219,7 +219,8 @@ PARAMETERS = (
                     read_only=True),
     P.ParameterSpec("force_control", False, "Constraint force control (Aghili eqs. (51)-(52)): once a set point "
                     "arrived on ~/constraint_wrench_setpoint, the generalized constraint force follows it with "
-                    "(1 + force_gain) e' + force_integral_gain e = 0. With passive_joints: the nearest force they allow.",
+                    "(1 + force_gain) e' + force_integral_gain e = 0. With passive_joints: the nearest force they "
+                    "allow.",
                     read_only=True),
     P.ParameterSpec("force_gain", 0.0, "Proportional force gain G_F (dimensionless) of eq. (52).",
                     P.in_range(0.0, 1e3), float_range=(0.0, 1e3), constraint="0 .. 1000"),
