@@ -154,11 +154,15 @@ class Plant:
         self.pub_clock = node.create_publisher(Clock, "/clock", 20)
         self.history: list[tuple[float, np.ndarray, np.ndarray]] = []
         self.released = False
+        self.disturbance = None  # optional callable q -> generalized force [N m, N] the controller does not know
 
     def tau(self) -> np.ndarray:
+        """The generalized force acting on the plant: the latest command plus the disturbance, if any."""
         tau = np.zeros(self.robot.nv)
         if self.outputs.commands:
             tau[self.index] = self.outputs.commands[-1][1]
+        if self.disturbance is not None and self.released:
+            tau = tau + self.disturbance(self.q)
         return tau
 
     def publish(self) -> None:
@@ -175,8 +179,8 @@ class Plant:
         depend on how fast this machine is. A node that stops answering costs 1 s of wall time per step, and the
         assertions on the recorded motion fail."""
         while self.t < until - 1e-9:
+            self.released = self.released or bool(self.outputs.commands and np.any(self.outputs.commands[-1][1] != 0.0))
             tau = self.tau()
-            self.released = self.released or bool(np.any(tau != 0.0))
             if self.released:
                 step = constrained_step(self.robot, self.constraints, self.q, self.v, tau, DT)
                 self.q, self.v = step.q, step.v

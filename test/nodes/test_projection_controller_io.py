@@ -4,10 +4,12 @@ the middleware's own deserializer), limit checks naming point and joint, effort 
 from __future__ import annotations
 
 import math
+import os
 import struct
 
 import numpy as np
 import pytest
+from builtin_interfaces.msg import Time
 from rclpy.serialization import serialize_message
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -249,3 +251,46 @@ def test_the_worker_runs_the_newest_waiting_job_and_survives_a_failing_one():
         assert ran[-1] == "after the failure"
     finally:
         worker.stop()
+
+
+def test_reactions_are_unique_per_joint_by_the_solvability_of_the_active_constraints():
+    """The slider-crank as a planar loop closed by a 3-D prismatic pair is overconstrained in 3-D (all three
+    joints indeterminate); as crank, rod and one point-on-plane row it is not (mobility 6*2 - 5*2 - 1 = 1). Locking
+    the crank (one drive row) leaves it determinate (mobility 0, 12 independent rows); locking the rod as well adds
+    a 13th row to 12 coordinates, so some reactions can no longer be determined."""
+    with open(os.path.join(REPO_ROOT, "urdf", "slider_crank.urdf")) as fh:
+        prismatic = fh.read()
+    with open(os.path.join(REPO_ROOT, "urdf", "slider_crank_point_on_plane.urdf")) as fh:
+        point = fh.read()
+    names3, names2 = ["crank_joint", "rod_joint", "slider_joint"], ["crank_joint", "rod_joint"]
+    assert io.joint_uniqueness(prismatic, names3, [], np.array([0.6, -1.2, 0.6])) == [False] * 3
+    q = np.array([0.6, -1.2])
+    assert io.joint_uniqueness(point, names2, [], q) == [True, True]
+    assert io.joint_uniqueness(point, names2, ["crank_joint"], q) == [True, True]
+    assert not all(io.joint_uniqueness(point, names2, ["crank_joint", "rod_joint"], q))
+    msg = io.reactions_message(names2, np.zeros(2), [True, False], Time())
+    assert list(msg.uniquely_determined) == [True, False]
+
+
+def test_effort_limit_weighting_minimizes_the_torques_relative_to_their_limits():
+    """Aghili Sec. 7.2 with W^1/2 = diag(limits): among all torques producing the law's constrained motion it
+    returns the one minimizing sum (f_i / limit_i)^2 - checked against a least-squares peer over A^T lambda."""
+    from vtm_dynamics.core.projection.control import projected_inverse_dynamics
+
+    robot = RobotModel.from_urdf_file(PLANAR_3R)
+    limits = io.effort_limits(robot, list(robot.joint_names), 0.0, {"joint2": 50.0, "joint3": 400.0})
+    W = io.effort_limit_weighting(robot, limits)
+    np.testing.assert_allclose(np.diag(W), [1000.0**2, 50.0**2, 400.0**2])
+    rng = np.random.default_rng(3)
+    q, v = rng.normal(size=3), rng.normal(size=3)
+    A, drift = np.array([[1.0, 0.5, -0.2]]), np.array([0.3])
+    args = (robot.mass_matrix(q), robot.bias_forces(q, v), A, drift, np.full(3, 0.1), np.zeros(3), np.zeros(3),
+            9.0, 6.0)
+    out = projected_inverse_dynamics(*args, W=W)
+    tau = out.tau
+    base = robot.mass_matrix(q) @ out.qdd + robot.bias_forces(q, v)  # every torque giving this motion: base + A^T lam
+    assert abs(A @ out.qdd + drift[0]) < 1e-9
+    scale = 1.0 / np.diag(W) ** 0.5
+    # peer: minimize |scale * (base + A^T lam)| over lam
+    lam = np.linalg.lstsq((scale[:, None] * A.T), -(scale * base), rcond=None)[0]
+    np.testing.assert_allclose(tau, base + A.T @ lam, atol=1e-9 * max(1.0, np.abs(tau).max()))

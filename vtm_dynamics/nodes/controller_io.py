@@ -13,6 +13,7 @@ Units: SI (rad, m, s, N m, N).
 from __future__ import annotations
 
 import math
+from xml.sax.saxutils import quoteattr
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -24,6 +25,7 @@ from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions
 
 from vtm_dynamics.core.excerpt import excerpt
+from vtm_dynamics.core.reactions.solvability import analyze_solvability
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.latest_worker import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
@@ -292,16 +294,60 @@ def command_message(values: np.ndarray) -> Float64MultiArray:
     return msg
 
 
-def reactions_message(joint_names: Sequence[str], constraint_force: np.ndarray, unique: bool,
+def lock_drive_name(joint: str) -> str:
+    return f"lock_{joint}"
+
+
+def joint_uniqueness(urdf_text: str, joint_names: Sequence[str], locked: Sequence[str], q: np.ndarray) -> list[bool]:
+    """Per joint: is its reaction uniquely determined by a rigid-body model with the active constraints?
+
+    The solvability analysis (Wojtyra & Fraczek, ``core.reactions.solvability``) of the URDF's loop closures plus
+    one driving constraint per locked joint (a brake fixes the joint's coordinate as a drive would), at q: joint i
+    is unique iff its pair is solvable and, when locked, so is its brake's row.
+    """
+    drives = "".join(f"<driving_constraint name={quoteattr(lock_drive_name(j))} joint={quoteattr(j)}/>" for j in locked)
+    cut = urdf_text.rfind("</robot>")
+    text = urdf_text[:cut] + drives + urdf_text[cut:] if drives else urdf_text
+    report = analyze_solvability(text, planar=False, q=np.asarray(q, dtype=float), assemble=False)
+    names = {p.name for p in report.pairs}
+    out = []
+    for j in joint_names:
+        ok = report.pair(j).solvable if j in names else True
+        if j in locked and lock_drive_name(j) in names:
+            ok = ok and report.pair(lock_drive_name(j)).solvable
+        out.append(bool(ok))
+    return out
+
+
+def reactions_message(joint_names: Sequence[str], constraint_force: np.ndarray, unique: bool | Sequence[bool],
                       stamp: Any) -> JointReactions:
-    """``holding_torques[i] = -F_i`` per model joint (velocity order); see the node docstring."""
+    """``holding_torques[i] = -F_i`` per model joint (velocity order); ``unique`` per joint or one flag for all."""
     msg = JointReactions()
     msg.header.stamp = stamp
     msg.joint_names = list(joint_names)
     msg.holding_torques = [float(-f) for f in constraint_force]
-    msg.uniquely_determined = [bool(unique)] * len(msg.joint_names)
+    flags = [bool(unique)] * len(msg.joint_names) if isinstance(unique, (bool, np.bool_)) else [bool(u) for u in unique]
+    msg.uniquely_determined = flags
     msg.method = "projection"
     return msg
+
+
+def effort_limit_weighting(robot: RobotModel, effort: EffortLimits) -> np.ndarray:
+    """W = diag(limit_i^2) over the model's velocities (Aghili Sec. 7.2: W^1/2 = diag(f_max)); joints without a
+    commanded limit (passive) weigh 1. The torque then minimizes sum (f_i / limit_i)^2."""
+    w = np.ones(robot.nv)
+    for name, limit in zip(effort.names, effort.limits):
+        w[robot.v_slice(name)] = float(limit) ** 2
+    return np.diag(w)
+
+
+def passive_unmet_text(joint_names: Sequence[str], report: Any) -> str:
+    """``joint=value`` [N m, N] of the passive demand the bounded inversion did not meet (see the core's
+    ``ControllabilityReport.unmet_force``), one entry per passive joint."""
+    unmet = report.unmet_force
+    if unmet is None:
+        return ""
+    return ",".join(f"{joint_names[i]}={float(unmet[i])!r}" for i in report.passive_indices)
 
 
 # ------------------------------------------------------------------------------------------------ diagnostics

@@ -21,6 +21,18 @@ Inputs
                          positions are held with zero velocity. A trajectory without points means "stop here": the
                          measured position is held at once. A new trajectory replaces the current one; one that
                          breaks a limit is refused as a whole and the current goal continues.
+  ``~/task_trajectory``  trajectory_msgs/JointTrajectory of the task coordinates theta (Aghili eqs. (40)-(46)),
+                         configured by ``task_joints`` or ``task_frame`` + ``task_components`` (+ ``task_offset``);
+                         ``joint_names`` are their names (a joint name, or ``FRAME.x`` ... ``FRAME.angle_z``).
+                         Same pipeline, caps and replacement rules as ``~/trajectory`` (no URDF limits apply to
+                         theta). The closed loop is e'' + kd e' + kp e = 0 in theta exactly (Theorem 4); the
+                         joint-space ``~/trajectory`` gives it only while the projector P is constant.
+  ``~/constraint_wrench_setpoint``  geometry_msgs/WrenchStamped (with ``force_control``): ``header.frame_id`` a loop
+                         closure of the model; the force [N] and moment [N m], world axes, that the closure shall
+                         exert on its child at the child's pair point (eqs. (51)-(52); closures without a set point
+                         are driven to zero force). Components beyond ``max_constraint_wrench`` are refused.
+  ``constraint_wrench``  geometry_msgs/WrenchStamped, the measured closure wrench, same convention
+                         (``force_measurement: topic``); otherwise the set point is the estimate (feedforward).
   ``lock_events``        vtm_msgs/LockEvent: LOCK adds one joint-lock constraint per named joint, bound at the
                          measured configuration, to the SAME controller object; UNLOCK removes it. Unknown joint
                          names are logged and ignored (the known ones of the same event are applied).
@@ -33,7 +45,8 @@ Outputs
   ``~/joint_reactions``  vtm_msgs/JointReactions, every control cycle (see "Constraint forces" below).
   ``/diagnostics``       diagnostic_msgs/DiagnosticArray every ``diagnostic_period``: level, reason, rank of A,
                          degrees of freedom, active constraints, controllability of the passive joints (eq. (64)) with
-                         its margin and residual, controller object id and how many controllers were built (1), the
+                         its margin, tolerance, the unmet passive demand per passive joint and the resulting
+                         acceleration error, controller object id and how many controllers were built (1), the
                          effort limits in force, saturation since the previous report, the last refused trajectory.
 
 Limits (never command beyond the robot). A desired trajectory is refused as a whole - one log line and the reason on
@@ -47,6 +60,14 @@ Every published effort lies in [-limit, +limit] per entry: the URDF effort limit
 ``default_effort_limit``; when that is 0 (the default) the model is refused (at start-up: exit status 2). While the
 law asks for more, the entry is saturated, /diagnostics reports WARN with the joints and by how much (never OK
 while saturating), and the constraint forces on ``~/joint_reactions`` are those of the saturated command.
+
+Passive joints through lost controllability (rule: bound, then saturate). The core inverts eq. (57) only in
+the directions whose controllability margin exceeds ``controllability_tolerance``, so the commanded torque stays
+below |f_par| (1 + 1/tolerance) however close the configuration is to losing controllability; the passive demand
+it cannot meet is not hidden in a huge torque but reported (``passive_unmet`` per passive joint [N m, N],
+``acceleration_error``) with level ERROR while condition (64) fails. The bounded efforts are then saturated at the
+effort limits like every other command; the node keeps commanding (a held zero would drop an arm that the active
+joints can still partly support).
 
 Off the control loop. A trajectory message is taken serialized; converting, checking and fitting it runs on a
 worker thread (messages of at most ``INLINE_BYTES``, a few points, on the callback thread), so the command stream
@@ -69,10 +90,14 @@ M q'' + h = tau - F (Aghili, eq. (19), (32)) predicted for the commanded torque,
 the torque [N m] or force [N] along joint i that all active constraints together exert on that coordinate. For a
 locked joint whose coordinate no loop closure touches this is exactly the brake torque (its lock row is the unit
 row e_i, so -F_i = -lambda_lock). F itself is always unique (it is the (I - P) projection of the applied forces);
-``uniquely_determined`` is ``multipliers_unique`` of the core (A of full row rank, Remark 4) for every joint: when
-false, the split of F among individual constraints (brake versus loop closure, and the full joint wrenches) is one
-of many. ``wrenches`` is left empty: the projected controller yields joint-space forces, not 6-D joint wrenches
-(the estop predictor and the solvability tools publish those). ``method`` is ``"projection"``.
+``uniquely_determined`` is per joint, from the solvability analysis (Wojtyra & Fraczek,
+``core.reactions.solvability``) of the URDF's loop closures plus one driving constraint per locked joint, in 3-D,
+at the configuration of the cycle where the active constraint set last changed: false when a rigid-body model
+cannot determine that joint's reaction (an overconstrained loop, a brake on a joint the loop already fixes); F
+itself is still unique, its split among individual constraints is then one of many. (If the analysis cannot run,
+one flag for all joints: ``multipliers_unique`` of the core, Remark 4.) ``wrenches`` is left empty: the projected
+controller yields joint-space forces, not 6-D joint wrenches (the estop predictor and the solvability tools
+publish those). ``method`` is ``"projection"``.
 
 Run with ros2 run (any ROS 2 installation with this package built)::
 
@@ -108,6 +133,7 @@ from typing import Any, Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -117,10 +143,12 @@ from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions, LockEvent
 
 from vtm_dynamics.core.excerpt import clip
+from vtm_dynamics.core.projection.constraint_wrench import constraint_force_of_wrench
 from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_dynamics
-from vtm_dynamics.core.robot.constraints import constraints_from_extension
+from vtm_dynamics.core.robot.constraints import LoopClosure, constraints_from_extension
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.projection.control import ProjectedControl, ProjectedInverseDynamicsController
+from vtm_dynamics.core.projection.task_coordinates import FramePoint, SelectedJoints, TaskCoordinates
 from vtm_dynamics.core.projection.projector import RankTolerance, unit_weighting
 from vtm_dynamics.nodes import controller_io as io
 from vtm_dynamics.nodes import graph
@@ -182,6 +210,32 @@ PARAMETERS = (
                     "revolute/prismatic joints (Aghili Sec. 7.2, eq. (50)): the torque minimizes "
                     "kappa^2 |f_force|^2 + |f_torque|^2. 0: Euclidean norm.", P.in_range(0.0, 1e3),
                     read_only=True, float_range=(0.0, 1e3), constraint="0 (off) .. 1000 m"),
+    P.ParameterSpec("controllability_tolerance", 1e-2, "Margin of the passive-joint controllability condition "
+                    "(Aghili eq. (64), dimensionless) at or below which a direction is not inverted: the added "
+                    "torque stays below |f_par| / tolerance and the unmet passive demand is reported.",
+                    P.in_range(1e-6, 0.5), read_only=True, float_range=(1e-6, 0.5), constraint="1e-6 .. 0.5"),
+    P.ParameterSpec("weight_by_effort_limits", False, "Minimize sum (f_i / limit_i)^2 instead of |f|^2 (Aghili "
+                    "Sec. 7.2: W^1/2 = diag(effort limits); passive joints weigh 1). Excludes weighting_length.",
+                    read_only=True),
+    P.ParameterSpec("force_control", False, "Constraint force control (Aghili eqs. (51)-(52)): once a set point "
+                    "arrived on ~/constraint_wrench_setpoint, the generalized constraint force follows it with "
+                    "(1 + force_gain) e' + force_integral_gain e = 0. With passive_joints: the nearest force they "
+                    "allow.",
+                    read_only=True),
+    P.ParameterSpec("force_gain", 0.0, "Proportional force gain G_F (dimensionless) of eq. (52).",
+                    P.in_range(0.0, 1e3), float_range=(0.0, 1e3), constraint="0 .. 1000"),
+    P.ParameterSpec("force_integral_gain", 0.0, "Integral force gain G_I [1/s] of eq. (52).",
+                    P.in_range(0.0, 1e4), float_range=(0.0, 1e4), constraint="0 .. 1e4 1/s"),
+    P.ParameterSpec("force_measurement", "estimate", "Measured constraint force of the force loop: 'topic' "
+                    "(geometry_msgs/WrenchStamped on constraint_wrench, frame_id = loop closure name) or "
+                    "'estimate' (the set point itself: feedforward only, the integral stays 0).",
+                    P.one_of(["estimate", "topic"]), read_only=True, constraint="estimate | topic"),
+    P.ParameterSpec("max_constraint_wrench", 1e4, "Largest force [N] or moment [N m] component of a set point or "
+                    "a measured constraint wrench; larger messages are refused.", P.in_range(1e-3, 1e7),
+                    read_only=True, float_range=(1e-3, 1e7), constraint="1e-3 .. 1e7"),
+    P.ParameterSpec("task_frame", "", "Frame whose point gives task coordinates (see task_components); empty: "
+                    "none. The law then follows ~/task_trajectory with e'' + kd e' + kp e = 0 in theta exactly.",
+                    read_only=True),
     P.ParameterSpec("publish_reactions", True, "Publish the predicted constraint forces on ~/joint_reactions."),
     P.ParameterSpec("max_trajectory_points", 10_000, "Most points of a trajectory on ~/trajectory; a longer one is "
                     "refused (10,000 points: 40 s at 250 Hz, or 2.8 h at one point per second).",
@@ -199,6 +253,12 @@ JOINTS_DESCRIPTION = ("Joints commanded on <controller_name>/commands, in the ef
                       "movable joints of the model in its order. Model joints left out must be passive_joints.")
 PASSIVE_DESCRIPTION = ("Joints without actuator (Aghili eqs. (55)-(62)): they get exactly zero effort and the "
                        "controllability condition (64) is reported. Must be joints of the model.")
+TASK_JOINTS_DESCRIPTION = ("Task coordinates theta = these joints' coordinates (Aghili eqs. (40)-(46)); "
+                           "commands on ~/task_trajectory name them. Excludes task_frame.")
+TASK_COMPONENTS_DESCRIPTION = ("With task_frame: components of theta, from x, y, z [m] (world position of the point "
+                               "task_offset on the frame) and angle_x, angle_y, angle_z [rad] (rotation about a "
+                               "world axis; planar motion only). ~/task_trajectory names them FRAME.COMPONENT.")
+TASK_OFFSET_DESCRIPTION = "With task_frame: the point [m] on the frame, in the frame's axes (3 values; default 0)."
 OVERRIDES_DESCRIPTION = ("Lower effort limits for commanded joints, as JOINT=LIMIT [N m, N] entries, e.g. "
                          "['elbow_joint=50.0']. A limit above the URDF one (or default_effort_limit) is refused.")
 
@@ -227,6 +287,7 @@ class PreparedTrajectory:
     stamp: float
     points: int
     seq: int
+    task: bool = False  # a trajectory of the task coordinates theta (~/task_trajectory)
 
 
 @dataclass(frozen=True)
@@ -236,6 +297,7 @@ class ActiveTrajectory:
     trajectory: PiecewiseTrajectory
     start: float
     points: int
+    task: bool = False
 
 
 class ProjectionController(Node):
@@ -253,6 +315,10 @@ class ProjectionController(Node):
         self.p = P.declare_validated(self, PARAMETERS, self._on_parameters)
         self.joints_param = self._declare_names("joints", JOINTS_DESCRIPTION)
         self.passive_param = self._declare_names("passive_joints", PASSIVE_DESCRIPTION)
+        self.task_joints = self._declare_names("task_joints", TASK_JOINTS_DESCRIPTION)
+        self.task_components = self._declare_strings("task_components", TASK_COMPONENTS_DESCRIPTION)
+        self.task_offset = self._declare_doubles("task_offset", TASK_OFFSET_DESCRIPTION)
+        self.task = None  # TaskCoordinates, built with the model
         self.effort_overrides = io.parse_effort_overrides(
             self._declare_strings("effort_limit_overrides", OVERRIDES_DESCRIPTION))
         self.robot: RobotModel | None = None
@@ -281,6 +347,10 @@ class ProjectionController(Node):
         self._rejection_unreported = False
         self._lock = threading.Lock()  # guards what the worker hands over: pending, _submitted, rejections
         self._submitted = 0  # sequence number of the newest trajectory handed to the worker
+        self.wrench_setpoints: dict[str, np.ndarray] = {}  # loop closure name -> [f; m] [N, N m], world axes
+        self.wrench_measured: dict[str, np.ndarray] = {}
+        self.last_cycle_time: float | None = None
+        self.uniqueness: tuple[tuple[str, ...], list[bool] | None] | None = None  # (constraint names, per joint)
 
         if self.p["urdf_path"]:
             self._set_model(load_urdf_text(urdf_path=self.p["urdf_path"]), self.p["urdf_path"], strict=True)
@@ -294,8 +364,16 @@ class ProjectionController(Node):
         # serialized: the conversion of a long trajectory happens on the worker, not here
         self.create_subscription(JointTrajectory, "~/trajectory", guard("trajectory", self._on_trajectory), 10,
                                  raw=True)
+        self.create_subscription(JointTrajectory, "~/task_trajectory",
+                                 guard("task_trajectory", self._on_task_trajectory), 10, raw=True)
         self.create_subscription(LockEvent, "lock_events", guard("lock_events", self._on_lock_event),
                                  graph.events_qos(50))
+        if self.p["force_control"]:
+            self.create_subscription(WrenchStamped, "~/constraint_wrench_setpoint",
+                                     guard("constraint_wrench_setpoint", self._on_wrench_setpoint), 10)
+            if self.p["force_measurement"] == "topic":
+                self.create_subscription(WrenchStamped, "constraint_wrench",
+                                         guard("constraint_wrench", self._on_wrench_measured), graph.sensor_qos(20))
         self.pub_cmd = self.create_publisher(Float64MultiArray, f"{self.p['controller_name']}/commands",
                                              graph.OUTPUT_DEPTH)
         self.pub_reactions = self.create_publisher(JointReactions, "~/joint_reactions", graph.OUTPUT_DEPTH)
@@ -322,6 +400,25 @@ class ProjectionController(Node):
                                        ParameterDescriptor(name=name, description=description, read_only=True))
         return tuple(param.value or [])
 
+    def _declare_doubles(self, name: str, description: str) -> tuple[float, ...]:
+        param = self.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY,
+                                       ParameterDescriptor(name=name, description=description, read_only=True))
+        return tuple(float(x) for x in (param.value or []))
+
+    def _task_of(self, robot: RobotModel) -> TaskCoordinates | None:
+        """The task coordinates chosen by task_joints or task_frame (at most one), or None."""
+        frame = self.p["task_frame"]
+        if self.task_joints and frame:
+            raise P.ParameterError("task_joints: give task_joints or task_frame, not both")
+        if self.task_joints:
+            return SelectedJoints(robot, list(self.task_joints))
+        if frame:
+            offset = self.task_offset or (0.0, 0.0, 0.0)
+            if len(offset) != 3:
+                raise P.ParameterError(f"task_offset: expected 3 values [m], got {len(offset)}")
+            return FramePoint(robot, frame, list(self.task_components), offset)
+        return None
+
     def _declare_names(self, name: str, description: str) -> tuple[str, ...]:
         value = self._declare_strings(name, description)
         if len(set(value)) != len(value):
@@ -337,6 +434,10 @@ class ProjectionController(Node):
                 self.controller.kp = np.full(n, float(self.p["kp"]))
             if "kd" in changes:
                 self.controller.kd = np.full(n, float(self.p["kd"]))
+            if "force_gain" in changes:
+                self.controller.force_gain = float(self.p["force_gain"])
+            if "force_integral_gain" in changes:
+                self.controller.force_integral_gain = float(self.p["force_integral_gain"])
         if {"rate_hz", "diagnostic_period"} & set(changes):
             self._make_timers()
 
@@ -363,7 +464,8 @@ class ProjectionController(Node):
             effort = io.effort_limits(robot, self._command_joints_of(robot), self.p["default_effort_limit"],
                                       self.effort_overrides)
             limits = io.trajectory_limits(robot, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
-            controller = self._build_controller(robot)
+            task = self._task_of(robot)
+            controller = self._build_controller(robot, effort, task)
         except (ModelError, UnsupportedJointError, P.ParameterError, ValueError) as err:
             if strict:
                 raise
@@ -375,6 +477,7 @@ class ProjectionController(Node):
         self.robot, self.tracker, self.command_index = robot, tracker, command_index
         self.effort_limits, self.saturation, self.trajectory_limits = effort, io.SaturationWindow(effort), limits
         self.controller = controller
+        self.task = controller.task
         self.model_text = text
         self.model_error = ""
         self.model_rejected = False
@@ -404,11 +507,16 @@ class ProjectionController(Node):
             raise P.ParameterError(f"joints: model joints {uncommanded} are neither commanded nor passive_joints")
         return robot.v_indices(joints)
 
-    def _build_controller(self, robot: RobotModel) -> ProjectedInverseDynamicsController:
+    def _build_controller(self, robot: RobotModel, effort: io.EffortLimits,
+                          task: TaskCoordinates | None = None) -> ProjectedInverseDynamicsController:
         W = None
+        if self.p["weighting_length"] > 0 and self.p["weight_by_effort_limits"]:
+            raise P.ParameterError("weight_by_effort_limits: cannot be combined with weighting_length > 0")
         if self.p["weighting_length"] > 0:
             prismatic = [j.prismatic for j in robot.joints]
             W = unit_weighting(np.array(prismatic, dtype=bool), self.p["weighting_length"])
+        elif self.p["weight_by_effort_limits"]:
+            W = io.effort_limit_weighting(robot, effort)
         return ProjectedInverseDynamicsController(
             robot,
             ConstraintSet(constraints_from_extension(robot)),
@@ -417,6 +525,10 @@ class ProjectionController(Node):
             W=W,
             passive_joints=list(self.passive_param),
             tolerance=RankTolerance(self.p["rank_tolerance_absolute"], self.p["rank_tolerance_relative"]),
+            controllability_tol=self.p["controllability_tolerance"],
+            force_gain=self.p["force_gain"],
+            force_integral_gain=self.p["force_integral_gain"],
+            task=task,
         )
 
     @property
@@ -463,7 +575,15 @@ class ProjectionController(Node):
             return None
         return self.tracker.snapshot()
 
-    def _on_trajectory(self, raw: bytes) -> None:
+    def _on_task_trajectory(self, raw: bytes) -> None:
+        """A trajectory of the task coordinates (joint_names = their names, e.g. ``tip.x``); same pipeline."""
+        if self.task is None:
+            self.stats["trajectories_received"] += 1
+            self._reject("task_trajectory: no task coordinates configured (task_joints or task_frame)", self.log)
+            return
+        self._on_trajectory(raw, task=True)
+
+    def _on_trajectory(self, raw: bytes, task: bool = False) -> None:
         """Hand the serialized trajectory to the worker (a small one is read here): bounded time on this thread."""
         self.stats["trajectories_received"] += 1
         if self.robot is None or self.trajectory_limits is None:
@@ -473,18 +593,20 @@ class ProjectionController(Node):
         if too_big:
             self._reject(too_big, self.log)
             return
-        limits = io.with_caps(self.trajectory_limits, self.p["max_trajectory_points"],
-                              self.p["max_trajectory_duration"])
+        base = self.trajectory_limits
+        if task:  # task coordinates have no URDF limits: only the caps
+            base = TrajectoryLimits.unlimited(self.task.names, ["rad" if a else "m" for a in self.task.angular])
+        limits = io.with_caps(base, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
         with self._lock:
             self._submitted += 1  # supersedes whatever arrived before, prepared or not
             seq = self._submitted
         if len(raw) <= INLINE_BYTES:
-            self._prepare(seq, raw, limits, self.log)
+            self._prepare(seq, raw, limits, self.log, task=task)
         else:
-            self.worker.submit(lambda: self._prepare(seq, raw, limits, self.worker_log, _let_others_run))
+            self.worker.submit(lambda: self._prepare(seq, raw, limits, self.worker_log, _let_others_run, task))
 
     def _prepare(self, seq: int, raw: bytes, limits: TrajectoryLimits, log: Callable[[str, str], Any],
-                 pause: Callable[[], None] | None = None) -> None:
+                 pause: Callable[[], None] | None = None, task: bool = False) -> None:
         """Convert, check and fit one trajectory; leave it for the control cycle unless a newer one arrived.
 
         Runs on the worker thread (or, for a message of a few points, on the callback thread)."""
@@ -505,7 +627,7 @@ class ProjectionController(Node):
             if seq != self._submitted:
                 self.stats["trajectories_superseded"] += 1
                 return
-            self.pending = PreparedTrajectory(traj, stamp, points, seq)
+            self.pending = PreparedTrajectory(traj, stamp, points, seq, task)
         if points:
             log("info", f"trajectory prepared: {points} points over {traj.duration:.3f} s in "
                         f"{self.preparation_ms:.0f} ms")
@@ -518,13 +640,17 @@ class ProjectionController(Node):
             if pending.seq != self._submitted:
                 self.stats["trajectories_superseded"] += 1
                 return
+        positions, velocities = state.positions, state.v
+        if pending.task:  # start from the measured task coordinates theta(q), theta' = J q'
+            theta, J, _ = self.task.evaluate(self.robot, state.q, state.v)
+            positions, velocities = theta, J @ state.v
         if pending.trajectory is None:  # hold here
-            traj, start = PiecewiseTrajectory([0.0], state.positions[None, :]), now
+            traj, start = PiecewiseTrajectory([0.0], positions[None, :]), now
         else:
             traj = pending.trajectory
-            traj.set_start(state.positions, state.v)  # O(joints): the worker made room for it
+            traj.set_start(positions, velocities)  # O(joints): the worker made room for it
             start = pending.stamp if pending.stamp > 0 else now
-        self.active = ActiveTrajectory(traj, start, pending.points)
+        self.active = ActiveTrajectory(traj, start, pending.points, pending.task)
         with self._lock:
             self.stats["trajectories"] += 1
         self.log("info", f"trajectory {pending.seq} started: {pending.points} points, until {traj.duration:.3f} s "
@@ -539,6 +665,63 @@ class ProjectionController(Node):
 
     def _on_worker_error(self, err: BaseException) -> None:
         self._reject(f"trajectory: unexpected {type(err).__name__}: {graph.one_line(err)}", self.worker_log)
+
+    def _closure_wrench(self, msg: WrenchStamped, field: str) -> tuple[str, np.ndarray] | None:
+        """(closure name, [f; m]) of a wrench message, or None (logged) when it names no loop closure of the
+        model or breaks max_constraint_wrench."""
+        if self.controller is None:
+            self.log("warning", f"{field}: no robot model yet; message ignored")
+            return None
+        name = msg.header.frame_id
+        closures = {c.name for c in self.controller.constraints.constraints if isinstance(c, LoopClosure)}
+        if name not in closures:
+            self.log("warning", f"{field}: header.frame_id: {clip(name)!r} is not a loop closure of the model "
+                                f"({io.shown(sorted(closures))}); message ignored")
+            return None
+        f, m = msg.wrench.force, msg.wrench.torque
+        w = np.array([f.x, f.y, f.z, m.x, m.y, m.z], dtype=float)
+        cap = self.p["max_constraint_wrench"]
+        if not np.all(np.isfinite(w)) or np.max(np.abs(w)) > cap:
+            self.log("warning", f"{field}: wrench: components must be finite and within +-{cap:g} N / N m; "
+                                "message ignored")
+            return None
+        return name, w
+
+    def _on_wrench_setpoint(self, msg: WrenchStamped) -> None:
+        got = self._closure_wrench(msg, "constraint_wrench_setpoint")
+        if got is None:
+            return
+        closure = next(c for c in self.controller.constraints.constraints if c.name == got[0])
+        state = self._measured()
+        q = state.q if state is not None else self.robot.neutral()
+        if not constraint_force_of_wrench(self.robot, closure, q, got[1]).exact:
+            self.log("error", f"constraint_wrench_setpoint: {got[0]!r}: this closure's rows are not a wrench of "
+                              "its pair in this model (see docs/projection.md); set point ignored")
+            return
+        self.wrench_setpoints[got[0]] = got[1]
+
+    def _on_wrench_measured(self, msg: WrenchStamped) -> None:
+        got = self._closure_wrench(msg, "constraint_wrench")
+        if got is not None:
+            self.wrench_measured[got[0]] = got[1]
+
+    def _force_demand(self, q: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(F_d, F_measured) of eqs. (51)-(52) at q, or (None, None) while force control is off or waits for its
+        first set point. Closures without a set point are driven to zero constraint force (F_d is the whole
+        constraint force, eq. (52)); closures without a measurement count as meeting their set point."""
+        if not self.p["force_control"] or not self.wrench_setpoints:
+            return None, None
+        n = self.robot.nv
+        F_d, F_m = np.zeros(n), np.zeros(n)
+        for c in self.controller.constraints.constraints:
+            if not isinstance(c, LoopClosure):
+                continue
+            w_d = self.wrench_setpoints.get(c.name, np.zeros(6))
+            Fd_c = constraint_force_of_wrench(self.robot, c, q, w_d).force
+            F_d += Fd_c
+            w_m = self.wrench_measured.get(c.name)
+            F_m += Fd_c if w_m is None else constraint_force_of_wrench(self.robot, c, q, w_m).force
+        return F_d, (F_m if self.p["force_measurement"] == "topic" else None)
 
     def _on_lock_event(self, msg: LockEvent) -> None:
         self.stats["lock_events"] += 1
@@ -617,8 +800,17 @@ class ProjectionController(Node):
         t0 = time.perf_counter()
         try:
             sample = active.trajectory.sample(now - active.start)
-            q_d = configuration_from_positions(self.robot, sample.positions)
-            out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations)
+            F_d, F_m = self._force_demand(state.q)
+            dt = 0.0 if self.last_cycle_time is None else min(max(now - self.last_cycle_time, 0.0),
+                                                                2.0 / self.p["rate_hz"])
+            self.last_cycle_time = now
+            if active.task:
+                out = self.controller.update_task(state.q, state.v, sample.positions, sample.velocities,
+                                                  sample.accelerations, force_desired=F_d, force_measured=F_m, dt=dt)
+            else:
+                q_d = configuration_from_positions(self.robot, sample.positions)
+                out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations,
+                                             force_desired=F_d, force_measured=F_m, dt=dt)
         except ValueError as err:  # ProjectionInputError, ModelError, ConstraintError, TrajectoryError
             self.log("error", f"control cycle failed, zero effort ({graph.one_line(err)})")
             self._publish_zero(io.ERROR, f"control law failed: {graph.one_line(err)}")
@@ -636,12 +828,28 @@ class ProjectionController(Node):
             saturated = [n for n, x in zip(self.effort_limits.names, sat.excess) if x > 0.0]
             self.log("warning", f"effort saturated at the limits of {io.shown(saturated)} (amounts on /diagnostics)")
         if out.controllability is not None and not out.controllability.controllable:
+            unmet = io.passive_unmet_text(self.robot.joint_names, out.controllability)
             self.status = (io.ERROR, "passive joints not controllable here (eq. (64) fails): the desired motion "
-                                     "cannot be produced with zero passive torque")
+                                     f"cannot be produced with zero passive torque; unmet passive demand {unmet}")
         else:
             self.status = (io.OK, "holding the last trajectory point" if sample.finished else "tracking")
         if self.p["publish_reactions"]:
             self._publish_reactions(out, state, sat)
+
+    def _joint_uniqueness(self, q: np.ndarray) -> list[bool] | None:
+        """Per-joint uniqueness of the reactions for the active constraint set (solvability analysis), computed
+        when the set changes, at the configuration of that cycle; None if the analysis cannot run (logged)."""
+        names = self.controller.constraints.names
+        if self.uniqueness is None or self.uniqueness[0] != names:
+            locked = [n[len("lock("):-1] for n in names if n.startswith("lock(")]
+            try:
+                flags = io.joint_uniqueness(self.model_text, self.robot.joint_names, locked, q)
+            except ValueError as err:
+                self.log("warning", f"joint_reactions: per-joint solvability unavailable, one flag for all joints "
+                                    f"({graph.one_line(err)})")
+                flags = None
+            self.uniqueness = (names, flags)
+        return self.uniqueness[1]
 
     def _publish_reactions(self, out: ProjectedControl, state: JointStateSnapshot, sat: io.Saturation) -> None:
         force, unique = out.constraint_force, out.multipliers_unique
@@ -651,7 +859,9 @@ class ProjectionController(Node):
             dyn = constrained_dynamics(self.robot, self.controller.constraints, state.q, state.v, applied,
                                        tolerance=self.controller.tolerance)
             force, unique = dyn.constraint_force, dyn.multipliers_unique
-        self.pub_reactions.publish(io.reactions_message(self.robot.joint_names, force, unique,
+        per_joint = self._joint_uniqueness(state.q)
+        self.pub_reactions.publish(io.reactions_message(self.robot.joint_names, force,
+                                                        unique if per_joint is None else per_joint,
                                                         self.get_clock().now().to_msg()))
 
     # ================================================================== diagnostics
@@ -684,10 +894,16 @@ class ProjectionController(Node):
         out = self.last_output
         if out is not None:
             values.update(rank=out.rank, dof=out.dof, multipliers_unique=out.multipliers_unique)
+            if out.force_error is not None:
+                values["force_error_norm"] = float(np.linalg.norm(out.force_error))
             c = out.controllability
             if c is not None:
                 values.update(controllable=c.controllable, controllability_margin=c.margin,
-                              passive_residual=c.passive_residual)
+                              controllability_tolerance=c.tolerance, passive_residual=c.passive_residual,
+                              passive_unmet=io.passive_unmet_text(self.robot.joint_names, c),
+                              acceleration_error=c.acceleration_error)
+        if out is not None and out.task_conditioning is not None:
+            values["task_conditioning"] = out.task_conditioning
         if self.update_times:
             values["update_time_mean_ms"] = 1e3 * float(np.mean(self.update_times))
             values["update_time_max_ms"] = 1e3 * float(np.max(self.update_times))

@@ -313,6 +313,3 @@ def test_controller_rejects_bad_inputs_with_one_line_errors(slider_crank):
     M, h, A, drift = np.eye(3), np.zeros(3), np.zeros((1, 3)), np.zeros(1)
     with pytest.raises(ProjectionInputError, match="^passive:"):
         projected_inverse_dynamics(M, h, A, drift, np.zeros(3), np.zeros(3), np.zeros(3), 1.0, 1.0, passive=[3])
-    with pytest.raises(ProjectionInputError, match="^passive:"):
-        projected_inverse_dynamics(M, h, A, drift, np.zeros(3), np.zeros(3), np.zeros(3), 1.0, 1.0, passive=[1],
-                                   force_desired=np.zeros(3))

@@ -7,16 +7,17 @@ joints locked by brakes, closed loops, redundant or singular constraints - and o
 Control laws implemented here (all at the matrix level in :func:`projected_inverse_dynamics`, and statefully in
 :class:`ProjectedInverseDynamicsController` over a ``RobotModel`` and a changing ``ConstraintSet``):
 
-* motion, eqs. (45)-(46): f_par = P h + P M u_p with u_p = C q' + P a_d and
-  a_d = q''_d + K_D (q'_d - q') + K_P (q_d - q). This is the joint-space form of eq. (46): taking the tangent
-  coordinates theta along N(A) itself (Lambda = P), the term Lambda' theta' of eq. (46) is the constraint-imposed
-  normal acceleration C q' = -A^+ A' q' (eqs. (13), (16)). Closed loop: P (e'' + K_D e' + K_P e) = 0 for the
-  joint error e = q_d - q (Theorem 4), and f_par is the torque of least norm producing that motion (eq. (48)).
+* motion, eqs. (45)-(46), in independent coordinates theta(q) (``task``, see ``task_coordinates``): closed loop
+  e'' + G_D e' + G_P e = 0 for e = theta_d - theta exactly (Theorem 4). Joint-space form: u_p = C q' + P a_d,
+  a_d = q''_d + K_D (q'_d - q') + K_P (q_d - q); its closed loop is only P (e'' + K_D e' + K_P e) = 0 for the
+  joint error, the designed linear dynamics while P is constant (not Theorem 4 when P moves). Both give the
+  torque of least norm producing their motion (eq. (48)).
 * weighted norm, Sec. 7.2: with a metric W (e.g. :func:`projection.unit_weighting`) the same law is applied in
   the coordinates q_W = W^{1/2} q, f_W = W^{-1/2} f, and minimizes f^T W^-1 f (eq. (49)).
-* passive joints, eqs. (55)-(62): f = (I + H) f_par, H = -(I - P) Q^+ (I - B), Q = (I - B)(I - P), with the
-  controllability condition (64) N(A) cap R(B)^perp = {0} checked and reported every cycle.
-* constraint force control, eqs. (51)-(52): f_perp = h_perp + mu (f_par - h_par + Cc q') + u_F with
+* passive joints, eqs. (55)-(62) (``passive_joints``): f = (I + H) f_par, H = -(I - P) Q^+ (I - B), Q^+ truncated
+  at the controllability tolerance (bounded torque, unmet demand reported), condition (64) checked every cycle.
+* constraint force control, eqs. (51)-(52) (with passive joints: the constraint force nearest to F_d that keeps
+  the passive torques zero): f_perp = h_perp + mu (f_par - h_par + Cc q') + u_F with
   u_F = F_d + G_F e_F + G_I int e_F, e_F = F_d - F. (The text of eq. (51) reads "C q'"; substituting into eq. (32)
   shows the term must be Cc q' = M C q' for the force error dynamics (G_F + 1) e_F' + G_I e_F = 0 to hold, which
   is what we implement.)
@@ -33,11 +34,14 @@ from typing import Sequence
 import numpy as np
 
 from vtm_dynamics.core.projection.simulation import ConstraintSet
+from vtm_dynamics.core.projection.passive_joints import (  # noqa: F401 - re-exported: the control API
+    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, _passive_mask, achievable_force_projector,
+    bounded_passive_inversion, controllability)
+from vtm_dynamics.core.projection.task_coordinates import TaskCoordinates, TaskDemand, task_acceleration, task_demand
 from vtm_dynamics.core.robot.constraints import Constraint, JointLock
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.projection.projector import (
     DEFAULT_TOLERANCE,
-    NullSpaceProjector,
     ProjectionInputError,
     RankTolerance,
     _constraint_matrix,
@@ -45,6 +49,7 @@ from vtm_dynamics.core.projection.projector import (
     _matrix,
     _metric_sqrt,
     _vector,
+    constrained_accelerations,
     constraint_acceleration,
     cross_coupling,
     null_space_projector,
@@ -52,26 +57,6 @@ from vtm_dynamics.core.projection.projector import (
 
 
 # ---------------------------------------------------------------------------------------------------- results
-@dataclass(frozen=True)
-class ControllabilityReport:
-    """Passive-joint controllability (Aghili, Sec. 7.4.2, eq. (64)).
-
-    Attributes:
-        controllable: True iff N(A) cap R(B)^perp = {0}: no admissible motion moves passive joints only, so
-            eq. (57) has a solution for every f_par (equivalent to the range condition (58)).
-        margin: smallest singular value of the active rows of an orthonormal basis of N(A) (1 = well
-            controllable, 0 = a passive-only motion exists); +inf when N(A) = {0}.
-        passive_residual: ||(I - B) f|| of the torque before the passive entries were set to zero [N m, N];
-            at rounding level when controllable.
-        passive_indices: velocity indices of the passive joints.
-    """
-
-    controllable: bool
-    margin: float
-    passive_residual: float
-    passive_indices: tuple[int, ...]
-
-
 @dataclass(frozen=True)
 class DecouplingReport:
     """Proposition 3: acceleration and constraint force are decoupled iff the cross-coupling mu vanishes on N(A).
@@ -103,6 +88,8 @@ class ProjectedControl:
         rank: rank of A; dof: n - rank.
         controllability: passive-joint report, or None without passive joints.
         force_error: F_d - F_measured used by the force loop, or None without force control.
+        task_conditioning: with a task-coordinate demand, sigma_min / sigma_max of J V2 (0: theta does not
+            determine the motion here, e.g. at a singular configuration); None in the joint-space form.
     """
 
     tau: np.ndarray
@@ -116,6 +103,7 @@ class ProjectedControl:
     dof: int
     controllability: ControllabilityReport | None = None
     force_error: np.ndarray | None = None
+    task_conditioning: float | None = None
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -126,35 +114,6 @@ def _gain(g: object, n: int, field_name: str) -> np.ndarray:
     if arr.shape != (n,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ProjectionInputError(f"{field_name}: expected a scalar or {n} finite gains >= 0")
     return arr
-
-
-def _passive_mask(passive: Sequence[int], n: int) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    for i in passive:
-        if not (isinstance(i, (int, np.integer)) and 0 <= int(i) < n):
-            raise ProjectionInputError(f"passive: index {i!r} is not a velocity index in [0, {n})")
-        mask[int(i)] = True
-    return mask
-
-
-def controllability(projector: NullSpaceProjector, passive: Sequence[int], tol: float = 1e-8) -> tuple[bool, float]:
-    """Controllability condition (64) for passive joints: N(A) cap R(B)^perp = {0} (Aghili, Sec. 7.4.2).
-
-    With V2 an orthonormal basis of N(A), a motion V2 c moves passive joints only iff B V2 c = 0, so the condition
-    holds iff the active rows of V2 have full column rank. Returns (holds, margin) with margin the smallest
-    singular value of those rows (+inf when N(A) = {0}); ``holds`` is ``margin > tol``.
-    """
-    n = projector.n
-    mask = _passive_mask(passive, n)
-    V2 = projector.null_basis
-    if V2.shape[1] == 0:
-        return True, float("inf")
-    active_rows = V2[~mask]
-    if active_rows.shape[0] < V2.shape[1]:
-        return False, 0.0
-    s = np.linalg.svd(active_rows, compute_uv=False)
-    margin = float(s[-1])
-    return margin > tol, margin
 
 
 def decoupling(M: object, P: object, tol: float = 1e-9) -> DecouplingReport:
@@ -190,7 +149,8 @@ def projected_inverse_dynamics(
     force_gain: float = 0.0,
     force_integral_gain: float = 0.0,
     tolerance: RankTolerance = DEFAULT_TOLERANCE,
-    controllability_tol: float = 1e-8,
+    controllability_tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE,
+    task: TaskDemand | None = None,
 ) -> ProjectedControl:
     """Projected inverse-dynamics control law, one cycle (Aghili, eqs. (45)-(46), (51)-(52), (55)-(62)).
 
@@ -204,6 +164,12 @@ def projected_inverse_dynamics(
         force_desired: desired generalized constraint force F_d = A^T lambda_d (n) [N m, N] - enables eq. (51).
         force_measured: measured (or last predicted) constraint force F (n); defaults to F_d (pure feedforward).
         force_integral: int_0^t e_F dtau (n) kept by the caller; force_gain G_F, force_integral_gain G_I.
+        controllability_tol: margin of condition (64) below which the passive inversion does not invert
+            (dimensionless, default :data:`DEFAULT_CONTROLLABILITY_TOLERANCE`). The passive-joint torque is then
+            bounded, ||f|| <= ||f_par|| (1 + 1/controllability_tol); what it cannot meet is reported (unmet
+            passive force, acceleration error) and ``qdd`` is the plant's acceleration under the returned torque.
+        task: the motion demand in independent coordinates theta (eq. (46), see ``task_coordinates``); the
+            joint-space arguments position_error, velocity_error, qdd_desired, kp, kd are then not used.
     """
     Mm = _mass_matrix(M)
     n = Mm.shape[0]
@@ -216,8 +182,6 @@ def projected_inverse_dynamics(
     a_d = a_des + _gain(kd, n, "kd") * ed + _gain(kp, n, "kp") * e
     mask = _passive_mask(passive, n)
     force_on = force_desired is not None
-    if force_on and mask.any():
-        raise ProjectionInputError("passive: constraint force control needs all joints actuated (Sec. 7.4)")
 
     if W is not None:
         S, S_inv = _metric_sqrt(W, n)
@@ -233,22 +197,17 @@ def projected_inverse_dynamics(
     P = proj.P
     Q_perp = proj.complement
     Cqd_w = constraint_acceleration(proj, drift)  # -A_W^+ A' q'  (A_W' q_W' = A' q')
-    u_p = Cqd_w + P @ (S @ a_d)  # eq. (46), joint-space form
+    task_conditioning = None
+    if task is None:
+        u_p = Cqd_w + P @ (S @ a_d)  # eq. (46), joint-space form
+    else:
+        ta = task_acceleration(proj, Cqd_w, task, S_inv)  # eq. (46) in independent coordinates theta
+        u_p, task_conditioning = ta.u_p, ta.conditioning
     f_par = P @ h_w + P @ (M_w @ u_p)  # eq. (45)
     f_perp = np.zeros(n)
-    report = None
-    force_error = None
+    report = force_error = None
 
-    if mask.any():
-        # eqs. (56)-(62): f_perp = (I - P) eta, eta = -Q^+ (I - B) f_par, Q = (I - B)(I - P)
-        IB = np.diag(mask.astype(float))  # I - B
-        Q = IB @ Q_perp
-        eta = -np.linalg.pinv(Q, rcond=1e-12) @ (IB @ f_par)
-        f_perp = Q_perp @ eta
-        ok, margin = controllability(proj, np.flatnonzero(mask).tolist(), controllability_tol)
-        residual = float(np.linalg.norm(S @ (IB @ (f_par + f_perp))))
-        report = ControllabilityReport(ok, margin, residual, tuple(int(i) for i in np.flatnonzero(mask)))
-    elif force_on:
+    if force_on:
         Fd_w = S_inv @ _vector(force_desired, n, "force_desired")
         Fm_w = Fd_w if force_measured is None else S_inv @ _vector(force_measured, n, "force_measured")
         integral_w = np.zeros(n) if force_integral is None else S_inv @ _vector(force_integral, n, "force_integral")
@@ -257,19 +216,38 @@ def projected_inverse_dynamics(
         mu = cross_coupling(M_w, P)
         f_perp = Q_perp @ h_w + mu @ (f_par - P @ h_w + M_w @ Cqd_w) + u_F  # eq. (51) with Cc q' = M C q'
         force_error = S @ ef_w
+    if mask.any():
+        # eqs. (56)-(62): f_perp += (I - P) eta, eta = -Q^+ (I - B) (f_par + f_perp), Q = (I - B)(I - P), with the
+        # pseudo-inverse truncated at the controllability tolerance (see ``bounded_passive_inversion``). With force
+        # control the least-norm eta is the least change of the constraint force that zeroes the passive torques.
+        IB = np.diag(mask.astype(float))  # I - B
+        eta = bounded_passive_inversion(IB @ Q_perp, IB @ (f_par + f_perp), controllability_tol)
+        f_perp = f_perp + Q_perp @ eta
+        ok, margin = controllability(proj, np.flatnonzero(mask).tolist(), controllability_tol)
+        passive_unmet = S @ (IB @ (f_par + f_perp))
 
     tau_w = f_par + f_perp
     tau = S @ tau_w
+    qdd_w = u_p
     if mask.any():
-        tau[mask] = 0.0  # exactly zero; the residual before zeroing is in the report
+        tau[mask] = 0.0  # exactly zero; the unmet demand before zeroing is in the report
+        residual = float(np.linalg.norm(passive_unmet))
+        accel_error = 0.0
+        scale = max(1.0, float(np.linalg.norm(tau_w)))
+        if residual > 1e-12 * scale:
+            # Honest prediction: the plant's accelerations under the torque actually commanded (eq. (25)).
+            qdd_w = constrained_accelerations(M_w, h_w, S_inv @ tau, A_w, drift, tolerance=tolerance).qdd
+            accel_error = float(np.linalg.norm(S_inv @ (qdd_w - u_p)))
+        report = ControllabilityReport(ok, margin, residual, tuple(int(i) for i in np.flatnonzero(mask)),
+                                       float(controllability_tol), passive_unmet, accel_error)
     # Predicted constraint force for the commanded torque: (I - P) projection of eq. (19), i.e. eq. (32).
-    F_w = Q_perp @ (S_inv @ tau - h_w - M_w @ u_p)
+    F_w = Q_perp @ (S_inv @ tau - h_w - M_w @ qdd_w)
     lam = proj.A_pinv.T @ F_w
     return ProjectedControl(
         tau=tau,
         f_parallel=S @ f_par,
         f_perp=S @ f_perp,
-        qdd=S_inv @ u_p,
+        qdd=S_inv @ qdd_w,
         constraint_force=S @ F_w,
         multipliers=lam,
         multipliers_unique=proj.multipliers_unique,
@@ -277,6 +255,7 @@ def projected_inverse_dynamics(
         dof=proj.degrees_of_freedom,
         controllability=report,
         force_error=force_error,
+        task_conditioning=task_conditioning,
     )
 
 
@@ -304,6 +283,10 @@ class ProjectedInverseDynamicsController:
         force_gain: float = 0.0,
         force_integral_gain: float = 0.0,
         tolerance: RankTolerance = DEFAULT_TOLERANCE,
+        task: TaskCoordinates | None = None,
+        task_kp: object | None = None,
+        task_kd: object | None = None,
+        controllability_tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE,
     ) -> None:
         if not isinstance(robot, RobotModel):
             raise ProjectionInputError("robot: expected a RobotModel")
@@ -320,6 +303,14 @@ class ProjectedInverseDynamicsController:
         self.force_integral_gain = float(force_integral_gain)
         self.tolerance = tolerance
         self._force_integral = np.zeros(n)
+        if not (np.isfinite(controllability_tol) and 0.0 < controllability_tol < 1.0):
+            raise ProjectionInputError("controllability_tol: expected a margin in (0, 1)")
+        self.controllability_tol = float(controllability_tol)
+        self.task = task
+        if task is not None:
+            k = len(task.names)
+            self.task_kp = _gain(np.mean(self.kp) if task_kp is None else task_kp, k, "task_kp")
+            self.task_kd = _gain(np.mean(self.kd) if task_kd is None else task_kd, k, "task_kd")
 
     # -- constraint set ---------------------------------------------------------------------------------
     @property
@@ -353,6 +344,8 @@ class ProjectedInverseDynamicsController:
     ) -> ProjectedControl:
         """Torques for the measured state (q, v) tracking (q_d, q'_d, q''_d) [rad, rad/s, rad/s^2].
 
+        Joint-space form of eq. (46): the closed loop is P (e'' + K_D e' + K_P e) = 0 for the joint error, which
+        is the designed linear error dynamics only while P is constant (see :meth:`update_task`).
         With ``force_desired`` (F_d = A^T lambda_d, n entries) the constraint force loop (51)-(52) runs; its
         integral advances by ``dt`` [s] with the error F_d - ``force_measured``.
         """
@@ -361,12 +354,48 @@ class ProjectedInverseDynamicsController:
         e = r.difference(qq, r.check_q(q_desired, "q_desired"))
         ed = r.check_v(v_desired, "v_desired") - vv
         a = r.check_v(a_desired, "a_desired")
+        return self._law(qq, vv, e, ed, a, None, force_desired, force_measured, dt)
+
+    def update_task(
+        self,
+        q: object,
+        v: object,
+        theta_desired: object,
+        theta_dot_desired: object,
+        theta_ddot_desired: object,
+        force_desired: object | None = None,
+        force_measured: object | None = None,
+        dt: float = 0.0,
+    ) -> ProjectedControl:
+        """Torques tracking theta_d(t) of the task coordinates given at construction (eqs. (40)-(46)).
+
+        Closed loop: e'' + G_D e' + G_P e = 0 for e = theta_d - theta(q) (Theorem 4), with G_P = ``task_kp``,
+        G_D = ``task_kd``, as long as theta parametrizes the constrained motion (``task_conditioning`` > 0).
+        """
+        if self.task is None:
+            raise ProjectionInputError("task: the controller was built without task coordinates")
+        r = self.robot
+        qq, vv = r.check_q(q), r.check_v(v)
+        demand, _ = task_demand(self.task, r, qq, vv, theta_desired, theta_dot_desired, theta_ddot_desired,
+                                self.task_kp, self.task_kd)
+        z = np.zeros(r.nv)
+        return self._law(qq, vv, z, z, z, demand, force_desired, force_measured, dt)
+
+    def _law(self, qq: np.ndarray, vv: np.ndarray, e: np.ndarray, ed: np.ndarray, a: np.ndarray,
+             task: TaskDemand | None, force_desired: object | None, force_measured: object | None,
+             dt: float) -> ProjectedControl:
+        r = self.robot
         integral = None
         if force_desired is not None:
             Fd = r.check_v(force_desired, "force_desired")
             Fm = Fd if force_measured is None else r.check_v(force_measured, "force_measured")
             if dt > 0:
-                self._force_integral = self._force_integral + dt * (Fd - Fm)
+                ef = Fd - Fm
+                if self.passive_indices:  # integrate only what the passive joints let the force reach (no windup)
+                    ef = achievable_force_projector(
+                        null_space_projector(self._constraints.jacobian(r, qq), r.nv, self.tolerance).range_basis,
+                        self.passive_indices) @ ef
+                self._force_integral = self._force_integral + dt * ef
             integral = self._force_integral
         return projected_inverse_dynamics(
             r.mass_matrix(qq),
@@ -386,4 +415,6 @@ class ProjectedInverseDynamicsController:
             force_gain=self.force_gain,
             force_integral_gain=self.force_integral_gain,
             tolerance=self.tolerance,
+            controllability_tol=self.controllability_tol,
+            task=task,
         )
