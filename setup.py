@@ -33,6 +33,8 @@ setup(
             "vtm-predict = vtm_dynamics.cli.predict:main",
             "vtm-solvability = vtm_dynamics.cli.solvability:main",
             "vtm-estop-demo = vtm_dynamics.cli.estop_demo:main",
+            "vtm-calibrate = vtm_dynamics.cli.calibrate:main",
+            "vtm-record = vtm_dynamics.cli.record:main",
             # ROS 2 nodes (`ros2 run vtm_dynamics <name>`)
             "estop_predictor = vtm_dynamics.nodes.estop_predictor:main",
             "robot_sim = vtm_dynamics.nodes.robot_sim:main",
