@@ -62,6 +62,33 @@ def _urdf_path(source: str) -> str:
     return _data_path(*source.split("/"))
 
 
+def load_robot(robot_name: str | None, urdf: str | None = None, payload: float = 0.0,
+               tcp_frame: str | None = None) -> tuple[RobotModel, RobotModel, str | None]:
+    """(bare robot, robot with ``payload`` [kg] at its payload frame, payload frame) from a known robot name or a
+    URDF file (a trusted path given on the command line)."""
+    from vtm_dynamics.core.estop.payload import with_payload
+
+    spec = ROBOTS.get(robot_name) if robot_name else None
+    if urdf is None and spec is None:
+        raise StopInputError(f"robot: must be one of {', '.join(ROBOTS)} or --urdf PATH, got {robot_name!r}")
+    bare = RobotModel.from_urdf_file(urdf if urdf is not None else _urdf_path(spec[0]))
+    payload_frame = spec[3] if spec and spec[3] else tcp_frame
+    robot = bare
+    if payload:
+        if payload_frame is None:
+            raise StopInputError("payload: needs --tcp-frame to know where to attach it")
+        robot = with_payload(bare, payload, payload_frame)
+    return bare, robot, payload_frame
+
+
+def default_brakes_path(robot_name: str | None, urdf: str | None = None) -> str:
+    """The shipped brake YAML of a known robot; with a URDF file the user must name one."""
+    spec = ROBOTS.get(robot_name) if robot_name else None
+    if spec is None:
+        raise StopInputError("brakes: --brakes YAML is required with --urdf")
+    return _data_path("config", spec[1])
+
+
 @dataclass(frozen=True)
 class PredictionSummary:
     """What a run produced: the prediction (and envelope), the robot name and the files written."""
@@ -174,23 +201,9 @@ def run_prediction(
     step: float | None = None, progress=None,
 ) -> tuple[PredictionSummary, RobotModel, BrakeSet]:
     """The CLI's work as a function (numpy in, dataclasses out; files only when paths are given)."""
-    from vtm_dynamics.core.estop.payload import with_payload
-
     spec = ROBOTS.get(robot_name) if robot_name else None
-    if urdf is None and spec is None:
-        raise StopInputError(f"robot: must be one of {', '.join(ROBOTS)} or --urdf PATH, got {robot_name!r}")
-    bare = RobotModel.from_urdf_file(urdf if urdf is not None else _urdf_path(spec[0]))  # a trusted path
-    payload_frame = spec[3] if spec and spec[3] else tcp_frame
-    robot = bare
-    if payload:
-        if payload_frame is None:
-            raise StopInputError("payload: needs --tcp-frame to know where to attach it")
-        robot = with_payload(bare, payload, payload_frame)
-    if brakes_path is None:
-        if spec is None:
-            raise StopInputError("brakes: --brakes YAML is required with --urdf")
-        brakes_path = _data_path("config", spec[1])
-    brakes = brakes_from_config(robot, brakes_path)
+    bare, robot, payload_frame = load_robot(robot_name, urdf, payload, tcp_frame)
+    brakes = brakes_from_config(robot, brakes_path or default_brakes_path(robot_name, urdf))
     if q is None or v is None:
         states = spec[4] if spec else {}
         if state not in states:

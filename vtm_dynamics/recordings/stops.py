@@ -1,8 +1,8 @@
 """Finding the stops in a recording: trigger edges and the joint-state series around them.
 
 A stop starts at a rising edge of the trigger (a message that means "stopping" after one that did not, or the
-first trigger message if it already means stopping). The state at the trigger instant t_e is the newest joint
-state at or before t_e, advanced to t_e with its velocity (q + v (t_e - t_k); the robot moved on in between). The
+first trigger message if it already means stopping). The state at the trigger instant t_e is estimated from the joint
+states of the ``pre_window`` [s] before it (:func:`state_at_trigger`; the robot moved on after the last sample). The
 stop ends when the arm is at rest: the first sample after which every joint stays within ``rest_tolerance`` [rad]
 of its value for ``rest_hold`` [s] (so a joint creeping slower than rest_tolerance / rest_hold counts as resting).
 The recorded stop time is the last sample before that where some joint's recorded speed exceeds ``rest_speed``
@@ -27,6 +27,31 @@ from vtm_dynamics.recordings.bag_files import Recording, RecordingError
 REST_TOLERANCE = 1e-3  # [rad]
 REST_HOLD = 0.2  # [s]
 REST_SPEED = 0.01  # [rad/s]
+PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state at the trigger
+
+
+def state_at_trigger(t: np.ndarray, q: np.ndarray, v: np.ndarray | None, k: int, te: float,
+                     window: float = PRE_WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    """(q, v) at the trigger instant ``te`` from the samples up to index ``k`` within ``window`` [s] before it.
+
+    With recorded velocities: a least-squares line v(t) = v_e + a (t - te) through them gives v_e, and each
+    sample's position carried to te along that line, q_k + v_e (te - t_k) - a (te - t_k)^2 / 2, is averaged
+    (the encoder noise shrinks with the square root of the number of samples; extrapolating a fitted polynomial
+    in position instead would triple it). Without velocities: a least-squares quadratic in position."""
+    sel = np.flatnonzero((t[: k + 1] >= t[k] - window))
+    dt = t[sel] - te
+    if sel.size < 4:
+        vk = v[k] if v is not None else np.zeros(q.shape[1])
+        return q[k] + vk * (te - t[k]), vk.copy()
+    if v is None:
+        A = np.vstack([np.ones_like(dt), dt, dt * dt]).T
+        coef, *_ = np.linalg.lstsq(A, q[sel], rcond=None)
+        return coef[0], coef[1]
+    B = np.vstack([np.ones_like(dt), dt]).T
+    (ve, acc), *_ = np.linalg.lstsq(B, v[sel], rcond=None)
+    lag = -dt[:, None]
+    carried = q[sel] + ve * lag - 0.5 * acc * lag * lag
+    return carried.mean(axis=0), ve
 
 
 def trigger_edges(rec: Recording) -> np.ndarray:
@@ -60,7 +85,8 @@ def _velocities(t: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = REST_TOLERANCE,
-               rest_hold: float = REST_HOLD, rest_speed: float = REST_SPEED) -> list[RecordedStop]:
+               rest_hold: float = REST_HOLD, rest_speed: float = REST_SPEED,
+               pre_window: float = PRE_WINDOW) -> list[RecordedStop]:
     """Every stop of ``rec`` as a :class:`~vtm_dynamics.core.estop.identification.RecordedStop` in model order."""
     cols = model_order(rec, robot)
     t = rec.joints.t
@@ -77,8 +103,7 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         k = int(np.searchsorted(t, te, side="right")) - 1
         if k < 0:
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): no joint state before the trigger")
-        q0 = q[k] + v[k] * (te - t[k])
-        v0 = v[k].copy()
+        q0, v0 = state_at_trigger(t, q, v if has_v else None, k, te, window=pre_window)
         after = np.flatnonzero(t > te)
         nxt = edges[n] if n < edges.size else math.inf
         end = None
