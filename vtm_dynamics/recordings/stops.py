@@ -5,8 +5,9 @@ first trigger message if it already means stopping). The state at the trigger in
 states of the ``pre_window`` [s] before it (:func:`state_at_trigger`; the robot moved on after the last sample). The
 stop ends when the arm is at rest: the first sample after which every joint stays within ``rest_tolerance`` [rad]
 of its value for ``rest_hold`` [s] (so a joint creeping slower than rest_tolerance / rest_hold counts as resting).
-The recorded stop time is the last sample before that where some joint's recorded speed exceeds ``rest_speed``
-[rad/s] (the start of the rest window when the recording has no velocities). The samples used for the fit run from
+The recorded stop time is when the last joint's recorded speed falls below ``rest_speed`` [rad/s] for good
+(:func:`~vtm_dynamics.core.estop.identification.settle_time`; the start of the rest window when the recording has
+no velocities). The samples used for the fit run from
 the trigger to the end of the rest window.
 
 A stop that the recording cuts off before the rest window is complete, or a new trigger edge before rest, is an
@@ -20,7 +21,7 @@ import math
 
 import numpy as np
 
-from vtm_dynamics.core.estop.identification import RecordedStop
+from vtm_dynamics.core.estop.identification import RecordedStop, settle_time
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
 
@@ -123,7 +124,7 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): {cause}")
         last = int(np.flatnonzero(t <= t[end] + rest_hold)[-1])
         span = slice(after[0], last + 1)
-        fast = np.flatnonzero(np.any(np.abs(v[after[0]:end + 1]) > rest_speed, axis=1)) if has_v else np.zeros(0, int)
-        stop_time = float(t[after[0] + fast[-1]] - te) if fast.size else float(t[end] - te)
+        stop_time = (settle_time(t[after[0]:last + 1] - te, v[after[0]:last + 1], rest_speed) if has_v
+                     else float(t[end] - te))
         stops.append(RecordedStop(label, q0, v0, t[span] - te, q[span], stop_time, float(te)))
     return stops

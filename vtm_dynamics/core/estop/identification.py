@@ -359,9 +359,28 @@ def identify_brakes(
                           problem.n_predictions, time.perf_counter() - started, message)
 
 
+def settle_time(t: np.ndarray, v: np.ndarray, rest_speed: float) -> float:
+    """The time [s] after which every joint speed stays below ``rest_speed`` [rad/s]: the last crossing of the
+    threshold, linearly interpolated between the samples around it (0 if never above). Recorded stops and
+    predictions are compared by this same rule, because a recording cannot show the instant a joint reaches
+    exactly zero speed through its velocity noise."""
+    speed = np.max(np.abs(v), axis=1)
+    above = np.flatnonzero(speed > rest_speed)
+    if above.size == 0:
+        return 0.0
+    k = int(above[-1])
+    if k + 1 >= t.size:
+        return float(t[k])
+    s0, s1 = speed[k], speed[k + 1]
+    frac = (s0 - rest_speed) / (s0 - s1) if s0 != s1 else 1.0
+    return float(t[k] + frac * (t[k + 1] - t[k]))
+
+
 def compare_stops(robot: RobotModel, brakes: BrakeSet, stops: Sequence[RecordedStop], tcp_frame: str | None = None,
-                  settings: StopSettings = StopSettings(step=0.01)) -> list[StopComparison]:
-    """Predicted vs recorded stopping angle, time and TCP distance for each stop (see :class:`StopComparison`)."""
+                  settings: StopSettings = StopSettings(step=0.01), rest_speed: float = 0.01) -> list[StopComparison]:
+    """Predicted vs recorded stopping angle, time and TCP distance for each stop (see :class:`StopComparison`).
+    The predicted time is :func:`settle_time` of the prediction with ``rest_speed`` [rad/s], the rule by which
+    the recorded stop time was read (``RecordedStop.stop_time``)."""
     problem = _Problem(robot, [], [], stops, np.zeros(0), settings)
     out = []
     for s in stops:
@@ -374,7 +393,8 @@ def compare_stops(robot: RobotModel, brakes: BrakeSet, stops: Sequence[RecordedS
             rec_tcp = float(np.linalg.norm(b - a))
             pred_tcp = p.tcp_straight_distance
         out.append(StopComparison(
-            s.label, s.q[-1] - s.q0, p.stopping_angles, s.stop_time, p.stop_time, rec_tcp, pred_tcp,
+            s.label, s.q[-1] - s.q0, p.stopping_angles, s.stop_time,
+            settle_time(p.t, p.v, rest_speed) if p.stopped else math.nan, rec_tcp, pred_tcp,
             float(np.sqrt(np.mean((qp - s.q) ** 2))), p.t, p.q,
         ))
     return out
