@@ -6,6 +6,7 @@ Examples::
     vtm-predict ur5 --q 0 -1.2 1.5 -0.8 0.5 0.2 --v 2 -2.5 2.8 1.5 -2 3 --json stop.json --plots out/
     vtm-predict planar_3r --category 1 --decel 4 --csv stop.csv
     vtm-predict --urdf my_arm.urdf --brakes my_brakes.yaml --q ... --v ... --tcp-frame tool0 --envelope 20
+    vtm-predict ur5 --bag site_stops --brakes fitted.yaml   # replay recorded stops: predicted vs what the robot did
 
 Bad input (unknown joint in the brake file, negative torques, NaN or out-of-limit state) prints one line
 ``vtm-predict: error: <field>: <reason>`` and exits with status 2.
@@ -282,7 +283,44 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--csv", help="write the time series as CSV")
     ap.add_argument("--plots", help="directory for PNG plots")
     ap.add_argument("--envelope", type=int, metavar="N", help="also run an uncertainty envelope with N random cases")
+    ap.add_argument("--bag", nargs="+", metavar="BAG", help="replay recorded stops (rosbag2): predict each from the "
+                    "recorded state at the trigger and compare with what the robot did")
+    from vtm_dynamics.cli.calibrate import add_recording_options
+
+    add_recording_options(ap)
     return ap
+
+
+def replay_bags(args: argparse.Namespace, say=print) -> list:
+    """``--bag``: every recorded stop predicted from the recorded state at its trigger with the given brakes,
+    printed against the recording (angle, time, TCP distance); ``--json`` and ``--plots`` write the comparison."""
+    from vtm_dynamics.cli import stop_report
+    from vtm_dynamics.cli.calibrate import read_stops
+    from vtm_dynamics.core.estop.identification import compare_stops
+
+    robot_name = None if args.urdf else args.robot
+    _, robot, _ = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame)
+    brakes = brakes_from_config(robot, args.brakes or default_brakes_path(robot_name, args.urdf))
+    tcp = args.tcp_frame or (ROBOTS[robot_name][2] if robot_name in ROBOTS else None)
+    stops = read_stops(args.bag, robot, args, say)
+    settings = StopSettings() if args.step is None else StopSettings(step=args.step)
+    comparisons = compare_stops(robot, brakes, stops, tcp, settings=settings)
+    say(f"recorded stops replayed with {os.path.basename(brakes.source) or 'the given brakes'}:")
+    say(stop_report.comparison_table(robot, comparisons))
+    if args.json:
+        data = {"stops": [{"label": c.label, "recorded_angles_rad": c.recorded_angles.tolist(),
+                           "predicted_angles_rad": c.predicted_angles.tolist(),
+                           "recorded_time_s": c.recorded_time if math.isfinite(c.recorded_time) else None,
+                           "predicted_time_s": c.predicted_time if math.isfinite(c.predicted_time) else None,
+                           "recorded_tcp_m": c.recorded_tcp if math.isfinite(c.recorded_tcp) else None,
+                           "predicted_tcp_m": c.predicted_tcp if math.isfinite(c.predicted_tcp) else None,
+                           "rms_residual_rad": c.rms_residual} for c in comparisons],
+                "joint_names": list(robot.joint_names)}
+        say(f"wrote {stop_report.write_json(args.json, data)}")
+    if args.plots:
+        for f in stop_report.overlay_plots(args.plots, robot, stops, comparisons):
+            say(f"wrote {f}")
+    return comparisons
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -298,6 +336,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
+    if args.bag:
+        try:
+            replay_bags(args)
+        except (ValueError, OSError) as err:
+            msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            sys.stderr.write(f"{PROG}: error: {msg}\n")
+            return 2
+        return 0
     try:
         locks = [_parse_lock(s) for s in args.lock]
         summary, robot, brakes = run_prediction(
