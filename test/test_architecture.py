@@ -24,8 +24,9 @@ ALLOWED = {
     "core.reactions": LEAVES | {"core.robot"},
     "core.projection": LEAVES | {"core.robot", "core.switching"},
     "core.estop": LEAVES | {"core.robot", "core.switching"},
-    "nodes": LEAVES | GROUPS,
-    "cli": LEAVES | GROUPS | {"nodes"},
+    "recordings": LEAVES | GROUPS,
+    "nodes": LEAVES | GROUPS | {"recordings"},
+    "cli": LEAVES | GROUPS | {"nodes", "recordings"},
 }
 
 
