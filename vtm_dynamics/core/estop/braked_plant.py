@@ -15,7 +15,12 @@ its rest pose is an independent check of the prediction:
   |lambda_j| / capacity leaves S (one at a time, then lambda is recomputed); it starts sliding with the sliding
   torque opposing the held tendency, sign(lambda_j) * sliding_j;
 * pawls (``pawl_delay``): at that time the joint locks abruptly with the momentum-consistent jump of the core
-  switching module (Müller 2026, eq. (22), joint-lock rows) and holds up to ``pawl_holding_torque``.
+  switching module (Müller 2026, eq. (22), joint-lock rows) and holds up to ``pawl_holding_torque``;
+* the extended brake terms, written here from the brake parameters alone (not with the predictor's code): the
+  friction level of a sliding joint is mu(v) = sliding + (breakaway - sliding) exp(-(v/v_s)^2) (mu(0) = breakaway
+  for a joint slipping from rest); a brake with a rise time delivers the fraction
+  clip((t - engage_delay) / rise_time, 0, 1) of its torque and of its holding capacity; armatures are added to the
+  diagonal of the mass matrix.
 
 Zero crossings are resolved only to the step, so the rest pose carries an O(dt) error (about v dt/2 per joint).
 Units: s, rad, rad/s, N m.
@@ -114,6 +119,8 @@ class BrakedPlant:
         self.t = 0.0  # time after the E-stop [s]
         self.stuck = np.zeros(robot.nv, dtype=bool)
         self.capacity = np.where(brakes.braked, brakes.holding_torque, 0.0)
+        self.pawl_held = np.zeros(robot.nv, dtype=bool)  # capacities set by a pawl do not rise with the brake
+        self.rotor = np.where(brakes.braked, brakes.armature, 0.0)
         self.slip_sign = np.zeros(robot.nv)
         self.pawl_done = np.zeros(robot.nv, dtype=bool)
         self.events: list[PlantEvent] = []
@@ -150,9 +157,30 @@ class BrakedPlant:
     def _engaged(self, t: float) -> np.ndarray:
         return self.brakes.braked & (t >= self.brakes.engage_delay - 1e-12)
 
+    def _rise_fraction(self) -> np.ndarray:
+        """Fraction of each brake's torque and capacity available at the current time (1 without a rise time)."""
+        b = self.brakes
+        out = np.ones(self.robot.nv)
+        for i in range(self.robot.nv):
+            if b.braked[i] and b.rise_time[i] > 0.0:
+                out[i] = min(1.0, max(0.0, (self.t - b.engage_delay[i]) / b.rise_time[i]))
+        return out
+
+    def _friction_level(self) -> np.ndarray:
+        """Coulomb level mu(v) [N m] of each brake at the current velocities (Stribeck where configured)."""
+        b = self.brakes
+        level = b.sliding_torque.copy()
+        for i in range(self.robot.nv):
+            if b.braked[i] and b.stribeck_velocity[i] > 0.0 and b.breakaway_torque[i] > b.sliding_torque[i]:
+                ratio = self.v[i] / b.stribeck_velocity[i]
+                level[i] = b.sliding_torque[i] + (b.breakaway_torque[i] - b.sliding_torque[i]) * math.exp(-ratio * ratio)
+        return level
+
     def _accelerations(self, engaged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Accelerations with S held and the holding torques lambda (zero outside S), after slip decisions."""
-        M = self.robot.mass_matrix(self.q)
+        M = self.robot.mass_matrix(self.q) + np.diag(self.rotor)
+        fraction = self._rise_fraction()
+        capacity = np.where(self.pawl_held, self.capacity, self.capacity * fraction)
         h = self.robot.bias_forces(self.q, self.v)
         while True:
             tau = self._brake_torque(engaged)
@@ -165,7 +193,7 @@ class BrakedPlant:
             if S.any():
                 lam[S] = M[np.ix_(S, F)] @ a[F] + h[S]
             with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(S, np.abs(lam) / np.maximum(self.capacity, 1e-300), 0.0)
+                ratio = np.where(S, np.abs(lam) / np.maximum(capacity, 1e-300), 0.0)
             worst = int(np.argmax(ratio)) if S.any() else -1
             if worst < 0 or ratio[worst] <= 1.0 + 1e-9:
                 return a, lam
@@ -176,14 +204,14 @@ class BrakedPlant:
     def _brake_torque(self, engaged: np.ndarray) -> np.ndarray:
         b = self.brakes
         direction = np.where(self.v != 0.0, -np.sign(self.v), self.slip_sign)
-        tau = direction * b.sliding_torque - b.viscous * self.v
+        tau = (direction * self._friction_level() - b.viscous * self.v) * self._rise_fraction()
         return np.where(engaged & ~self.stuck, tau, 0.0)
 
     def _apply_pawls(self) -> None:
         due = np.isfinite(self.brakes.pawl_delay) & ~self.pawl_done & (self.t >= self.brakes.pawl_delay - 1e-12)
         if not due.any():
             return
-        M = self.robot.mass_matrix(self.q)
+        M = self.robot.mass_matrix(self.q) + np.diag(self.rotor)
         eye = np.eye(self.robot.nv)
         held = self.stuck & ~due
         J1 = eye[held] if held.any() else None
@@ -192,6 +220,7 @@ class BrakedPlant:
         self.pawl_done |= due
         self.stuck |= due
         self.capacity = np.where(due, self.brakes.pawl_holding_torque, self.capacity)
+        self.pawl_held |= due
         self.events.append(PlantEvent("pawl", self.t, tuple(n for n, d in zip(self.names, due) if d)))
 
     def _step(self) -> None:

@@ -13,7 +13,14 @@ lock events) are step boundaries; all events at one instant are handled together
 * a held joint's needed torque reaches its capacity: located by regula falsi (Illinois) on re-computed steps.
 
 Each event is followed by the stick/slip decision (:mod:`.stick_slip`); abrupt locks jump by eq. (22)
-(:mod:`.abrupt_lock`). Units: SI (rad, rad/s, rad/s^2, N m, J, s).
+(:mod:`.abrupt_lock`).
+
+Extended brake model (:mod:`.brakes`): Stribeck friction enters the sliding phase's right-hand side (slipping from
+rest starts at the breakaway level, which the stick/slip decision uses as the torque at v = 0); a brake rise time
+makes the brake torque and the holding capacity time-dependent (every evaluation is made at its own time, the
+engine's ``_clock``) and the end of each rise is a time event, so that no step straddles the kink; armatures are
+added to the diagonal of M on a copy of the Pinocchio model. Without these terms the engine runs exactly the
+original code path. Units: SI (rad, rad/s, rad/s^2, N m, J, s).
 """
 
 from __future__ import annotations
@@ -66,6 +73,11 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
         self.robot = robot
         self.m = robot.model
         self.d = robot.data
+        self.general = brakes.extended  # Stribeck, rise time or armature present: the extended code path
+        if np.any(brakes.armature > 0.0):
+            self.m = robot.model.copy()
+            self.m.armature = np.asarray(robot.model.armature, dtype=float) + brakes.armature
+            self.d = self.m.createData()
         self.nv = robot.nv
         self.brakes = brakes
         self.st = settings
@@ -85,6 +97,19 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
         self.rest_since = np.full(self.nv, np.nan)
         self.impulse_energy = 0.0
         self._brake_key = self.ts.tobytes() + self.c.tobytes()
+        stribeck = brakes.stribeck
+        self.has_stribeck = bool(stribeck.any())
+        self.dbr = np.where(stribeck, brakes.breakaway_torque - brakes.sliding_torque, 0.0)
+        self.inv_vs = np.where(stribeck, 1.0 / np.where(stribeck, brakes.stribeck_velocity, 1.0), 0.0)
+        self.rise = np.where(brakes.braked, brakes.rise_time, 0.0)
+        self.has_rise = bool(np.any(self.rise > 0.0))
+        self.rise_safe = np.where(self.rise > 0.0, self.rise, 1.0)
+        self.engage_t = np.full(self.nv, np.inf)
+        if self.general:
+            self._brake_key += self.dbr.tobytes() + self.inv_vs.tobytes()
+        self._clock = 0.0  # time [s] at which the extended brake model is evaluated
+        self._t0 = 0.0  # start time [s] of the current Runge-Kutta step
+        self._nodes = self.A.sum(axis=1)
         self.names = robot.joint_names
         self._tableau_h = None
         self._tableau_0 = None
@@ -140,6 +165,9 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             timed.append(TimeEvent(float(engage_times[i]), "engage", joint=int(i)))
         for lock in locks:
             timed.append(TimeEvent(float(lock.time), "lock", lock=lock))
+        self.engage_t = np.asarray(engage_times, dtype=float).copy()
+        for i in np.flatnonzero(np.isfinite(self.engage_t) & (self.rise > 0.0)):
+            timed.append(TimeEvent(float(self.engage_t[i] + self.rise[i]), "rise_end", joint=int(i)))
         timed.sort(key=lambda e: e.time)
         t_end = t0 + st.t_max
         dense = st.method == "dp5"
@@ -149,6 +177,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
         no_drive.flags.writeable = False
 
         def record(tq, qq, vv, a_hold=None):
+            self._clock = tq
             a, lam, tau = self._f(qq, vv) if a_hold is None else a_hold
             if self.nL:
                 tb = tau.copy()
@@ -168,6 +197,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
 
         k = record(t, q, v)
         while True:
+            self._clock = self._t0 = t
             # time events due now (all events at the same instant are handled together)
             due = []
             while timed and timed[0].time <= t + 1e-12:
@@ -182,6 +212,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                         elif v[i] != 0.0:
                             self.s[i] = np.sign(v[i])
                     self._set_phase()
+                    self._clock = t
                     newly, slip, rel = self._decide(t, q, v)
                     k = record(t, q, v, self._k_after)
                     self._record_event(t, "engage", eng + [i for i in newly if i not in eng], q, v, v, k=k)
@@ -190,11 +221,13 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                     free_eng = self.engaged & ~self.locked
                     self.s = np.where(free_eng & (v != 0), np.sign(v), self.s)
                     self._set_phase()
+                    self._clock = t
                     newly, slip, rel = self._decide(t, q, v)
                     k = record(t, q, v, self._k_after)
                     self._record_decision(t, newly, slip, rel, q, v, v, k)
             if self.nF == 0 or t >= t_end - 1e-12:
                 break
+            self._t0 = t
             t_next = timed[0].time if timed else math.inf
             h = min(st.step, t_next - t, t_end - t)
             if aim and self.slide_idx.size:
@@ -206,6 +239,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                         h = t_pred
             q1, v1, W1 = self._step(q, v, W, h, (k[0], k[2].dot(v)))
             self.n_steps += 1
+            self._clock = t + h
             k1 = self._f(q1, v1)
             # zero crossings of sliding joints
             sl = self.slide_idx
@@ -225,7 +259,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             tau_r = math.inf
             ri = self.release_idx
             if ri.size:
-                if (np.abs(k1[1].take(self._release_pos)) > self.cap.take(ri)).any():
+                if (np.abs(k1[1].take(self._release_pos)) > self._capacity(self.cap.take(ri), ri, t + h)).any():
                     tau_r = self._locate_release(q, v, W, h, k, ri, min(tau_c, h))
             if tau_c == math.inf and tau_r == math.inf:
                 t = t_next if h == t_next - t else t + h  # land exactly on time events
@@ -246,6 +280,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                     qe, ve, We = self._step(q, v, W, tau, k0)
             else:
                 qe, ve, We = self._step(q, v, W, tau, k0) if tau > 0 else (q, v, W)
+            self._clock = t + tau
             ke = self._f(qe, ve)
             if tau_c <= tau_r:
                 # polish the crossing time on the integrator itself: Newton on v_i(tau) = 0 with a_i(tau)
@@ -274,6 +309,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                     else:
                         qe, ve, We = self._step(q, v, W, tau + dt_, k0)
                     tau = tau + dt_
+                    self._clock = t + tau
                     ke = self._f(qe, ve)
                 for i in taus:
                     taus[i] += tau - t_first
@@ -289,7 +325,10 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             if tau_r < tau_c:
                 lf = np.zeros(self.nv)
                 lf[self.L] = ke[1]
-                force = frozenset(int(i) for i in ri if abs(lf[i]) >= self.cap[i] * (1 - 1e-9))
+                cap_now = np.zeros(self.nv)
+                cap_now[ri] = self._capacity(self.cap.take(ri), ri, t)
+                force = frozenset(int(i) for i in ri if abs(lf[i]) >= cap_now[i] * (1 - 1e-9))
+            self._clock = t
             newly, slip, rel = self._decide(t, q, v, force)
             k = record(t, q, v, self._k_after)
             self._record_decision(t, newly, slip, rel, q, v_minus, v, k)
@@ -298,16 +337,20 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
 
     def _locate_release(self, q, v, W, h, k, ri, h_max) -> float:
         """Earliest time in (0, h_max] [s] where a held joint's needed torque reaches its capacity (Illinois)."""
+        t0 = self._t0
+        cap = self.cap[ri]
+
         def g(tau):
             qq, vv, _ = self._step(q, v, W, tau, (k[0], k[2] @ v))
+            self._clock = t0 + tau
             _, lam, _ = self._f(qq, vv)
             lf = np.zeros(self.nv)
             lf[self.L] = lam
-            return float(np.max(np.abs(lf[ri]) - self.cap[ri]))
+            return float(np.max(np.abs(lf[ri]) - self._capacity(cap, ri, t0 + tau)))
         a, b = 0.0, h_max
         lf = np.zeros(self.nv)
         lf[self.L] = k[1]
-        ga = float(np.max(np.abs(lf[ri]) - self.cap[ri]))
+        ga = float(np.max(np.abs(lf[ri]) - self._capacity(cap, ri, t0)))
         gb = g(b)
         if gb <= 0:
             return math.inf

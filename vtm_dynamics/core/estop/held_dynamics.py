@@ -41,7 +41,8 @@ class HeldPhase:
     ``free`` (F, ``n_free``); ``flat_free_free`` and ``flat_held_free``: flat indices of M_FF and of M_LF in the
     upper triangle that ``pin.crba`` fills; ``sliding``: free engaged joints with a brake torque, with their slip
     directions ``slide_directions`` (+-1); ``releasable``: held joints with a finite capacity, and their rows
-    ``release_rows`` in lambda_L."""
+    ``release_rows`` in lambda_L; ``brake_stribeck`` [N m]: amplitude -s (breakaway - sliding) of the Stribeck
+    term on the free engaged joints (None when no brake has one), multiplied by exp(-(v / v_s)^2)."""
 
     brake_constant: np.ndarray
     brake_viscous: np.ndarray
@@ -56,6 +57,7 @@ class HeldPhase:
     viscous: bool
     slide_directions: np.ndarray
     release_rows: np.ndarray
+    brake_stribeck: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -84,12 +86,13 @@ class HeldSetDynamics:
             cv = np.where(slide, -self.c, 0.0)
             sliding = np.flatnonzero(slide & ((self.ts > 0) | (self.c > 0)))
             releasable = np.flatnonzero(locked & np.isfinite(self.cap))
+            stribeck = np.where(slide, -s * self.dbr, 0.0) if self.has_stribeck else None
             hit = HeldPhase(
                 brake_constant=np.where(slide, -s * self.ts, 0.0), brake_viscous=cv, held=L, n_held=len(L), free=F,
                 n_free=len(F), flat_free_free=(F[:, None] * n + F[None, :]).ravel(),
                 flat_held_free=(np.minimum(L[:, None], F[None, :]) * n + np.maximum(L[:, None], F[None, :])).ravel(),
                 sliding=sliding, releasable=releasable, viscous=bool(np.any(cv != 0.0)),
-                slide_directions=s[sliding], release_rows=np.searchsorted(L, releasable),
+                slide_directions=s[sliding], release_rows=np.searchsorted(L, releasable), brake_stribeck=stribeck,
             )
             if len(_PHASES) >= 4096:
                 _PHASES.clear()
@@ -104,6 +107,30 @@ class HeldSetDynamics:
         self._flat_FF, self._flat_LF = phase.flat_free_free, phase.flat_held_free
         self.slide_idx, self.release_idx = phase.sliding, phase.releasable
         self.viscous, self._slide_s, self._release_pos = phase.viscous, phase.slide_directions, phase.release_rows
+        self.cst = phase.brake_stribeck
+
+    def _torque(self, v: np.ndarray) -> np.ndarray:
+        """Brake torques [N m] of the extended model at the engine's ``_clock`` [s] (brakes module docstring):
+        r(t) (cs + cv v + cst exp(-(v / v_s)^2)), with the phase's constant, viscous and Stribeck parts."""
+        tau = self.cs + self.cv * v
+        if self.cst is not None:
+            x = v * self.inv_vs
+            tau = tau + self.cst * np.exp(-x * x)
+        if self.has_rise:
+            tau = tau * self._ramp(self._clock)
+        return tau
+
+    def _ramp(self, t: float) -> np.ndarray:
+        """The brakes' rise factors r(t) in [0, 1] (1 for brakes without a rise time)."""
+        return np.where(self.rise > 0.0, np.clip((t - self.engage_t) / self.rise_safe, 0.0, 1.0), 1.0)
+
+    def _capacity(self, cap: np.ndarray, idx, t: float) -> np.ndarray:
+        """Holding capacities ``cap`` [N m] of the velocity indices ``idx`` at time t [s]: a brake's capacity rises
+        with its torque (r(t) hold); other capacities (pawls, locks) are not scaled."""
+        if not self.has_rise:
+            return cap
+        hold = self.hold.take(idx) if not np.isscalar(idx) else self.hold[idx]
+        return np.where(cap == hold, cap * self._ramp(t).take(idx), cap)
 
     def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a [rad/s^2], lambda_L [N m], tau_b [N m]) for the current phase (eq. (3) with held joints).
@@ -112,7 +139,10 @@ class HeldSetDynamics:
         M_FF a_F = (tau_b - h)_F (Cholesky of M_FF from CRBA, h from Pinocchio's nonLinearEffects), and the held
         rows give lambda_L = (M a + h - tau_b)_L = M_LF a_F - (tau_b - h)_L. Exact: v_L = 0 in the held phase."""
         self.n_eval += 1
-        tau = self.cs + self.cv * v if self.viscous else self.cs
+        if self.general:
+            tau = self._torque(v)
+        else:
+            tau = self.cs + self.cv * v if self.viscous else self.cs
         if self.nL == 0:
             return pin.aba(self.m, self.d, q, v, tau), _EMPTY, tau
         if self.nL == 1 and self.nF:
@@ -141,7 +171,10 @@ class HeldSetDynamics:
     def _acc(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(a, tau_b) of :meth:`_f` without lambda (Runge-Kutta stages need no holding torques)."""
         self.n_eval += 1
-        tau = self.cs + self.cv * v if self.viscous else self.cs
+        if self.general:
+            tau = self._torque(v)
+        else:
+            tau = self.cs + self.cv * v if self.viscous else self.cs
         if self.nL == 0:
             return pin.aba(self.m, self.d, q, v, tau), tau
         if self.nL == 1:

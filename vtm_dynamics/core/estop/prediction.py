@@ -129,7 +129,8 @@ def predict_stop(
         q_final=q_fin, brake_energy=float(-W_arr[-1]), impulse_energy=engine.impulse_energy,
         holding_torques=holding, rest_wrenches=rest_w, pre_stop_wrenches=pre, tcp_frame=tcp_frame,
         tcp_positions=tcp_pos, tcp_path_length=path, tcp_straight_distance=straight, power_off_time=t_off,
-        initial_kinetic_energy=robot.kinetic_energy(q0, v0),
+        initial_kinetic_energy=robot.kinetic_energy(q0, v0) + (  # plus the rotors' (armature) kinetic energy
+            0.5 * float(brakes.armature @ (v0 * v0)) if np.any(brakes.armature > 0.0) else 0.0),
         potential_energy_change=robot.potential_energy(q_fin) - robot.potential_energy(q0),
         n_steps=engine.n_steps, n_evaluations=engine.n_eval,
     )

@@ -13,6 +13,9 @@ extension's error) lets the event loop take the state at the crossing from the e
 
 :class:`RungeKuttaSteps` is a part of the braking engine (:class:`.event_loop.BrakingEngine`); it uses the
 engine's tableau (``A``, ``B``, ``ns``), model data and its right-hand side ``_acc`` (:mod:`.held_dynamics`).
+With the extended brake model (Stribeck friction, brake rise time: :mod:`.brakes`) the brake torque depends on
+the stage velocity and time; each stage then evaluates it at its own time t0 + c_s h (the engine's ``_clock``,
+step start ``_t0``) and the brake power of the stage is that stage's torque times its velocity.
 Units: SI (rad, rad/s, rad/s^2, J, s).
 """
 
@@ -88,6 +91,7 @@ class RungeKuttaSteps:
             row = A[s_, :s_]
             vs = v + h * (row @ KA[:s_])
             qs = self._advance(q, h * (row @ KV[:s_]))
+            self._clock = self._t0 + h * self._nodes[s_]  # stage time (the extended brake model depends on t)
             a_s, t_s = self._acc(qs, vs)
             KA[s_] = a_s
             KV[s_] = vs
@@ -107,13 +111,23 @@ class RungeKuttaSteps:
         X[1] = v
         X[2] = k1[0]
         acc = self._acc
-        for s_ in range(1, ns):
-            Y = G[s_].dot(X)
-            X[2 + s_] = acc(Y[0], Y[1])[0]
+        if self.general:  # time- and speed-dependent brake torques: the stages' own torques give the power
+            T = np.empty((ns, n))
+            for s_ in range(1, ns):
+                Y = G[s_].dot(X)
+                self._clock = self._t0 + h * self._nodes[s_]
+                X[2 + s_], T[s_] = acc(Y[0], Y[1])
+            V = G[:ns, 1].dot(X)
+            P = np.einsum("ij,ij->i", T, V)
+            P[0] = k1[1]
+        else:
+            for s_ in range(1, ns):
+                Y = G[s_].dot(X)
+                X[2 + s_] = acc(Y[0], Y[1])[0]
+            V = G[:ns, 1].dot(X)  # stage velocities v_s (row 0: v)
+            P = V.dot(self.cs) + (V * V).dot(self.cv) if self.viscous else V.dot(self.cs)
         Y = G[ns].dot(X)
         self._K = X[2:]
-        V = G[:ns, 1].dot(X)  # stage velocities v_s (row 0: v)
-        P = V.dot(self.cs) + (V * V).dot(self.cv) if self.viscous else V.dot(self.cs)
         self._VP = (V, P)
         return Y[0], Y[1], W + float(G[ns, 1, 2:].dot(P))  # h b . P
 

@@ -9,9 +9,14 @@ from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.robot.model import RobotModel
 
 
-def energy_series(robot: RobotModel, prediction: StopPrediction) -> tuple[np.ndarray, np.ndarray]:
-    """(kinetic, potential) energy [J] at every sample of ``prediction`` (Pinocchio; for plots and checks)."""
+def energy_series(robot: RobotModel, prediction: StopPrediction,
+                  armature: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(kinetic, potential) energy [J] at every sample of ``prediction`` (Pinocchio; for plots and checks).
+    ``armature`` [kg m^2] (the brakes' reflected rotor inertias, ``BrakeSet.armature``) adds the rotors' kinetic
+    energy 0.5 sum armature_i v_i^2."""
     T = np.array([robot.kinetic_energy(q, v) for q, v in zip(prediction.q, prediction.v)])
+    if armature is not None:
+        T = T + 0.5 * (prediction.v * prediction.v) @ np.asarray(armature, dtype=float)
     V = np.array([robot.potential_energy(q) for q in prediction.q])
     return T, V
 

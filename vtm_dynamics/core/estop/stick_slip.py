@@ -62,6 +62,8 @@ class StickSlipDecisions:
         if C.size == 0:
             return StickSlipOutcome([], [], [])
         cap = np.where(self.locked, self.cap, self.hold)
+        if self.has_rise:  # a brake's capacity rises with its torque (r(t) hold)
+            cap = np.where(cap == self.hold, cap * self._ramp(t), cap)
         C_list = C.tolist()
         S = set(C_list)
         d = np.zeros(self.nv)
