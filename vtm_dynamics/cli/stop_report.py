@@ -5,6 +5,7 @@ renamed at the end: a failed run leaves no partial YAML or report). Units: rad, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -82,6 +83,10 @@ def brake_yaml(ident: Identification, sources: Sequence[str]) -> str:
            "# joint-side values; units: s, N m, N m s/rad", "brakes:", "  joints:"]
     for b in ident.brakes:
         out.append(f"    {b.joint}:")
+        floor = b.breakaway_torque if getattr(b, "breakaway_torque", None) is not None else None
+        raised = floor is not None and b.holding_torque < floor
+        if raised:  # a capacity below the friction met when slipping from rest is not a brake: lift it, say so
+            b = dataclasses.replace(b, holding_torque=floor)
         for f in BRAKE_FIELDS:
             if f in ("gear_ratio", "side", "joint") or not hasattr(b, f):
                 continue
@@ -90,6 +95,8 @@ def brake_yaml(ident: Identification, sources: Sequence[str]) -> str:
                 continue
             text = ".inf" if isinstance(value, float) and math.isinf(value) else repr(float(value))
             note = "  # not identified: prior value" if (b.joint, f) in unknown else ""
+            if f == "holding_torque" and raised:
+                note = "  # not identified: raised to the fitted breakaway_torque (its lower bound)"
             out.append(f"      {f}: {text}{note}")
     return "\n".join(out) + "\n"
 

@@ -43,7 +43,12 @@ from vtm_dynamics.core.estop.prediction import predict_stop
 from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.robot.model import RobotModel
 
-DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque")
+DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque", "breakaway_torque",
+                  "stribeck_velocity")
+# where the prior leaves a Stribeck term off (None), the fit starts from a breakaway 20 % above the sliding torque
+# and this characteristic speed, so that the data can show whether the term is there
+START_BREAKAWAY_FACTOR = 1.2
+START_STRIBECK_VELOCITY = 0.05  # [rad/s]
 # the typical size of each kind of field, used to scale a parameter whose prior is zero
 TYPICAL = {"engage_delay": 0.01, "sliding_torque": 10.0, "holding_torque": 10.0, "viscous": 1.0,
            "breakaway_torque": 10.0, "stribeck_velocity": 0.05, "rise_time": 0.01, "armature": 0.1}
@@ -229,11 +234,22 @@ def default_parameters(prior: Sequence[JointBrake], fields: Sequence[str] = DEFA
     return [FitParameter(b.joint, f) for b in prior for f in fields if f in have]
 
 
+def start_value(brake: JointBrake, field: str) -> float:
+    """The fit's starting value of ``field``: the prior's, or for a Stribeck term the prior leaves off (None)
+    ``START_BREAKAWAY_FACTOR`` x sliding torque and ``START_STRIBECK_VELOCITY``."""
+    value = getattr(brake, field)
+    if value is None and field == "breakaway_torque":
+        return START_BREAKAWAY_FACTOR * brake.sliding_torque
+    if value is None and field == "stribeck_velocity":
+        return START_STRIBECK_VELOCITY
+    return float(value) if value is not None else 0.0
+
+
 def _scale(prior: Sequence[JointBrake], params: Sequence[FitParameter]) -> np.ndarray:
     by_joint = {b.joint: b for b in prior}
     out = []
     for p in params:
-        v = abs(float(getattr(by_joint[p.joint], p.field)))
+        v = abs(start_value(by_joint[p.joint], p.field))
         out.append(v if v > 0 and math.isfinite(v) else TYPICAL.get(p.field, 1.0))
     return np.array(out)
 
@@ -272,7 +288,7 @@ def identify_brakes(
     problem = _Problem(robot, prior, params, stops, scale, settings)
     x0 = np.ones(len(params))
     for i, p in enumerate(params):
-        x0[i] = float(getattr({b.joint: b for b in prior}[p.joint], p.field)) / scale[i]
+        x0[i] = start_value({b.joint: b for b in prior}[p.joint], p.field) / scale[i]
     say(f"identification: {len(stops)} stops, {len(params)} parameters; sensitivity at the prior")
     r0 = problem.residuals(x0)
     J0 = _jacobian(problem, x0, r0, fd_step)
@@ -342,19 +358,22 @@ def identify_brakes(
     by_joint = {b.joint: b for b in prior}
     estimates = []
     fitted_values = x * scale
+    keep: dict[tuple[str, str], object] = {}
     for i, p in enumerate(params):
-        prior_value = float(getattr(by_joint[p.joint], p.field))
+        raw_prior = getattr(by_joint[p.joint], p.field)
+        prior_value = math.nan if raw_prior is None else float(raw_prior)
         value, sd = fitted_values[i], sigma[i] * scale[i]
         reason = reasons.get(i, "")
         if not reason and not (math.isfinite(sd) and sd <= max_relative_sigma * max(abs(value), 1e-12)):
             reason = f"relative uncertainty {sd / max(abs(value), 1e-300):.2g} above {max_relative_sigma:g}"
         if reason:
-            fitted_values[i] = prior_value
+            keep[(p.joint, p.field)] = raw_prior
             estimates.append(ParameterEstimate(p.joint, p.field, None, None, False, prior_value, reason,
                                                TEST_MOTION.get(p.field, "a stop that exercises {j}").format(j=p.joint)))
         else:
             estimates.append(ParameterEstimate(p.joint, p.field, float(value), float(sd), True, prior_value))
-    brakes = tuple(_brakes_with(prior, params, fitted_values))
+    brakes = tuple(dataclasses.replace(b, **{f: v for (j, f), v in keep.items() if j == b.joint})
+                   for b in _brakes_with(prior, params, fitted_values))
     return Identification(robot.name, brakes, tuple(estimates), math.sqrt(float(r @ r) / max(m, 1)), m,
                           problem.n_predictions, time.perf_counter() - started, message)
 
