@@ -26,20 +26,12 @@ def prior_brakes(robot: RobotModel) -> BrakeSet:
     return brakes_from_config(robot, _data_path("config", "ur5_brakes.yaml"))
 
 
-STRIBECK = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")
-
-
 def true_brakes(robot: RobotModel) -> BrakeSet:
-    """The truth: 20 % more sliding torque, different viscous terms, 12 ms delays; the three main joints with a
-    Stribeck breakaway 30 % above sliding (characteristic speed 0.2 rad/s); holding 1.5 x sliding."""
+    """The truth: 20 % more sliding torque, different viscous terms, 12 ms delays, holding 1.5 x sliding."""
     prior = prior_brakes(robot)
-    out = []
-    for b in prior.brakes:
-        sliding = 1.2 * b.sliding_torque
-        extra = {"breakaway_torque": 1.3 * sliding, "stribeck_velocity": 0.2} if b.joint in STRIBECK else {}
-        out.append(dataclasses.replace(b, sliding_torque=sliding, holding_torque=1.5 * sliding,
-                                       viscous=0.8 * b.viscous + 1.0, engage_delay=0.012, **extra))
-    return BrakeSet.from_brakes(robot, out)
+    return BrakeSet.from_brakes(robot, [dataclasses.replace(
+        b, sliding_torque=1.2 * b.sliding_torque, holding_torque=1.8 * b.sliding_torque,
+        viscous=0.8 * b.viscous + 1.0, engage_delay=0.012) for b in prior.brakes])
 
 
 def starts(n: int, seed: int = 1) -> list[StopStart]:

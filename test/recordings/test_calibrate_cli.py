@@ -35,7 +35,8 @@ def test_written_yaml_round_trips_into_the_brakes_that_were_fitted(calibrated):
         for field in ("engage_delay", "sliding_torque", "holding_torque", "viscous"):
             assert getattr(loaded, field)[i] == getattr(b, field), (b.joint, field)
     text = (out / "fitted.yaml").read_text()
-    assert text.count("# not identified: prior value") == len(ident.not_identifiable)
+    written = [e for e in ident.not_identifiable if e.prior == e.prior]  # a prior of None is not written
+    assert text.count("# not identified") == len(written) > 0
 
 
 def test_report_plots_and_summary(calibrated):

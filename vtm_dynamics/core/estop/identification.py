@@ -9,8 +9,8 @@ recording at the recorded sample times (output error):
 
     r(x) = [ q_pred(t_k; x) - q_rec(t_k) ]  over all stops, samples k and joints       [rad]
 
-x minimises |r|^2 (``scipy.optimize.least_squares``, trust-region reflective, bounds x >= 0, finite-difference
-Jacobian J = dr/dx). Parameters are scaled by their prior values so the problem is well conditioned.
+x minimises |r|^2 (``scipy.optimize.least_squares``, trust-region reflective, bounds 0 <= x <= 10 x the starting
+value (Stribeck speeds at least 0.005 rad/s, ``LOWER``), finite-difference Jacobian J = dr/dx). Parameters are scaled by their prior values so the problem is well conditioned.
 
 Uncertainty: with s^2 = |r|^2 / (m - n) the residual variance (m residuals, n parameters), the covariance of the
 estimate is C = s^2 (J^T J)^-1 (Gauss-Newton approximation at the optimum) and each parameter's 1-sigma is the
@@ -43,8 +43,13 @@ from vtm_dynamics.core.estop.prediction import predict_stop
 from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.robot.model import RobotModel
 
-DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque", "breakaway_torque",
-                  "stribeck_velocity")
+DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque")
+STRIBECK_FIELDS = ("breakaway_torque", "stribeck_velocity")  # opt-in: stops must reach low speeds slowly
+# the fit stays within [LOWER, MAX_FACTOR x start value]: a trust-region step along a weakly sensitive direction
+# must not ask the engine for a brake a hundred times stronger than any start value (a Stribeck breakaway of
+# 1e5 N m made a prediction stall), and a Stribeck speed near zero is a discontinuous friction law
+MAX_FACTOR = 10.0
+LOWER = {"stribeck_velocity": 0.005}  # [rad/s]
 # where the prior leaves a Stribeck term off (None), the fit starts from a breakaway 20 % above the sliding torque
 # and this characteristic speed, so that the data can show whether the term is there
 START_BREAKAWAY_FACTOR = 1.2
@@ -340,7 +345,10 @@ def identify_brakes(
             return _jacobian(problem, xx, fun(z), fd_step, sub)
 
         say(f"identification: fitting {len(active)} parameters")
-        sol = scipy.optimize.least_squares(fun, x0[sub], jac=jac, bounds=(0.0, np.inf), method="trf",
+        lower = np.array([LOWER.get(params[i].field, 0.0) / scale[i] for i in active])
+        upper = np.maximum(x0[sub] * MAX_FACTOR, lower + MAX_FACTOR)
+        sol = scipy.optimize.least_squares(fun, np.clip(x0[sub], lower, upper), jac=jac, bounds=(lower, upper),
+                                           method="trf",
                                            x_scale="jac", max_nfev=max_iterations, xtol=1e-8, ftol=1e-10)
         x[sub] = sol.x
         message = str(sol.message)
@@ -364,6 +372,11 @@ def identify_brakes(
         prior_value = math.nan if raw_prior is None else float(raw_prior)
         value, sd = fitted_values[i], sigma[i] * scale[i]
         reason = reasons.get(i, "")
+        if not reason:
+            col = float(np.linalg.norm(J[:, active.index(i)])) if i in active else 0.0
+            if not noise < max_relative_sigma * col:
+                # e.g. a breakaway that the fit pushed below the sliding torque switches the Stribeck term off
+                reason = "the stops are not sensitive to it at the fitted values"
         if not reason and not (math.isfinite(sd) and sd <= max_relative_sigma * max(abs(value), 1e-12)):
             reason = f"relative uncertainty {sd / max(abs(value), 1e-300):.2g} above {max_relative_sigma:g}"
         if reason:
