@@ -39,6 +39,7 @@ from vtm_dynamics.recordings.stops import find_stops  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stops", type=int, default=20)
+    ap.add_argument("--max-iterations", type=int, default=30, help="function evaluations of the solver")
     args = ap.parse_args()
     robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     prior = brakes_from_config(robot, _data_path("config", "ur5_brakes.yaml"))
@@ -64,13 +65,18 @@ def main() -> int:
         predict_stop(robot, prior, s.q0, s.v0, settings=StopSettings(step=0.01))
     t_one = (time.perf_counter() - t0) / len(stops)
 
-    ident = identify_brakes(robot, prior.brakes, stops, progress=lambda text: print("  " + text, flush=True))
+    ident = identify_brakes(robot, prior.brakes, stops, max_iterations=args.max_iterations,
+                            progress=lambda text: print("  " + text, flush=True) if "Jacobian" not in text else None)
+    print(f"solver: {ident.message}; residual RMS {ident.residual_rms:.3g} rad")
     print(f"identification of {len(stops)} stops: {ident.seconds:.1f} s ({ident.n_predictions} predictions); "
           f"target <= 30 s: {'met' if ident.seconds <= 30 else 'NOT met'}")
     print(f"one prediction (same stops, same run): {1e3 * t_one:.1f} ms; identification / prediction = "
           f"{ident.seconds / t_one:.0f}; identification / (its predictions x one prediction) = "
           f"{ident.seconds / (ident.n_predictions * t_one):.2f}")
     tb = {b.joint: b for b in truth.brakes}
+    for e in ident.estimates:
+        value = f"{e.value:10.4g} +- {e.sigma:.2g}" if e.identifiable else f"{'-':>10}    ({e.reason})"
+        print(f"  {e.joint:<20}{e.field:<16} truth {getattr(tb[e.joint], e.field):10.4g}  fit {value}")
     worst = {}
     for e in ident.estimates:
         if e.identifiable and e.field in ("sliding_torque", "viscous"):

@@ -78,6 +78,7 @@ def brake_yaml(ident: Identification, sources: Sequence[str]) -> str:
     """The fitted brakes as a brake YAML (joint-side values) that ``brakes_from_config`` loads; every parameter
     the stops could not identify carries a comment saying it is the prior value."""
     unknown = {(e.joint, e.field) for e in ident.not_identifiable}
+    priors = {(e.joint, e.field): e.prior for e in ident.estimates}
     out = [f"# brakes identified by vtm-calibrate from {len(sources)} recording(s): {', '.join(sources)}",
            f"# robot {ident.robot}; residual RMS {ident.residual_rms:.3g} rad over {ident.n_residuals} samples",
            "# joint-side values; units: s, N m, N m s/rad", "brakes:", "  joints:"]
@@ -95,8 +96,8 @@ def brake_yaml(ident: Identification, sources: Sequence[str]) -> str:
                 continue
             text = ".inf" if isinstance(value, float) and math.isinf(value) else repr(float(value))
             note = "  # not identified: prior value" if (b.joint, f) in unknown else ""
-            if f == "holding_torque" and raised:
-                note = "  # not identified: raised to the fitted breakaway_torque (its lower bound)"
+            if f == "holding_torque" and (raised or ((b.joint, f) in unknown and priors.get((b.joint, f)) != value)):
+                note = "  # not identified: raised to the fitted static friction (its lower bound)"
             out.append(f"      {f}: {text}{note}")
     return "\n".join(out) + "\n"
 

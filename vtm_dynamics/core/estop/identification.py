@@ -49,6 +49,7 @@ STRIBECK_FIELDS = ("breakaway_torque", "stribeck_velocity")  # opt-in: stops mus
 # must not ask the engine for a brake a hundred times stronger than any start value (a Stribeck breakaway of
 # 1e5 N m made a prediction stall), and a Stribeck speed near zero is a discontinuous friction law
 MAX_FACTOR = 10.0
+PENALTY = 1.0  # [rad] residual of every sample of a stop the engine cannot predict with trial parameters
 LOWER = {"stribeck_velocity": 0.005}  # [rad/s]
 # where the prior leaves a Stribeck term off (None), the fit starts from a breakaway 20 % above the sliding torque
 # and this characteristic speed, so that the data can show whether the term is there
@@ -174,7 +175,14 @@ def _brakes_with(prior: Sequence[JointBrake], params: Sequence[FitParameter], va
     changes: dict[str, dict[str, float]] = {}
     for p, x in zip(params, values):
         changes.setdefault(p.joint, {})[p.field] = float(x)
-    return [dataclasses.replace(b, **changes.get(b.joint, {})) for b in by_joint.values()]
+    out = []
+    for b in by_joint.values():
+        b = dataclasses.replace(b, **changes.get(b.joint, {}))
+        static = b.breakaway_torque if getattr(b, "breakaway_torque", None) is not None else b.sliding_torque
+        if b.holding_torque < static:  # a brake holds at least the friction it meets when slipping from rest
+            b = dataclasses.replace(b, holding_torque=static)
+        out.append(b)
+    return out
 
 
 class _Problem:
@@ -196,7 +204,12 @@ class _Problem:
         return predict_stop(self.robot, brakes, stop.q0, stop.v0, tcp_frame=tcp_frame, settings=settings)
 
     def stop_residual(self, brakes: BrakeSet, stop: RecordedStop) -> np.ndarray:
-        p = self.predict(brakes, stop)
+        try:
+            p = self.predict(brakes, stop)
+        except (ValueError, RuntimeError):
+            # parameters the engine cannot simulate (an inconsistent stick/slip split): a residual far worse than
+            # any real fit, so the trust region steps back
+            return np.full(stop.q.size, PENALTY)
         qp = _interp_hermite(p.t, _angles(self.robot, p.q), p.v, stop.t)
         return (qp - stop.q).ravel()
 
@@ -349,7 +362,7 @@ def identify_brakes(
         upper = np.maximum(x0[sub] * MAX_FACTOR, lower + MAX_FACTOR)
         sol = scipy.optimize.least_squares(fun, np.clip(x0[sub], lower, upper), jac=jac, bounds=(lower, upper),
                                            method="trf",
-                                           x_scale="jac", max_nfev=max_iterations, xtol=1e-8, ftol=1e-10)
+                                           x_scale="jac", max_nfev=max_iterations, xtol=1e-6, ftol=1e-6)
         x[sub] = sol.x
         message = str(sol.message)
         r = sol.fun
