@@ -23,6 +23,11 @@ is not identifiable; among the others the numerical rank of the scaled Jacobian
 relative 1-sigma above ``max_relative_sigma`` also marks a parameter as not identifiable. Such a parameter keeps
 its prior value in the brake model but is reported without a value, with the test motion that would identify it.
 
+Size: one module because the residual, the sensitivity screening, the bounded fit, the covariance and the
+identifiability verdicts share the same scaled parameter vector and Jacobian; split, each part would re-derive the
+scaling and the active set. The comparison of recorded and predicted stops (:func:`compare_stops`) uses the same
+prediction and interpolation as the residual, so that fitted and reported numbers cannot disagree.
+
 Units: s, rad, rad/s, N m, N m s/rad.
 """
 
