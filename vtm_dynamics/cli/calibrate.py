@@ -106,6 +106,11 @@ def run(args: argparse.Namespace, say=print) -> tuple[Identification, list, list
     say(f"fitted stops ({len(fit)}), residual RMS {ident.residual_rms:.3g} rad, {ident.n_predictions} predictions "
         f"in {ident.seconds:.1f} s:")
     say(stop_report.comparison_table(robot, comp))
+    if ident.residual_rms > 2.0 * args.noise:
+        say(f"warning: the residual RMS {ident.residual_rms:.3g} rad is more than twice the stated noise "
+            f"{args.noise:g} rad: the brake model misses an effect in these stops (try --fields with "
+            f"breakaway_torque stribeck_velocity rise_time) or the fit stopped in a local minimum (try a prior "
+            f"closer to the robot); check the overlay plots before using the YAML")
     if comp_held:
         say("")
         say(f"held-out stops ({len(held)}), not used in the fit:")
