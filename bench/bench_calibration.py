@@ -3,8 +3,8 @@ prediction of the same stops measured in the same run, the accuracy of the fit a
 cost the optional brake terms (Stribeck breakaway, brake torque rise, rotor armature) add per prediction, as a
 ratio against the same stops with the Coulomb + viscous model, same run.
 
-The recordings: stops of the independent fixed-step plant (step 2e-5 s) with known brakes (the shipped defaults
-with 20 % more sliding torque, changed viscous terms, 12 ms delays), seen through the default measurement model
+The recordings: stops of the independent fixed-step plant (step 2e-5 s) with known brakes (the earlier Coulomb + viscous
+UR5 defaults with 20 % more sliding torque, changed viscous terms, 12 ms delays), seen through the default measurement model
 (500 Hz, +-0.2 ms jitter, 19-bit encoder, 1e-4 rad noise), written as an MCAP bag and read back, as a user's bag
 would be. Generating them takes about a minute (the plant is slow on purpose: it is the reference).
 
@@ -26,7 +26,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from vtm_dynamics.cli.predict import _data_path  # noqa: E402
 from vtm_dynamics.core.estop import StopSettings, predict_stop  # noqa: E402
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop.identification import identify_brakes  # noqa: E402
@@ -42,7 +41,8 @@ def main() -> int:
     ap.add_argument("--max-iterations", type=int, default=30, help="function evaluations of the solver")
     args = ap.parse_args()
     robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
-    prior = brakes_from_config(robot, _data_path("config", "ur5_brakes.yaml"))
+    # the prior: the Coulomb + viscous UR5 brakes shipped before the category-0 refit (kept with the tests)
+    prior = brakes_from_config(robot, os.path.join(REPO, "test", "recordings", "data", "ur5_prior_brakes.yaml"))
     truth = BrakeSet.from_brakes(robot, [dataclasses.replace(
         b, sliding_torque=1.2 * b.sliding_torque, holding_torque=1.8 * b.sliding_torque,
         viscous=0.8 * b.viscous + 1.0, engage_delay=0.012) for b in prior.brakes])

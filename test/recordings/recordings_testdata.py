@@ -1,14 +1,14 @@
 """Known-truth recordings for the recorded-stop tests: UR5 stops of the independent fixed-step plant with brakes
-that differ from the shipped defaults (the prior of the fit), seen through the default measurement model of
+that differ from the prior of the fit (test/recordings/data/ur5_prior_brakes.yaml), seen through the default measurement model of
 ``vtm_dynamics.recordings.simulated`` (500 Hz, +-0.2 ms timestamp jitter, 19-bit encoder, 1e-4 rad noise)."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 
-from vtm_dynamics.cli.predict import _data_path
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 from vtm_dynamics.recordings.simulated import StopStart, simulate_stops
@@ -22,8 +22,11 @@ def ur5() -> RobotModel:
     return RobotModel.from_urdf_file(example_robot_urdf(UR5))
 
 
+PRIOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ur5_prior_brakes.yaml")
+
+
 def prior_brakes(robot: RobotModel) -> BrakeSet:
-    return brakes_from_config(robot, _data_path("config", "ur5_brakes.yaml"))
+    return brakes_from_config(robot, PRIOR)
 
 
 def true_brakes(robot: RobotModel) -> BrakeSet:

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from test.recordings.recordings_testdata import samples, ur5
+from test.recordings.recordings_testdata import PRIOR, samples, ur5
 from vtm_dynamics.cli import calibrate, predict
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.recordings.simulated import write_simulated_bag
@@ -19,8 +19,8 @@ from vtm_dynamics.recordings.simulated import write_simulated_bag
 def calibrated(truth_bag, tmp_path_factory):
     out = tmp_path_factory.mktemp("calibrated")
     args = calibrate.build_parser().parse_args([
-        truth_bag, "--robot", "ur5", "--out", str(out / "fitted.yaml"), "--report", str(out / "fit.json"),
-        "--plots", str(out / "plots"), "--holdout", "2"])
+        truth_bag, "--robot", "ur5", "--prior", PRIOR, "--out", str(out / "fitted.yaml"),
+        "--report", str(out / "fit.json"), "--plots", str(out / "plots"), "--holdout", "2"])
     lines: list[str] = []
     ident, comp, held = calibrate.run(args, say=lines.append)
     return out, ident, comp, held, "\n".join(lines)
