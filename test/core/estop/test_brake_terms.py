@@ -276,3 +276,49 @@ def test_bad_new_fields_give_one_line_naming_the_field(ur5, entry, field):
         brakes_from_config(ur5, {"brakes": {"joints": {"elbow_joint": entry}}})
     text = str(err.value)
     assert "\n" not in text and f"elbow_joint.{field}" in text
+
+
+def test_release_at_exactly_the_breakaway_capacity_slips_instead_of_stalling(ur5):
+    """Holding torque = breakaway torque (the default): when a held joint's demand reaches its capacity it starts
+    to slip with zero acceleration at that instant. This used to leave the joint held and locate the same release
+    again forever (a hang). UR5 with 5 kg, elbow test motion at pi rad/s: the elbow sticks, the shoulder's motion
+    then raises the elbow's demand to its capacity."""
+    from vtm_dynamics.core.estop.payload import with_payload
+    robot = with_payload(ur5, 5.0, "tool0")
+    x = [44.91729933403033, 47.86824689933569, 135.3777736251185, 1.416636705374497, 48.55277234253948,
+         5.7164629794721815]
+    joints = {}
+    for k, name in enumerate(robot.joint_names):
+        s, c = (x[2 * k], x[2 * k + 1]) if k < 3 else (28.0, 0.0)
+        joints[name] = {"sliding_torque": s, "viscous": c, "breakaway_torque": 1.2 * s, "stribeck_velocity": 0.05}
+    brakes = brakes_from_config(robot, {"brakes": {"defaults": {"engage_delay": 0.01, "rise_time": 0.005},
+                                                   "joints": joints}})
+    v = np.zeros(6)
+    v[2] = np.pi
+    p = predict_stop(robot, brakes, np.zeros(6), v)
+    assert p.stopped
+    kinds = [(e.kind, e.joints) for e in p.events]
+    assert ("release", ("elbow_joint",)) in kinds
+    release = next(e for e in p.events if e.kind == "release")
+    assert release.time < p.stop_time
+
+
+def test_extended_model_default_integration_is_within_1e6_of_a_fine_reference(ur5):
+    """Time-dependent (rise) and speed-dependent (Stribeck) brake torques keep the default step's accuracy: event
+    times, rest pose and joint stop times within 1e-6 of a 4 x finer step."""
+    brakes = brakes_from_config(ur5, EXTENDED)
+    coarse = predict_stop(ur5, brakes, Q_MOVING, V_MOVING)
+    fine = predict_stop(ur5, brakes, Q_MOVING, V_MOVING, settings=StopSettings(step=StopSettings().step / 4))
+    assert [e.kind for e in fine.events] == [e.kind for e in coarse.events]
+    assert max(abs(a.time - b.time) for a, b in zip(fine.events, coarse.events)) <= 1e-6
+    assert np.max(np.abs(fine.q_final - coarse.q_final)) <= 1e-6
+
+
+def test_abrupt_lock_conserves_momentum_with_the_rotor_inertia(ur5):
+    """A lock event's jump uses M + diag(armature): the free joints' momentum rows of (M + A) v are conserved."""
+    brakes = brakes_from_config(ur5, EXTENDED)
+    p = predict_stop(ur5, brakes, Q_MOVING, V_MOVING, lock_events=[LockEvent(0.005, "elbow_joint")])
+    ev = next(e for e in p.events if e.kind == "lock")
+    M = ur5.mass_matrix(ev.q) + np.diag(brakes.armature)
+    free = [i for i, n in enumerate(ur5.joint_names) if n != "elbow_joint"]
+    np.testing.assert_allclose((M @ ev.v_plus)[free], (M @ ev.v_minus)[free], atol=1e-9)

@@ -1,5 +1,6 @@
-"""The shipped UR5 brake defaults are what the calibration computes from the published figures under the stated
-test motion (config/ur5_brakes.yaml names this source), and the calibrated 1-DOF stops reproduce those figures."""
+"""The Coulomb + viscous UR5 brake set (test data; the defaults shipped before the category-0 fit) is what the 1-DOF
+calibration computes from the published figures under its stated test motion (the other joints held), and the
+calibrated 1-DOF stops reproduce those figures. The shipped defaults: test_default_brakes.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from vtm_dynamics.core.estop import calibration as cal
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 from vtm_dynamics.core.estop.payload import with_payload
 
-CONFIG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "config", "ur5_brakes.yaml")
+# the Coulomb + viscous UR5 set of the 1-DOF calibration (the shipped defaults now come from category0_fit)
+CONFIG = os.path.join(os.path.dirname(__file__), "data", "ur5_coulomb_viscous_brakes.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def test_calibration_reproduces_the_published_angle_and_time_of_each_joint(calib
         assert brake.time == pytest.approx(figure.time, rel=1e-6)
 
 
-def test_shipped_ur5_defaults_are_the_calibrated_values(calibrated):
+def test_coulomb_viscous_ur5_set_is_the_1dof_calibration(calibrated):
     with open(CONFIG, encoding="utf-8") as fh:
         joints = yaml.safe_load(fh)["brakes"]["joints"]
     assert yaml.safe_load(open(CONFIG, encoding="utf-8"))["brakes"]["defaults"]["engage_delay"] == \

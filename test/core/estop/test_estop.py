@@ -21,7 +21,8 @@ from vtm_dynamics.core.estop import (
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 from vtm_dynamics.core.estop.payload import with_payload
 
-UR5_BRAKES = os.path.join(REPO, "config", "ur5_brakes.yaml")
+# engine invariants and peers with a Coulomb + viscous brake set (the extended terms: test_brake_terms.py)
+UR5_BRAKES = os.path.join(REPO, "test", "core", "estop", "data", "ur5_coulomb_viscous_brakes.yaml")
 PLANAR_BRAKES = os.path.join(REPO, "config", "planar_3r_brakes.yaml")
 Q_MOVING = np.array([0.3, -1.2, 1.5, -0.8, 0.5, 0.2])
 V_MOVING = np.array([2.0, -2.5, 2.8, 1.5, -2.0, 3.0])
@@ -261,8 +262,9 @@ def ur5_payload():
 
 @pytest.mark.parametrize("figure", UR5_PUBLISHED_CAT0, ids=lambda f: f.joint)
 def test_ur5_published_category0_figures_are_reproduced(ur5_payload, figure):
-    """Universal Robots CB3 manual, Appendix A (cat. 0, 100 % speed/extension, 5 kg), under the test motion
-    assumed in config/ur5_brakes.yaml: the joint alone at pi rad/s from the stretched pose, the others held."""
+    """Universal Robots CB3 manual, Appendix A (cat. 0, 100 % speed/extension, 5 kg), under the 1-DOF calibration's
+    test motion: the joint alone at pi rad/s from the stretched pose, the others held (the Coulomb + viscous set;
+    the true category-0 defaults with every joint braked: test_default_brakes.py)."""
     robot = ur5_payload
     brakes = brakes_from_config(robot, UR5_BRAKES)
     i = robot.joint(figure.joint).idx_v

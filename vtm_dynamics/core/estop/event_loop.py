@@ -196,6 +196,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             return a, lam, tau
 
         k = record(t, q, v)
+        stalled = 0  # consecutive events that neither advanced time nor changed the active set
         while True:
             self._clock = self._t0 = t
             # time events due now (all events at the same instant are handled together)
@@ -237,6 +238,8 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                     t_pred = AIM * float(np.min(-vs_[dec] / as_[dec]))
                     if t_pred < h:
                         h = t_pred
+            if self.has_stribeck and self.slide_idx.size:
+                h = self._stribeck_step(h, q, v, k[0])
             q1, v1, W1 = self._step(q, v, W, h, (k[0], k[2].dot(v)))
             self.n_steps += 1
             self._clock = t + h
@@ -330,10 +333,45 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                 force = frozenset(int(i) for i in ri if abs(lf[i]) >= cap_now[i] * (1 - 1e-9))
             self._clock = t
             newly, slip, rel = self._decide(t, q, v, force)
+            if tau == 0.0 and not (newly or slip or rel):
+                stalled += 1
+                if stalled > 100:
+                    raise RuntimeError(f"no progress at t={t:.6g} s: an event at this instant changes nothing "
+                                       "(stick/slip threshold reached exactly; check holding vs breakaway torques)")
+            else:
+                stalled = 0
             k = record(t, q, v, self._k_after)
             self._record_decision(t, newly, slip, rel, q, v_minus, v, k)
         self.W = W
         return t, q, v, W
+
+    def _stribeck_step(self, h: float, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> float:
+        """Step [s] limited so that decelerating sliding joints with Stribeck friction cross their Stribeck region
+        (|v| < 3 v_s, where the friction rises steeply towards the breakaway level) in steps that change the
+        velocity by at most v_s / 2 each, landing near the region's edge first: the Runge-Kutta step and its
+        continuous extension then resolve the friction curve as they resolve smooth dynamics. While a brake's
+        torque still rises, its deceleration grows within the step: it is bounded by |a| plus the full brake
+        torque times (M^-1)_ii."""
+        idx = self.slide_idx
+        inv_vs = self.inv_vs.take(idx)
+        vi, ai = v.take(idx), a.take(idx)
+        rate = np.abs(ai)
+        dec = vi * ai < 0.0
+        if self.has_rise:
+            rising = self._ramp(self._t0).take(idx) < 1.0
+            if rising.any():
+                minv = np.diag(pin.computeMinverse(self.m, self.d, q)).take(idx)
+                full = (self.ts + self.dbr).take(idx) + self.c.take(idx) * np.abs(vi)
+                rate = np.where(rising, rate + full * minv, rate)
+                dec = dec | rising
+        dec &= inv_vs > 0.0
+        if not dec.any():
+            return h
+        vs = 1.0 / inv_vs[dec]
+        speed, rate = np.abs(vi[dec]), rate[dec]
+        small = 0.5 * vs / rate
+        outside = np.maximum(speed - 3.0 * vs, 0.0) / rate
+        return min(h, float(np.min(np.where(outside > small, outside, small))))
 
     def _locate_release(self, q, v, W, h, k, ri, h_max) -> float:
         """Earliest time in (0, h_max] [s] where a held joint's needed torque reaches its capacity (Illinois)."""

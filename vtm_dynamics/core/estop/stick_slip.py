@@ -10,8 +10,10 @@ iteration: start with S = C; while some i in S exceeds its capacity, move the on
 is inconsistent (d_i a_i <= 0), put it back into S. Each iterate is re-solved with the full constrained dynamics
 (:mod:`.held_dynamics`). If the iteration revisits a split, all 3^|C| splits are enumerated and the consistent one
 with the most sticking joints is taken (ties: smallest total capacity usage). For a single joint with holding >=
-sliding capacity the first step is always consistent. The decision is exact (no regularisation, no velocity
-threshold).
+sliding capacity the first step is always consistent. A slipping joint meets the friction at v = 0 (the
+breakaway torque with a Stribeck term, :mod:`.brakes`); a held joint whose release was located at this instant
+(demand = capacity, with holding = breakaway its acceleration is zero to rounding) slips unless its acceleration
+clearly opposes the slip. The decision is exact (no regularisation, no velocity threshold).
 
 :class:`StickSlipDecisions` is a part of the braking engine (:class:`.event_loop.BrakingEngine`).
 Units: lambda and capacities [N m], a [rad/s^2].
@@ -87,7 +89,14 @@ class StickSlipDecisions:
                 over = np.flatnonzero(ratio > limit)
             else:
                 ratio, over = _EMPTY, _EMPTY_I
-            bad_R = [i for i in Ra if d[i] * a[i] <= 0.0] if Ra.size else []
+            if Ra.size and force:
+                # a held joint whose release was located at this instant starts to slip with the acceleration
+                # that the growing demand gives it: zero at the instant when the friction at rest (breakaway)
+                # equals the capacity, so only a clearly opposite acceleration makes its slip inconsistent
+                tol = 1e-9 * (1.0 + float(np.max(np.abs(a))))
+                bad_R = [i for i in Ra if d[i] * a[i] <= (-tol if i in force else 0.0)]
+            else:
+                bad_R = [i for i in Ra if d[i] * a[i] <= 0.0] if Ra.size else []
             if over.size == 0 and not bad_R:
                 result = (Sa, Ra)
                 k_final = self._k_split
