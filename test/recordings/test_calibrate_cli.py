@@ -85,3 +85,27 @@ def test_bad_input_is_one_line_and_leaves_nothing_behind(tmp_path, capsys):
     assert "cut off by the end of the recording" in _bad_run(tmp_path / "5", [cut], capsys)
     (tmp_path / "empty").mkdir()
     assert "not a readable rosbag2 recording" in _bad_run(tmp_path / "6", [str(tmp_path / "empty")], capsys)
+
+
+def test_a_prior_breakaway_below_the_fitted_sliding_torque_still_gives_a_loadable_yaml(truth_bag, tmp_path):
+    """The prior's (unfitted) breakaway 28.8 N m lies below the elbow's true sliding torque 55.7 N m: the written
+    YAML must raise it to the fitted sliding torque, saying so, or vtm-predict refuses the file."""
+    import dataclasses
+
+    from test.recordings.recordings_testdata import prior_brakes
+    from vtm_dynamics.cli import stop_report
+    from vtm_dynamics.core.estop.identification import FitParameter, identify_brakes
+    from vtm_dynamics.recordings.bag_files import read_recording
+    from vtm_dynamics.recordings.stops import find_stops
+
+    robot = ur5()
+    prior = [dataclasses.replace(b, sliding_torque=0.6 * b.sliding_torque, breakaway_torque=0.62 * b.sliding_torque,
+                                 stribeck_velocity=0.05)
+             if b.joint == "elbow_joint" else b for b in prior_brakes(robot).brakes]
+    stops = find_stops(read_recording(truth_bag), robot)[:2]
+    ident = identify_brakes(robot, prior, stops, [FitParameter("elbow_joint", "sliding_torque")])
+    path = stop_report.write_atomic(str(tmp_path / "b.yaml"), stop_report.brake_yaml(ident, ["truth"]))
+    loaded = brakes_from_config(robot, path)  # raises if breakaway < sliding or holding < breakaway
+    i = robot.joint("elbow_joint").idx_v
+    assert loaded.sliding_torque[i] > 0.62 * prior_brakes(robot).sliding_torque[i]  # the case was exercised
+    assert loaded.holding_torque[i] >= loaded.breakaway_torque[i] >= loaded.sliding_torque[i]

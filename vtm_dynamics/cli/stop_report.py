@@ -96,8 +96,10 @@ def brake_yaml(ident: Identification, sources: Sequence[str]) -> str:
                 continue
             text = ".inf" if isinstance(value, float) and math.isinf(value) else repr(float(value))
             note = "  # not identified: prior value" if (b.joint, f) in unknown else ""
-            if f == "holding_torque" and (raised or ((b.joint, f) in unknown and priors.get((b.joint, f)) != value)):
-                note = "  # not identified: raised to the fitted static friction (its lower bound)"
+            if (f == "holding_torque" and raised) or ((b.joint, f) in unknown and priors.get((b.joint, f)) != value
+                                                      and value is not None):
+                note = ("  # not identified: raised to its lower bound (breakaway >= sliding, holding >= "
+                        "breakaway)")
             out.append(f"      {f}: {text}{note}")
     return "\n".join(out) + "\n"
 

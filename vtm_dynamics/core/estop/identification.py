@@ -183,6 +183,8 @@ def _brakes_with(prior: Sequence[JointBrake], params: Sequence[FitParameter], va
     out = []
     for b in by_joint.values():
         b = dataclasses.replace(b, **changes.get(b.joint, {}))
+        if getattr(b, "breakaway_torque", None) is not None and b.breakaway_torque < b.sliding_torque:
+            b = dataclasses.replace(b, breakaway_torque=b.sliding_torque)  # static friction >= sliding friction
         static = b.breakaway_torque if getattr(b, "breakaway_torque", None) is not None else b.sliding_torque
         if b.holding_torque < static:  # a brake holds at least the friction it meets when slipping from rest
             b = dataclasses.replace(b, holding_torque=static)
