@@ -36,6 +36,8 @@ setup(
             "vtm-reactions = vtm_dynamics.cli.reactions:main",
             "vtm-stopping-data = vtm_dynamics.cli.stopping_data:main",
             "vtm-stopping-map = vtm_dynamics.cli.stopping_map:main",
+            "vtm-calibrate = vtm_dynamics.cli.calibrate:main",
+            "vtm-record = vtm_dynamics.cli.record:main",
             # ROS 2 nodes (`ros2 run vtm_dynamics <name>`)
             "estop_predictor = vtm_dynamics.nodes.estop_predictor:main",
             "robot_sim = vtm_dynamics.nodes.robot_sim:main",

@@ -5,6 +5,7 @@
     ros2 launch vtm_dynamics estop_predict.launch.py robot:=planar_3r rviz:=false
     ros2 launch vtm_dynamics estop_predict.launch.py urdf:=/path/robot.urdf brake_config:=/path/brakes.yaml
     ros2 launch vtm_dynamics estop_predict.launch.py rviz:=false ghost:=false robot_state_publisher:=false
+    ros2 launch vtm_dynamics estop_predict.launch.py sim:=false use_sim_time:=true   # a simulator's /clock
 
 Starts: robot_state_publisher (the robot's TF and /robot_description; ``robot_state_publisher:=false`` if the
 robot's driver runs one), a second robot_state_publisher in namespace ``ghost`` with ``frame_prefix: ghost/`` fed by
@@ -39,6 +40,7 @@ def _nodes(context, *args, **kwargs):
     params_file = LaunchConfiguration("params_file").perform(context)
     rviz_config = LaunchConfiguration("rviz_config").perform(context)
     category = int(LaunchConfiguration("stop_category").perform(context))
+    sim_time = {"use_sim_time": LaunchConfiguration("use_sim_time").perform(context) == "true"}
 
     text = load_urdf_text("" if urdf else robot, urdf)
     root = urdf_root_link(text)
@@ -68,32 +70,33 @@ def _nodes(context, *args, **kwargs):
         *notes,
         Node(
             package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
-            parameters=[{"robot_description": description}], output="screen",
+            parameters=[{"robot_description": description}, sim_time], output="screen",
             condition=IfCondition(LaunchConfiguration("robot_state_publisher")),
         ),
         Node(
             package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
-            namespace="ghost", parameters=[{"robot_description": description, "frame_prefix": GHOST_PREFIX}],
+            namespace="ghost", parameters=[{"robot_description": description, "frame_prefix": GHOST_PREFIX},
+                                           sim_time],
             remappings=[("joint_states", "/predicted_joint_states")], output="screen",
             condition=IfCondition(LaunchConfiguration("ghost")),
         ),
         Node(
             package="tf2_ros", executable="static_transform_publisher", name="ghost_anchor",
-            arguments=["--frame-id", root, "--child-frame-id", GHOST_PREFIX + root], output="log",
+            arguments=["--frame-id", root, "--child-frame-id", GHOST_PREFIX + root], parameters=[sim_time], output="log",
             condition=IfCondition(LaunchConfiguration("ghost")),
         ),
         Node(
             package=PACKAGE, executable="estop_predictor", name="estop_predictor",
-            parameters=[params_file, predictor_params], output="screen",
+            parameters=[params_file, predictor_params, sim_time], output="screen",
         ),
         Node(
             package=PACKAGE, executable="robot_sim", name="robot_sim",
-            parameters=[params_file, sim_params], output="screen",
+            parameters=[params_file, sim_params, sim_time], output="screen",
             condition=IfCondition(LaunchConfiguration("sim")),
         ),
         Node(
             package="rviz2", executable="rviz2", name="rviz2", arguments=["-d", rviz_config, "-f", root],
-            output="log", condition=IfCondition(LaunchConfiguration("rviz")),
+            parameters=[sim_time], output="log", condition=IfCondition(LaunchConfiguration("rviz")),
         ),
     ]
 
@@ -101,7 +104,7 @@ def _nodes(context, *args, **kwargs):
 def generate_launch_description() -> LaunchDescription:
     share = FindPackageShare(PACKAGE)
     return LaunchDescription([
-        DeclareLaunchArgument("robot", default_value="ur5", choices=["ur5", "planar_3r"],
+        DeclareLaunchArgument("robot", default_value="ur5", choices=["ur5", "ur3", "planar_3r"],
                               description="Robot shipped with vtm_dynamics (ignored when urdf is set)."),
         DeclareLaunchArgument("urdf", default_value="",
                               description="URDF file of the robot; overrides robot. With sim:=true the params "
@@ -123,6 +126,10 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("ghost", default_value="true", choices=["true", "false"],
                               description="Show the predicted rest pose as a ghost robot: a robot_state_publisher "
                                           "in namespace ghost and a tf2_ros static transform."),
+        DeclareLaunchArgument("use_sim_time", default_value="false", choices=["true", "false"],
+                              description="Every node takes its clock from /clock (a simulator such as Gazebo "
+                                          "publishes it): stamps, trigger instants and ages are then simulated "
+                                          "time."),
         DeclareLaunchArgument("params_file",
                               default_value=PathJoinSubstitution([share, "config", "estop_predict.yaml"]),
                               description="Node parameters (estop_predictor, robot_sim)."),

@@ -25,9 +25,10 @@ ALLOWED = {
     "core.projection": LEAVES | {"core.robot", "core.switching"},
     "core.estop": LEAVES | {"core.robot", "core.switching"},
     "core.stopping": LEAVES | {"core.robot", "core.switching", "core.estop"},
-    "nodes": LEAVES | GROUPS,
+    "recordings": LEAVES | GROUPS,  # rosbag2 files and the stops in them: not physics, not ROS
+    "nodes": LEAVES | GROUPS | {"recordings"},
     "scaleout": LEAVES | GROUPS,  # the distributed engine's side: above the core, beside the nodes
-    "cli": LEAVES | GROUPS | {"nodes", "scaleout"},
+    "cli": LEAVES | GROUPS | {"nodes", "recordings", "scaleout"},
 }
 
 

@@ -88,3 +88,16 @@ def test_bad_input_gives_one_error_line_and_exit_code_2(tmp_path, capsys, args_f
 
 def test_argparse_errors_also_exit_2(capsys):
     assert main(["ur5", "--category", "3"]) == 2
+
+
+@pytest.mark.parametrize("state, joint, angle, time", [
+    # UR3 category-0 figures of the maker's manual (100 % speed, extension and payload), typed from the manual
+    ("stretched_j0", 0, 0.18, 0.159), ("stretched_j1", 1, 0.20, 0.154), ("stretched_j2", 2, 0.15, 0.092),
+])
+def test_the_ur3_by_name_uses_its_own_brakes_and_stops_as_published(tmp_path, capsys, state, joint, angle, time):
+    js = tmp_path / "ur3.json"
+    assert main(["ur3", "--state", state, "--payload", "3", "--json", str(js)]) == 0
+    data = json.loads(js.read_text())
+    assert "ur3" in capsys.readouterr().out
+    assert abs(data["stopping_angles_rad"][joint]) == pytest.approx(angle, rel=0.10)
+    assert data["stop_time_s"] == pytest.approx(time, rel=0.10)  # the whole arm is at rest by then

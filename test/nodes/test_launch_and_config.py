@@ -24,7 +24,7 @@ LAUNCH = os.path.join(REPO_ROOT, "launch", "estop_predict.launch.py")
 CONFIG = os.path.join(REPO_ROOT, "config", "estop_predict.yaml")
 RVIZ = os.path.join(REPO_ROOT, "config", "rviz", "estop_predict.rviz")
 ARGUMENTS = {"robot", "urdf", "brake_config", "stop_category", "sim", "rviz", "robot_state_publisher", "ghost",
-             "params_file", "rviz_config"}
+             "params_file", "rviz_config", "use_sim_time"}
 SPECS = {"estop_predictor": {s.name: s for s in PREDICTOR_PARAMETERS},
          "robot_sim": {s.name: s for s in SIM_PARAMETERS}}
 
@@ -104,7 +104,8 @@ def launch_module(monkeypatch):
 
 def _context(**overrides) -> dict:
     ctx = {"robot": "ur5", "urdf": "", "brake_config": "", "stop_category": "0", "sim": "true", "rviz": "true",
-           "robot_state_publisher": "true", "ghost": "true", "params_file": CONFIG, "rviz_config": RVIZ}
+           "robot_state_publisher": "true", "ghost": "true", "params_file": CONFIG, "rviz_config": RVIZ,
+           "use_sim_time": "false"}
     ctx.update(overrides)
     return ctx
 
@@ -115,6 +116,9 @@ def _check_node_parameters(node, name):
             assert os.path.isfile(entry)
             continue
         for key, value in entry.items():
+            if key == "use_sim_time":  # rclpy's built-in parameter, set on every node by the launch argument
+                assert type(value) is bool, (name, value)
+                continue
             spec = SPECS[name].get(key)
             assert spec is not None, f"{name} has no parameter {key!r}"
             assert type(value) is type(spec.default), (name, key, value)
@@ -160,6 +164,18 @@ def test_without_its_robot_state_publisher_the_simulated_robot_publishes_the_des
     result = opaque.kwargs["function"](_context(robot_state_publisher="false"))
     sim = [n for n in result if type(n).__name__ == "Node" and n.kwargs["name"] == "robot_sim"][0]
     assert sim.kwargs["parameters"][1]["publish_robot_description"] is True
+
+
+@pytest.mark.parametrize("value, expected", [("true", True), ("false", False)])
+def test_use_sim_time_reaches_every_node_of_the_graph(launch_module, value, expected):
+    """Simulators publish /clock: one launch argument switches every node to it, none is left on wall time."""
+    actions = launch_module["generate_launch_description"]().args[0]
+    opaque = [a for a in actions if type(a).__name__ == "OpaqueFunction"][0]
+    nodes = [n for n in opaque.kwargs["function"](_context(use_sim_time=value)) if type(n).__name__ == "Node"]
+    assert nodes
+    for node in nodes:
+        dicts = [e for e in node.kwargs.get("parameters", []) if isinstance(e, dict)]
+        assert any(d.get("use_sim_time") is expected for d in dicts), node.kwargs["name"]
 
 
 def test_yaml_sets_only_declared_parameters_with_valid_values():

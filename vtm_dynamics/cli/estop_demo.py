@@ -29,6 +29,7 @@ import numpy as np
 import yaml
 
 from vtm_dynamics.cli import plots
+from vtm_dynamics.nodes.model_source import ROBOT_NAMES
 
 DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
 
@@ -57,7 +58,7 @@ def parameter_list(values: dict[str, Any]) -> list:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="vtm-estop-demo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="", help="parameter YAML (default: the package's config/estop_predict.yaml)")
-    ap.add_argument("--robot", choices=("ur5", "planar_3r"), help="override the robot of both nodes")
+    ap.add_argument("--robot", choices=ROBOT_NAMES, help="override the robot of both nodes")
     ap.add_argument("--urdf", default="", help="URDF file for both nodes (overrides --robot)")
     ap.add_argument("--brake-config", default="", help="brake YAML for both nodes")
     ap.add_argument("--estop-time", type=float, help="simulated time of the E-stop [s]")

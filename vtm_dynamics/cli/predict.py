@@ -6,6 +6,7 @@ Examples::
     vtm-predict ur5 --q 0 -1.2 1.5 -0.8 0.5 0.2 --v 2 -2.5 2.8 1.5 -2 3 --json stop.json --plots out/
     vtm-predict planar_3r --category 1 --decel 4 --csv stop.csv
     vtm-predict --urdf my_arm.urdf --brakes my_brakes.yaml --q ... --v ... --tcp-frame tool0 --envelope 20
+    vtm-predict ur5 --bag site_stops --brakes fitted.yaml   # replay recorded stops: predicted vs what the robot did
 
 Bad input (unknown joint in the brake file, negative torques, NaN or out-of-limit state) prints one line
 ``vtm-predict: error: <field>: <reason>`` and exits with status 2.
@@ -41,11 +42,22 @@ ROBOTS = {
         "stretched_j1": ([0.0] * 6, [0, math.pi, 0, 0, 0, 0]),
         "stretched_j2": ([0.0] * 6, [0, 0, math.pi, 0, 0, 0]),
     }),
+    # UR3: the stated test motions of the default brakes' fit (docs/estop.md): joint at min(pi, URDF limit) rad/s --
+    # the URDF limits base and shoulder to 2.16 rad/s -- in the direction gravity pulls it, arm stretched
+    "ur3": ("example:ur_description/urdf/ur3_robot.urdf", "ur3_brakes.yaml", "tool0", "tool0", {
+        "demo": ([0.3, -1.2, 1.5, -0.8, 0.5, 0.2], [1.5, -1.8, 2.0, 1.5, -2.0, 3.0]),
+        "stretched_j0": ([0.0] * 6, [2.16, 0, 0, 0, 0, 0]),
+        "stretched_j1": ([0.0] * 6, [0, 2.16, 0, 0, 0, 0]),
+        "stretched_j2": ([0.0] * 6, [0, 0, math.pi, 0, 0, 0]),
+    }),
     "planar_3r": ("urdf/planar_3r.urdf", "planar_3r_brakes.yaml", "link3", None, {
         "demo": ([math.pi / 6] * 3, [1.0, -0.5, 0.8]),
         "rest": ([math.pi / 6] * 3, [0.0, 0.0, 0.0]),
     }),
 }
+
+
+RATED_PAYLOADS = {"ur5": 5.0, "ur3": 3.0}  # [kg] the makers' rated payloads: the envelope's payload range
 
 
 def _data_path(*parts: str) -> str:
@@ -60,6 +72,33 @@ def _urdf_path(source: str) -> str:
     if source.startswith("example:"):
         return example_robot_urdf(source.split(":", 1)[1])
     return _data_path(*source.split("/"))
+
+
+def load_robot(robot_name: str | None, urdf: str | None = None, payload: float = 0.0,
+               tcp_frame: str | None = None) -> tuple[RobotModel, RobotModel, str | None]:
+    """(bare robot, robot with ``payload`` [kg] at its payload frame, payload frame) from a known robot name or a
+    URDF file (a trusted path given on the command line)."""
+    from vtm_dynamics.core.estop.payload import with_payload
+
+    spec = ROBOTS.get(robot_name) if robot_name else None
+    if urdf is None and spec is None:
+        raise StopInputError(f"robot: must be one of {', '.join(ROBOTS)} or --urdf PATH, got {robot_name!r}")
+    bare = RobotModel.from_urdf_file(urdf if urdf is not None else _urdf_path(spec[0]))
+    payload_frame = spec[3] if spec and spec[3] else tcp_frame
+    robot = bare
+    if payload:
+        if payload_frame is None:
+            raise StopInputError("payload: needs --tcp-frame to know where to attach it")
+        robot = with_payload(bare, payload, payload_frame)
+    return bare, robot, payload_frame
+
+
+def default_brakes_path(robot_name: str | None, urdf: str | None = None) -> str:
+    """The shipped brake YAML of a known robot; with a URDF file the user must name one."""
+    spec = ROBOTS.get(robot_name) if robot_name else None
+    if spec is None:
+        raise StopInputError("brakes: --brakes YAML is required with --urdf")
+    return _data_path("config", spec[1])
 
 
 @dataclass(frozen=True)
@@ -174,23 +213,9 @@ def run_prediction(
     step: float | None = None, progress=None,
 ) -> tuple[PredictionSummary, RobotModel, BrakeSet]:
     """The CLI's work as a function (numpy in, dataclasses out; files only when paths are given)."""
-    from vtm_dynamics.core.estop.payload import with_payload
-
     spec = ROBOTS.get(robot_name) if robot_name else None
-    if urdf is None and spec is None:
-        raise StopInputError(f"robot: must be one of {', '.join(ROBOTS)} or --urdf PATH, got {robot_name!r}")
-    bare = RobotModel.from_urdf_file(urdf if urdf is not None else _urdf_path(spec[0]))  # a trusted path
-    payload_frame = spec[3] if spec and spec[3] else tcp_frame
-    robot = bare
-    if payload:
-        if payload_frame is None:
-            raise StopInputError("payload: needs --tcp-frame to know where to attach it")
-        robot = with_payload(bare, payload, payload_frame)
-    if brakes_path is None:
-        if spec is None:
-            raise StopInputError("brakes: --brakes YAML is required with --urdf")
-        brakes_path = _data_path("config", spec[1])
-    brakes = brakes_from_config(robot, brakes_path)
+    bare, robot, payload_frame = load_robot(robot_name, urdf, payload, tcp_frame)
+    brakes = brakes_from_config(robot, brakes_path or default_brakes_path(robot_name, urdf))
     if q is None or v is None:
         states = spec[4] if spec else {}
         if state not in states:
@@ -211,7 +236,8 @@ def run_prediction(
     if envelope:
         # the envelope attaches its payload cases to the bare robot: the payload range is the TOTAL payload, so
         # its nominal case (factors 1, least payload) is the main prediction above
-        pl = (0.0, 5.0) if robot_name == "ur5" and urdf is None and not payload else (payload, payload)
+        rated = RATED_PAYLOADS.get(robot_name or "") if urdf is None else None
+        pl = (0.0, rated) if rated and not payload else (payload, payload)
         env = stop_envelope(bare, brakes, qa, v, EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5),
                                                               payload=pl, payload_frame=payload_frame,
                                                               n_random=envelope),
@@ -269,7 +295,44 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--csv", help="write the time series as CSV")
     ap.add_argument("--plots", help="directory for PNG plots")
     ap.add_argument("--envelope", type=int, metavar="N", help="also run an uncertainty envelope with N random cases")
+    ap.add_argument("--bag", nargs="+", metavar="BAG", help="replay recorded stops (rosbag2): predict each from the "
+                    "recorded state at the trigger and compare with what the robot did")
+    from vtm_dynamics.cli.calibrate import add_recording_options
+
+    add_recording_options(ap)
     return ap
+
+
+def replay_bags(args: argparse.Namespace, say=print) -> list:
+    """``--bag``: every recorded stop predicted from the recorded state at its trigger with the given brakes,
+    printed against the recording (angle, time, TCP distance); ``--json`` and ``--plots`` write the comparison."""
+    from vtm_dynamics.cli import stop_report
+    from vtm_dynamics.cli.calibrate import read_stops
+    from vtm_dynamics.core.estop.identification import compare_stops
+
+    robot_name = None if args.urdf else args.robot
+    _, robot, _ = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame)
+    brakes = brakes_from_config(robot, args.brakes or default_brakes_path(robot_name, args.urdf))
+    tcp = args.tcp_frame or (ROBOTS[robot_name][2] if robot_name in ROBOTS else None)
+    stops = read_stops(args.bag, robot, args, say)
+    settings = StopSettings() if args.step is None else StopSettings(step=args.step)
+    comparisons = compare_stops(robot, brakes, stops, tcp, settings=settings)
+    say(f"recorded stops replayed with {os.path.basename(brakes.source) or 'the given brakes'}:")
+    say(stop_report.comparison_table(robot, comparisons))
+    if args.json:
+        data = {"stops": [{"label": c.label, "recorded_angles_rad": c.recorded_angles.tolist(),
+                           "predicted_angles_rad": c.predicted_angles.tolist(),
+                           "recorded_time_s": c.recorded_time if math.isfinite(c.recorded_time) else None,
+                           "predicted_time_s": c.predicted_time if math.isfinite(c.predicted_time) else None,
+                           "recorded_tcp_m": c.recorded_tcp if math.isfinite(c.recorded_tcp) else None,
+                           "predicted_tcp_m": c.predicted_tcp if math.isfinite(c.predicted_tcp) else None,
+                           "rms_residual_rad": c.rms_residual} for c in comparisons],
+                "joint_names": list(robot.joint_names)}
+        say(f"wrote {stop_report.write_json(args.json, data)}")
+    if args.plots:
+        for f in stop_report.overlay_plots(args.plots, robot, stops, comparisons):
+            say(f"wrote {f}")
+    return comparisons
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,6 +348,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
+    if args.bag:
+        try:
+            replay_bags(args)
+        except (ValueError, OSError) as err:
+            msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            sys.stderr.write(f"{PROG}: error: {msg}\n")
+            return 2
+        return 0
     try:
         locks = [_parse_lock(s) for s in args.lock]
         summary, robot, brakes = run_prediction(

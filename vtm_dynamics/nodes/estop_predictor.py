@@ -12,10 +12,14 @@ Inputs
                          than ``future_stamp_tolerance`` ahead of the node clock is rejected on receipt. A zero
                          stamp is replaced by the receipt instant. Without velocities, velocities are estimated by
                          the tracker and every prediction from such a state says ``velocities_estimated``.
-  ``estop``              std_msgs/Bool, the E-stop line, per publisher (``stop_session`` docstring): a ``true``
-                         from a publisher whose previous value was false (or that is new) is a rising edge and
-                         fires a prediction from the newest state *received before the Bool was received*; the
-                         stop ends when every publisher's latest value is false.
+  ``estop``              the E-stop line, per publisher (``stop_session`` docstring): by default std_msgs/Bool,
+                         ``data`` true means stopping; topic, type (``<package>/msg/<Type>``, resolved at start-up),
+                         field and the values meaning stopping are the ``trigger_*`` parameters (e.g. a UR driver's
+                         SafetyMode ``mode`` in {ROBOT_EMERGENCY_STOP, SYSTEM_EMERGENCY_STOP}); a type or field
+                         that does not exist makes the node refuse to start with one line. A stopping message
+                         from a publisher whose previous value was not stopping (or that is new) is a rising edge
+                         and fires a prediction from the newest state *received before the message was received*;
+                         the stop ends when every publisher's latest value is not stopping.
   ``brake_events``       vtm_msgs/BrakeEvent: ENGAGE fires a prediction too (``trigger_on_brake_event``), from the
                          state stamped at or just before the event stamp (the E-stop instant); its per-joint arrays
                          override the configured brakes (NaN / empty = configured value; ``engage_delay`` at most
@@ -76,7 +80,7 @@ from rclpy.executors import ExternalShutdownException, ShutdownException, Single
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, String
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
@@ -99,10 +103,12 @@ from vtm_dynamics.nodes.conversions import (
     stamp_to_seconds,
 )
 from vtm_dynamics.nodes.markers import MarkerScales
-from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.model_source import ROBOT_NAMES, default_tcp_frame, load_urdf_text, model_from_urdf_text
 from vtm_dynamics.nodes.live_stopping import LIVE_PARAMETERS, LiveStopping, StoppingDistance
 from vtm_dynamics.nodes.live_stopping import stopping_distance_message as io_stopping_message
 from vtm_dynamics.nodes.node_main import run_node
+from vtm_dynamics.nodes.trigger_source import trigger_source
+from vtm_dynamics.recordings.trigger import TriggerConfigError, rule_from_parameters
 from vtm_dynamics.nodes.stop_session import (
     STAMP_TOL,
     EstopLine,
@@ -121,9 +127,9 @@ WATCHDOG_PERIOD = 0.05  # [s] granularity of the prediction_deadline check
 HISTORY_LENGTH = 2000  # complete joint states kept (4 s at 500 Hz: a trigger served late still finds its state)
 
 PARAMETERS = (
-    P.ParameterSpec("robot", "", "Robot shipped with the package (ur5 | planar_3r); empty: use urdf_path or the "
-                    "robot_description topic.", P.one_of(("", "ur5", "planar_3r")), read_only=True,
-                    constraint="one of '', 'ur5', 'planar_3r'"),
+    P.ParameterSpec("robot", "", "Robot shipped with the package (ur5 | ur3 | planar_3r); empty: use urdf_path or the "
+                    "robot_description topic.", P.one_of(("",) + ROBOT_NAMES), read_only=True,
+                    constraint="one of '', " + ", ".join(f"'{n}'" for n in ROBOT_NAMES)),
     P.ParameterSpec("urdf_path", "", "URDF file of the robot; overrides 'robot'. Empty: 'robot' or the "
                     "robot_description topic.", P.existing_file_or_empty, read_only=True,
                     constraint="an existing file or empty"),
@@ -171,6 +177,19 @@ PARAMETERS = (
     P.ParameterSpec("state_wait_timeout", 0.05, "After a stamped trigger (BrakeEvent), wait at most this long [s] "
                     "for a joint state stamped at or after the E-stop instant before predicting from the newest "
                     "one.", P.in_range(0.0, 1.0), constraint="0 .. 1 s"),
+    P.ParameterSpec("trigger_topic", "estop", "Topic of the E-stop line (relative names resolve in the node's "
+                    "namespace).", P.non_empty_string, read_only=True, constraint="a topic name"),
+    P.ParameterSpec("trigger_type", "std_msgs/msg/Bool", "Message type of the E-stop line, <package>/msg/<Type> "
+                    "(e.g. ur_dashboard_msgs/msg/SafetyMode); resolved at start-up from the installed message "
+                    "package. A type that does not exist makes the node refuse to start with one line.",
+                    read_only=True, constraint="<package>/msg/<Type> of an installed message package"),
+    P.ParameterSpec("trigger_field", "data", "Field of trigger_type that carries the state, a dotted path to a "
+                    "bool, number or string (e.g. data, mode). A field the type lacks: the node refuses to start.",
+                    read_only=True, constraint="a field path of trigger_type"),
+    P.ParameterSpec("trigger_values", ["true"], "Values of trigger_field that mean 'stopping': true/false, numbers "
+                    "or constant names of the type (e.g. ROBOT_EMERGENCY_STOP); a message with any other value "
+                    "means 'not stopping'.", P.non_empty_list, read_only=True,
+                    constraint="1 .. 64 values"),
     P.ParameterSpec("trigger_on_brake_event", True, "A BrakeEvent ENGAGE fires a prediction like the estop topic."),
     P.ParameterSpec("event_queue_depth", 10000, "DDS history depth of the trigger and event subscriptions (deep: "
                     "a flood from one publisher must not push another's edge out of the queue while the node is "
@@ -251,6 +270,12 @@ class EstopPredictor(Node):
         self.log = graph.LogLimiter(self.get_logger())
         self.p = P.declare_validated(self, PARAMETERS, self._on_parameters)
         self.robot_name = self.p["robot"]
+        try:
+            self.trigger_rule = rule_from_parameters(self.p["trigger_topic"], self.p["trigger_type"],
+                                                     self.p["trigger_field"], self.p["trigger_values"])
+            self.trigger_type, self.trigger = trigger_source(self.trigger_rule)
+        except TriggerConfigError as err:
+            raise P.ParameterError(str(err)) from None
         self.model: LoadedModel | None = None
         self.tracker: JointStateTracker | None = None
         self.state_lock = threading.Lock()  # history and tracker: callback thread writes, workers read
@@ -287,7 +312,8 @@ class EstopPredictor(Node):
         self.create_subscription(JointState, "joint_states", self._guard("joint_states", self._on_joint_state),
                                  graph.sensor_qos(20))
         host = self._event_host()
-        host.create_subscription(Bool, "estop", self._guard("estop", self._on_estop), events_qos)
+        host.create_subscription(self.trigger_type, self.trigger_rule.topic,
+                                 self._guard(self.trigger_rule.topic, self._on_estop), events_qos)
         host.create_subscription(BrakeEvent, "brake_events", self._guard("brake_events", self._on_brake_event),
                                  events_qos)
         host.create_subscription(LockEvent, "lock_events", self._guard("lock_events", self._on_lock_event),
@@ -598,16 +624,16 @@ class EstopPredictor(Node):
                                 f"has [{excerpt_list(model.robot.joint_names, count=50)}])")
         return known
 
-    def _on_estop(self, msg: Bool, info: Any = None) -> None:
+    def _on_estop(self, msg: Any, info: Any = None) -> None:
         received = self._receipt(info)
         self.stats["events"] += 1
         was_stopping = self.line.stopping
-        edge = self.line.update(self._publisher(info), bool(msg.data))
+        edge = self.line.update(self._publisher(info), self.trigger.stopping(msg))
         if edge:
             with self.state_lock:
                 at_receipt = self.history.received_by(received)
             self._trigger(instant=self._instant_of_receipt(received), stamped=False, received=received,
-                          overrides={}, problem="", at_receipt=at_receipt, source="estop topic")
+                          overrides={}, problem="", at_receipt=at_receipt, source=f"{self.trigger_rule.topic} topic")
         elif was_stopping and not self.line.stopping and self.session.active:
             # only the line's own release ends a stop: a cyclic false while the line was not stopping does not
             # end a stop that a brake event started
@@ -850,14 +876,13 @@ class EstopPredictor(Node):
         pred = io.stop_prediction_message(robot, result, stamp, frame, scenario, self.p["stop_category"],
                                           self.p["max_trajectory_points"])
         self._provenance(pred, model, choice, revision, final)
-        reactions = io.joint_reactions_message(robot, result, stamp)
-        self.pub_pred.publish(pred)
+        self.pub_pred.publish(pred)  # first: the reactions' uniqueness check of a closed chain takes up to ~0.1 s
         if trigger_wall is not None:
             self.last_latency = time.monotonic() - trigger_wall
             self.latencies.append(self.last_latency)
             del self.latencies[:-1000]
         self.pub_traj.publish(pred.trajectory)
-        self.pub_react.publish(reactions)
+        self.pub_react.publish(io.joint_reactions_message(robot, result, stamp))
         scales = MarkerScales(force_scale=self.p["marker_force_scale"], torque_scale=self.p["marker_torque_scale"])
         self.pub_markers.publish(io.stop_markers_message(robot, result, stamp, frame, scales))
         self.ghost = joint_state_message(robot.joint_names, io.rest_positions(robot, result), [0.0] * robot.nv,

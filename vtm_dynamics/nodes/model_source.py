@@ -1,6 +1,6 @@
 """Where a node's robot model comes from: a robot name the project ships, a URDF path, or URDF text.
 
-Robot names: ``ur5`` (Universal Robots UR5 from the ``example-robot-data`` wheel) and ``planar_3r`` (the planar
+Robot names: ``ur5`` and ``ur3`` (Universal Robots UR5 and UR3 from the ``example-robot-data`` wheel) and ``planar_3r`` (the planar
 3R pendulum of Müller 2026, Sec. 6, in the package's ``urdf/`` directory). The URDF text is also what the nodes
 publish on / read from ``robot_description``. No physics here: models are built by ``vtm_dynamics.core.robot.model``.
 """
@@ -20,10 +20,10 @@ from vtm_dynamics.core.robot.urdf_extension import (
     parse_urdf_xml,
 )
 
-ROBOT_NAMES = ("ur5", "planar_3r")
-_EXAMPLE_ROBOT_URDFS = {"ur5": "ur_description/urdf/ur5_robot.urdf"}
+ROBOT_NAMES = ("ur5", "ur3", "planar_3r")
+_EXAMPLE_ROBOT_URDFS = {"ur5": "ur_description/urdf/ur5_robot.urdf", "ur3": "ur_description/urdf/ur3_robot.urdf"}
 _PACKAGE_URDFS = {"planar_3r": "planar_3r.urdf"}
-DEFAULT_TCP_FRAMES = {"ur5": "tool0", "planar_3r": "link3"}
+DEFAULT_TCP_FRAMES = {"ur5": "tool0", "ur3": "tool0", "planar_3r": "link3"}
 # robot_sim parameters that differ per robot from the UR5 defaults of config/estop_predict.yaml
 SIM_OVERRIDES = {
     "planar_3r": {"motion_home": [0.0], "motion_amplitude": [0.6], "motion_phase": [0.0], "tcp_frame": "link3"},
@@ -44,7 +44,7 @@ def package_share_dir(subdir: str) -> str:
 
 
 def robot_urdf_path(robot: str) -> str:
-    """URDF file of a named robot (``ur5`` or ``planar_3r``)."""
+    """URDF file of a named robot (one of ``ROBOT_NAMES``)."""
     if robot in _EXAMPLE_ROBOT_URDFS:
         return example_robot_urdf(_EXAMPLE_ROBOT_URDFS[robot])
     if robot in _PACKAGE_URDFS:

@@ -92,6 +92,15 @@ def one_of(choices: Sequence[Any]) -> Validator:
     return check
 
 
+def non_empty_string(value: Any) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "must not be empty"
+
+
+def non_empty_list(value: Any) -> str | None:
+    ok = isinstance(value, (list, tuple)) and 0 < len(value) <= 64
+    return None if ok else "must hold 1 to 64 values"
+
+
 def existing_file_or_empty(value: Any) -> str | None:
     if value == "":
         return None

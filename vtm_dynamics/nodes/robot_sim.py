@@ -46,7 +46,7 @@ from vtm_dynamics.nodes.conversions import (
     seconds_to_stamp,
     stamp_to_seconds,
 )
-from vtm_dynamics.nodes.model_source import default_tcp_frame, load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.model_source import ROBOT_NAMES, default_tcp_frame, load_urdf_text, model_from_urdf_text
 from vtm_dynamics.core.estop.braked_plant import BrakedPlant, PlantError, demo_motion
 from vtm_dynamics.nodes.node_main import run_node
 
@@ -65,8 +65,8 @@ def _float_list(n_max: int = 64):
 
 
 PARAMETERS = (
-    P.ParameterSpec("robot", "ur5", "Robot shipped with the package (ur5 | planar_3r); ignored if urdf_path is set.",
-                    P.one_of(("ur5", "planar_3r")), read_only=True, constraint="ur5 or planar_3r"),
+    P.ParameterSpec("robot", "ur5", "Robot shipped with the package (ur5 | ur3 | planar_3r); ignored if urdf_path is set.",
+                    P.one_of(ROBOT_NAMES), read_only=True, constraint=" or ".join(ROBOT_NAMES)),
     P.ParameterSpec("urdf_path", "", "URDF file of the simulated robot; overrides 'robot'.",
                     P.existing_file_or_empty, read_only=True, constraint="an existing file or empty"),
     P.ParameterSpec("brake_config", "", "Brake YAML file (vtm_dynamics.core.estop.brakes format). Empty: "

@@ -1,0 +1,50 @@
+"""Known-truth recordings for the recorded-stop tests: UR5 stops of the independent fixed-step plant with brakes
+that differ from the prior of the fit (test/recordings/data/ur5_prior_brakes.yaml), seen through the default measurement model of
+``vtm_dynamics.recordings.simulated`` (500 Hz, +-0.2 ms timestamp jitter, 19-bit encoder, 1e-4 rad noise)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
+from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+from vtm_dynamics.recordings.simulated import StopStart, simulate_stops
+
+from test.core.core_testdata import UR5
+
+PLANT_DT = 2e-5  # [s] the plant's step: its O(dt) error stays well below the encoder noise
+
+
+def ur5() -> RobotModel:
+    return RobotModel.from_urdf_file(example_robot_urdf(UR5))
+
+
+PRIOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ur5_prior_brakes.yaml")
+
+
+def prior_brakes(robot: RobotModel) -> BrakeSet:
+    return brakes_from_config(robot, PRIOR)
+
+
+def true_brakes(robot: RobotModel) -> BrakeSet:
+    """The truth: 20 % more sliding torque, different viscous terms, 12 ms delays, holding 1.5 x sliding."""
+    prior = prior_brakes(robot)
+    return BrakeSet.from_brakes(robot, [dataclasses.replace(
+        b, sliding_torque=1.2 * b.sliding_torque, holding_torque=1.8 * b.sliding_torque,
+        viscous=0.8 * b.viscous + 1.0, engage_delay=0.012) for b in prior.brakes])
+
+
+def starts(n: int, seed: int = 1) -> list[StopStart]:
+    """Stops from poses around the demo pose, every joint moving at 0.4-2 rad/s in either direction."""
+    rng = np.random.default_rng(seed)
+    home = np.array([0.3, -1.2, 1.5, -0.8, 0.5, 0.2])
+    return [StopStart(home + rng.uniform(-0.3, 0.3, 6), rng.choice([-1, 1], 6) * rng.uniform(0.4, 2.0, 6))
+            for _ in range(n)]
+
+
+def samples(n: int, seed: int = 1) -> dict:
+    robot = ur5()
+    return simulate_stops(robot, true_brakes(robot), starts(n, seed), seed=seed + 1, plant_dt=PLANT_DT)

@@ -1,0 +1,153 @@
+"""Bags written with the library are valid rosbag2 files (topics, types and message counts as published, read
+back through the library's reader, both storages), and every kind of bad recording is one clear line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from test.recordings.recordings_testdata import samples, ur5
+from vtm_dynamics.recordings.bag_files import (
+    RecordingError, bag_summary, count_messages, read_recording, write_bag,
+)
+from vtm_dynamics.recordings.simulated import write_simulated_bag
+from vtm_dynamics.recordings.stops import find_stops
+from vtm_dynamics.recordings.trigger import TriggerConfigError, TriggerMatcher, TriggerRule
+
+
+@pytest.fixture(scope="module")
+def two_stops():
+    return samples(2, seed=5)
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_written_bag_has_the_published_topics_types_and_counts(tmp_path, two_stops, storage):
+    path = write_simulated_bag(str(tmp_path / "b"), two_stops, storage)
+    published = {"/joint_states": len(two_stops["joint"]), "/estop": len(two_stops["trigger"])}
+    summary = {s.topic: (s.type_name, s.count) for s in bag_summary(path)}
+    assert summary == {"/joint_states": ("sensor_msgs/msg/JointState", published["/joint_states"]),
+                       "/estop": ("std_msgs/msg/Bool", published["/estop"])}
+    assert count_messages(path) == published  # every message is really there, not only in the index
+    rec = read_recording(path)
+    assert rec.storage == storage and rec.joints.names == ur5().joint_names
+    assert rec.joints.t.size == published["/joint_states"] and rec.trigger.t.size == published["/estop"]
+    assert len(find_stops(rec, ur5())) == 2
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".")]  # no temporary left behind
+
+
+def test_a_bag_is_never_overwritten(tmp_path, two_stops):
+    path = write_simulated_bag(str(tmp_path / "b"), two_stops, "mcap")
+    with pytest.raises(RecordingError, match="exists already"):
+        write_simulated_bag(path, two_stops, "mcap")
+
+
+def _one_line(err: Exception) -> str:
+    text = str(err)
+    assert "\n" not in text and text
+    return text
+
+
+def test_missing_trigger_and_joint_topics_are_named(tmp_path, two_stops):
+    path = write_simulated_bag(str(tmp_path / "b"), two_stops, "mcap", trigger_topic="/other")
+    with pytest.raises(RecordingError) as err:
+        read_recording(path)
+    assert "no trigger topic '/estop'" in _one_line(err.value) and "/other" in str(err.value)
+    path = write_simulated_bag(str(tmp_path / "c"), two_stops, "sqlite3", joint_topic="/arm/joint_states")
+    with pytest.raises(RecordingError) as err:
+        read_recording(path)
+    assert "no joint-state topic '/joint_states'" in _one_line(err.value)
+
+
+def test_joints_that_do_not_match_the_model_are_named(tmp_path, two_stops):
+    renamed = dict(two_stops, names=("j1",) + tuple(two_stops["names"][1:]))
+    rec = read_recording(write_simulated_bag(str(tmp_path / "b"), renamed, "mcap"))
+    with pytest.raises(RecordingError) as err:
+        find_stops(rec, ur5())
+    assert "joints do not match the model: joint 'j1' is not in the model" in _one_line(err.value)
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_truncated_or_corrupt_bag_is_one_line(tmp_path, two_stops, storage):
+    path = write_simulated_bag(str(tmp_path / "b"), two_stops, storage)
+    data = [f for f in os.listdir(path) if f != "metadata.yaml"][0]
+    full = os.path.join(path, data)
+    size = os.path.getsize(full)
+    with open(full, "r+b") as fh:
+        fh.truncate(size // 2)
+    with pytest.raises(RecordingError) as err:
+        read_recording(path)
+    assert "b: " in _one_line(err.value) and ("corrupt" in str(err.value) or "not a readable" in str(err.value))
+    garbage = tmp_path / "g"
+    shutil.copytree(path, garbage)
+    with open(os.path.join(garbage, data), "wb") as fh:
+        fh.write(os.urandom(4096))
+    with pytest.raises(RecordingError):
+        read_recording(str(garbage))
+    with pytest.raises(RecordingError, match="not a rosbag2 directory"):
+        read_recording(str(tmp_path / "missing"))
+
+
+def test_stop_cut_off_by_the_end_of_the_recording_is_named(tmp_path, two_stops):
+    last_trigger = two_stops["trigger_times"][-1]
+    path = write_simulated_bag(str(tmp_path / "b"), two_stops, "mcap", drop_after=last_trigger + 0.02)
+    with pytest.raises(RecordingError) as err:
+        find_stops(read_recording(path), ur5())
+    assert "stop 2" in _one_line(err.value) and "cut off by the end of the recording" in str(err.value)
+
+
+def test_trigger_field_not_in_the_type_is_named(tmp_path, two_stops):
+    path = write_simulated_bag(str(tmp_path / "b"), two_stops, "mcap")
+    with pytest.raises(RecordingError) as err:
+        read_recording(path, TriggerRule("/estop", "std_msgs/msg/Bool", "mode", ("true",)))
+    assert "trigger_field: 'mode' does not exist in std_msgs/msg/Bool (fields: data)" in _one_line(err.value)
+    with pytest.raises(RecordingError, match="has type std_msgs/msg/Bool, the trigger is configured as"):
+        read_recording(path, TriggerRule("/estop", "std_msgs/msg/Int8", "data", ("1",)))
+
+
+SAFETY_MODE = """uint8 NORMAL=1
+uint8 REDUCED=2
+uint8 PROTECTIVE_STOP=3
+uint8 RECOVERY=4
+uint8 SAFEGUARD_STOP=5
+uint8 SYSTEM_EMERGENCY_STOP=6
+uint8 ROBOT_EMERGENCY_STOP=7
+uint8 VIOLATION=8
+uint8 FAULT=9
+uint8 VALIDATE_JOINT_ID=10
+uint8 UNDEFINED_SAFETY_MODE=11
+uint8 AUTOMATIC_MODE_SAFEGUARD_STOP=12
+uint8 SYSTEM_THREE_POSITION_ENABLING_STOP=13
+uint8 mode
+"""
+
+
+def test_a_driver_safety_mode_type_unknown_to_the_library_is_read_from_the_bag(tmp_path):
+    """The trigger type's definition travels in the bag: a UR driver's SafetyMode needs no package installed."""
+    from rosbags.typesys import Stores, get_typestore, get_types_from_msg
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    store.register(get_types_from_msg(SAFETY_MODE, "ur_dashboard_msgs/msg/SafetyMode"))
+    SafetyMode = store.types["ur_dashboard_msgs/msg/SafetyMode"]
+    modes = [1, 1, 7, 7, 1, 6]
+    path = write_bag(str(tmp_path / "ur"), "mcap", {"/safety_mode": "ur_dashboard_msgs/msg/SafetyMode"},
+                     [("/safety_mode", (k + 1) * 10**8, SafetyMode(mode=m)) for k, m in enumerate(modes)],
+                     typestore=store)
+    rule = TriggerRule("/safety_mode", "ur_dashboard_msgs/msg/SafetyMode", "mode",
+                       ("ROBOT_EMERGENCY_STOP", "SYSTEM_EMERGENCY_STOP"))
+    from rosbags.highlevel import AnyReader
+    from pathlib import Path
+
+    with AnyReader([Path(path)]) as reader:  # no default typestore: the definition comes from the bag
+        msgs = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages()]
+    matcher = TriggerMatcher(rule, msgs[0])
+    assert [matcher.stopping(m) for m in msgs] == [False, False, True, True, False, True]
+
+
+def test_trigger_rule_refuses_type_names_that_are_not_message_types():
+    for bad in ("std_msgs.msg.Bool", "std_msgs/srv/Trigger", "../x/msg/Y", "std_msgs/msg/bool", "os.path/msg/X"):
+        with pytest.raises(TriggerConfigError, match="trigger_type"):
+            TriggerRule(type_name=bad)
+    with pytest.raises(TriggerConfigError, match="trigger_field"):
+        TriggerRule(field="data.__class__")

@@ -1,0 +1,452 @@
+"""Brake identification from recorded stops: nonlinear least squares over every stop, with uncertainty and
+identifiability.
+
+A recorded category-0 stop (:class:`RecordedStop`) is the joint angles sampled after a trigger, together with the
+state at the trigger instant. For brake parameters x (any numeric :class:`~.brakes.JointBrake` fields of chosen
+joints, see :class:`FitParameter`) the stop is predicted from that state by the engine of this package
+(:func:`~.prediction.predict_stop`, Müller 2026, eq. (3) with the stick/slip events located) and compared with the
+recording at the recorded sample times (output error):
+
+    r(x) = [ q_pred(t_k; x) - q_rec(t_k) ]  over all stops, samples k and joints       [rad]
+
+x minimises |r|^2 (``scipy.optimize.least_squares``, trust-region reflective, bounds 0 <= x <= 10 x the starting
+value (Stribeck speeds at least 0.005 rad/s, ``LOWER``), finite-difference Jacobian J = dr/dx). Parameters are scaled by their prior values so the problem is well conditioned.
+
+Uncertainty: with s^2 = |r|^2 / (m - n) the residual variance (m residuals, n parameters), the covariance of the
+estimate is C = s^2 (J^T J)^-1 (Gauss-Newton approximation at the optimum) and each parameter's 1-sigma is the
+square root of its diagonal entry.
+
+Identifiability: before the fit the Jacobian at the prior is examined. A parameter whose column is zero (no
+recorded stop is sensitive to it, e.g. a holding capacity that no stop ever loaded, or a joint that never moved)
+is not identifiable; among the others the numerical rank of the scaled Jacobian
+(:func:`~vtm_dynamics.core.numerics.numerical_rank`) finds combinations the data cannot separate; after the fit a
+relative 1-sigma above ``max_relative_sigma`` also marks a parameter as not identifiable. Such a parameter keeps
+its prior value in the brake model but is reported without a value, with the test motion that would identify it.
+
+Size: one module because the residual, the sensitivity screening, the bounded fit, the covariance and the
+identifiability verdicts share the same scaled parameter vector and Jacobian; split, each part would re-derive the
+scaling and the active set. The comparison of recorded and predicted stops (:func:`compare_stops`) uses the same
+prediction and interpolation as the residual, so that fitted and reported numbers cannot disagree.
+
+Units: s, rad, rad/s, N m, N m s/rad.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import scipy.optimize
+
+from vtm_dynamics.core.estop.brakes import BrakeSet, JointBrake
+from vtm_dynamics.core.estop.inputs import StopSettings
+from vtm_dynamics.core.estop.prediction import predict_stop
+from vtm_dynamics.core.numerics import numerical_rank
+from vtm_dynamics.core.robot.model import RobotModel
+
+DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque")
+STRIBECK_FIELDS = ("breakaway_torque", "stribeck_velocity")  # opt-in: stops must reach low speeds slowly
+# the fit stays within [LOWER, MAX_FACTOR x start value]: a trust-region step along a weakly sensitive direction
+# must not ask the engine for a brake a hundred times stronger than any start value (a Stribeck breakaway of
+# 1e5 N m made a prediction stall), and a Stribeck speed near zero is a discontinuous friction law
+MAX_FACTOR = 10.0
+PENALTY = 1.0  # [rad] residual of every sample of a stop the engine cannot predict with trial parameters
+LOWER = {"stribeck_velocity": 0.005}  # [rad/s]
+# where the prior leaves a Stribeck term off (None), the fit starts from a breakaway 20 % above the sliding torque
+# and this characteristic speed, so that the data can show whether the term is there
+START_BREAKAWAY_FACTOR = 1.2
+START_STRIBECK_VELOCITY = 0.05  # [rad/s]
+# the typical size of each kind of field, used to scale a parameter whose prior is zero
+TYPICAL = {"engage_delay": 0.01, "sliding_torque": 10.0, "holding_torque": 10.0, "viscous": 1.0,
+           "breakaway_torque": 10.0, "stribeck_velocity": 0.05, "rise_time": 0.01, "armature": 0.1}
+TEST_MOTION = {
+    "engage_delay": "a stop with {j} moving at speed (>= 0.5 rad/s) when the trigger fires",
+    "sliding_torque": "a stop with {j} moving at speed (>= 0.5 rad/s) when the trigger fires",
+    "viscous": "stops of {j} from at least two clearly different speeds (e.g. 0.5 and 2 rad/s)",
+    "holding_torque": "a stop that leaves {j} loaded beyond its holding capacity: stretch the arm so gravity on {j} "
+                      "is largest, add the rated payload, stop from speed in that pose (or a static hold test with "
+                      "increasing load)",
+    "breakaway_torque": "slow stops of {j} (speed within a few Stribeck velocities) or a breakaway test from rest",
+    "stribeck_velocity": "stops of {j} from several low speeds (0.05-0.5 rad/s)",
+    "rise_time": "a stop of {j} from high speed with the arm light (payload off)",
+    "armature": "stops of {j} from high speed in two poses with different link inertia about {j}",
+}
+
+
+class IdentificationError(ValueError):
+    """Inputs that cannot be identified from (no stops, wrong sizes, an unknown field); one line naming them."""
+
+
+@dataclass(frozen=True)
+class RecordedStop:
+    """One recorded stop: ``q0`` [rad] (nq) and ``v0`` [rad/s] (nv) at the trigger instant, samples ``t`` (K) [s]
+    after the trigger and the recorded angles ``q`` (K x nv) [rad], model order. ``stop_time`` [s] is when the
+    recording shows the last joint come to rest (nan if unknown); ``label`` names it in reports."""
+
+    label: str
+    q0: np.ndarray
+    v0: np.ndarray
+    t: np.ndarray
+    q: np.ndarray
+    stop_time: float = math.nan
+    trigger_time: float = math.nan
+
+
+@dataclass(frozen=True)
+class FitParameter:
+    """One parameter: the ``field`` of :class:`~.brakes.JointBrake` of ``joint``."""
+
+    joint: str
+    field: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.joint}.{self.field}"
+
+
+@dataclass(frozen=True)
+class ParameterEstimate:
+    """The result for one parameter. ``value``/``sigma`` (1-sigma) are None when not ``identifiable``; ``reason``
+    says why and ``test_motion`` what recording would identify it. ``prior`` is the starting value."""
+
+    joint: str
+    field: str
+    value: float | None
+    sigma: float | None
+    identifiable: bool
+    prior: float
+    reason: str = ""
+    test_motion: str = ""
+
+
+@dataclass(frozen=True)
+class StopComparison:
+    """Predicted vs recorded for one stop: stopping angles (nv) [rad] (rest minus trigger), stop times [s], TCP
+    straight-line distances [m] (nan without a TCP frame) and the RMS angle residual [rad] over the samples."""
+
+    label: str
+    recorded_angles: np.ndarray
+    predicted_angles: np.ndarray
+    recorded_time: float
+    predicted_time: float
+    recorded_tcp: float
+    predicted_tcp: float
+    rms_residual: float
+    predicted_t: np.ndarray
+    predicted_q: np.ndarray
+
+
+@dataclass(frozen=True)
+class Identification:
+    """Fitted brakes (:attr:`brakes`, unidentifiable fields at their prior), the per-parameter estimates, the
+    residual RMS [rad], the number of predictions run, the wall time [s] and the solver's status message."""
+
+    robot: str
+    brakes: tuple[JointBrake, ...]
+    estimates: tuple[ParameterEstimate, ...]
+    residual_rms: float
+    n_residuals: int
+    n_predictions: int
+    seconds: float
+    message: str
+
+    @property
+    def not_identifiable(self) -> tuple[ParameterEstimate, ...]:
+        return tuple(e for e in self.estimates if not e.identifiable)
+
+
+def _interp_hermite(t: np.ndarray, q: np.ndarray, v: np.ndarray, tq: np.ndarray) -> np.ndarray:
+    """Cubic Hermite interpolation of a prediction's (t, q, v) samples at times ``tq`` (constant past the end).
+    Events appear twice in the samples (same t): the interval after them is used."""
+    out = np.empty((tq.size, q.shape[1]))
+    idx = np.clip(np.searchsorted(t, tq, side="right") - 1, 0, len(t) - 1)
+    last = idx >= len(t) - 1
+    out[last] = q[-1]
+    k = idx[~last]
+    h = t[k + 1] - t[k]
+    s = np.where(h > 0, (tq[~last] - t[k]) / np.where(h > 0, h, 1.0), 1.0)[:, None]
+    hh = h[:, None]
+    h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
+    out[~last] = h00 * q[k] + h10 * hh * v[k] + h01 * q[k + 1] + h11 * hh * v[k + 1]
+    return out
+
+
+def _brakes_with(prior: Sequence[JointBrake], params: Sequence[FitParameter], values: np.ndarray) -> list[JointBrake]:
+    by_joint = {b.joint: b for b in prior}
+    changes: dict[str, dict[str, float]] = {}
+    for p, x in zip(params, values):
+        changes.setdefault(p.joint, {})[p.field] = float(x)
+    out = []
+    for b in by_joint.values():
+        b = dataclasses.replace(b, **changes.get(b.joint, {}))
+        if getattr(b, "breakaway_torque", None) is not None and b.breakaway_torque < b.sliding_torque:
+            b = dataclasses.replace(b, breakaway_torque=b.sliding_torque)  # static friction >= sliding friction
+        static = b.breakaway_torque if getattr(b, "breakaway_torque", None) is not None else b.sliding_torque
+        if b.holding_torque < static:  # a brake holds at least the friction it meets when slipping from rest
+            b = dataclasses.replace(b, holding_torque=static)
+        out.append(b)
+    return out
+
+
+class _Problem:
+    """Residuals of all stops for a parameter vector (scaled), counting the predictions."""
+
+    def __init__(self, robot: RobotModel, prior: Sequence[JointBrake], params: Sequence[FitParameter],
+                 stops: Sequence[RecordedStop], scale: np.ndarray, settings: StopSettings) -> None:
+        self.robot, self.prior, self.params, self.stops, self.scale = robot, list(prior), list(params), stops, scale
+        self.settings = settings
+        self.n_predictions = 0
+
+    def brake_set(self, x: np.ndarray) -> BrakeSet:
+        return BrakeSet.from_brakes(self.robot, _brakes_with(self.prior, self.params, x * self.scale))
+
+    def predict(self, brakes: BrakeSet, stop: RecordedStop, tcp_frame: str | None = None):
+        horizon = max(float(stop.t[-1]) * 2.0 + 0.5, 1.0)
+        settings = dataclasses.replace(self.settings, t_max=min(horizon, self.settings.t_max))
+        self.n_predictions += 1
+        return predict_stop(self.robot, brakes, stop.q0, stop.v0, tcp_frame=tcp_frame, settings=settings)
+
+    def stop_residual(self, brakes: BrakeSet, stop: RecordedStop) -> np.ndarray:
+        try:
+            p = self.predict(brakes, stop)
+        except (ValueError, RuntimeError):
+            # parameters the engine cannot simulate (an inconsistent stick/slip split): a residual far worse than
+            # any real fit, so the trust region steps back
+            return np.full(stop.q.size, PENALTY)
+        qp = _interp_hermite(p.t, _angles(self.robot, p.q), p.v, stop.t)
+        return (qp - stop.q).ravel()
+
+    def residuals(self, x: np.ndarray) -> np.ndarray:
+        brakes = self.brake_set(x)
+        return np.concatenate([self.stop_residual(brakes, s) for s in self.stops])
+
+
+def _angles(robot: RobotModel, q: np.ndarray) -> np.ndarray:
+    if robot.nq != robot.nv:
+        raise IdentificationError("robot: identification supports models with one-DOF joints only")
+    return q
+
+
+def _check(robot: RobotModel, prior: Sequence[JointBrake], stops: Sequence[RecordedStop],
+           params: Sequence[FitParameter]) -> None:
+    if not stops:
+        raise IdentificationError("stops: no recorded stop to identify from")
+    if robot.nq != robot.nv:
+        raise IdentificationError("robot: identification supports models with one-DOF joints only")
+    for s in stops:
+        if s.q0.shape != (robot.nq,) or s.v0.shape != (robot.nv,) or s.q.ndim != 2 or s.q.shape[1] != robot.nv \
+                or s.q.shape[0] != s.t.size or s.t.size == 0:
+            raise IdentificationError(f"stops.{s.label}: sizes do not match the model {robot.name!r}")
+        if not (np.all(np.isfinite(s.q)) and np.all(np.isfinite(s.t)) and np.all(np.isfinite(s.q0))
+                and np.all(np.isfinite(s.v0))):
+            raise IdentificationError(f"stops.{s.label}: not finite")
+    names = {b.joint for b in prior}
+    fields = {f.name for f in dataclasses.fields(JointBrake)}
+    for p in params:
+        if p.joint not in names:
+            raise IdentificationError(f"parameters: joint {p.joint!r} has no brake in the prior configuration")
+        if p.field not in fields or p.field in ("joint", "side", "gear_ratio", "pawl_delay", "pawl_holding_torque"):
+            raise IdentificationError(f"parameters: {p.field!r} is not an identifiable brake field")
+
+
+def default_parameters(prior: Sequence[JointBrake], fields: Sequence[str] = DEFAULT_FIELDS) -> list[FitParameter]:
+    """Every listed field (those that :class:`~.brakes.JointBrake` has) of every braked joint."""
+    have = {f.name for f in dataclasses.fields(JointBrake)}
+    return [FitParameter(b.joint, f) for b in prior for f in fields if f in have]
+
+
+def start_value(brake: JointBrake, field: str) -> float:
+    """The fit's starting value of ``field``: the prior's, or for a Stribeck term the prior leaves off (None)
+    ``START_BREAKAWAY_FACTOR`` x sliding torque and ``START_STRIBECK_VELOCITY``."""
+    value = getattr(brake, field)
+    if value is None and field == "breakaway_torque":
+        return START_BREAKAWAY_FACTOR * brake.sliding_torque
+    if value is None and field == "stribeck_velocity":
+        return START_STRIBECK_VELOCITY
+    return float(value) if value is not None else 0.0
+
+
+def _scale(prior: Sequence[JointBrake], params: Sequence[FitParameter]) -> np.ndarray:
+    by_joint = {b.joint: b for b in prior}
+    out = []
+    for p in params:
+        v = abs(start_value(by_joint[p.joint], p.field))
+        out.append(v if v > 0 and math.isfinite(v) else TYPICAL.get(p.field, 1.0))
+    return np.array(out)
+
+
+def _jacobian(problem: _Problem, x: np.ndarray, r0: np.ndarray, step: float,
+              columns: Sequence[int] | None = None) -> np.ndarray:
+    """Forward-difference Jacobian dr/dx of the given columns (default all) with step ``step`` on scaled x."""
+    cols = list(range(x.size)) if columns is None else list(columns)
+    J = np.empty((r0.size, len(cols)))
+    for k, j in enumerate(cols):
+        xp = x.copy()
+        xp[j] += step
+        J[:, k] = (problem.residuals(xp) - r0) / step
+    return J
+
+
+def identify_brakes(
+    robot: RobotModel, prior: Sequence[JointBrake], stops: Sequence[RecordedStop],
+    params: Sequence[FitParameter] | None = None, *, settings: StopSettings = StopSettings(step=0.01),
+    noise: float = 1e-4, max_relative_sigma: float = 0.1, fd_step: float = 1e-4, max_iterations: int = 30,
+    progress: Callable[[str], None] | None = None,
+) -> Identification:
+    """Fit ``params`` (default: :func:`default_parameters` of ``prior``) to ``stops`` starting from ``prior``.
+
+    ``noise`` [rad] is the recording's position noise (1-sigma), used to screen out parameters the stops are too
+    little sensitive to before fitting. See the module docstring for the residual, the uncertainty and the identifiability tests. ``fd_step`` is the
+    finite-difference step on the scaled parameters (relative to the prior value). Returns an
+    :class:`Identification`; parameters that the stops cannot identify keep their prior value in ``brakes`` and
+    have ``value`` None in ``estimates``.
+    """
+    started = time.perf_counter()
+    say = progress or (lambda _text: None)
+    params = list(params) if params is not None else default_parameters(prior)
+    _check(robot, prior, stops, params)
+    scale = _scale(prior, params)
+    problem = _Problem(robot, prior, params, stops, scale, settings)
+    x0 = np.ones(len(params))
+    for i, p in enumerate(params):
+        x0[i] = start_value({b.joint: b for b in prior}[p.joint], p.field) / scale[i]
+    say(f"identification: {len(stops)} stops, {len(params)} parameters; sensitivity at the prior")
+    r0 = problem.residuals(x0)
+    J0 = _jacobian(problem, x0, r0, fd_step)
+    norms = np.linalg.norm(J0, axis=0)
+    reasons: dict[int, str] = {}
+    top = float(norms.max()) if norms.size else 0.0
+    for i, n in enumerate(norms):
+        if not n > 1e-9 * max(top, 1e-300):
+            reasons[i] = "no recorded stop is sensitive to it"
+        elif noise / n > max_relative_sigma:
+            # Cramer-Rao bound alone (no correlation): doubling the value moves the samples by less than the noise
+            # allows to resolve
+            reasons[i] = f"the stops are too little sensitive to it (1-sigma at least {noise / n:.2g} relative)"
+    active = [i for i in range(len(params)) if i not in reasons]
+    if active:
+        Js = J0[:, active] / np.linalg.norm(J0[:, active], axis=0)
+        rank = numerical_rank(Js, rtol=1e-6)
+        if rank < len(active):
+            _, _, vt = np.linalg.svd(Js)
+            for null in vt[rank:]:
+                worst = int(np.argmax(np.abs(null)))
+                partners = [params[active[k]].name for k in np.argsort(-np.abs(null))[:3] if k != worst]
+                reasons[active[worst]] = f"not separable from {', '.join(partners)} with these stops"
+            active = [i for i in active if i not in reasons]
+    x = x0.copy()
+    message = "nothing to fit"
+    J = np.zeros((r0.size, 0))
+    r = r0
+    if active:
+        sub = np.array(active)
+
+        cache: dict[bytes, np.ndarray] = {x0[sub].tobytes(): r0}
+
+        def fun(z: np.ndarray) -> np.ndarray:
+            key = z.tobytes()
+            if key not in cache:
+                xx = x0.copy()
+                xx[sub] = z
+                cache.clear()
+                cache[key] = problem.residuals(xx)
+            return cache[key]
+
+        def jac(z: np.ndarray) -> np.ndarray:
+            if np.array_equal(z, x0[sub]):
+                return J0[:, sub]  # the sensitivity study already computed it
+            xx = x0.copy()
+            xx[sub] = z
+            say("identification: Jacobian")
+            return _jacobian(problem, xx, fun(z), fd_step, sub)
+
+        say(f"identification: fitting {len(active)} parameters")
+        lower = np.array([LOWER.get(params[i].field, 0.0) / scale[i] for i in active])
+        upper = np.maximum(x0[sub] * MAX_FACTOR, lower + MAX_FACTOR)
+        sol = scipy.optimize.least_squares(fun, np.clip(x0[sub], lower, upper), jac=jac, bounds=(lower, upper),
+                                           method="trf",
+                                           x_scale="jac", max_nfev=max_iterations, xtol=1e-6, ftol=1e-6)
+        x[sub] = sol.x
+        message = str(sol.message)
+        r = sol.fun
+        J = sol.jac
+    m, n = r.size, len(active)
+    s2 = float(r @ r) / max(m - n, 1)
+    sigma = np.full(len(params), math.nan)
+    if n:
+        try:
+            cov = s2 * np.linalg.pinv(J.T @ J)
+            sigma[np.array(active)] = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        except np.linalg.LinAlgError:
+            pass
+    by_joint = {b.joint: b for b in prior}
+    estimates = []
+    fitted_values = x * scale
+    keep: dict[tuple[str, str], object] = {}
+    for i, p in enumerate(params):
+        raw_prior = getattr(by_joint[p.joint], p.field)
+        prior_value = math.nan if raw_prior is None else float(raw_prior)
+        value, sd = fitted_values[i], sigma[i] * scale[i]
+        reason = reasons.get(i, "")
+        if not reason:
+            col = float(np.linalg.norm(J[:, active.index(i)])) if i in active else 0.0
+            if not noise < max_relative_sigma * col:
+                # e.g. a breakaway that the fit pushed below the sliding torque switches the Stribeck term off
+                reason = "the stops are not sensitive to it at the fitted values"
+        if not reason and not (math.isfinite(sd) and sd <= max_relative_sigma * max(abs(value), 1e-12)):
+            reason = f"relative uncertainty {sd / max(abs(value), 1e-300):.2g} above {max_relative_sigma:g}"
+        if reason:
+            keep[(p.joint, p.field)] = raw_prior
+            estimates.append(ParameterEstimate(p.joint, p.field, None, None, False, prior_value, reason,
+                                               TEST_MOTION.get(p.field, "a stop that exercises {j}").format(j=p.joint)))
+        else:
+            estimates.append(ParameterEstimate(p.joint, p.field, float(value), float(sd), True, prior_value))
+    brakes = tuple(dataclasses.replace(b, **{f: v for (j, f), v in keep.items() if j == b.joint})
+                   for b in _brakes_with(prior, params, fitted_values))
+    return Identification(robot.name, brakes, tuple(estimates), math.sqrt(float(r @ r) / max(m, 1)), m,
+                          problem.n_predictions, time.perf_counter() - started, message)
+
+
+def settle_time(t: np.ndarray, v: np.ndarray, rest_speed: float) -> float:
+    """The time [s] after which every joint speed stays below ``rest_speed`` [rad/s]: the last crossing of the
+    threshold, linearly interpolated between the samples around it (0 if never above). Recorded stops and
+    predictions are compared by this same rule, because a recording cannot show the instant a joint reaches
+    exactly zero speed through its velocity noise."""
+    speed = np.max(np.abs(v), axis=1)
+    above = np.flatnonzero(speed > rest_speed)
+    if above.size == 0:
+        return 0.0
+    k = int(above[-1])
+    if k + 1 >= t.size:
+        return float(t[k])
+    s0, s1 = speed[k], speed[k + 1]
+    frac = (s0 - rest_speed) / (s0 - s1) if s0 != s1 else 1.0
+    return float(t[k] + frac * (t[k + 1] - t[k]))
+
+
+def compare_stops(robot: RobotModel, brakes: BrakeSet, stops: Sequence[RecordedStop], tcp_frame: str | None = None,
+                  settings: StopSettings = StopSettings(step=0.01), rest_speed: float = 0.01) -> list[StopComparison]:
+    """Predicted vs recorded stopping angle, time and TCP distance for each stop (see :class:`StopComparison`).
+    The predicted time is :func:`settle_time` of the prediction with ``rest_speed`` [rad/s], the rule by which
+    the recorded stop time was read (``RecordedStop.stop_time``)."""
+    problem = _Problem(robot, [], [], stops, np.zeros(0), settings)
+    out = []
+    for s in stops:
+        p = problem.predict(brakes, s, tcp_frame)
+        qp = _interp_hermite(p.t, _angles(robot, p.q), p.v, s.t)
+        rec_tcp = pred_tcp = math.nan
+        if tcp_frame is not None:
+            a = robot.frame_placement(s.q0, tcp_frame).translation
+            b = robot.frame_placement(s.q[-1], tcp_frame).translation
+            rec_tcp = float(np.linalg.norm(b - a))
+            pred_tcp = p.tcp_straight_distance
+        out.append(StopComparison(
+            s.label, s.q[-1] - s.q0, p.stopping_angles, s.stop_time,
+            settle_time(p.t, p.v, rest_speed) if p.stopped else math.nan, rec_tcp, pred_tcp,
+            float(np.sqrt(np.mean((qp - s.q) ** 2))), p.t, p.q,
+        ))
+    return out

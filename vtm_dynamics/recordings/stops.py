@@ -1,0 +1,130 @@
+"""Finding the stops in a recording: trigger edges and the joint-state series around them.
+
+A stop starts at a rising edge of the trigger (a message that means "stopping" after one that did not, or the
+first trigger message if it already means stopping). The state at the trigger instant t_e is estimated from the joint
+states of the ``pre_window`` [s] before it (:func:`state_at_trigger`; the robot moved on after the last sample). The
+stop ends when the arm is at rest: the first sample after which every joint stays within ``rest_tolerance`` [rad]
+of its value for ``rest_hold`` [s] (so a joint creeping slower than rest_tolerance / rest_hold counts as resting).
+The recorded stop time is when the last joint's recorded speed falls below ``rest_speed`` [rad/s] for good
+(:func:`~vtm_dynamics.core.estop.identification.settle_time`; the start of the rest window when the recording has
+no velocities). The samples used for the fit run from
+the trigger to the end of the rest window.
+
+A stop that the recording cuts off before the rest window is complete, or a new trigger edge before rest, is an
+error naming the stop: its end is unknown, and a shortened stop would bias the fit. Joint names must match the
+model's (one-DOF joints). Errors are :class:`~.bag_files.RecordingError`, one line.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vtm_dynamics.core.estop.identification import RecordedStop, settle_time
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.recordings.bag_files import Recording, RecordingError
+
+REST_TOLERANCE = 1e-3  # [rad]
+REST_HOLD = 0.2  # [s]
+REST_SPEED = 0.01  # [rad/s]
+PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state at the trigger
+
+
+def state_at_trigger(t: np.ndarray, q: np.ndarray, v: np.ndarray | None, k: int, te: float,
+                     window: float = PRE_WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    """(q, v) at the trigger instant ``te`` from the samples up to index ``k`` within ``window`` [s] before it.
+
+    With recorded velocities: a least-squares line v(t) = v_e + a (t - te) through them gives v_e, and each
+    sample's position carried to te along that line, q_k + v_e (te - t_k) - a (te - t_k)^2 / 2, is averaged
+    (the encoder noise shrinks with the square root of the number of samples; extrapolating a fitted polynomial
+    in position instead would triple it). Without velocities: a least-squares quadratic in position."""
+    sel = np.flatnonzero((t[: k + 1] >= t[k] - window))
+    dt = t[sel] - te
+    if sel.size < 4:
+        vk = v[k] if v is not None else np.zeros(q.shape[1])
+        return q[k] + vk * (te - t[k]), vk.copy()
+    if v is None:
+        A = np.vstack([np.ones_like(dt), dt, dt * dt]).T
+        coef, *_ = np.linalg.lstsq(A, q[sel], rcond=None)
+        return coef[0], coef[1]
+    B = np.vstack([np.ones_like(dt), dt]).T
+    (ve, acc), *_ = np.linalg.lstsq(B, v[sel], rcond=None)
+    lag = -dt[:, None]
+    carried = q[sel] + ve * lag - 0.5 * acc * lag * lag
+    return carried.mean(axis=0), ve
+
+
+def trigger_edges(rec: Recording) -> np.ndarray:
+    """Times [s] of the rising edges of the trigger (see the module docstring)."""
+    s = rec.trigger.stopping
+    if s.size == 0:
+        return np.zeros(0)
+    prev = np.concatenate(([False], s[:-1]))
+    return rec.trigger.t[s & ~prev]
+
+
+def model_order(rec: Recording, robot: RobotModel) -> np.ndarray:
+    """Column index in the recording of each model joint; an error names a missing or foreign joint."""
+    names = rec.joints.names
+    extra = [n for n in names if n not in robot.joint_names]
+    missing = [n for n in robot.joint_names if n not in names]
+    if extra or missing:
+        what = (f"joint {extra[0]!r} is not in the model {robot.name!r}" if extra
+                else f"model joint {missing[0]!r} is not recorded")
+        raise RecordingError(f"{rec.name}: joints do not match the model: {what} "
+                             f"(recorded: {', '.join(names)})")
+    if robot.nq != robot.nv:
+        raise RecordingError(f"{rec.name}: the model {robot.name!r} has joints with more than one coordinate")
+    return np.array([names.index(n) for n in robot.joint_names])
+
+
+def _velocities(t: np.ndarray, q: np.ndarray) -> np.ndarray:
+    if t.size < 2:
+        return np.zeros_like(q)
+    return np.gradient(q, t, axis=0)
+
+
+def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = REST_TOLERANCE,
+               rest_hold: float = REST_HOLD, rest_speed: float = REST_SPEED,
+               pre_window: float = PRE_WINDOW) -> list[RecordedStop]:
+    """Every stop of ``rec`` as a :class:`~vtm_dynamics.core.estop.identification.RecordedStop` in model order."""
+    cols = model_order(rec, robot)
+    t = rec.joints.t
+    q = rec.joints.q[:, cols]
+    has_v = rec.joints.v is not None
+    v = rec.joints.v[:, cols] if has_v else _velocities(t, q)
+    edges = trigger_edges(rec)
+    if edges.size == 0:
+        raise RecordingError(f"{rec.name}: the trigger never signals a stop ({rec.rule.type_name} field "
+                             f"{rec.rule.field!r} never takes the values {', '.join(rec.rule.values)})")
+    stops = []
+    for n, te in enumerate(edges, start=1):
+        label = f"{rec.name}#{n}"
+        k = int(np.searchsorted(t, te, side="right")) - 1
+        if k < 0:
+            raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): no joint state before the trigger")
+        q0, v0 = state_at_trigger(t, q, v if has_v else None, k, te, window=pre_window)
+        after = np.flatnonzero(t > te)
+        nxt = edges[n] if n < edges.size else math.inf
+        end = None
+        for a in after:
+            if t[a] >= nxt:
+                break
+            window = (t >= t[a]) & (t <= t[a] + rest_hold)
+            if t[-1] < t[a] + rest_hold:
+                break
+            if np.all(np.abs(q[window] - q[a]) <= rest_tolerance):
+                end = a
+                break
+        if end is None:
+            moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[-1]) > rest_speed)] or ["?"]
+            cause = ("a new trigger came before the arm was at rest" if nxt < math.inf and t[-1] >= nxt
+                     else f"cut off by the end of the recording (still moving: {', '.join(moving)})")
+            raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): {cause}")
+        last = int(np.flatnonzero(t <= t[end] + rest_hold)[-1])
+        span = slice(after[0], last + 1)
+        stop_time = (settle_time(t[after[0]:last + 1] - te, v[after[0]:last + 1], rest_speed) if has_v
+                     else float(t[end] - te))
+        stops.append(RecordedStop(label, q0, v0, t[span] - te, q[span], stop_time, float(te)))
+    return stops
