@@ -46,7 +46,7 @@ def test_descriptors_are_visible_through_the_ros_parameter_api():
 @pytest.mark.parametrize("name, value, reason", [
     ("horizon", -1.0, "horizon: must be a finite number > 0 (got -1.0)"),
     ("stop_category", 2, "stop_category: must be one of 0, 1 (got 2)"),
-    ("robot", "ur10", "robot: must be one of '', 'ur5', 'planar_3r' (got 'ur10')"),
+    ("robot", "ur10", "robot: must be one of '', 'ur5', 'ur3', 'planar_3r' (got 'ur10')"),
     ("brake_config", "/nonexistent/brakes.yaml", "brake_config: file does not exist"),
     ("continuous_rate", 5000.0, "continuous_rate: must lie in [0.0, 1000.0]"),
     ("event_burst", 0, "event_burst: must lie in [1, 100000] (got 0)"),

@@ -125,12 +125,21 @@ class HeldSetDynamics:
         return np.where(self.rise > 0.0, np.clip((t - self.engage_t) / self.rise_safe, 0.0, 1.0), 1.0)
 
     def _capacity(self, cap: np.ndarray, idx, t: float) -> np.ndarray:
-        """Holding capacities ``cap`` [N m] of the velocity indices ``idx`` at time t [s]: a brake's capacity rises
-        with its torque (r(t) hold); other capacities (pawls, locks) are not scaled."""
+        """Holding capacities ``cap`` [N m] of the velocity indices ``idx`` (None: all joints) at time t [s]: a
+        brake's capacity rises with its torque (r(t) hold); other capacities (pawls, locks) are not scaled.
+
+        An infinite capacity times a zero rise factor is not a number: a brake's capacity is zero until its rise
+        begins, whatever its size, and lock capacities are never multiplied."""
         if not self.has_rise:
             return cap
-        hold = self.hold.take(idx) if not np.isscalar(idx) else self.hold[idx]
-        return np.where(cap == hold, cap * self._ramp(t).take(idx), cap)
+        if idx is None:
+            hold, r = self.hold, self._ramp(t)
+        else:
+            hold = self.hold.take(idx) if not np.isscalar(idx) else self.hold[idx]
+            r = self._ramp(t).take(idx)
+        with np.errstate(invalid="ignore"):  # inf x 0 where a rise has not begun: replaced by 0 below
+            rising = hold * r
+        return np.where(cap == hold, np.where(r > 0.0, rising, 0.0), cap)
 
     def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a [rad/s^2], lambda_L [N m], tau_b [N m]) for the current phase (eq. (3) with held joints).

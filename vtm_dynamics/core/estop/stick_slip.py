@@ -63,9 +63,7 @@ class StickSlipDecisions:
         self._k_after = None
         if C.size == 0:
             return StickSlipOutcome([], [], [])
-        cap = np.where(self.locked, self.cap, self.hold)
-        if self.has_rise:  # a brake's capacity rises with its torque (r(t) hold)
-            cap = np.where(cap == self.hold, cap * self._ramp(t), cap)
+        cap = self._capacity(np.where(self.locked, self.cap, self.hold), None, t)  # brakes' capacities rise (r(t) hold)
         C_list = C.tolist()
         S = set(C_list)
         d = np.zeros(self.nv)
