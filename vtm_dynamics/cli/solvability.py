@@ -57,7 +57,7 @@ def format_report(report: SolvabilityReport) -> str:
         f"loop-closure residual {report.closure_residual:.2g}",
         "",
     ]
-    header = f"{'pair':<16} {'type':<12} {'rows':>4}  {'verdict':<11} {'|B_X|/s1':>9}  {'dim(X^Y)':>8}  unique components"
+    header = f"{'pair':<16} {'type':<18} {'rows':>4}  {'verdict':<11} {'|B_X|/s1':>9}  {'dim(X^Y)':>8}  unique components"
     lines += [header, "-" * len(header)]
     for p in report.pairs:
         verdict = "solvable" if p.solvable else "UNSOLVABLE"
@@ -71,7 +71,7 @@ def format_report(report: SolvabilityReport) -> str:
         else:
             unique = "none"
         flag = "" if p.criteria_agree else "  (criteria disagree)"
-        lines.append(f"{p.name:<16} {p.type:<12} {len(p.rows):>4}  {verdict:<11} {p.qr_residual:>9.2e}  {dim:>8}  "
+        lines.append(f"{p.name:<16} {p.type:<18} {len(p.rows):>4}  {verdict:<11} {p.qr_residual:>9.2e}  {dim:>8}  "
                      f"{unique}{flag}")
     if report.free_pairs:
         lines.append(f"pairs without constraint rows: {', '.join(report.free_pairs)}")
