@@ -34,7 +34,7 @@ def twenty(tmp_path_factory):
 
 
 def test_twenty_stops_give_the_true_brakes(twenty):
-    """About a minute and a half (the fit)."""
+    """About one to two minutes (the fit)."""
     robot, stops = twenty
     ident = identify_brakes(robot, prior_brakes(robot).brakes, stops)
     truth = {b.joint: b for b in true_brakes(robot).brakes}
