@@ -1,4 +1,5 @@
-"""Benchmark: identification time for 20 recorded UR5 stops (target <= 30 s on this machine), with its ratio to one
+"""Benchmark: identification time for 20 recorded UR5 stops (target <= 30 s on this machine), fitted twice in the
+same run, from the prior and from the closed-form regression start (ratio of the two times), with its ratio to one
 prediction of the same stops measured in the same run, the accuracy of the fit against the known truth, and the
 cost the optional brake terms (Stribeck breakaway, brake torque rise, rotor armature) add per prediction, as a
 ratio against the same stops with the Coulomb + viscous model, same run.

@@ -51,6 +51,7 @@ def test_twenty_stops_give_the_true_brakes(twenty):
     # bound lies between the prior's capacity (too low for these stops) and the truth's
     elbow = est[("elbow_joint", "holding_torque")]
     assert not elbow.identifiable and elbow.value is None and "at least" in elbow.reason
+    assert elbow.lower_bound == fitted_holding(ident, "elbow_joint")
     fitted = {b.joint: b for b in ident.brakes}
     assert elbow.prior < fitted["elbow_joint"].holding_torque <= 1.02 * truth["elbow_joint"].holding_torque
     for e in ident.estimates:
@@ -78,3 +79,7 @@ def test_an_unknown_start_is_refused(twenty):
     robot, stops = twenty
     with pytest.raises(IdentificationError, match="start"):
         identify_brakes(robot, prior_brakes(robot).brakes, stops[:1], start="guess")
+
+
+def fitted_holding(ident, joint: str) -> float:
+    return {b.joint: b for b in ident.brakes}[joint].holding_torque

@@ -121,7 +121,8 @@ class FitParameter:
 @dataclass(frozen=True)
 class ParameterEstimate:
     """The result for one parameter. ``value``/``sigma`` (1-sigma) are None when not ``identifiable``; ``reason``
-    says why and ``test_motion`` what recording would identify it. ``prior`` is the starting value."""
+    says why and ``test_motion`` what recording would identify it. ``prior`` is the prior's value;
+    ``lower_bound`` what the stops show a threshold to be at least (None: nothing shown)."""
 
     joint: str
     field: str
@@ -131,6 +132,7 @@ class ParameterEstimate:
     prior: float
     reason: str = ""
     test_motion: str = ""
+    lower_bound: float | None = None  # a threshold (holding capacity) the stops show to be at least this
 
 
 @dataclass(frozen=True)
@@ -439,7 +441,8 @@ def identify_brakes(
     starts: ``"regression"`` (default) the closed-form sliding and viscous estimates of
     :func:`regression_start` for the fitted fields, ``"prior"`` the prior itself. Returns an
     :class:`Identification`; parameters that the stops cannot identify keep their prior value in ``brakes`` and
-    have ``value`` None in ``estimates``.
+    have ``value`` None in ``estimates``; a holding capacity the stops needed above its start carries the lower
+    bound they show in ``lower_bound`` and in ``brakes``.
     """
     started = time.perf_counter()
     say = progress or (lambda _text: None)
@@ -562,7 +565,8 @@ def identify_brakes(
         if reason:
             keep[(p.joint, p.field)] = bounds.get(i, raw_prior)
             estimates.append(ParameterEstimate(p.joint, p.field, None, None, False, prior_value, reason,
-                                               TEST_MOTION.get(p.field, "a stop that exercises {j}").format(j=p.joint)))
+                                               TEST_MOTION.get(p.field, "a stop that exercises {j}").format(j=p.joint),
+                                               bounds.get(i)))
         else:
             estimates.append(ParameterEstimate(p.joint, p.field, float(value), float(sd), True, prior_value))
     brakes = tuple(dataclasses.replace(b, **{f: v for (j, f), v in keep.items() if j == b.joint})
