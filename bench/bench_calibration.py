@@ -1,4 +1,5 @@
-"""Benchmark: identification time for 20 recorded UR5 stops (target <= 30 s on this machine), with its ratio to one
+"""Benchmark: identification time for 20 recorded UR5 stops (target <= 30 s on this machine), fitted twice in the
+same run, from the prior and from the closed-form regression start (ratio of the two times), with its ratio to one
 prediction of the same stops measured in the same run, the accuracy of the fit against the known truth, and the
 cost the optional brake terms (Stribeck breakaway, brake torque rise, rotor armature) add per prediction, as a
 ratio against the same stops with the Coulomb + viscous model, same run.
@@ -35,6 +36,30 @@ from vtm_dynamics.recordings.simulated import StopStart, simulate_stops, write_s
 from vtm_dynamics.recordings.stops import find_stops  # noqa: E402
 
 
+def report(ident, truth: BrakeSet, t_one: float, n_stops: int) -> None:
+    """Print the solver's result, the time and each parameter against the truth."""
+    print(f"  solver: {ident.message}; residual RMS {ident.residual_rms:.3g} rad")
+    print(f"  identification of {n_stops} stops: {ident.seconds:.1f} s ({ident.n_predictions} predictions); "
+          f"target <= 30 s: {'met' if ident.seconds <= 30 else 'NOT met'}")
+    print(f"  one prediction (same stops, same run): {1e3 * t_one:.1f} ms; identification / prediction = "
+          f"{ident.seconds / t_one:.0f}; identification / (its predictions x one prediction) = "
+          f"{ident.seconds / (ident.n_predictions * t_one):.2f}")
+    tb = {b.joint: b for b in truth.brakes}
+    for e in ident.estimates:
+        value = f"{e.value:10.4g} +- {e.sigma:.2g}" if e.identifiable else f"{'-':>10}    ({e.reason})"
+        print(f"    {e.joint:<20}{e.field:<16} truth {getattr(tb[e.joint], e.field):10.4g}  fit {value}")
+    worst = {}
+    for e in ident.estimates:
+        if e.identifiable and e.field in ("sliding_torque", "viscous"):
+            true = getattr(tb[e.joint], e.field)
+            worst[e.field] = max(worst.get(e.field, 0.0), abs(e.value - true) / true)
+        if e.identifiable and e.field == "engage_delay":
+            worst["delay_ms"] = max(worst.get("delay_ms", 0.0), 1e3 * abs(e.value - tb[e.joint].engage_delay))
+    print("  largest error of the identified terms against the truth: "
+          + ", ".join(f"{k} {100 * v:.1f} %" if k != "delay_ms" else f"delay {v:.3f} ms" for k, v in worst.items())
+          + f"; not identifiable: {len(ident.not_identifiable)} of {len(ident.estimates)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stops", type=int, default=20)
@@ -65,28 +90,15 @@ def main() -> int:
         predict_stop(robot, prior, s.q0, s.v0, settings=StopSettings(step=0.01))
     t_one = (time.perf_counter() - t0) / len(stops)
 
-    ident = identify_brakes(robot, prior.brakes, stops, max_iterations=args.max_iterations,
-                            progress=lambda text: print("  " + text, flush=True) if "Jacobian" not in text else None)
-    print(f"solver: {ident.message}; residual RMS {ident.residual_rms:.3g} rad")
-    print(f"identification of {len(stops)} stops: {ident.seconds:.1f} s ({ident.n_predictions} predictions); "
-          f"target <= 30 s: {'met' if ident.seconds <= 30 else 'NOT met'}")
-    print(f"one prediction (same stops, same run): {1e3 * t_one:.1f} ms; identification / prediction = "
-          f"{ident.seconds / t_one:.0f}; identification / (its predictions x one prediction) = "
-          f"{ident.seconds / (ident.n_predictions * t_one):.2f}")
-    tb = {b.joint: b for b in truth.brakes}
-    for e in ident.estimates:
-        value = f"{e.value:10.4g} +- {e.sigma:.2g}" if e.identifiable else f"{'-':>10}    ({e.reason})"
-        print(f"  {e.joint:<20}{e.field:<16} truth {getattr(tb[e.joint], e.field):10.4g}  fit {value}")
-    worst = {}
-    for e in ident.estimates:
-        if e.identifiable and e.field in ("sliding_torque", "viscous"):
-            true = getattr(tb[e.joint], e.field)
-            worst[e.field] = max(worst.get(e.field, 0.0), abs(e.value - true) / true)
-        if e.identifiable and e.field == "engage_delay":
-            worst["delay_ms"] = max(worst.get("delay_ms", 0.0), 1e3 * abs(e.value - tb[e.joint].engage_delay))
-    print("largest error of the identified terms against the truth: "
-          + ", ".join(f"{k} {100 * v:.1f} %" if k != "delay_ms" else f"delay {v:.3f} ms" for k, v in worst.items())
-          + f"; not identifiable: {len(ident.not_identifiable)} of {len(ident.estimates)}")
+    seconds = {}
+    for start in ("prior", "regression"):
+        print(f"fit started from the {start}:")
+        ident = identify_brakes(robot, prior.brakes, stops, max_iterations=args.max_iterations, start=start,
+                                progress=lambda text: print("  " + text, flush=True) if "Jacobian" not in text else None)
+        seconds[start] = ident.seconds
+        report(ident, truth, t_one, len(stops))
+    print(f"identification time, start from the closed-form regression / start from the prior (same run): "
+          f"{seconds['regression']:.1f} s / {seconds['prior']:.1f} s = x{seconds['regression'] / seconds['prior']:.2f}")
 
     full = BrakeSet.from_brakes(robot, [dataclasses.replace(
         b, breakaway_torque=1.3 * b.sliding_torque, stribeck_velocity=0.2, rise_time=0.005, armature=0.05)
