@@ -57,6 +57,13 @@ def test_twenty_stops_give_the_true_brakes(twenty):
     for e in ident.estimates:
         if e.field == "holding_torque":
             assert e.value is None and e.sigma is None, e.joint
+    # the YAML says why the elbow's capacity is what it is (a bound the stops showed, not a prior nor a floor)
+    from vtm_dynamics.cli.stop_report import brake_yaml
+
+    text = brake_yaml(ident, ["twenty"])
+    block = text[text.index("    elbow_joint:"):]
+    line = next(x for x in block.splitlines() if x.strip().startswith("holding_torque:"))
+    assert "lower bound shown by the stops" in line, line
 
 
 def test_regression_start_is_near_the_truth(twenty):

@@ -79,6 +79,7 @@ def brake_yaml(ident: Identification, sources: Sequence[str]) -> str:
     the stops could not identify carries a comment saying it is the prior value."""
     unknown = {(e.joint, e.field) for e in ident.not_identifiable}
     priors = {(e.joint, e.field): e.prior for e in ident.estimates}
+    shown = {(e.joint, e.field) for e in ident.estimates if e.lower_bound is not None}
     out = [f"# brakes identified by vtm-calibrate from {len(sources)} recording(s): {', '.join(sources)}",
            f"# robot {ident.robot}; residual RMS {ident.residual_rms:.3g} rad over {ident.n_residuals} samples",
            "# joint-side values; units: s, N m, N m s/rad", "brakes:", "  joints:"]
@@ -100,6 +101,8 @@ def brake_yaml(ident: Identification, sources: Sequence[str]) -> str:
                                                       and value is not None):
                 note = ("  # not identified: raised to its lower bound (breakaway >= sliding, holding >= "
                         "breakaway)")
+            if (b.joint, f) in shown and not (f == "holding_torque" and raised):
+                note = "  # lower bound shown by the stops (a joint at rest held the others' reaction)"
             out.append(f"      {f}: {text}{note}")
     return "\n".join(out) + "\n"
 
