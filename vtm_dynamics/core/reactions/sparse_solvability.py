@@ -42,7 +42,7 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     GROUND,
     AbsoluteModel,
     PairRows,
-    _pair_frame,
+    _pair_point,
     _skew,
     body_poses,
     closure_residuals,
@@ -102,7 +102,7 @@ def sparse_constraint_matrix(model: AbsoluteModel, q) -> SparseConstraintMatrix:
         if nr == 0:
             free.append(pair.name)
             continue
-        R, p = _pair_frame(pair, poses)
+        R, p = _pair_point(pair, poses)  # point contacts act at the child's point, as in constraint_matrix
         Ww = np.vstack([R @ W[:3], R @ W[3:]])
         for link, sign in ((pair.child, 1.0), (pair.parent, -1.0)):
             if link == GROUND:

@@ -1,0 +1,43 @@
+"""The sparse constraint matrix has the dense matrix's rows in every configuration, point contacts included.
+
+A point contact (point_on_line, point_on_plane) acts at the child's pair point, which slides over the parent's line
+or plane: away from the reference configuration the two points differ, and rows evaluated at the parent's point
+miss a moment arm. The dense matrix (``constraint_matrix``) is the reference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, constraint_matrix, load_absolute_model
+from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix
+from vtm_dynamics.core.reactions.sparse_solvability import analyze_sparse_constraint_matrix, sparse_constraint_matrix
+from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+URDF = Path(__file__).resolve().parents[3] / "urdf"
+
+
+def _moved_slider_crank(planar: bool):
+    model = load_absolute_model(read_urdf_file(str(URDF / "slider_crank_point_on_plane.urdf")), planar=planar)
+    q = pin.neutral(model.pin_model)
+    q[0] = 0.7  # crank turned: the piston pin has slid away from the pair frame's origin on the parent
+    return model, assemble_loops(model, q)
+
+
+def test_point_contact_rows_of_the_sparse_matrix_equal_the_dense_rows_away_from_the_reference():
+    for planar in (False, True):
+        model, q = _moved_slider_crank(planar)
+        dense = constraint_matrix(model, q).matrix
+        sparse = sparse_constraint_matrix(model, q).matrix.toarray()
+        assert np.allclose(sparse, dense, atol=1e-12, rtol=0.0), planar
+
+
+def test_point_contact_verdicts_of_both_paths_agree_away_from_the_reference():
+    model, q = _moved_slider_crank(False)
+    dense = analyze_constraint_matrix(constraint_matrix(model, q))
+    sparse = analyze_sparse_constraint_matrix(sparse_constraint_matrix(model, q))
+    assert (sparse.rank, sparse.redundancy) == (dense.rank, dense.redundancy)
+    assert [p.solvable for p in sparse.pairs] == [p.solvable for p in dense.pairs]
