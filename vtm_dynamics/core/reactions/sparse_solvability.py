@@ -35,6 +35,7 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 
@@ -267,13 +268,10 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         rest = np.setdiff1d(np.arange(m), cand)
         if rest.size == 0 or _combined_outside(A, rest, Q, cand.size) <= tol:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
-        norms = np.array([_outside_norm(A, d, Q, cand.size) for d in rest])
-        outside = rest[norms > tol]
+        outside, parts = _outside_rows(A, rest, Q, cand.size, tol)
         if outside.size == 0:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
-        if attempt:  # repairing: the farthest row only
-            outside = rest[[int(np.argmax(norms))]]
-        cand = np.sort(np.concatenate([cand, outside]))
+        cand = np.sort(np.concatenate([cand, outside[_independent_columns(parts, tol)]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
 
 
@@ -286,12 +284,51 @@ def _combined_outside(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int) -
     return float(max(np.linalg.norm(Q.rmatvec(Y[:, j])[r:]) for j in range(Y.shape[1])))
 
 
-def _outside_norm(A: scipy.sparse.csr_matrix, d: int, Q, r: int) -> float:
-    """Norm of the part of row d of A outside the span of the r rows factorized in Q [units of A]."""
+def _outside_part(A: scipy.sparse.csr_matrix, d: int, Q, r: int) -> np.ndarray:
+    """The part of row d of A outside the span of the r rows factorized in Q, in Q's coordinates [units of A]."""
     c = A[d].toarray().ravel()
-    if Q is None:
-        return float(np.linalg.norm(c))
-    return float(np.linalg.norm(Q.rmatvec(c)[r:]))
+    return c if Q is None else Q.rmatvec(c)[r:]
+
+
+def _outside_rows(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int, tol: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``rest`` farther than ``tol`` from span(C_I), and their outside parts (columns).
+
+    Group testing: a random combination of a group of rows has an outside part above ``tol`` (with probability
+    one) iff some row of the group has; groups that pass are halved until single rows remain, each measured
+    exactly. k rows outside among |rest| cost about 8 k log2|rest| products with Q instead of |rest|.
+    """
+    found, parts = [], []
+    groups = [rest]
+    while groups:
+        group = groups.pop()
+        if group.size == 1:
+            part = _outside_part(A, int(group[0]), Q, r)
+            if np.linalg.norm(part) > tol:
+                found.append(int(group[0]))
+                parts.append(part)
+        elif _combined_outside(A, group, Q, r) > tol:
+            half = group.size // 2
+            groups.extend((group[half:], group[:half]))
+    if not found:  # a random combination can cancel by chance: measure every row
+        all_parts = [_outside_part(A, int(d), Q, r) for d in rest]
+        keep = [i for i, v in enumerate(all_parts) if np.linalg.norm(v) > tol]
+        found, parts = [int(rest[i]) for i in keep], [all_parts[i] for i in keep]
+    if not found:
+        return np.zeros(0, dtype=int), np.zeros((0, 0))
+    return np.asarray(found), np.column_stack(parts)
+
+
+def _independent_columns(parts: np.ndarray, tol: float) -> np.ndarray:
+    """Indices of columns of ``parts`` independent at ``tol`` (pivoted QR; the first pivot always).
+
+    The columns are the parts of rows outside span(C_I); adding the rows of an independent subset keeps the
+    candidate set independent, so the repair neither adds two rows that repeat one another nor cycles.
+    """
+    _, Rp, piv = scipy.linalg.qr(parts, mode="economic", pivoting=True)
+    d = np.abs(np.diag(Rp))
+    k = max(1, int(np.sum(d > tol)))
+    return np.sort(piv[:k])
 
 
 def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int = SKETCH_COLUMNS,
