@@ -41,3 +41,17 @@ def test_point_contact_verdicts_of_both_paths_agree_away_from_the_reference():
     sparse = analyze_sparse_constraint_matrix(sparse_constraint_matrix(model, q))
     assert (sparse.rank, sparse.redundancy) == (dense.rank, dense.redundancy)
     assert [p.solvable for p in sparse.pairs] == [p.solvable for p in dense.pairs]
+
+
+def test_stacked_pair_ranks_equal_numerical_rank_block_by_block():
+    from vtm_dynamics.core.numerics import numerical_rank
+    from vtm_dynamics.core.reactions.sparse_solvability import _block_ranks
+
+    rng = np.random.default_rng(5)
+    blocks = []
+    for _ in range(300):
+        k, n, r = int(rng.integers(1, 7)), int(rng.integers(1, 13)), int(rng.integers(0, 7))
+        b = rng.standard_normal((k, min(r, k, n))) @ rng.standard_normal((min(r, k, n), n))
+        blocks.append(b if rng.random() > 0.1 else np.zeros((k, n)))
+    blocks.append(np.zeros((2, 0)))
+    assert _block_ranks(blocks, 1e-9) == [numerical_rank(b, atol=1e-9) for b in blocks]

@@ -48,7 +48,6 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     body_poses,
     closure_residuals,
 )
-from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.reactions.solvability import (
     DEFAULT_RANK_RTOL,
     PairSolvability,
@@ -360,6 +359,31 @@ def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int =
     return Qs
 
 
+def _pair_block(A: scipy.sparse.csr_matrix, rows: tuple[int, ...]) -> np.ndarray:
+    """C_X as a dense matrix over the columns it touches (a pair's rows are consecutive; indices sorted)."""
+    lo, hi = A.indptr[rows[0]], A.indptr[rows[-1] + 1]
+    support, inverse = np.unique(A.indices[lo:hi], return_inverse=True)
+    block = np.zeros((len(rows), support.size))
+    row_of = np.repeat(np.arange(len(rows)), np.diff(A.indptr[rows[0]:rows[-1] + 2]))
+    np.add.at(block, (row_of, inverse), A.data[lo:hi])
+    return block
+
+
+def _block_ranks(blocks: list[np.ndarray], tol: float) -> list[int]:
+    """numerical_rank(block, atol=tol) of every block, by one stacked SVD per block shape."""
+    ranks = [0] * len(blocks)
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for i, b in enumerate(blocks):
+        if b.size:
+            by_shape.setdefault(b.shape, []).append(i)
+    for idx in by_shape.values():
+        s = np.linalg.svd(np.stack([blocks[i] for i in idx]), compute_uv=False)
+        counts = np.where(s[:, 0] == 0.0, 0, np.sum(s > tol, axis=1))
+        for i, c in zip(idx, counts):
+            ranks[i] = int(c)
+    return ranks
+
+
 def analyze_sparse_constraint_matrix(
     C: SparseConstraintMatrix, rank_rtol: float = DEFAULT_RANK_RTOL, model_name: str = "",
 ) -> SolvabilityReport:
@@ -389,18 +413,14 @@ def analyze_sparse_constraint_matrix(
     releasable = np.linalg.norm(L, axis=1) > _DIRECTION_TOL if p else np.zeros(m, dtype=bool)
     pairs = []
     A.sort_indices()
-    for pr in C.pairs:
+    blocks = [_pair_block(A, pr.rows) for pr in C.pairs]
+    ranks = _block_ranks(blocks, tol)
+    for pr, CXd, rank_x in zip(C.pairs, blocks, ranks):
         rows = list(pr.rows)
-        lo, hi = A.indptr[rows[0]], A.indptr[rows[-1] + 1]  # a pair's rows are consecutive
-        support, inverse = np.unique(A.indices[lo:hi], return_inverse=True)
-        CXd = np.zeros((len(rows), support.size))
-        row_of = np.repeat(np.arange(len(rows)), np.diff(A.indptr[rows[0]:rows[-1] + 2]))
-        np.add.at(CXd, (row_of, inverse), A.data[lo:hi])
         LX = L[rows]
         B = CXd.T @ LX
         qr_res = float(np.linalg.norm(B) / smax) if smax > 0 else 0.0
         qr_ok = qr_res <= rank_rtol * 10.0
-        rank_x = numerical_rank(CXd, atol=tol) if CXd.size else 0
         if not p or not np.any(np.abs(LX) > _DIRECTION_TOL):  # no redundancy reaches this pair
             indet, det = np.zeros((len(rows), 0)), np.eye(len(rows))
         else:
