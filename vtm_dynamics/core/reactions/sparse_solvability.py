@@ -25,6 +25,10 @@ Anything that fails a check is a :class:`SolvabilityError` ("rank decision uncle
 same verdicts on the shipped models and on random mechanisms (tests). SuiteSparseQR comes from the ``pyspqr``
 wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
+
+Size: about 490 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
+near-null space), the sketch of the left null space and the per-pair verdicts are one algorithm whose steps
+share the factorization and the tolerance; split, each part would need the others' internals.
 """
 
 from __future__ import annotations
