@@ -328,20 +328,27 @@ def _outside_rows(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int, tol: 
 
     Group testing: a random combination of a group of rows has an outside part above ``tol`` (with probability
     one) iff some row of the group has; groups that pass are halved until single rows remain, each measured
-    exactly. k rows outside among |rest| cost about 8 k log2|rest| products with Q instead of |rest|.
+    exactly. k rows outside among |rest| cost about 8 k log2|rest| products with Q instead of |rest|; once the
+    halving has spent |rest| products (many rows outside) the remaining groups are measured row by row.
     """
     found, parts = [], []
     groups = [rest]
+    budget = rest.size  # products by Q; many rows outside make halving dearer than measuring each row
     while groups:
         group = groups.pop()
-        if group.size == 1:
-            part = _outside_part(A, int(group[0]), Q, r)
-            if np.linalg.norm(part) > tol:
-                found.append(int(group[0]))
-                parts.append(part)
+        if budget <= 0 or group.size == 1:
+            for d in group:
+                part = _outside_part(A, int(d), Q, r)
+                if np.linalg.norm(part) > tol:
+                    found.append(int(d))
+                    parts.append(part)
+            budget -= group.size
         elif _combined_outside(A, group, Q, r) > tol:
+            budget -= 4
             half = group.size // 2
             groups.extend((group[half:], group[:half]))
+        else:
+            budget -= 4
     if not found:  # a random combination can cancel by chance: measure every row
         all_parts = [_outside_part(A, int(d), Q, r) for d in rest]
         keep = [i for i, v in enumerate(all_parts) if np.linalg.norm(v) > tol]
