@@ -25,13 +25,14 @@ wrench space does not split into an in-plane and an out-of-plane part is not pla
 Where the constraint depends on configuration the rows are evaluated at the poses Pinocchio's forward kinematics gives
 for ``q`` (loop closures must be assembled: see :func:`assemble_loops`).
 
-Size: about 560 lines: the body poses, twists, dynamics and the rows of every pair type (revolute, prismatic,
+Size: about 620 lines: the body poses, twists, dynamics and the rows of every pair type (revolute, prismatic,
 fixed, continuous, loop closures, knife edges) in spatial and planar form belong to one coordinate convention,
 which each function relies on.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -313,9 +314,35 @@ def _inertias(root: ET.Element) -> dict[str, BodyInertia]:
     return out
 
 
-def _pair_basis(name: str, kind: str, axis, planar: bool) -> tuple[np.ndarray, tuple[str, ...]]:
+_BASIS_CACHE_SIZE = 1024  # distinct (type, axis, mode) triples kept; a large model repeats a few of them
+
+
+@functools.lru_cache(maxsize=_BASIS_CACHE_SIZE)
+def _twist_complement(kind: str, axis: tuple[float, ...]) -> np.ndarray:
+    """Constraint wrench basis (pair frame, read-only) of a pair type and axis: one SVD per distinct pair shape."""
     W = _complement(allowed_twists(kind, np.asarray(axis)))
-    return _planar_restrict(name, W, planar)
+    W.flags.writeable = False  # shared by every pair of this shape
+    return W
+
+
+@functools.lru_cache(maxsize=_BASIS_CACHE_SIZE)
+def _cached_pair_basis(kind: str, axis: tuple[float, ...], planar: bool) -> tuple[np.ndarray, tuple[str, ...]]:
+    W, labels = _planar_restrict("", _twist_complement(kind, axis), planar)
+    W.flags.writeable = False
+    return W, labels
+
+
+def _pair_basis(name: str, kind: str, axis, planar: bool) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Constraint wrench basis and labels of pair ``name``; computed once per (type, axis, planar).
+
+    Errors are not cached: on one, the basis is computed again with the name, so the message names the pair.
+    """
+    key = tuple(float(x) for x in axis)
+    try:
+        return _cached_pair_basis(kind, key, planar)
+    except AbsoluteModelError:
+        W = _complement(allowed_twists(kind, np.asarray(axis)))
+        return _planar_restrict(name, W, planar)
 
 
 def _planar_restrict(name: str, W: np.ndarray, planar: bool) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -504,7 +531,7 @@ def closure_residuals(model: AbsoluteModel, q=None) -> np.ndarray:
         Rb0, ob = poses[pair.child]
         Rb = Rb0 @ lc.child_origin.rotation()
         pb = ob + Rb0 @ np.asarray(lc.child_origin.xyz)
-        W = _complement(allowed_twists(lc.type, np.asarray(lc.axis)))
+        W = _twist_complement(lc.type, tuple(float(x) for x in lc.axis))
         err = np.concatenate([Ra.T @ (pb - pa), pin.log3(Ra.T @ Rb)])
         out.append(W.T @ err)
     return np.concatenate(out) if out else np.zeros(0)

@@ -208,7 +208,8 @@ def _split_directions(NX: np.ndarray, tol: float = 1e-8) -> tuple[np.ndarray, np
 
 
 def _vec(x: np.ndarray) -> tuple[float, ...]:
-    return tuple(float(round(v, 12)) + 0.0 for v in x)
+    """Components rounded to 12 decimals, −0.0 as 0.0 (numpy's rounding, vectorised: one call per direction)."""
+    return tuple((np.round(np.asarray(x, dtype=float), 12) + 0.0).tolist())
 
 
 def analyze_constraint_matrix(

@@ -25,6 +25,10 @@ Anything that fails a check is a :class:`SolvabilityError` ("rank decision uncle
 same verdicts on the shipped models and on random mechanisms (tests). SuiteSparseQR comes from the ``pyspqr``
 wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
+
+Size: about 490 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
+near-null space), the sketch of the left null space and the per-pair verdicts are one algorithm whose steps
+share the factorization and the tolerance; split, each part would need the others' internals.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 
@@ -42,12 +47,11 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     GROUND,
     AbsoluteModel,
     PairRows,
-    _pair_frame,
+    _pair_point,
     _skew,
     body_poses,
     closure_residuals,
 )
-from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.reactions.solvability import (
     DEFAULT_RANK_RTOL,
     PairSolvability,
@@ -102,7 +106,7 @@ def sparse_constraint_matrix(model: AbsoluteModel, q) -> SparseConstraintMatrix:
         if nr == 0:
             free.append(pair.name)
             continue
-        R, p = _pair_frame(pair, poses)
+        R, p = _pair_point(pair, poses)  # point contacts act at the child's point, as in constraint_matrix
         Ww = np.vstack([R @ W[:3], R @ W[3:]])
         for link, sign in ((pair.child, 1.0), (pair.parent, -1.0)):
             if link == GROUND:
@@ -229,6 +233,36 @@ def _sigma_min_triangular(R: scipy.sparse.csc_matrix, iterations: int = 30) -> t
     return est, x
 
 
+_NEAR_NULL_BLOCK = 8  # near-null directions sought at once; a Heath QR typically keeps a few dependent rows
+
+
+def _rows_carrying_near_null_space(R: scipy.sparse.csc_matrix, vec: np.ndarray, tol: float,
+                                   iterations: int = 12) -> np.ndarray:
+    """Columns of R (d ≥ 1) whose deletion removes the right singular directions of R below ``tol``.
+
+    Block inverse iteration on (R^T R)^{-1} from ``vec`` (σ_min's vector) and random vectors, Rayleigh-Ritz by an
+    SVD of R X; the d Ritz vectors below ``tol`` (at least σ_min's) pick d columns by a pivoted QR of their
+    transposes (a well-conditioned d × d block, so deleting those columns removes the d directions). One QR per
+    repair instead of one per dependent row (10,000 random bodies kept about ten dependent rows: ten QRs of 15 s).
+    """
+    r = R.shape[0]
+    b = min(_NEAR_NULL_BLOCK, r)
+    lu = scipy.sparse.linalg.splu(R.tocsc(), permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                                  options={"SymmetricMode": True})
+    X = np.random.default_rng(SKETCH_SEED + 2).standard_normal((r, b))
+    X[:, 0] = vec
+    X, _ = np.linalg.qr(X)
+    for _ in range(iterations):
+        Y = lu.solve(lu.solve(X, trans="T"))
+        if not np.all(np.isfinite(Y)):
+            break
+        X, _ = np.linalg.qr(Y)
+    _, sv, Vt = np.linalg.svd(R @ X, full_matrices=False)
+    near = X @ Vt.T[:, sv <= tol] if np.any(sv <= tol) else X @ Vt.T[:, [-1]]
+    _, _, piv = scipy.linalg.qr(near.T, mode="economic", pivoting=True)
+    return piv[: near.shape[1]]
+
+
 def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
     """Independent rows of A at absolute tolerance ``tol`` by SuiteSparseQR of A^T (Heath's rank detection).
 
@@ -258,22 +292,18 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
                 continue
             Rsq = R[: cand.size][:, np.arange(cand.size)]
             (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
-            if smin <= tol:  # the kept rows are dependent: drop the one the near-null vector weighs most
-                worst = int(perm[int(np.argmax(np.abs(vec)))])
-                cand = np.delete(cand, worst)
+            if smin <= tol:  # the kept rows are dependent: drop rows that carry the near-null space of R
+                cand = np.delete(cand, perm[_rows_carrying_near_null_space(Rsq, vec, tol)])
                 continue
         # every other row must lie in span(C_I): first for random combinations of them (one least-squares residual
         # per column; nonzero with probability one if any row is outside), row by row only if that fails
         rest = np.setdiff1d(np.arange(m), cand)
         if rest.size == 0 or _combined_outside(A, rest, Q, cand.size) <= tol:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
-        norms = np.array([_outside_norm(A, d, Q, cand.size) for d in rest])
-        outside = rest[norms > tol]
+        outside, parts = _outside_rows(A, rest, Q, cand.size, tol)
         if outside.size == 0:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
-        if attempt:  # repairing: the farthest row only
-            outside = rest[[int(np.argmax(norms))]]
-        cand = np.sort(np.concatenate([cand, outside]))
+        cand = np.sort(np.concatenate([cand, outside[_independent_columns(parts, tol)]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
 
 
@@ -286,12 +316,58 @@ def _combined_outside(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int) -
     return float(max(np.linalg.norm(Q.rmatvec(Y[:, j])[r:]) for j in range(Y.shape[1])))
 
 
-def _outside_norm(A: scipy.sparse.csr_matrix, d: int, Q, r: int) -> float:
-    """Norm of the part of row d of A outside the span of the r rows factorized in Q [units of A]."""
+def _outside_part(A: scipy.sparse.csr_matrix, d: int, Q, r: int) -> np.ndarray:
+    """The part of row d of A outside the span of the r rows factorized in Q, in Q's coordinates [units of A]."""
     c = A[d].toarray().ravel()
-    if Q is None:
-        return float(np.linalg.norm(c))
-    return float(np.linalg.norm(Q.rmatvec(c)[r:]))
+    return c if Q is None else Q.rmatvec(c)[r:]
+
+
+def _outside_rows(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int, tol: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``rest`` farther than ``tol`` from span(C_I), and their outside parts (columns).
+
+    Group testing: a random combination of a group of rows has an outside part above ``tol`` (with probability
+    one) iff some row of the group has; groups that pass are halved until single rows remain, each measured
+    exactly. k rows outside among |rest| cost about 8 k log2|rest| products with Q instead of |rest|; once the
+    halving has spent |rest| products (many rows outside) the remaining groups are measured row by row.
+    """
+    found, parts = [], []
+    groups = [rest]
+    budget = rest.size  # products by Q; many rows outside make halving dearer than measuring each row
+    while groups:
+        group = groups.pop()
+        if budget <= 0 or group.size == 1:
+            for d in group:
+                part = _outside_part(A, int(d), Q, r)
+                if np.linalg.norm(part) > tol:
+                    found.append(int(d))
+                    parts.append(part)
+            budget -= group.size
+        elif _combined_outside(A, group, Q, r) > tol:
+            budget -= 4
+            half = group.size // 2
+            groups.extend((group[half:], group[:half]))
+        else:
+            budget -= 4
+    if not found:  # a random combination can cancel by chance: measure every row
+        all_parts = [_outside_part(A, int(d), Q, r) for d in rest]
+        keep = [i for i, v in enumerate(all_parts) if np.linalg.norm(v) > tol]
+        found, parts = [int(rest[i]) for i in keep], [all_parts[i] for i in keep]
+    if not found:
+        return np.zeros(0, dtype=int), np.zeros((0, 0))
+    return np.asarray(found), np.column_stack(parts)
+
+
+def _independent_columns(parts: np.ndarray, tol: float) -> np.ndarray:
+    """Indices of columns of ``parts`` independent at ``tol`` (pivoted QR; the first pivot always).
+
+    The columns are the parts of rows outside span(C_I); adding the rows of an independent subset keeps the
+    candidate set independent, so the repair neither adds two rows that repeat one another nor cycles.
+    """
+    _, Rp, piv = scipy.linalg.qr(parts, mode="economic", pivoting=True)
+    d = np.abs(np.diag(Rp))
+    k = max(1, int(np.sum(d > tol)))
+    return np.sort(piv[:k])
 
 
 def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int = SKETCH_COLUMNS,
@@ -323,6 +399,31 @@ def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int =
     return Qs
 
 
+def _pair_block(A: scipy.sparse.csr_matrix, rows: tuple[int, ...]) -> np.ndarray:
+    """C_X as a dense matrix over the columns it touches (a pair's rows are consecutive; indices sorted)."""
+    lo, hi = A.indptr[rows[0]], A.indptr[rows[-1] + 1]
+    support, inverse = np.unique(A.indices[lo:hi], return_inverse=True)
+    block = np.zeros((len(rows), support.size))
+    row_of = np.repeat(np.arange(len(rows)), np.diff(A.indptr[rows[0]:rows[-1] + 2]))
+    np.add.at(block, (row_of, inverse), A.data[lo:hi])
+    return block
+
+
+def _block_ranks(blocks: list[np.ndarray], tol: float) -> list[int]:
+    """numerical_rank(block, atol=tol) of every block, by one stacked SVD per block shape."""
+    ranks = [0] * len(blocks)
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for i, b in enumerate(blocks):
+        if b.size:
+            by_shape.setdefault(b.shape, []).append(i)
+    for idx in by_shape.values():
+        s = np.linalg.svd(np.stack([blocks[i] for i in idx]), compute_uv=False)
+        counts = np.where(s[:, 0] == 0.0, 0, np.sum(s > tol, axis=1))
+        for i, c in zip(idx, counts):
+            ranks[i] = int(c)
+    return ranks
+
+
 def analyze_sparse_constraint_matrix(
     C: SparseConstraintMatrix, rank_rtol: float = DEFAULT_RANK_RTOL, model_name: str = "",
 ) -> SolvabilityReport:
@@ -352,18 +453,14 @@ def analyze_sparse_constraint_matrix(
     releasable = np.linalg.norm(L, axis=1) > _DIRECTION_TOL if p else np.zeros(m, dtype=bool)
     pairs = []
     A.sort_indices()
-    for pr in C.pairs:
+    blocks = [_pair_block(A, pr.rows) for pr in C.pairs]
+    ranks = _block_ranks(blocks, tol)
+    for pr, CXd, rank_x in zip(C.pairs, blocks, ranks):
         rows = list(pr.rows)
-        lo, hi = A.indptr[rows[0]], A.indptr[rows[-1] + 1]  # a pair's rows are consecutive
-        support, inverse = np.unique(A.indices[lo:hi], return_inverse=True)
-        CXd = np.zeros((len(rows), support.size))
-        row_of = np.repeat(np.arange(len(rows)), np.diff(A.indptr[rows[0]:rows[-1] + 2]))
-        np.add.at(CXd, (row_of, inverse), A.data[lo:hi])
         LX = L[rows]
         B = CXd.T @ LX
         qr_res = float(np.linalg.norm(B) / smax) if smax > 0 else 0.0
         qr_ok = qr_res <= rank_rtol * 10.0
-        rank_x = numerical_rank(CXd, atol=tol) if CXd.size else 0
         if not p or not np.any(np.abs(LX) > _DIRECTION_TOL):  # no redundancy reaches this pair
             indet, det = np.zeros((len(rows), 0)), np.eye(len(rows))
         else:
