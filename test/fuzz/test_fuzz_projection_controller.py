@@ -49,7 +49,8 @@ def effort_limits(urdf: str) -> dict[str, float]:
 
 
 class Rig:
-    def __init__(self) -> None:
+    def __init__(self, *parameters: Parameter) -> None:
+        """The slider-crank controller; ``parameters`` are added to its ``urdf_path``."""
         import os
 
         from vtm_dynamics.nodes.model_source import package_share_dir
@@ -58,7 +59,7 @@ class Rig:
         init_ros()
         self.capture = LogCapture().install()
         path = os.path.join(package_share_dir("urdf"), "slider_crank.urdf")
-        self.node = ProjectionController(parameter_overrides=[Parameter("urdf_path", value=path)])
+        self.node = ProjectionController(parameter_overrides=[Parameter("urdf_path", value=path), *parameters])
         self.a = projection_controller_adapter(self.node)
         self.cycle = projection_controller_cycle(self.node)
         self.commands = projection_controller_commands(self.node)

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 import pytest
-import rclpy
 from geometry_msgs.msg import WrenchStamped
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -21,18 +20,13 @@ from rclpy.parameter import Parameter
 
 from test.fuzz import strategies as S
 from test.fuzz.harness import (
-    LogCapture,
     NodeAdapter,
     check_outcome,
     deliver,
-    init_ros,
-    projection_controller_adapter,
-    projection_controller_commands,
-    projection_controller_cycle,
     surveyable,
 )
 from test.fuzz.scale import examples
-from test.fuzz.test_fuzz_projection_controller import BRANCH, THETA, Rig, check_efforts, effort_limits
+from test.fuzz.test_fuzz_projection_controller import Rig, check_efforts
 
 CLOSURE = "slider_guide"  # the loop closure of urdf/slider_crank.urdf
 
@@ -40,22 +34,11 @@ CLOSURE = "slider_guide"  # the loop closure of urdf/slider_crank.urdf
 class ForceRig(Rig):
     """The slider-crank controller with force control on and the force measured from the topic."""
 
-    def __init__(self) -> None:  # not super().__init__: that one builds a controller without force control
-        import os
-
+    def __init__(self) -> None:
         from rclpy.serialization import serialize_message
 
-        from vtm_dynamics.nodes.model_source import package_share_dir
-        from vtm_dynamics.nodes.projection_controller import ProjectionController
-
-        init_ros()
-        self.capture = LogCapture().install()
-        path = os.path.join(package_share_dir("urdf"), "slider_crank.urdf")
-        self.node = ProjectionController(parameter_overrides=[
-            Parameter("urdf_path", value=path), Parameter("force_control", value=True),
-            Parameter("force_measurement", value="topic")])
-        base = projection_controller_adapter(self.node)
-        node = self.node
+        super().__init__(Parameter("force_control", value=True), Parameter("force_measurement", value="topic"))
+        base, node = self.a, self.node
 
         def task_trajectory(msg):
             node._on_task_trajectory(serialize_message(msg))
@@ -69,10 +52,6 @@ class ForceRig(Rig):
                         "constraint_wrench_setpoint": ("constraint_wrench_setpoint",),
                         "constraint_wrench": ("constraint_wrench",)},
             forget=base.forget)
-        self.cycle = projection_controller_cycle(node)
-        self.commands = projection_controller_commands(node)
-        self.limits = effort_limits(S.slider_crank_urdf())
-        self.q = BRANCH * THETA
 
 
 def wrench(name: str, values) -> WrenchStamped:

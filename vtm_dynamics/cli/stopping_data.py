@@ -25,7 +25,7 @@ import sys
 from dataclasses import asdict
 from typing import Sequence
 
-from vtm_dynamics.cli.stopping_robots import LoadedRobot, load_robot
+from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
 from vtm_dynamics.core.estop.category0_fit import SPECS as CATEGORY0_FITS
@@ -228,10 +228,7 @@ def write_report(path: str, loaded: LoadedRobot, brakes: BrakeSet, spec: Stoppin
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=PROG, description="ISO 10218-1 style stopping data: charts, CSV/JSON and a "
                                  "PDF report.")
-    ap.add_argument("robot", nargs="?", default="ur5", help="ur5 | ur3 (ignored with --urdf)")
-    ap.add_argument("--urdf", help="URDF file of another robot (needs --brakes, --tcp-frame)")
-    ap.add_argument("--brakes", help="brake YAML (default: the robot's)")
-    ap.add_argument("--tcp-frame", help="payload / TCP frame")
+    add_robot_arguments(ap, tcp_help="payload / TCP frame")
     ap.add_argument("--max-payload", type=float, help="maximum payload [kg]")
     ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% speed [rad/s] of each tested joint")
     ap.add_argument("--fold", help="joint that folds the arm to 33/66 %% extension (default: the elbow-like joint)")

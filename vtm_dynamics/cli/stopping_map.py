@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from vtm_dynamics.cli.stopping_robots import load_robot
+from vtm_dynamics.cli.stopping_robots import add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.stopping.workspace_map import MapSpec
 from vtm_dynamics.scaleout.chunk_store import read_result
@@ -36,10 +36,7 @@ PROG = "vtm-stopping-map"
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=PROG, description="Workspace stopping map: TCP stopping distance and time "
                                  "over sampled states, on a local or an existing Dask cluster.")
-    ap.add_argument("robot", nargs="?", default="ur5", help="ur5 | ur3 (ignored with --urdf)")
-    ap.add_argument("--urdf", help="URDF file of another robot (needs --brakes and --tcp-frame)")
-    ap.add_argument("--brakes", help="brake YAML (default: the robot's)")
-    ap.add_argument("--tcp-frame", help="frame whose stopping distance is mapped (default tool0 for UR)")
+    add_robot_arguments(ap, tcp_help="frame whose stopping distance is mapped (default tool0 for UR)")
     ap.add_argument("--out", required=True, help="run directory (created; resumed if it holds the same run)")
     ap.add_argument("--states", type=int, default=1000, help="number of states")
     ap.add_argument("--chunk-size", type=int, default=250, help="states per task")

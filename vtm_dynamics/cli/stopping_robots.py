@@ -10,6 +10,7 @@ example-robot-data URDFs); extension is folded with the elbow.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 from dataclasses import dataclass
@@ -81,3 +82,11 @@ def load_robot(name: str | None, urdf: str | None = None, brakes: str | None = N
     robot = RobotModel.from_urdf(text)
     config = load_brake_yaml(brakes)
     return LoadedRobot(name or robot.name, text, robot, config, brakes, defaults)
+
+
+def add_robot_arguments(ap: argparse.ArgumentParser, tcp_help: str) -> None:
+    """The robot options the stopping tools share: a name, or a URDF file with its brake YAML and TCP frame."""
+    ap.add_argument("robot", nargs="?", default="ur5", help="ur5 | ur3 (ignored with --urdf)")
+    ap.add_argument("--urdf", help="URDF file of another robot (needs --brakes and --tcp-frame)")
+    ap.add_argument("--brakes", help="brake YAML (default: the robot's)")
+    ap.add_argument("--tcp-frame", help=tcp_help)
