@@ -2,6 +2,8 @@
 
     .venv/bin/python tools/fit_default_brakes.py ur5 ur3            # fit, write the YAML, print the guide's table
     .venv/bin/python tools/fit_default_brakes.py ur5 --check         # fit and compare with the shipped YAML only
+    .venv/bin/python tools/fit_default_brakes.py ur5 --margin-study 1.10,1.12,1.14,1.16,1.17,1.18,1.20
+        # per sliding margin: the fit's residuals, and the test stops at the envelope's weakest, slowest brake
 
 The fit and every assumption: :mod:`vtm_dynamics.core.estop.category0_fit` and docs/estop.md. Prints one line per
 residual evaluation (progress) to stderr.
@@ -10,6 +12,7 @@ residual evaluation (progress) to stderr.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -20,7 +23,9 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from vtm_dynamics.core.estop.category0_fit import SPECS, fit_category0  # noqa: E402
+from vtm_dynamics.core.estop.brakes import brakes_from_config  # noqa: E402
+from vtm_dynamics.core.estop.category0_fit import SPECS, fit_category0, run_test, spec_robot  # noqa: E402
+from vtm_dynamics.core.estop.envelope import EnvelopeSpec  # noqa: E402
 
 HEADER = """\
 # Default brake parameters of the {ROBOT} (example-robot-data URDF joint names), joint-side values.
@@ -38,7 +43,8 @@ HEADER = """\
 # power is cut and braked too. ASSUMED terms: engage delay {DELAY:g} s, linear torque rise over {RISE:g} s,
 # breakaway = {BREAK:g} x sliding (Stribeck speed {VS:g} rad/s), holding = {HOLD:g} x sliding, armatures below.
 # Lower bound of the fit: sliding >= {MARGIN:g} x the joint's gravity load in the stretched pose with payload
-# (shoulder {LOAD1:.1f} N m, elbow {LOAD2:.1f} N m), so that a joint sliding under gravity always comes to rest.
+# (shoulder {LOAD1:.1f} N m, elbow {LOAD2:.1f} N m), so that a joint sliding under gravity always comes to rest,
+# also with the brake torque 10 % below nominal (the stopping envelope's default tolerance).
 # Reproduced (relative error angle / time): {RESIDUALS}
 # Wrist joints: no published figures. ASSUMPTION: sliding torque = URDF effort limit ({WRIST:g} N m), no viscous part.
 """
@@ -76,11 +82,40 @@ def table(name: str, fit) -> str:
     return "\n".join(rows)
 
 
+def margin_study(name: str, margins: list[float]) -> None:
+    """Print, per sliding margin, the fit's J0-J2 residuals and the three test stops with every brake torque at the
+    envelope's lower tolerance and every delay at its upper one (the weakest, slowest brake of the default band)."""
+    spec0 = SPECS[name]
+    robot = spec_robot(spec0)
+    env = EnvelopeSpec()
+    tf, df = env.torque_factor[0], env.delay_factor[1]
+    print(f"{name}: sliding margin study; tolerance corner torque x{tf:g}, delay x{df:g}")
+    print("| margin | J1 sliding [N m] | J1 viscous | residuals J0, J1, J2 angle/time [%] | corner: weakest sliding / "
+          "stretched load | corner stops J0, J1, J2: angle [rad] / arm at rest [ms] |")
+    print("|---|---|---|---|---|---|")
+    load = abs(float(robot.gravity_torques(np.zeros(robot.nq))[1]))
+    for margin in margins:
+        spec = dataclasses.replace(spec0, sliding_margin=margin)
+        fit = fit_category0(spec, robot)
+        weak = brakes_from_config(robot, fit.config).scaled(torque_factor=tf, delay_factor=df)
+        stops = [run_test(robot, weak, spec, f) for f in spec.figures]
+        res = ", ".join(f"{100 * a:+.1f}/{100 * t:+.1f}" for a, t in fit.residuals)
+        corner = ", ".join(f"{s.angle:.3f} / {1000 * s.arm_time:.0f}" if s.stopped else "not at rest" for s in stops)
+        print(f"| {margin:.2f} | {fit.sliding[1]:.1f} | {fit.viscous[1]:.2f} | {res} | "
+              f"{tf * fit.sliding[1] / load:.3f} | {corner} |", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("robots", nargs="+", choices=sorted(SPECS))
     ap.add_argument("--check", action="store_true", help="fit and compare with the shipped YAML, write nothing")
+    ap.add_argument("--margin-study", metavar="M1,M2,...",
+                    help="fit with each sliding margin and print residuals and tolerance-corner stops; write nothing")
     args = ap.parse_args(argv)
+    if args.margin_study:
+        for name in args.robots:
+            margin_study(name, [float(x) for x in args.margin_study.split(",")])
+        return 0
     for name in args.robots:
         t0 = time.perf_counter()
         fit = fit_category0(SPECS[name], progress=lambda line: print(line, file=sys.stderr, flush=True))

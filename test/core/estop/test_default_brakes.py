@@ -18,6 +18,7 @@ import yaml
 from core_testdata import REPO
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.category0_fit import SPECS, fit_category0, run_test, spec_robot
+from vtm_dynamics.core.estop.envelope import EnvelopeSpec
 
 
 @pytest.fixture(scope="module", params=sorted(SPECS))
@@ -50,12 +51,24 @@ def test_every_test_stop_ends_with_the_whole_arm_at_rest_within_the_published_ti
 
 
 def test_sliding_torques_exceed_the_gravity_load_of_the_stretched_arm_with_payload(shipped):
-    """A joint sliding under gravity decelerates only if its sliding torque exceeds the load (margin 1.1)."""
+    """A joint sliding under gravity decelerates only if its sliding torque exceeds the load (the fit's margin)."""
     spec, robot, brakes, _ = shipped
     load = np.abs(robot.gravity_torques(np.zeros(robot.nq)))
     braked = brakes.braked
-    assert np.all(brakes.sliding_torque[braked] >= 1.1 * load[braked] - 1e-6)
+    assert np.all(brakes.sliding_torque[braked] >= spec.sliding_margin * load[braked] - 1e-6)
     assert np.all(brakes.holding_torque[braked] >= brakes.breakaway_torque[braked])
+
+
+def test_the_weakest_brake_of_the_envelope_tolerance_still_exceeds_the_stretched_gravity_load(shipped):
+    """The stopping envelope's default band scales brake torques down to 0.9 x nominal; a shoulder whose sliding
+    torque at the bottom of that band is only the gravity load crawls for seconds (a 10^5-state UR5 map found
+    stops of 4.2 s with the former 1.1 margin: 0.9 x 109.2 N m < 99.3 N m). Every braked joint keeps a net
+    decelerating torque of at least 3 % of its stretched-arm load with rated payload there."""
+    spec, robot, brakes, _ = shipped
+    load = np.abs(robot.gravity_torques(np.zeros(robot.nq)))
+    weakest = brakes.scaled(torque_factor=EnvelopeSpec().torque_factor[0])
+    loaded = brakes.braked & (load > 1e-6)
+    assert np.all(weakest.sliding_torque[loaded] >= 1.03 * load[loaded]), (weakest.sliding_torque, load)
 
 
 def test_shipped_defaults_are_what_the_fit_computes(shipped):
