@@ -21,7 +21,7 @@ reported as a lower bound, never as a value.
 
 Uncertainty: each parameter's 1-sigma is the larger of the Gauss-Newton estimate s^2 (J^T J)^-1 at the optimum
 (s^2 = |r|^2 / (m - n), m residuals, n parameters) and the sandwich estimate that takes the residuals of one stop
-as one correlated cluster (:func:`_sigma`: each stop's start-state estimate shifts all its samples alike), plus
+as one correlated cluster (:func:`_covariance`: each stop's start-state estimate shifts all its samples alike), plus
 the effect of friction terms left at their start value because no sample shows them (:func:`_considered`).
 
 Identifiability: a joint's friction terms are not fitted when the joint slides for less than two sample periods
@@ -224,9 +224,17 @@ class _Problem:
         self.robot, self.prior, self.params, self.stops, self.scale = robot, list(prior), list(params), stops, scale
         self.settings = settings
         self.n_predictions = 0
+        self.excess = _excess_pairs(self.params)
+
+    def values(self, x: np.ndarray) -> np.ndarray:
+        """The physical parameter values of scaled coordinates ``x`` (see :func:`_excess_pairs`)."""
+        out = x * self.scale
+        for i, k in self.excess.items():
+            out[i] = out[i] + out[k]
+        return out
 
     def brake_set(self, x: np.ndarray) -> BrakeSet:
-        return BrakeSet.from_brakes(self.robot, _brakes_with(self.prior, self.params, x * self.scale))
+        return BrakeSet.from_brakes(self.robot, _brakes_with(self.prior, self.params, self.values(x)))
 
     def predict(self, brakes: BrakeSet, stop: RecordedStop, tcp_frame: str | None = None):
         horizon = max(float(stop.t[-1]) * 2.0 + 0.5, 1.0)
@@ -263,6 +271,19 @@ class _Problem:
             ends = np.where(np.isfinite(p.joint_stop_times), p.joint_stop_times, np.inf)
             longest = np.maximum(longest, ends - delay)
         return np.maximum(longest, 0.0)
+
+
+def _excess_pairs(params: Sequence[FitParameter]) -> dict[int, int]:
+    """{index of a breakaway torque: index of the same joint's sliding torque} for joints with both fitted.
+
+    Such a breakaway is fitted as its excess over the sliding torque (>= 0), not as a torque of its own: the
+    brake model takes a breakaway below the sliding torque as no Stribeck rise at all, so with the torque as the
+    coordinate, a step that raises the sliding torque past the breakaway switches the term off, its column of
+    the Jacobian becomes zero and the fit cannot bring it back. (This removes that trap only: on stops that do
+    not cover low speeds the fit of a Stribeck truth can still end in a local minimum, 50 % above the truth's
+    residual; docs/calibration.md says which stops identify the breakaway.)"""
+    sliding = {p.joint: k for k, p in enumerate(params) if p.field == "sliding_torque"}
+    return {i: sliding[p.joint] for i, p in enumerate(params) if p.field == "breakaway_torque" and p.joint in sliding}
 
 
 def _angles(robot: RobotModel, q: np.ndarray) -> np.ndarray:
@@ -487,18 +508,19 @@ UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to
 
 
 def _considered(J: np.ndarray, Jn: np.ndarray, relative: float) -> np.ndarray:
-    """1-sigma [scaled] that parameters left at their start value (columns ``Jn`` of the residual's Jacobian,
+    """Covariance [scaled] that parameters left at their start value (columns ``Jn`` of the residual's Jacobian,
     each with a 1-sigma of ``relative`` times its start value) add to the fitted ones (columns ``J``): the fitted
     values absorb such an error as dx = -(J^T J)^-1 J^T Jn dn, so their covariance gains
     (J^T J)^-1 J^T Jn P Jn^T J (J^T J)^-1 with P = relative^2 I (a "consider" covariance)."""
     gain = np.linalg.pinv(J.T @ J) @ (J.T @ Jn)
-    return np.sqrt(np.sum(gain**2, axis=1)) * relative
+    return relative**2 * (gain @ gain.T)
 
 
-def _sigma(J: np.ndarray, r: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
-    """1-sigma of the fitted (scaled) parameters: the larger of the Gauss-Newton estimate s^2 (J^T J)^-1 and the
+def _covariance(J: np.ndarray, r: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
+    """Covariance of the fitted (scaled) parameters from two estimates: Gauss-Newton, s^2 (J^T J)^-1, and the
     sandwich estimate with the residuals of each stop as one correlated cluster,
-    (J^T J)^-1 [sum_stops J_s^T r_s r_s^T J_s] (J^T J)^-1 x G / (G - 1) for G stops.
+    (J^T J)^-1 [sum_stops J_s^T r_s r_s^T J_s] (J^T J)^-1 x G / (G - 1) for G stops. The result has the
+    sandwich's correlations and, for each parameter, the larger of the two variances.
 
     The Gauss-Newton covariance takes every residual as independent. The residuals of one stop are not: the state
     at the trigger is estimated from the samples before it, and its error (a few 1e-5 rad and 1e-3 rad/s) shifts
@@ -511,8 +533,8 @@ def _sigma(J: np.ndarray, r: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     try:
         inv = np.linalg.pinv(J.T @ J)
     except np.linalg.LinAlgError:
-        return np.full(n, math.nan)
-    gauss_newton = float(r @ r) / max(m - n, 1) * np.diag(inv)
+        return np.full((n, n), math.nan)
+    gauss_newton = float(r @ r) / max(m - n, 1) * inv
     meat = np.zeros((n, n))
     start = 0
     for size in sizes:
@@ -520,8 +542,16 @@ def _sigma(J: np.ndarray, r: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
         meat += np.outer(g, g)
         start += size
     groups = len(sizes)
-    cluster = np.diag(inv @ meat @ inv) * (groups / (groups - 1) if groups > 1 else math.inf)
-    return np.sqrt(np.maximum(np.maximum(gauss_newton, cluster), 0.0))
+    if groups < 2:
+        return gauss_newton
+    cluster = inv @ meat @ inv * (groups / (groups - 1))
+    # the cluster estimate's correlations with each variance raised to the larger of the two estimates
+    var = np.maximum(np.diag(gauss_newton), np.diag(cluster))
+    d = np.sqrt(np.maximum(np.diag(cluster), 0.0))
+    dd = np.outer(d, d)
+    corr = np.divide(cluster, dd, out=np.zeros_like(cluster), where=dd > 0)
+    np.fill_diagonal(corr, 1.0)
+    return corr * np.sqrt(np.outer(var, var))
 
 
 def identify_brakes(
@@ -549,10 +579,15 @@ def identify_brakes(
         raise IdentificationError(f"start: {start!r} is neither 'regression' nor 'prior'")
     first = regression_start(robot, prior, stops) if start == "regression" else list(prior)
     scale = _scale(first, params)
+    firsts = np.array([start_value({b.joint: b for b in first}[p.joint], p.field) for p in params])
+    for i, k in _excess_pairs(params).items():
+        excess = firsts[i] - firsts[k]
+        if not excess > 0:
+            excess = (START_BREAKAWAY_FACTOR - 1.0) * firsts[k]
+        scale[i] = excess if excess > 0 else TYPICAL["breakaway_torque"]
+        firsts[i] = excess
     problem = _Problem(robot, prior, params, stops, scale, settings)
-    x0 = np.ones(len(params))
-    for i, p in enumerate(params):
-        x0[i] = start_value({b.joint: b for b in first}[p.joint], p.field) / scale[i]
+    x0 = firsts / scale
     say(f"identification: {len(stops)} stops, {len(params)} parameters; holding capacities")
     bounds = _probe_thresholds(problem, params, x0, noise, say, bisect=False)
     for i, value in bounds.items():
@@ -632,7 +667,7 @@ def identify_brakes(
         # the fitted friction and delays, from the start value up
         xb = x.copy()
         for i in bounds:
-            xb[i] = start_value({b.joint: b for b in first}[params[i].joint], params[i].field) / scale[i]
+            xb[i] = firsts[i] / scale[i]
         say("identification: holding capacities at the fitted values")
         bounds = _probe_thresholds(problem, params, xb, noise, say, only=list(bounds))
         for i, value in bounds.items():
@@ -640,14 +675,23 @@ def identify_brakes(
     m, n = r.size, len(active)
     sigma = np.full(len(params), math.nan)
     if n:
-        sigma[np.array(active)] = _sigma(J, r, [s.q.size for s in stops])
+        cov = _covariance(J, r, [s.q.size for s in stops])
         unseen = [i for i in reasons if reasons[i].startswith(SLIDE_REASON)]
         if unseen:
             # the friction no sample shows stays at its start value, which may be off: its effect on the fitted
             # parameters (the joint's delay above all) is added to their uncertainty
             say("identification: effect of the friction no sample shows")
             Jn = _jacobian(problem, x, problem.residuals(x), fd_step, unseen)
-            sigma[np.array(active)] = np.hypot(sigma[np.array(active)], _considered(J, Jn, UNSEEN_RELATIVE))
+            cov = cov + _considered(J, Jn, UNSEEN_RELATIVE)
+        # the physical values are linear in the scaled coordinates: value = G x (a breakaway is sliding + excess)
+        G = np.zeros((len(params), n))
+        for k, i in enumerate(active):
+            G[i, k] = scale[i]
+        for i, k in problem.excess.items():
+            if k in active:
+                G[i, active.index(k)] = scale[k]
+        sigma = np.sqrt(np.maximum(np.diag(G @ cov @ G.T), 0.0))
+        sigma[[i for i in range(len(params)) if i not in active]] = math.nan
         # at the fitted values: a joint that no longer slides after its brake engages shows its friction nowhere
         say("identification: slides at the fitted values")
         late = _unobservable_friction(robot, params, problem.longest_slides(x), sample)
@@ -661,12 +705,12 @@ def identify_brakes(
                 reasons[i] = "the fit ran to the edge of its search range (the stops do not bound it)"
     by_joint = {b.joint: b for b in prior}
     estimates = []
-    fitted_values = x * scale
+    fitted_values = problem.values(x)
     keep: dict[tuple[str, str], object] = {}
     for i, p in enumerate(params):
         raw_prior = getattr(by_joint[p.joint], p.field)
         prior_value = math.nan if raw_prior is None else float(raw_prior)
-        value, sd = fitted_values[i], sigma[i] * scale[i]
+        value, sd = fitted_values[i], sigma[i]
         reason = reasons.get(i, "")
         if not reason:
             col = float(np.linalg.norm(J[:, active.index(i)])) if i in active else 0.0
