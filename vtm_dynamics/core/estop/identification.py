@@ -49,7 +49,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import scipy.ndimage
@@ -528,13 +528,13 @@ def _unobservable_friction(robot: RobotModel, params: Sequence[FitParameter], sl
 UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
 
 
-def _considered(J: np.ndarray, Jn: np.ndarray, relative: float) -> np.ndarray:
-    """Covariance [scaled] that parameters left at their start value (columns ``Jn`` of the residual's Jacobian,
-    each with a 1-sigma of ``relative`` times its start value) add to the fitted ones (columns ``J``): the fitted
-    values absorb such an error as dx = -(J^T J)^-1 J^T Jn dn, so their covariance gains
-    (J^T J)^-1 J^T Jn P Jn^T J (J^T J)^-1 with P = relative^2 I (a "consider" covariance)."""
-    gain = np.linalg.pinv(J.T @ J) @ (J.T @ Jn)
-    return relative**2 * (gain @ gain.T)
+def _considered(J: np.ndarray, Jn: np.ndarray, relative: np.ndarray) -> np.ndarray:
+    """Covariance [scaled] that parameters left at a value that may be off (columns ``Jn`` of the residual's
+    Jacobian, scaled by that value, each with a 1-sigma of ``relative`` times it) add to the fitted ones
+    (columns ``J``): the fitted values absorb such an error as dx = -(J^T J)^-1 J^T Jn dn, so their covariance
+    gains (J^T J)^-1 J^T Jn P Jn^T J (J^T J)^-1 with P = diag(relative^2) (a "consider" covariance)."""
+    gain = np.linalg.pinv(J.T @ J) @ (J.T @ Jn) * np.asarray(relative, float)[None, :]
+    return gain @ gain.T
 
 
 def _covariance(J: np.ndarray, r: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
@@ -580,6 +580,7 @@ def identify_brakes(
     params: Sequence[FitParameter] | None = None, *, settings: StopSettings = StopSettings(step=0.01),
     noise: float = 1e-4, max_relative_sigma: float = 0.1, fd_step: float = 1e-4, max_iterations: int = 30,
     progress: Callable[[str], None] | None = None, start: str = "regression", screen_slides: bool = True,
+    assumed: Mapping[str, float] | None = None,
 ) -> Identification:
     """Fit ``params`` (default: :func:`default_parameters` of ``prior``) to ``stops`` starting from ``prior``.
 
@@ -589,7 +590,10 @@ def identify_brakes(
     starts: ``"regression"`` (default) the closed-form sliding and viscous estimates of
     :func:`regression_start` for the fitted fields, ``"prior"`` the prior itself. ``screen_slides`` False fits
     the friction of joints that no sample shows sliding too (and reports it not identifiable afterwards): the
-    slower way, kept for comparison. Returns an
+    slower way, kept for comparison. ``assumed`` maps fields that are not fitted but kept at the prior's value
+    to that value's relative 1-sigma (e.g. ``{"stribeck_velocity": 0.25}`` for a Stribeck speed taken from a
+    data sheet): their possible error is added to the uncertainty of every fitted parameter it would move, so
+    that a value that hinges on the assumption is not reported as identified. Returns an
     :class:`Identification`; parameters that the stops cannot identify keep their prior value in ``brakes`` and
     have ``value`` None in ``estimates``; a holding capacity the stops needed above its start carries the lower
     bound they show in ``lower_bound`` and in ``brakes``.
@@ -600,6 +604,9 @@ def identify_brakes(
     _check(robot, prior, stops, params)
     if start not in ("regression", "prior"):
         raise IdentificationError(f"start: {start!r} is neither 'regression' nor 'prior'")
+    for field, rel in (assumed or {}).items():
+        if field not in TYPICAL or not (math.isfinite(rel) and rel > 0):
+            raise IdentificationError(f"assumed.{field}: not a numeric brake field with a relative 1-sigma > 0")
     first = regression_start(robot, prior, stops) if start == "regression" else list(prior)
     scale = _scale(first, params)
     firsts = np.array([start_value({b.joint: b for b in first}[p.joint], p.field) for p in params])
@@ -706,7 +713,19 @@ def identify_brakes(
             # parameters (the joint's delay above all) is added to their uncertainty
             say("identification: effect of the friction no sample shows")
             Jn = _jacobian(problem, x, problem.residuals(x), fd_step, unseen)
-            cov = cov + _considered(J, Jn, UNSEEN_RELATIVE)
+            cov = cov + _considered(J, Jn, np.full(len(unseen), UNSEEN_RELATIVE))
+        fixed = [FitParameter(b.joint, f) for b in prior for f in sorted(assumed or {})
+                 if FitParameter(b.joint, f) not in params and getattr(b, f, None) is not None
+                 and float(getattr(b, f)) > 0]
+        if fixed:
+            # parameters kept at an assumed value with a stated relative 1-sigma: their effect likewise
+            say("identification: effect of the assumed values")
+            extended = _Problem(robot, prior, params + fixed, stops, np.concatenate(
+                [scale, [float(getattr({b.joint: b for b in prior}[f.joint], f.field)) for f in fixed]]), settings)
+            xe = np.concatenate([x, np.ones(len(fixed))])
+            Jf = _jacobian(extended, xe, extended.residuals(xe), fd_step, range(len(params), len(params) + len(fixed)))
+            problem.n_predictions += extended.n_predictions
+            cov = cov + _considered(J, Jf, np.array([float(assumed[f.field]) for f in fixed]))
         # the physical values are linear in the scaled coordinates: value = G x (a breakaway is sliding + excess)
         G = np.zeros((len(params), n))
         for k, i in enumerate(active):
