@@ -722,6 +722,7 @@ def identify_brakes(
             say("identification: effect of the assumed values")
             extended = _Problem(robot, prior, params + fixed, stops, np.concatenate(
                 [scale, [float(getattr({b.joint: b for b in prior}[f.joint], f.field)) for f in fixed]]), settings)
+            extended.excess = problem.excess  # an assumed breakaway stays a torque, not an excess
             xe = np.concatenate([x, np.ones(len(fixed))])
             Jf = _jacobian(extended, xe, extended.residuals(xe), fd_step, range(len(params), len(params) + len(fixed)))
             problem.n_predictions += extended.n_predictions
