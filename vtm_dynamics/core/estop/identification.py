@@ -593,7 +593,8 @@ def identify_brakes(
     slower way, kept for comparison. ``assumed`` maps fields that are not fitted but kept at the prior's value
     to that value's relative 1-sigma (e.g. ``{"stribeck_velocity": 0.25}`` for a Stribeck speed taken from a
     data sheet): their possible error is added to the uncertainty of every fitted parameter it would move, so
-    that a value that hinges on the assumption is not reported as identified. Returns an
+    that a value that hinges on the assumption is not reported as identified (a field the prior leaves unset or
+    at zero has no relative error and is skipped). Returns an
     :class:`Identification`; parameters that the stops cannot identify keep their prior value in ``brakes`` and
     have ``value`` None in ``estimates``; a holding capacity the stops needed above its start carries the lower
     bound they show in ``lower_bound`` and in ``brakes``.
