@@ -1,6 +1,8 @@
 """Benchmark: identification time for 20 recorded UR5 stops (target <= 30 s on this machine), fitted twice in the
-same run, from the prior and from the closed-form regression start (ratio of the two times), with its ratio to one
-prediction of the same stops measured in the same run, the accuracy of the fit against the known truth, and the
+same run: before (every friction term fitted, also of a joint that no sample shows sliding after its brake
+engages) and after (those left out, as ``identify_brakes`` does by default), with the ratio of the times and of
+the prediction counts, the ratio to one prediction of the same stops measured in the same run, the accuracy of
+the fit against the known truth (error and error / 1-sigma), and the
 cost the optional brake terms (Stribeck breakaway, brake torque rise, rotor armature) add per prediction, as a
 ratio against the same stops with the Coulomb + viscous model, same run.
 
@@ -46,8 +48,10 @@ def report(ident, truth: BrakeSet, t_one: float, n_stops: int) -> None:
           f"{ident.seconds / (ident.n_predictions * t_one):.2f}")
     tb = {b.joint: b for b in truth.brakes}
     for e in ident.estimates:
-        value = f"{e.value:10.4g} +- {e.sigma:.2g}" if e.identifiable else f"{'-':>10}    ({e.reason})"
-        print(f"    {e.joint:<20}{e.field:<16} truth {getattr(tb[e.joint], e.field):10.4g}  fit {value}")
+        true = getattr(tb[e.joint], e.field)
+        value = (f"{e.value:10.4g} +- {e.sigma:.2g}  ({100 * (e.value - true) / true:+.1f} %, "
+                 f"{(e.value - true) / e.sigma:+.1f} sigma)") if e.identifiable else f"{'-':>10}    ({e.reason})"
+        print(f"    {e.joint:<20}{e.field:<16} truth {true:10.4g}  fit {value}")
     worst = {}
     for e in ident.estimates:
         if e.identifiable and e.field in ("sliding_torque", "viscous"):
@@ -57,7 +61,9 @@ def report(ident, truth: BrakeSet, t_one: float, n_stops: int) -> None:
             worst["delay_ms"] = max(worst.get("delay_ms", 0.0), 1e3 * abs(e.value - tb[e.joint].engage_delay))
     print("  largest error of the identified terms against the truth: "
           + ", ".join(f"{k} {100 * v:.1f} %" if k != "delay_ms" else f"delay {v:.3f} ms" for k, v in worst.items())
-          + f"; not identifiable: {len(ident.not_identifiable)} of {len(ident.estimates)}")
+          + f"; not identifiable: {len(ident.not_identifiable)} of {len(ident.estimates)}; largest |error| / "
+          f"1-sigma of a reported value: "
+          f"{max(abs(e.value - getattr(tb[e.joint], e.field)) / e.sigma for e in ident.estimates if e.identifiable):.1f}")
 
 
 def main() -> int:
@@ -90,15 +96,17 @@ def main() -> int:
         predict_stop(robot, prior, s.q0, s.v0, settings=StopSettings(step=0.01))
     t_one = (time.perf_counter() - t0) / len(stops)
 
-    seconds = {}
-    for start in ("prior", "regression"):
-        print(f"fit started from the {start}:")
-        ident = identify_brakes(robot, prior.brakes, stops, max_iterations=args.max_iterations, start=start,
+    runs = {}
+    for label, screen in (("before", False), ("after", True)):
+        print(f"{label}: {'friction no sample shows left out' if screen else 'every friction term fitted'}")
+        ident = identify_brakes(robot, prior.brakes, stops, max_iterations=args.max_iterations, screen_slides=screen,
                                 progress=lambda text: print("  " + text, flush=True) if "Jacobian" not in text else None)
-        seconds[start] = ident.seconds
+        runs[label] = ident
         report(ident, truth, t_one, len(stops))
-    print(f"identification time, start from the closed-form regression / start from the prior (same run): "
-          f"{seconds['regression']:.1f} s / {seconds['prior']:.1f} s = x{seconds['regression'] / seconds['prior']:.2f}")
+    b, a = runs["before"], runs["after"]
+    print(f"identification time after / before (same run): {a.seconds:.1f} s / {b.seconds:.1f} s = "
+          f"x{a.seconds / b.seconds:.2f}; predictions {a.n_predictions} / {b.n_predictions} = "
+          f"x{a.n_predictions / b.n_predictions:.2f}")
 
     full = BrakeSet.from_brakes(robot, [dataclasses.replace(
         b, breakaway_torque=1.3 * b.sliding_torque, stribeck_velocity=0.2, rise_time=0.005, armature=0.05)

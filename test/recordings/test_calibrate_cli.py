@@ -85,6 +85,10 @@ def test_bad_input_is_one_line_and_leaves_nothing_behind(tmp_path, capsys):
     assert "cut off by the end of the recording" in _bad_run(tmp_path / "5", [cut], capsys)
     (tmp_path / "empty").mkdir()
     assert "not a readable rosbag2 recording" in _bad_run(tmp_path / "6", [str(tmp_path / "empty")], capsys)
+    assert "assume: 'stribeck_speed=0.2' is not FIELD=REL" in _bad_run(
+        tmp_path / "7", [bag, "--assume", "stribeck_speed=0.2"], capsys)
+    assert "assume: 'stribeck_velocity=-1' is not FIELD=REL" in _bad_run(
+        tmp_path / "8", [bag, "--assume", "stribeck_velocity=-1"], capsys)
 
 
 def test_a_prior_breakaway_below_the_fitted_sliding_torque_still_gives_a_loadable_yaml(truth_bag, tmp_path):

@@ -53,6 +53,15 @@ def test_sliding_viscous_and_delays_are_recovered(fitted):
             assert e.value == pytest.approx(getattr(truth[e.joint], e.field), rel=0.2), (e.joint, e.field)
 
 
+def test_every_reported_value_is_within_three_sigma_of_the_truth(fitted):
+    robot, ident, _, _ = fitted
+    truth = {b.joint: b for b in true_brakes(robot).brakes}
+    for e in ident.estimates:
+        if e.identifiable:
+            error = e.value - getattr(truth[e.joint], e.field)
+            assert abs(error) <= 3.0 * e.sigma, (e.joint, e.field, e.value, e.sigma)
+
+
 def test_a_holding_capacity_no_stop_tested_is_not_a_number(fitted):
     robot, ident, _, _ = fitted
     holding = [e for e in ident.estimates if e.field == "holding_torque"]

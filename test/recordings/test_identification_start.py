@@ -33,10 +33,15 @@ def twenty(tmp_path_factory):
     return robot, stops
 
 
-def test_twenty_stops_give_the_true_brakes(twenty):
-    """About one to two minutes (the fit)."""
+@pytest.fixture(scope="module")
+def twenty_fit(twenty):
+    """The fit of the 20 stops from the prior (about half a minute to two minutes)."""
     robot, stops = twenty
-    ident = identify_brakes(robot, prior_brakes(robot).brakes, stops)
+    return robot, identify_brakes(robot, prior_brakes(robot).brakes, stops)
+
+
+def test_twenty_stops_give_the_true_brakes(twenty_fit):
+    robot, ident = twenty_fit
     truth = {b.joint: b for b in true_brakes(robot).brakes}
     est = {(e.joint, e.field): e for e in ident.estimates}
     for joint in MAIN:
@@ -64,6 +69,25 @@ def test_twenty_stops_give_the_true_brakes(twenty):
     block = text[text.index("    elbow_joint:"):]
     line = next(x for x in block.splitlines() if x.strip().startswith("holding_torque:"))
     assert "lower bound shown by the stops" in line, line
+
+
+def test_every_reported_value_is_within_three_sigma_of_the_truth(twenty_fit):
+    """The fit used to report wrist 3 as identified with sliding -49 % and viscous x9.6, 10 sigma from the truth:
+    the joint stops within microseconds of its brake engaging, so no sample shows it sliding, yet the
+    Gauss-Newton 1-sigma (which takes the residuals as independent, while each stop's start-state estimate
+    shifts all of its samples alike) was 9 %. A number the fit reports must lie within a few of its sigmas of the
+    truth, and what the stops cannot pin down is reported without one, with the test motion that would."""
+    robot, ident = twenty_fit
+    truth = {b.joint: b for b in true_brakes(robot).brakes}
+    for e in ident.estimates:
+        if e.identifiable:
+            error = e.value - getattr(truth[e.joint], e.field)
+            assert abs(error) <= 3.0 * e.sigma, (e.joint, e.field, e.value, e.sigma, error / e.sigma)
+    est = {(e.joint, e.field): e for e in ident.estimates}
+    for field in ("sliding_torque", "viscous"):
+        e = est[("wrist_3_joint", field)]
+        assert not e.identifiable and e.value is None and e.sigma is None, (field, e.value)
+        assert "wrist_3_joint" in e.test_motion and e.reason
 
 
 def test_regression_start_is_near_the_truth(twenty):

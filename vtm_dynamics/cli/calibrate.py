@@ -24,12 +24,13 @@ each through a temporary file and a rename).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
 from vtm_dynamics.cli.predict import ROBOTS, default_brakes_path, load_robot
-from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
 from vtm_dynamics.core.estop.identification import (
     DEFAULT_FIELDS, Identification, compare_stops, default_parameters, identify_brakes,
 )
@@ -65,6 +66,21 @@ def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) 
     return stops
 
 
+def parse_assumed(items: Sequence[str]) -> dict[str, float]:
+    """``FIELD=REL`` items as {field: relative 1-sigma}; ValueError naming the item."""
+    out = {}
+    for item in items:
+        field, _, text = item.partition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if field not in BRAKE_FIELDS or field == "side" or not (math.isfinite(value) and value > 0):
+            raise ValueError(f"assume: {item!r} is not FIELD=REL with a brake field and a relative 1-sigma > 0")
+        out[field] = value
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
     ap.add_argument("bags", nargs="+", help="rosbag2 directories (sqlite3 or MCAP storage)")
@@ -76,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--fields", nargs="+", default=list(DEFAULT_FIELDS),
                     help="brake fields to fit (default: %(default)s)")
     ap.add_argument("--noise", type=float, default=1e-4, help="position noise of the recording, 1-sigma [rad]")
+    ap.add_argument("--assume", nargs="+", default=[], metavar="FIELD=REL",
+                    help="fields not fitted whose prior value is uncertain by REL (relative 1-sigma), e.g. "
+                         "stribeck_velocity=0.25: their possible error is added to the fitted values' uncertainty")
     ap.add_argument("--holdout", type=int, default=0, help="keep the last N stops out of the fit, to validate")
     ap.add_argument("--out", required=True, help="brake YAML to write")
     ap.add_argument("--report", help="JSON report to write")
@@ -95,7 +114,7 @@ def run(args: argparse.Namespace, say=print) -> tuple[Identification, list, list
         raise ValueError(f"holdout: must leave at least one of the {len(stops)} stops for the fit")
     fit, held = stops[: len(stops) - args.holdout], stops[len(stops) - args.holdout:]
     params = default_parameters(prior.brakes, args.fields)
-    ident = identify_brakes(robot, prior.brakes, fit, params, noise=args.noise,
+    ident = identify_brakes(robot, prior.brakes, fit, params, noise=args.noise, assumed=parse_assumed(args.assume),
                             progress=lambda text: sys.stderr.write(text + "\n"))
     fitted = BrakeSet.from_brakes(robot, list(ident.brakes))
     comp = compare_stops(robot, fitted, fit, tcp)
