@@ -274,7 +274,14 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
     A = scipy.sparse.csr_matrix(A)
     m, n = A.shape
     cand = np.arange(m)
+    seen: dict[bytes, int] = {}  # candidate set -> its place in ``history``
+    history: list[tuple[str, np.ndarray, float]] = []  # (added | dropped, rows, distance | σ_min)
     for attempt in range(_MAX_REPAIRS):
+        if attempt > 0:  # from here on the next set is a function of this one: a repeat is a cycle, for ever
+            key = cand.tobytes()
+            if key in seen:
+                raise SolvabilityError(_cycle_message(history[seen[key]:], tol))
+            seen[key] = len(history)
         if cand.size == 0 or A[cand].nnz == 0:
             cand = np.zeros(0, dtype=int)
             Q, Rsq, perm, smin, piv = None, scipy.sparse.csc_matrix((0, 0)), np.zeros(0, dtype=int), float("inf"), 0.0
@@ -286,14 +293,17 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
             if live.size != cand.size or R.shape[0] < cand.size:
                 if attempt == 0 or live.size == 0:
                     cand = np.sort(cand[perm[live]])  # drop the rows that lead no row of R
-                else:  # repairing: one row at a time, so that a drop and an addition cannot cycle
+                else:  # repairing: one row at a time
                     first = int(np.setdiff1d(np.arange(cand.size), live).min())
+                    history.append(("dropped", cand[[perm[first]]], float("nan")))
                     cand = np.delete(cand, perm[first])
                 continue
             Rsq = R[: cand.size][:, np.arange(cand.size)]
             (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
             if smin <= tol:  # the kept rows are dependent: drop rows that carry the near-null space of R
-                cand = np.delete(cand, perm[_rows_carrying_near_null_space(Rsq, vec, tol)])
+                drop = perm[_rows_carrying_near_null_space(Rsq, vec, tol)]
+                history.append(("dropped", cand[drop], smin))
+                cand = np.delete(cand, drop)
                 continue
         # every other row must lie in span(C_I): first for random combinations of them (one least-squares residual
         # per column; nonzero with probability one if any row is outside), row by row only if that fails
@@ -303,8 +313,26 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         outside, parts = _outside_rows(A, rest, Q, cand.size, tol)
         if outside.size == 0:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
-        cand = np.sort(np.concatenate([cand, outside[_independent_columns(parts, tol)]]))
+        add = _independent_columns(parts, tol)
+        history.append(("added", outside[add], float(np.linalg.norm(parts[:, add], axis=0).max())))
+        cand = np.sort(np.concatenate([cand, outside[add]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
+
+
+def _cycle_message(cycle: list[tuple[str, np.ndarray, float]], tol: float) -> str:
+    """One line for a repair that came back to a candidate set: the rows it adds and drops in turn, the gap.
+
+    Each of those rows lies farther than ``tol`` from the span of the others (so it is added), yet with them the
+    smallest singular value is below ``tol`` (so some are dropped): the rank at this tolerance is not decided.
+    """
+    rows = np.unique(np.concatenate([r for _, r, _ in cycle])) if cycle else np.zeros(0, dtype=int)
+    dist = [v for a, _, v in cycle if a == "added"]
+    smin = [v for a, _, v in cycle if a == "dropped" and np.isfinite(v)]
+    gap = (f"distances from the span of the others {min(dist):.2g}..{max(dist):.2g}" if dist else "no row added")
+    gap += f", smallest singular value with them {min(smin):.2g}" if smin else ""
+    many = "rows are" if rows.size != 1 else "row is"
+    return (f"rank decision unclear: {rows.size} constraint {many} added and dropped in turn ({gap}; "
+            f"tolerance {tol:.2g}); a different rank_rtol, or an exactly assembled configuration, may decide it")
 
 
 def _combined_outside(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int) -> float:
