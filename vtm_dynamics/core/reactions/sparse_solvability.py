@@ -156,6 +156,19 @@ class RowBasis:
     def rank(self) -> int:
         return int(self.independent.size)
 
+    def solve_transposed(self, rhs: np.ndarray) -> np.ndarray:
+        """μ (|I| × k, rows in the order of ``independent``) with C_Iᵀ μ = rhs (n × k) in the least-squares sense."""
+        rhs = np.asarray(rhs, dtype=float).reshape(rhs.shape[0], -1)
+        r = self.rank
+        mu = np.zeros((r, rhs.shape[1]))
+        if r == 0:
+            return mu
+        lu = scipy.sparse.linalg.splu(self.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                                      options={"SymmetricMode": True})
+        for j in range(rhs.shape[1]):
+            mu[self.column_order, j] = lu.solve(self.q_operator.rmatvec(rhs[:, j])[:r])
+        return mu
+
 
 def largest_singular_value(A: scipy.sparse.spmatrix) -> float:
     """σ_max(A) by Lanczos iteration (dense SVD for tiny matrices)."""
@@ -398,6 +411,15 @@ def _independent_columns(parts: np.ndarray, tol: float) -> np.ndarray:
     return np.sort(piv[:k])
 
 
+def independent_rows(A: scipy.sparse.spmatrix, tol: float, hub_min_nonzeros: int | None = None):
+    """The row basis of A: by hub elimination when A has dense hub columns and its checks pass
+    (:mod:`~vtm_dynamics.core.reactions.hub_row_basis`), otherwise by the QR of Aᵀ (:func:`row_basis`)."""
+    from vtm_dynamics.core.reactions.hub_row_basis import HUB_MIN_NONZEROS, hub_row_basis  # it builds on row_basis
+
+    basis = hub_row_basis(A, tol, HUB_MIN_NONZEROS if hub_min_nonzeros is None else hub_min_nonzeros)
+    return basis if basis is not None else row_basis(A, tol)
+
+
 def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int = SKETCH_COLUMNS,
                      seed: int = SKETCH_SEED) -> np.ndarray:
     """Λ (m × min(columns, p)): random vectors of the left null space of C (C^T λ = 0), orthonormal columns.
@@ -414,15 +436,7 @@ def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int =
     L = np.zeros((m, columns))
     L[D] = xi
     if I.size:
-        rhs = np.asarray(A[D].T @ xi)  # n × columns
-        lu = scipy.sparse.linalg.splu(basis.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
-                                      options={"SymmetricMode": True})
-        for j in range(columns):
-            y = basis.q_operator.rmatvec(rhs[:, j])[: I.size]
-            w = lu.solve(y)
-            mu = np.zeros(I.size)
-            mu[basis.column_order] = w
-            L[I, j] = -mu
+        L[I] = -basis.solve_transposed(np.asarray(A[D].T @ xi))  # n × columns right-hand sides
     Qs, _ = np.linalg.qr(L)
     return Qs
 
@@ -454,6 +468,7 @@ def _block_ranks(blocks: list[np.ndarray], tol: float) -> list[int]:
 
 def analyze_sparse_constraint_matrix(
     C: SparseConstraintMatrix, rank_rtol: float = DEFAULT_RANK_RTOL, model_name: str = "",
+    hub_min_nonzeros: int | None = None,
 ) -> SolvabilityReport:
     """Rank, redundancy, per-pair verdicts, directions and a release set of a sparse C (module docstring).
 
@@ -467,7 +482,7 @@ def analyze_sparse_constraint_matrix(
     m, n = A.shape
     smax = largest_singular_value(A)
     tol = rank_rtol * smax
-    basis = row_basis(A, tol)
+    basis = independent_rows(A, tol, hub_min_nonzeros)
     r = basis.rank
     p = m - r
     L = left_null_sketch(A, basis)
@@ -514,8 +529,8 @@ def analyze_sparse_constraint_matrix(
     return SolvabilityReport(
         model=model_name, planar=C.planar, n_bodies=len(C.bodies), n_coordinates=n,
         m_holonomic=len(hol), h_nonholonomic=len(non),
-        rank_holonomic=row_basis(A[hol], tol).rank if non else r,
-        rank_nonholonomic=row_basis(A[non], tol).rank if non else 0,
+        rank_holonomic=independent_rows(A[hol], tol, hub_min_nonzeros).rank if non else r,
+        rank_nonholonomic=independent_rows(A[non], tol, hub_min_nonzeros).rank if non else 0,
         rank=r, redundancy=p, rank_rtol=rank_rtol, rank_tolerance=tol, sigma_max=smax,
         smallest_kept_singular_value=basis.sigma_min_estimate if r else 0.0,
         largest_dropped_singular_value=float(np.linalg.norm(A.T @ L, 2) / max(scale, 1.0)) if p else 0.0,
