@@ -33,9 +33,11 @@ share the factorization and the tolerance; split, each part would need the other
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +63,7 @@ from vtm_dynamics.core.reactions.solvability import (
     _vec,
 )
 
+_LOG = logging.getLogger(__name__)  # progress of long factorizations (DEBUG)
 SKETCH_COLUMNS = 8  # > 6 rows of any pair, so a random sketch keeps range(N_X) with probability one
 SKETCH_SEED = 20130153  # fixed: the same model always gives the same report
 _MAX_REPAIRS = 40
@@ -289,12 +292,14 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
     cand = np.arange(m)
     seen: dict[bytes, int] = {}  # candidate set -> its place in ``history``
     history: list[tuple[str, np.ndarray, float]] = []  # (added | dropped, rows, distance | σ_min)
+    t0 = time.perf_counter()
     for attempt in range(_MAX_REPAIRS):
         if attempt > 0:  # from here on the next set is a function of this one: a repeat is a cycle, for ever
             key = cand.tobytes()
             if key in seen:
                 raise SolvabilityError(_cycle_message(history[seen[key]:], tol))
             seen[key] = len(history)
+        _LOG.debug("row basis: attempt %d, %d of %d rows, %.1f s", attempt, cand.size, m, time.perf_counter() - t0)
         if cand.size == 0 or A[cand].nnz == 0:
             cand = np.zeros(0, dtype=int)
             Q, Rsq, perm, smin, piv = None, scipy.sparse.csc_matrix((0, 0)), np.zeros(0, dtype=int), float("inf"), 0.0
@@ -316,6 +321,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
             if smin <= tol:  # the kept rows are dependent: drop rows that carry the near-null space of R
                 drop = perm[_rows_carrying_near_null_space(Rsq, vec, tol)]
                 history.append(("dropped", cand[drop], smin))
+                _LOG.debug("row basis: dropping %d rows, sigma_min %.3g <= tol %.3g", drop.size, smin, tol)
                 cand = np.delete(cand, drop)
                 continue
         # every other row must lie in span(C_I): first for random combinations of them (one least-squares residual
@@ -328,6 +334,8 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
         add = _independent_columns(parts, tol)
         history.append(("added", outside[add], float(np.linalg.norm(parts[:, add], axis=0).max())))
+        _LOG.debug("row basis: %d rows outside, adding %d (largest distance %.3g, tol %.3g)", outside.size,
+                   add.size, history[-1][2], tol)
         cand = np.sort(np.concatenate([cand, outside[add]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
 
