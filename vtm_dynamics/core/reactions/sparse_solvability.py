@@ -20,13 +20,16 @@ SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), th
    * the indeterminate directions range(N_X) and the determined directions null(N_X^T) are those of Λ_X;
    * a row is releasable iff its row of Λ is nonzero.
 
-Anything that fails a check is a :class:`SolvabilityError` ("rank decision unclear"), never a guess. The dense path
+Anything that fails a check is a :class:`SolvabilityError` ("rank decision unclear"), never a guess; so is a repair
+that cycles or makes no progress (rows farther than tol from the others' span, yet σ_min below tol with them),
+detected at once rather than after many factorizations. Matrices with dense hub columns (a body that every loop
+touches) take the hub elimination of :mod:`~vtm_dynamics.core.reactions.hub_row_basis` first. The dense path
 (:func:`~vtm_dynamics.core.reactions.solvability.analyze_constraint_matrix`) stays the reference; both give the
 same verdicts on the shipped models and on random mechanisms (tests). SuiteSparseQR comes from the ``pyspqr``
 wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
 
-Size: about 490 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
+Size: about 560 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
 near-null space), the sketch of the left null space and the per-pair verdicts are one algorithm whose steps
 share the factorization and the tolerance; split, each part would need the others' internals.
 """
@@ -284,14 +287,19 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
 
     A row of A (column of A^T) that leads no row of R above ``tol`` lies within ``tol`` in the span of the rows
     pivoted before it and is dropped; the remaining rows are factorized again until every one leads a row of R. Heath's method is not
-    rank-revealing in general, so the result is accepted only if σ_min(R) (inverse iteration) exceeds ``tol``;
-    otherwise :class:`SolvabilityError` ("rank decision unclear").
+    rank-revealing in general, so the result is accepted only if σ_min(R) (inverse iteration) exceeds ``tol``
+    and every other row lies within ``tol`` of span(C_I); otherwise rows are dropped or added (module docstring).
+    When rows farther than ``tol`` from the others' span give, added, a σ_min below ``tol``, the two tests disagree
+    and the repair cannot settle: a candidate set seen before (a certain cycle: each step is a function of the
+    set), or a third addition that reaches no larger set than an earlier one which σ_min cut back (no progress),
+    ends it at once with :class:`SolvabilityError` ("rank decision unclear: ..." naming the rows and the gap).
     """
     A = scipy.sparse.csr_matrix(A)
     m, n = A.shape
     cand = np.arange(m)
     seen: dict[bytes, int] = {}  # candidate set -> its place in ``history``
-    history: list[tuple[str, np.ndarray, float]] = []  # (added | dropped, rows, distance | σ_min)
+    history: list[tuple[str, np.ndarray, float, float]] = []  # (added | dropped, rows, figure range)
+    peak, peak_at, stalls = -1, 0, 0  # largest set an addition reached, where in ``history``, re-additions to it
     t0 = time.perf_counter()
     for attempt in range(_MAX_REPAIRS):
         if attempt > 0:  # from here on the next set is a function of this one: a repeat is a cycle, for ever
@@ -313,14 +321,14 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
                     cand = np.sort(cand[perm[live]])  # drop the rows that lead no row of R
                 else:  # repairing: one row at a time
                     first = int(np.setdiff1d(np.arange(cand.size), live).min())
-                    history.append(("dropped", cand[[perm[first]]], float("nan")))
+                    history.append(("dropped", cand[[perm[first]]], float("nan"), float("nan")))
                     cand = np.delete(cand, perm[first])
                 continue
             Rsq = R[: cand.size][:, np.arange(cand.size)]
             (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
             if smin <= tol:  # the kept rows are dependent: drop rows that carry the near-null space of R
                 drop = perm[_rows_carrying_near_null_space(Rsq, vec, tol)]
-                history.append(("dropped", cand[drop], smin))
+                history.append(("dropped", cand[drop], smin, smin))
                 _LOG.debug("row basis: dropping %d rows, sigma_min %.3g <= tol %.3g", drop.size, smin, tol)
                 cand = np.delete(cand, drop)
                 continue
@@ -333,24 +341,32 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         if outside.size == 0:
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
         add = _independent_columns(parts, tol)
-        history.append(("added", outside[add], float(np.linalg.norm(parts[:, add], axis=0).max())))
-        _LOG.debug("row basis: %d rows outside, adding %d (largest distance %.3g, tol %.3g)", outside.size,
-                   add.size, history[-1][2], tol)
+        dist = np.linalg.norm(parts[:, add], axis=0)
+        history.append(("added", outside[add], float(dist.min()), float(dist.max())))
+        _LOG.debug("row basis: %d rows outside, adding %d (distances %.3g..%.3g, tol %.3g)", outside.size,
+                   add.size, dist.min(), dist.max(), tol)
+        # no progress: an addition reaching no larger set than an earlier one, which σ_min then cut back
+        if cand.size + add.size > peak:
+            peak, peak_at, stalls = cand.size + add.size, len(history) - 1, 0
+        elif len(history) > 1 and np.isfinite(history[-2][2]) and history[-2][0] == "dropped":
+            stalls += 1
+            if stalls >= 2:
+                raise SolvabilityError(_cycle_message(history[peak_at:], tol))
         cand = np.sort(np.concatenate([cand, outside[add]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
 
 
-def _cycle_message(cycle: list[tuple[str, np.ndarray, float]], tol: float) -> str:
+def _cycle_message(cycle: list[tuple[str, np.ndarray, float, float]], tol: float) -> str:
     """One line for a repair that came back to a candidate set: the rows it adds and drops in turn, the gap.
 
     Each of those rows lies farther than ``tol`` from the span of the others (so it is added), yet with them the
     smallest singular value is below ``tol`` (so some are dropped): the rank at this tolerance is not decided.
     """
-    rows = np.unique(np.concatenate([r for _, r, _ in cycle])) if cycle else np.zeros(0, dtype=int)
-    dist = [v for a, _, v in cycle if a == "added"]
-    smin = [v for a, _, v in cycle if a == "dropped" and np.isfinite(v)]
+    rows = np.unique(np.concatenate([r for _, r, _, _ in cycle])) if cycle else np.zeros(0, dtype=int)
+    dist = [v for a, _, lo, hi in cycle if a == "added" for v in (lo, hi)]
+    smin = [v for a, _, v, _ in cycle if a == "dropped" and np.isfinite(v)]
     gap = (f"distances from the span of the others {min(dist):.2g}..{max(dist):.2g}" if dist else "no row added")
-    gap += f", smallest singular value with them {min(smin):.2g}" if smin else ""
+    gap += f", smallest singular value with them {min(smin):.2g}..{max(smin):.2g}" if smin else ""
     many = "rows are" if rows.size != 1 else "row is"
     return (f"rank decision unclear: {rows.size} constraint {many} added and dropped in turn ({gap}; "
             f"tolerance {tol:.2g}); a different rank_rtol, or an exactly assembled configuration, may decide it")
