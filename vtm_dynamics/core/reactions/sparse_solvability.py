@@ -362,7 +362,10 @@ def _cycle_message(cycle: list[tuple[str, np.ndarray, float, float]], tol: float
     Each of those rows lies farther than ``tol`` from the span of the others (so it is added), yet with them the
     smallest singular value is below ``tol`` (so some are dropped): the rank at this tolerance is not decided.
     """
-    rows = np.unique(np.concatenate([r for _, r, _, _ in cycle])) if cycle else np.zeros(0, dtype=int)
+    added = np.concatenate([r for a, r, _, _ in cycle if a == "added"] + [np.zeros(0, dtype=int)])
+    dropped = np.concatenate([r for a, r, _, _ in cycle if a == "dropped"] + [np.zeros(0, dtype=int)])
+    rows = np.intersect1d(added, dropped)  # the rows that went both ways (all involved if none did)
+    rows = rows if rows.size else np.union1d(added, dropped)
     dist = [v for a, _, lo, hi in cycle if a == "added" for v in (lo, hi)]
     smin = [v for a, _, v, _ in cycle if a == "dropped" and np.isfinite(v)]
     gap = (f"distances from the span of the others {min(dist):.2g}..{max(dist):.2g}" if dist else "no row added")
