@@ -357,22 +357,21 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
 
 
 def _cycle_message(cycle: list[tuple[str, np.ndarray, float, float]], tol: float) -> str:
-    """One line for a repair that came back to a candidate set: the rows it adds and drops in turn, the gap.
+    """One line for a repair that cycles or makes no progress: the rows it adds and drops in turn, the gap.
 
     Each of those rows lies farther than ``tol`` from the span of the others (so it is added), yet with them the
     smallest singular value is below ``tol`` (so some are dropped): the rank at this tolerance is not decided.
     """
-    added = np.concatenate([r for a, r, _, _ in cycle if a == "added"] + [np.zeros(0, dtype=int)])
-    dropped = np.concatenate([r for a, r, _, _ in cycle if a == "dropped"] + [np.zeros(0, dtype=int)])
-    rows = np.intersect1d(added, dropped)  # the rows that went both ways (all involved if none did)
-    rows = rows if rows.size else np.union1d(added, dropped)
+    added = np.unique(np.concatenate([r for a, r, _, _ in cycle if a == "added"] + [np.zeros(0, dtype=int)]))
+    dropped = np.unique(np.concatenate([r for a, r, _, _ in cycle if a == "dropped"] + [np.zeros(0, dtype=int)]))
+    both = np.intersect1d(added, dropped).size
     dist = [v for a, _, lo, hi in cycle if a == "added" for v in (lo, hi)]
     smin = [v for a, _, v, _ in cycle if a == "dropped" and np.isfinite(v)]
     gap = (f"distances from the span of the others {min(dist):.2g}..{max(dist):.2g}" if dist else "no row added")
     gap += f", smallest singular value with them {min(smin):.2g}..{max(smin):.2g}" if smin else ""
-    many = "rows are" if rows.size != 1 else "row is"
-    return (f"rank decision unclear: {rows.size} constraint {many} added and dropped in turn ({gap}; "
-            f"tolerance {tol:.2g}); a different rank_rtol, or an exactly assembled configuration, may decide it")
+    return (f"rank decision unclear: the independent rows do not settle, {added.size} constraint rows added and "
+            f"{dropped.size} dropped in turn, {both} of them both ways ({gap}; tolerance {tol:.2g}); a different "
+            "rank_rtol, or an exactly assembled configuration, may decide it")
 
 
 def _combined_outside(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int) -> float:
