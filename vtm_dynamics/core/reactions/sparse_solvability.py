@@ -70,6 +70,7 @@ _LOG = logging.getLogger(__name__)  # progress of long factorizations (DEBUG)
 SKETCH_COLUMNS = 8  # > 6 rows of any pair, so a random sketch keeps range(N_X) with probability one
 SKETCH_SEED = 20130153  # fixed: the same model always gives the same report
 _MAX_REPAIRS = 40
+_MAX_STALLS = 1  # re-additions to a set size that σ_min already cut back, before "unclear" (module docstring)
 _DIRECTION_TOL = 1e-8  # on singular values of Λ_X / √s (entries O(1), as in the dense path)
 
 
@@ -291,7 +292,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
     and every other row lies within ``tol`` of span(C_I); otherwise rows are dropped or added (module docstring).
     When rows farther than ``tol`` from the others' span give, added, a σ_min below ``tol``, the two tests disagree
     and the repair cannot settle: a candidate set seen before (a certain cycle: each step is a function of the
-    set), or a third addition that reaches no larger set than an earlier one which σ_min cut back (no progress),
+    set), or an addition that reaches no larger set than an earlier one which σ_min cut back (no progress),
     ends it at once with :class:`SolvabilityError` ("rank decision unclear: ..." naming the rows and the gap).
     """
     A = scipy.sparse.csr_matrix(A)
@@ -350,7 +351,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
             peak, peak_at, stalls = cand.size + add.size, len(history) - 1, 0
         elif len(history) > 1 and np.isfinite(history[-2][2]) and history[-2][0] == "dropped":
             stalls += 1
-            if stalls >= 2:
+            if stalls >= _MAX_STALLS:
                 raise SolvabilityError(_cycle_message(history[peak_at:], tol))
         cand = np.sort(np.concatenate([cand, outside[add]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
