@@ -3,12 +3,14 @@
 Families (vtm_dynamics.core.reactions.mechanism_families, the same generators the tests use):
 
 * comb: a planar comb of k cranks under one coupler, k + 1 bodies, p = k − 2 (every loop repeats the same
-  constraint); all loops share the coupler, so no decomposition into independent loop clusters exists;
+  constraint); all loops share the coupler, so no decomposition into independent loop clusters exists (the
+  sparse path eliminates the coupler's dense columns first: core/reactions/hub_row_basis.py);
 * random: a random planar tree with loop closures between nearby links and knife edges (seed 1).
 
 Each (family, size, method) runs in its own child process, so its peak resident memory (getrusage ru_maxrss) is
-its own; printed: model load (URDF parse + Pinocchio), building C, the analysis, peak memory above the child's
-memory after imports, and the ratio dense / sparse. Where both ran, the verdicts (rank, p, every pair's verdict
+its own; printed: nonzeros of C, model load (URDF parse + Pinocchio), building C, the analysis, peak memory above
+the child's memory after imports, and the ratio dense / sparse. A sparse analysis that ends "rank decision
+unclear" is printed as UNCLEAR with its time (an answer, not a verdict); --progress logs the repair steps. Where both ran, the verdicts (rank, p, every pair's verdict
 and number of determined directions) are compared. The dense path is run up to --dense-max bodies; beyond, its C
 alone would need m·n·8 bytes (printed) and its SVD O(m n²) time, so it is not run.
 
