@@ -37,7 +37,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 
 from vtm_dynamics.core.reactions.solvability import SolvabilityError
-from vtm_dynamics.core.reactions.sparse_solvability import SKETCH_SEED, RowBasis, row_basis
+from vtm_dynamics.core.reactions.sparse_solvability import RANK_GAP, SKETCH_SEED, RowBasis, row_basis
 
 HUB_MIN_NONZEROS = 64  # a column with this many nonzeros is a hub (ordinary bodies: at most a few dozen)
 MAX_HUB_COLUMNS = 60  # G is p_S × h dense: beyond this many hub columns the split does not pay
@@ -165,7 +165,7 @@ def hub_row_basis(A: scipy.sparse.spmatrix, tol: float, min_nonzeros: int = HUB_
     EK = float(np.linalg.norm(least.outside(SK))) if g else 0.0
     bound = 1.0 / (1.0 / sigma_S + (1.0 + np.linalg.norm(Z)) / sigma_G) if I.size else float("inf")
     bound = (bound - EK) / (1.0 + np.linalg.norm(XK))
-    if bound <= tol:
+    if bound <= tol:  # a lower bound: above tol it proves the rows independent
         return None
     # the other rows lie within tol of span(C_I): residuals of random combinations, an upper bound of the distance
     if D.size:
@@ -173,6 +173,6 @@ def hub_row_basis(A: scipy.sparse.spmatrix, tol: float, min_nonzeros: int = HUB_
         V = np.asarray(A[D].T @ xi)
         mu = solver(V)
         residual = np.linalg.norm(V - np.asarray(A[I].T @ mu), axis=0).max()
-        if residual > tol:
+        if residual > tol / RANK_GAP:  # the whole-matrix QR then decides, or says "unclear"
             return None
     return HubRowBasis(I, D, float(bound), sigma_G, hub, solver)

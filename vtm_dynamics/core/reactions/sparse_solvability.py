@@ -70,6 +70,7 @@ _LOG = logging.getLogger(__name__)  # progress of long factorizations (DEBUG)
 SKETCH_COLUMNS = 8  # > 6 rows of any pair, so a random sketch keeps range(N_X) with probability one
 SKETCH_SEED = 20130153  # fixed: the same model always gives the same report
 _MAX_REPAIRS = 40
+RANK_GAP = 10.0  # the settled basis must have σ_min ≥ RANK_GAP·tol and the other rows within tol/RANK_GAP
 _MAX_STALLS = 1  # re-additions to a set size that σ_min already cut back, before "unclear" (module docstring)
 _DIRECTION_TOL = 1e-8  # on singular values of Λ_X / √s (entries O(1), as in the dense path)
 
@@ -336,10 +337,13 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         # every other row must lie in span(C_I): first for random combinations of them (one least-squares residual
         # per column; nonzero with probability one if any row is outside), row by row only if that fails
         rest = np.setdiff1d(np.arange(m), cand)
-        if rest.size == 0 or _combined_outside(A, rest, Q, cand.size) <= tol:
+        leak = _combined_outside(A, rest, Q, cand.size) if rest.size else 0.0
+        if leak <= tol:
+            _require_gap(smin, leak, tol)
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
         outside, parts = _outside_rows(A, rest, Q, cand.size, tol)
         if outside.size == 0:
+            _require_gap(smin, leak, tol)
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
         add = _independent_columns(parts, tol)
         dist = np.linalg.norm(parts[:, add], axis=0)
@@ -355,6 +359,23 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
                 raise SolvabilityError(_cycle_message(history[peak_at:], tol))
         cand = np.sort(np.concatenate([cand, outside[add]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
+
+
+def _require_gap(smin: float, leak: float, tol: float) -> None:
+    """Accept a settled row basis only with a clear gap around ``tol``; else "rank decision unclear".
+
+    The dense rank counts σ_i(C) > tol. The basis gives σ_r(C) ≥ σ_min(C_I) (an inverse-iteration estimate) and
+    σ_{r+1}(C) ≤ |E|_F, E the parts of the other rows outside span(C_I), which random combinations estimate
+    (``leak``). Both are estimates, so near the tolerance they can miss the dense count (synthetic matrices with
+    singular values within 3x of tol did); with a factor ``RANK_GAP`` on either side a miss needs an estimate
+    off by that factor.
+    Exactly redundant models have σ_min ≫ tol and leak at rounding level: unaffected.
+    """
+    if smin < RANK_GAP * tol or leak > tol / RANK_GAP:
+        raise SolvabilityError(
+            f"rank decision unclear: no clear gap at the tolerance {tol:.2g} (smallest kept singular value about "
+            f"{smin:.2g}, other rows up to about {leak:.2g} outside the span of the kept ones; a gap of "
+            f"{RANK_GAP:g}x on both sides is required)")
 
 
 def _cycle_message(cycle: list[tuple[str, np.ndarray, float, float]], tol: float) -> str:
