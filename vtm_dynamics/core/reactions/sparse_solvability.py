@@ -9,7 +9,8 @@ SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), th
    general (on the paper's robot a QR of C reports rank 21 instead of 20), so the set is checked and repaired until
    (a) σ_min(R) of C_I^T, by inverse iteration, exceeds ``tol = rank_rtol · σ_max(C)`` (I independent), and (b)
    every other row lies within ``tol`` of span(C_I) (tested on random combinations, row by row only if that
-   fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set.
+   fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set. The
+   settled basis must also show a clear gap (:func:`_require_gap`: σ_min ≥ 2 tol, other rows within tol / 10).
 2. Left null space, sketched (:func:`left_null_sketch`). Every λ with C^T λ = 0 is λ_D = ξ, λ_I = −μ with
    C_I^T μ = C_D^T ξ. s = min(8, p) random ξ (fixed seed), orthonormalised, give Λ; ‖C^T Λ‖ is checked against
    the tolerance. A pair has at most 6 rows, so range(Λ_X) = range(N_X) with probability one:
