@@ -3,12 +3,14 @@
 Families (vtm_dynamics.core.reactions.mechanism_families, the same generators the tests use):
 
 * comb: a planar comb of k cranks under one coupler, k + 1 bodies, p = k − 2 (every loop repeats the same
-  constraint); all loops share the coupler, so no decomposition into independent loop clusters exists;
+  constraint); all loops share the coupler, so no decomposition into independent loop clusters exists (the
+  sparse path eliminates the coupler's dense columns first: core/reactions/hub_row_basis.py);
 * random: a random planar tree with loop closures between nearby links and knife edges (seed 1).
 
 Each (family, size, method) runs in its own child process, so its peak resident memory (getrusage ru_maxrss) is
-its own; printed: model load (URDF parse + Pinocchio), building C, the analysis, peak memory above the child's
-memory after imports, and the ratio dense / sparse. Where both ran, the verdicts (rank, p, every pair's verdict
+its own; printed: nonzeros of C, model load (URDF parse + Pinocchio), building C, the analysis, peak memory above
+the child's memory after imports, and the ratio dense / sparse. A sparse analysis that ends "rank decision
+unclear" is printed as UNCLEAR with its time (an answer, not a verdict); --progress logs the repair steps. Where both ran, the verdicts (rank, p, every pair's verdict
 and number of determined directions) are compared. The dense path is run up to --dense-max bodies; beyond, its C
 alone would need m·n·8 bytes (printed) and its SVD O(m n²) time, so it is not run.
 
@@ -36,7 +38,7 @@ def child(family: str, size: int, method: str) -> dict:
 
     from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix
     from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
-    from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix, load_for_analysis
+    from vtm_dynamics.core.reactions.solvability import SolvabilityError, analyze_constraint_matrix, load_for_analysis
     from vtm_dynamics.core.reactions.sparse_solvability import (
         analyze_sparse_constraint_matrix,
         sparse_constraint_matrix,
@@ -50,26 +52,38 @@ def child(family: str, size: int, method: str) -> dict:
     t1 = time.perf_counter()
     C = constraint_matrix(model, q) if method == "dense" else sparse_constraint_matrix(model, q)
     t2 = time.perf_counter()
-    if method == "dense":
-        r = analyze_constraint_matrix(C, cross_check=False, model_name=model.name)
-    else:
-        r = analyze_sparse_constraint_matrix(C, model_name=model.name)
+    try:
+        if method == "dense":
+            r = analyze_constraint_matrix(C, cross_check=False, model_name=model.name)
+        else:
+            r = analyze_sparse_constraint_matrix(C, model_name=model.name)
+    except SolvabilityError as err:  # "rank decision unclear": an answer too, timed like a verdict
+        t3 = time.perf_counter()
+        return {"load": t1 - t0, "build": t2 - t1, "analysis": t3 - t2, "rows": C.matrix.shape[0],
+                "cols": C.matrix.shape[1], "nnz": _nnz(C.matrix), "unclear": str(err),
+                "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb) / 1024.0}
     t3 = time.perf_counter()
     verdicts = [(p.name, p.solvable, len(p.determined_directions)) for p in r.pairs]
     return {"load": t1 - t0, "build": t2 - t1, "analysis": t3 - t2, "rows": C.matrix.shape[0],
-            "cols": C.matrix.shape[1], "rank": r.rank, "p": r.redundancy, "unsolvable": len(r.unsolvable),
+            "cols": C.matrix.shape[1], "nnz": _nnz(C.matrix), "rank": r.rank, "p": r.redundancy, "unsolvable": len(r.unsolvable),
             "verdicts": hashlib.sha256(json.dumps([r.rank, r.redundancy, verdicts]).encode()).hexdigest()[:12],
             "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_kb) / 1024.0}
 
 
+def _nnz(M) -> int:
+    return int(M.nnz) if hasattr(M, "nnz") else int((M != 0).sum())
+
+
 def run(family: str, size: int, method: str, timeout: float) -> dict | None:
+    progress = bool(os.environ.get("VTM_BENCH_PROGRESS"))  # the child's log goes straight to the terminal
     try:
         proc = subprocess.run([sys.executable, __file__, "--child", family, str(size), method],
-                              capture_output=True, text=True, timeout=timeout, env={**os.environ, **SINGLE_THREAD})
+                              stdout=subprocess.PIPE, stderr=None if progress else subprocess.PIPE, text=True,
+                              timeout=timeout, env={**os.environ, **SINGLE_THREAD})
     except subprocess.TimeoutExpired:
         return {"error": f"over {timeout:.0f} s"}
     if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1][:100]}
+        return {"error": ((proc.stderr or "").strip().splitlines() or ["failed"])[-1][:100]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -80,14 +94,21 @@ def main() -> None:
     ap.add_argument("--dense-max", type=int, default=1000, help="largest size run by the dense path")
     ap.add_argument("--timeout", type=float, default=900.0, help="per child [s]")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--progress", action="store_true", help="children log the repair steps of the sparse path")
     args = ap.parse_args()
+    if args.progress or os.environ.get("VTM_BENCH_PROGRESS"):
+        import logging
+
+        os.environ["VTM_BENCH_PROGRESS"] = "1"  # inherited by the children
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="    %(message)s")
+        logging.getLogger("vtm_dynamics").setLevel(logging.DEBUG)
     if args.child:
         family, size, method = args.child
         print(json.dumps(child(family, int(size), method)))
         return
     print("planar models; times in s, peak memory in MB above the process after imports; "
           "analysis = rank, left null space, per-pair verdicts and directions, release set; one BLAS thread")
-    head = (f"{'family':<7} {'bodies':>6} {'C (m x n)':>15} {'p':>6} | {'sparse: load':>12} {'build':>6} "
+    head = (f"{'family':<7} {'bodies':>6} {'C (m x n)':>15} {'nnz':>8} {'p':>6} | {'sparse: load':>12} {'build':>6} "
             f"{'analysis':>8} {'peak':>6} | {'dense: analysis':>15} {'peak':>6} | {'time ratio':>10} "
             f"{'mem ratio':>9}  verdicts")
     print(head)
@@ -105,9 +126,11 @@ def main() -> None:
                 print(f"  running {family} {size} dense ...", file=sys.stderr, flush=True)
                 d = run(family, size, "dense", args.timeout)
             shape = f"{s['rows']} x {s['cols']}"
-            line = (f"{family:<7} {size:>6} {shape:>15} {s['p']:>6} | {s['load']:>12.2f} {s['build']:>6.2f} "
-                    f"{s['analysis']:>8.2f} {s['peak_mb']:>6.0f} | ")
-            if d is None:
+            line = (f"{family:<7} {size:>6} {shape:>15} {s['nnz']:>8} {s.get('p', '-'):>6} | {s['load']:>12.2f} "
+                    f"{s['build']:>6.2f} {s['analysis']:>8.2f} {s['peak_mb']:>6.0f} | ")
+            if "unclear" in s:  # no verdict: the time is the time to the answer "unclear"
+                line += f"UNCLEAR after {s['analysis']:.1f} s: {s['unclear'][:150]}"
+            elif d is None:
                 gb = s["rows"] * s["cols"] * 8 / 1e9
                 line += f"not run: C alone {gb:.1f} GB, SVD ~ m n^2"
             elif "error" in d:

@@ -9,7 +9,8 @@ SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), th
    general (on the paper's robot a QR of C reports rank 21 instead of 20), so the set is checked and repaired until
    (a) σ_min(R) of C_I^T, by inverse iteration, exceeds ``tol = rank_rtol · σ_max(C)`` (I independent), and (b)
    every other row lies within ``tol`` of span(C_I) (tested on random combinations, row by row only if that
-   fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set.
+   fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set. The
+   settled basis must also show a clear gap (:func:`_require_gap`: σ_min ≥ 2 tol, other rows within tol / 10).
 2. Left null space, sketched (:func:`left_null_sketch`). Every λ with C^T λ = 0 is λ_D = ξ, λ_I = −μ with
    C_I^T μ = C_D^T ξ. s = min(8, p) random ξ (fixed seed), orthonormalised, give Λ; ‖C^T Λ‖ is checked against
    the tolerance. A pair has at most 6 rows, so range(Λ_X) = range(N_X) with probability one:
@@ -20,22 +21,27 @@ SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), th
    * the indeterminate directions range(N_X) and the determined directions null(N_X^T) are those of Λ_X;
    * a row is releasable iff its row of Λ is nonzero.
 
-Anything that fails a check is a :class:`SolvabilityError` ("rank decision unclear"), never a guess. The dense path
+Anything that fails a check is a :class:`SolvabilityError` ("rank decision unclear"), never a guess; so is a repair
+that cycles or makes no progress (rows farther than tol from the others' span, yet σ_min below tol with them),
+detected at once rather than after many factorizations. Matrices with dense hub columns (a body that every loop
+touches) take the hub elimination of :mod:`~vtm_dynamics.core.reactions.hub_row_basis` first. The dense path
 (:func:`~vtm_dynamics.core.reactions.solvability.analyze_constraint_matrix`) stays the reference; both give the
 same verdicts on the shipped models and on random mechanisms (tests). SuiteSparseQR comes from the ``pyspqr``
 wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
 
-Size: about 490 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
+Size: about 560 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
 near-null space), the sketch of the left null space and the per-pair verdicts are one algorithm whose steps
 share the factorization and the tolerance; split, each part would need the others' internals.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,9 +67,13 @@ from vtm_dynamics.core.reactions.solvability import (
     _vec,
 )
 
+_LOG = logging.getLogger(__name__)  # progress of long factorizations (DEBUG)
 SKETCH_COLUMNS = 8  # > 6 rows of any pair, so a random sketch keeps range(N_X) with probability one
 SKETCH_SEED = 20130153  # fixed: the same model always gives the same report
 _MAX_REPAIRS = 40
+RANK_GAP = 10.0  # the other rows of a settled basis must lie within tol / RANK_GAP of span(C_I)
+_SIGMA_MARGIN = 2.0  # and σ_min(C_I) (an estimate converging from above) must reach _SIGMA_MARGIN · tol
+_MAX_STALLS = 1  # re-additions to a set size that σ_min already cut back, before "unclear" (module docstring)
 _DIRECTION_TOL = 1e-8  # on singular values of Λ_X / √s (entries O(1), as in the dense path)
 
 
@@ -155,6 +165,19 @@ class RowBasis:
     @property
     def rank(self) -> int:
         return int(self.independent.size)
+
+    def solve_transposed(self, rhs: np.ndarray) -> np.ndarray:
+        """μ (|I| × k, rows in the order of ``independent``) with C_Iᵀ μ = rhs (n × k) in the least-squares sense."""
+        rhs = np.asarray(rhs, dtype=float).reshape(rhs.shape[0], -1)
+        r = self.rank
+        mu = np.zeros((r, rhs.shape[1]))
+        if r == 0:
+            return mu
+        lu = scipy.sparse.linalg.splu(self.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                                      options={"SymmetricMode": True})
+        for j in range(rhs.shape[1]):
+            mu[self.column_order, j] = lu.solve(self.q_operator.rmatvec(rhs[:, j])[:r])
+        return mu
 
 
 def largest_singular_value(A: scipy.sparse.spmatrix) -> float:
@@ -268,13 +291,27 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
 
     A row of A (column of A^T) that leads no row of R above ``tol`` lies within ``tol`` in the span of the rows
     pivoted before it and is dropped; the remaining rows are factorized again until every one leads a row of R. Heath's method is not
-    rank-revealing in general, so the result is accepted only if σ_min(R) (inverse iteration) exceeds ``tol``;
-    otherwise :class:`SolvabilityError` ("rank decision unclear").
+    rank-revealing in general, so the result is accepted only if σ_min(R) (inverse iteration) exceeds ``tol``
+    and every other row lies within ``tol`` of span(C_I); otherwise rows are dropped or added (module docstring).
+    When rows farther than ``tol`` from the others' span give, added, a σ_min below ``tol``, the two tests disagree
+    and the repair cannot settle: a candidate set seen before (a certain cycle: each step is a function of the
+    set), or an addition that reaches no larger set than an earlier one which σ_min cut back (no progress),
+    ends it at once with :class:`SolvabilityError` ("rank decision unclear: ..." naming the rows and the gap).
     """
     A = scipy.sparse.csr_matrix(A)
     m, n = A.shape
     cand = np.arange(m)
+    seen: dict[bytes, int] = {}  # candidate set -> its place in ``history``
+    history: list[tuple[str, np.ndarray, float, float]] = []  # (added | dropped, rows, figure range)
+    peak, peak_at, stalls = -1, 0, 0  # largest set an addition reached, where in ``history``, re-additions to it
+    t0 = time.perf_counter()
     for attempt in range(_MAX_REPAIRS):
+        if attempt > 0:  # from here on the next set is a function of this one: a repeat is a cycle, for ever
+            key = cand.tobytes()
+            if key in seen:
+                raise SolvabilityError(_cycle_message(history[seen[key]:], tol))
+            seen[key] = len(history)
+        _LOG.debug("row basis: attempt %d, %d of %d rows, %.1f s", attempt, cand.size, m, time.perf_counter() - t0)
         if cand.size == 0 or A[cand].nnz == 0:
             cand = np.zeros(0, dtype=int)
             Q, Rsq, perm, smin, piv = None, scipy.sparse.csc_matrix((0, 0)), np.zeros(0, dtype=int), float("inf"), 0.0
@@ -286,25 +323,80 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
             if live.size != cand.size or R.shape[0] < cand.size:
                 if attempt == 0 or live.size == 0:
                     cand = np.sort(cand[perm[live]])  # drop the rows that lead no row of R
-                else:  # repairing: one row at a time, so that a drop and an addition cannot cycle
+                else:  # repairing: one row at a time
                     first = int(np.setdiff1d(np.arange(cand.size), live).min())
+                    history.append(("dropped", cand[[perm[first]]], float("nan"), float("nan")))
                     cand = np.delete(cand, perm[first])
                 continue
             Rsq = R[: cand.size][:, np.arange(cand.size)]
             (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
             if smin <= tol:  # the kept rows are dependent: drop rows that carry the near-null space of R
-                cand = np.delete(cand, perm[_rows_carrying_near_null_space(Rsq, vec, tol)])
+                drop = perm[_rows_carrying_near_null_space(Rsq, vec, tol)]
+                history.append(("dropped", cand[drop], smin, smin))
+                _LOG.debug("row basis: dropping %d rows, sigma_min %.3g <= tol %.3g", drop.size, smin, tol)
+                cand = np.delete(cand, drop)
                 continue
         # every other row must lie in span(C_I): first for random combinations of them (one least-squares residual
         # per column; nonzero with probability one if any row is outside), row by row only if that fails
         rest = np.setdiff1d(np.arange(m), cand)
-        if rest.size == 0 or _combined_outside(A, rest, Q, cand.size) <= tol:
+        leak = _combined_outside(A, rest, Q, cand.size) if rest.size else 0.0
+        if leak <= tol:
+            _require_gap(smin, leak, tol)
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
         outside, parts = _outside_rows(A, rest, Q, cand.size, tol)
         if outside.size == 0:
+            _require_gap(smin, leak, tol)
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
-        cand = np.sort(np.concatenate([cand, outside[_independent_columns(parts, tol)]]))
+        add = _independent_columns(parts, tol)
+        dist = np.linalg.norm(parts[:, add], axis=0)
+        history.append(("added", outside[add], float(dist.min()), float(dist.max())))
+        _LOG.debug("row basis: %d rows outside, adding %d (distances %.3g..%.3g, tol %.3g)", outside.size,
+                   add.size, dist.min(), dist.max(), tol)
+        # no progress: an addition reaching no larger set than an earlier one, which σ_min then cut back
+        if cand.size + add.size > peak:
+            peak, peak_at, stalls = cand.size + add.size, len(history) - 1, 0
+        elif len(history) > 1 and np.isfinite(history[-2][2]) and history[-2][0] == "dropped":
+            stalls += 1
+            if stalls >= _MAX_STALLS:
+                raise SolvabilityError(_cycle_message(history[peak_at:], tol))
+        cand = np.sort(np.concatenate([cand, outside[add]]))
     raise SolvabilityError(f"rank decision unclear: sparse QR did not settle the independent rows (tolerance {tol:.3g})")
+
+
+def _require_gap(smin: float, leak: float, tol: float) -> None:
+    """Accept a settled row basis only with a clear gap around ``tol``; else "rank decision unclear".
+
+    The dense rank counts σ_i(C) > tol. The basis gives σ_r(C) ≥ σ_min(C_I) (an inverse-iteration estimate) and
+    σ_{r+1}(C) ≤ |E|_F, E the parts of the other rows outside span(C_I), which random combinations estimate
+    (``leak``). Both are estimates, so near the tolerance they can miss the dense count (synthetic matrices with
+    singular values within 3x of tol did, all on the side of the leak: one below the dense rank). The leak must
+    stay below tol / ``RANK_GAP``; σ_min, converged to 0.1 %, only above ``_SIGMA_MARGIN`` · tol (the random
+    family at 1,000 bodies keeps σ_min at 6x tol with a leak at 1e-3 tol: a clear gap on the dropped side).
+    Exactly redundant models leak at rounding level: unaffected.
+    """
+    if smin < _SIGMA_MARGIN * tol or leak > tol / RANK_GAP:
+        raise SolvabilityError(
+            f"rank decision unclear: no clear gap at the tolerance {tol:.2g} (smallest kept singular value about "
+            f"{smin:.2g}, other rows up to about {leak:.2g} outside the span of the kept ones; required: above "
+            f"{_SIGMA_MARGIN:g}x and below 1/{RANK_GAP:g} of it)")
+
+
+def _cycle_message(cycle: list[tuple[str, np.ndarray, float, float]], tol: float) -> str:
+    """One line for a repair that cycles or makes no progress: the rows it adds and drops in turn, the gap.
+
+    Each of those rows lies farther than ``tol`` from the span of the others (so it is added), yet with them the
+    smallest singular value is below ``tol`` (so some are dropped): the rank at this tolerance is not decided.
+    """
+    added = np.unique(np.concatenate([r for a, r, _, _ in cycle if a == "added"] + [np.zeros(0, dtype=int)]))
+    dropped = np.unique(np.concatenate([r for a, r, _, _ in cycle if a == "dropped"] + [np.zeros(0, dtype=int)]))
+    both = np.intersect1d(added, dropped).size
+    dist = [v for a, _, lo, hi in cycle if a == "added" for v in (lo, hi)]
+    smin = [v for a, _, v, _ in cycle if a == "dropped" and np.isfinite(v)]
+    gap = (f"distances from the span of the others {min(dist):.2g}..{max(dist):.2g}" if dist else "no row added")
+    gap += f", smallest singular value with them {min(smin):.2g}..{max(smin):.2g}" if smin else ""
+    return (f"rank decision unclear: the independent rows do not settle, {added.size} constraint rows added and "
+            f"{dropped.size} dropped in turn, {both} of them both ways ({gap}; tolerance {tol:.2g}); a different "
+            "rank_rtol, or an exactly assembled configuration, may decide it")
 
 
 def _combined_outside(A: scipy.sparse.csr_matrix, rest: np.ndarray, Q, r: int) -> float:
@@ -370,6 +462,15 @@ def _independent_columns(parts: np.ndarray, tol: float) -> np.ndarray:
     return np.sort(piv[:k])
 
 
+def independent_rows(A: scipy.sparse.spmatrix, tol: float, hub_min_nonzeros: int | None = None):
+    """The row basis of A: by hub elimination when A has dense hub columns and its checks pass
+    (:mod:`~vtm_dynamics.core.reactions.hub_row_basis`), otherwise by the QR of Aᵀ (:func:`row_basis`)."""
+    from vtm_dynamics.core.reactions.hub_row_basis import HUB_MIN_NONZEROS, hub_row_basis  # it builds on row_basis
+
+    basis = hub_row_basis(A, tol, HUB_MIN_NONZEROS if hub_min_nonzeros is None else hub_min_nonzeros)
+    return basis if basis is not None else row_basis(A, tol)
+
+
 def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int = SKETCH_COLUMNS,
                      seed: int = SKETCH_SEED) -> np.ndarray:
     """Λ (m × min(columns, p)): random vectors of the left null space of C (C^T λ = 0), orthonormal columns.
@@ -386,15 +487,7 @@ def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int =
     L = np.zeros((m, columns))
     L[D] = xi
     if I.size:
-        rhs = np.asarray(A[D].T @ xi)  # n × columns
-        lu = scipy.sparse.linalg.splu(basis.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
-                                      options={"SymmetricMode": True})
-        for j in range(columns):
-            y = basis.q_operator.rmatvec(rhs[:, j])[: I.size]
-            w = lu.solve(y)
-            mu = np.zeros(I.size)
-            mu[basis.column_order] = w
-            L[I, j] = -mu
+        L[I] = -basis.solve_transposed(np.asarray(A[D].T @ xi))  # n × columns right-hand sides
     Qs, _ = np.linalg.qr(L)
     return Qs
 
@@ -426,6 +519,7 @@ def _block_ranks(blocks: list[np.ndarray], tol: float) -> list[int]:
 
 def analyze_sparse_constraint_matrix(
     C: SparseConstraintMatrix, rank_rtol: float = DEFAULT_RANK_RTOL, model_name: str = "",
+    hub_min_nonzeros: int | None = None,
 ) -> SolvabilityReport:
     """Rank, redundancy, per-pair verdicts, directions and a release set of a sparse C (module docstring).
 
@@ -439,7 +533,7 @@ def analyze_sparse_constraint_matrix(
     m, n = A.shape
     smax = largest_singular_value(A)
     tol = rank_rtol * smax
-    basis = row_basis(A, tol)
+    basis = independent_rows(A, tol, hub_min_nonzeros)
     r = basis.rank
     p = m - r
     L = left_null_sketch(A, basis)
@@ -486,8 +580,8 @@ def analyze_sparse_constraint_matrix(
     return SolvabilityReport(
         model=model_name, planar=C.planar, n_bodies=len(C.bodies), n_coordinates=n,
         m_holonomic=len(hol), h_nonholonomic=len(non),
-        rank_holonomic=row_basis(A[hol], tol).rank if non else r,
-        rank_nonholonomic=row_basis(A[non], tol).rank if non else 0,
+        rank_holonomic=independent_rows(A[hol], tol, hub_min_nonzeros).rank if non else r,
+        rank_nonholonomic=independent_rows(A[non], tol, hub_min_nonzeros).rank if non else 0,
         rank=r, redundancy=p, rank_rtol=rank_rtol, rank_tolerance=tol, sigma_max=smax,
         smallest_kept_singular_value=basis.sigma_min_estimate if r else 0.0,
         largest_dropped_singular_value=float(np.linalg.norm(A.T @ L, 2) / max(scale, 1.0)) if p else 0.0,
