@@ -44,6 +44,30 @@ def test_a_gap_in_joint_states_before_a_stamped_trigger_gives_no_prediction_but_
     assert pred.start_state_age >= 0.3
 
 
+def test_a_late_state_at_the_engage_instant_revises_a_prediction_made_from_an_older_one(graph):
+    """A stamped ENGAGE whose own state arrives only after the node stopped waiting for it (a loaded machine):
+    the node predicts from the newest older state, within max_start_state_age, and says so; when the state
+    stamped at the instant arrives, it publishes a revision that starts from that state."""
+    now = graph.h.get_clock().now()
+    old = graph.h.state(stamp=(now - Duration(seconds=0.04)).to_msg())
+    graph.feed(old)
+    ev = BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.ENGAGE)
+    ev.header.stamp = now.to_msg()
+    graph.h.pub_brake.publish(ev)
+    assert graph.wait(lambda: graph.stop_predictions())
+    first = graph.stop_predictions()[0]
+    assert first.success, first.message
+    assert first.start_state_stamp == old.header.stamp and first.start_state_age == pytest.approx(0.04, abs=1e-6)
+    late = graph.h.state(q=UR5_Q + 0.05, stamp=now.to_msg())
+    graph.feed(late)
+    assert graph.wait(lambda: len(graph.stop_predictions()) > 1), "no revision from the state at the instant"
+    rev = graph.stop_predictions()[1]
+    assert rev.success, rev.message
+    assert rev.scenario_id == first.scenario_id + "-rev1"
+    assert rev.start_state_stamp == late.header.stamp and rev.start_state_age == pytest.approx(0.0, abs=1e-6)
+    assert np.allclose(first_positions(rev.trajectory), UR5_Q + 0.05, atol=1e-12)
+
+
 def test_a_joint_state_from_the_far_future_is_rejected_and_does_not_poison_later_predictions(graph):
     future = graph.h.get_clock().now() + Duration(seconds=1e6)
     graph.feed(graph.h.state(q=UR5_Q + 0.3, stamp=future.to_msg()))

@@ -151,6 +151,38 @@ def test_a_stamped_engage_gives_an_unstamped_stop_its_instant(stamped):
         assert job.instant == 0.995 and job.at_receipt is None
 
 
+def test_a_late_state_closer_to_a_stamped_instant_revises_the_stop_from_that_state():
+    """The wait for a state at the E-stop instant timed out (a loaded machine): the first prediction started from
+    a state 32 ms older. When the state stamped at the instant arrives, the stop is revised from it; states that
+    bring nothing closer, or are stamped after the instant, do not revise it; an unstamped (Bool) stop keeps the
+    state it had at receipt."""
+    s = StopSession()
+    h = _history([99.968])
+    _trigger(s, 100.0, stamped=True)
+    job = s.take_job()
+    first = choose_start_state(h, instant=job.instant, stamped=True, received=100.0, now=100.06, waited=0.06,
+                               limits=LIMITS, at_receipt=job.at_receipt)
+    assert first.ok and first.sample.state == 0
+    s.record(job, True, None, None, first.sample)
+    assert s.closer_start_state(StateSample(99.968, 100.07, None), 100.07) is None  # the same state again
+    assert s.closer_start_state(StateSample(100.002, 100.07, None), 100.07) is None  # after the instant
+    late = StateSample(stamp=100.0, received=100.08, state=1)
+    h.add(late)
+    assert s.closer_start_state(late, 100.08) is s.current
+    job = s.take_job()
+    assert job.scenario == "estop-1-rev1" and job.at_receipt is None
+    second = choose_start_state(h, instant=job.instant, stamped=True, received=100.0, now=100.09, waited=0.09,
+                                limits=LIMITS, at_receipt=job.at_receipt)
+    assert second.ok and second.sample is late and second.age == 0.0
+    s.record(job, True, None, None, second.sample)
+    assert s.closer_start_state(StateSample(100.0, 100.1, None), 100.1) is None and s.take_job() is None
+
+    b = StopSession()  # Bool: the state received before the trigger stands
+    _trigger(b, 200.0, at_receipt=StateSample(199.97, 199.97, None))
+    b.record(b.take_job(), True, None, None, StateSample(199.97, 199.97, None))
+    assert b.closer_start_state(StateSample(200.0, 200.05, None), 200.05) is None and b.take_job() is None
+
+
 def test_a_stop_ended_before_its_prediction_ran_is_still_predicted():
     s = StopSession()
     _trigger(s, 1.0)

@@ -21,7 +21,8 @@ Inputs
                          and fires a prediction from the newest state *received before the message was received*;
                          the stop ends when every publisher's latest value is not stopping.
   ``brake_events``       vtm_msgs/BrakeEvent: ENGAGE fires a prediction too (``trigger_on_brake_event``), from the
-                         state stamped at or just before the event stamp (the E-stop instant); its per-joint arrays
+                         state stamped at or just before the event stamp (the E-stop instant; one stamped closer
+                         to it that arrives only after the prediction revises it); its per-joint arrays
                          override the configured brakes (NaN / empty = configured value; ``engage_delay`` at most
                          ``max_engage_delay``). An ENGAGE during a stop that changes the inputs revises the
                          prediction. RELEASE ends the stop.
@@ -591,15 +592,19 @@ class EstopPredictor(Node):
                 error = err
             complete = parsed is not None and not tracker.missing
             snap = tracker.snapshot() if complete else None
+            sample = None
             if snap is not None:
-                self.history.add(StateSample(stamp, received, snap, tuple(snap.estimated_velocity), header_stamp,
-                                             unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity)))
+                sample = StateSample(stamp, received, snap, tuple(snap.estimated_velocity), header_stamp,
+                                     unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity))
+                self.history.add(sample)
         if parsed is None:
             self._reject_state(graph.one_line(error))
             return
         self.stats["joint_states_ok"] += 1
         if snap is not None:
             self._newest_state_wall = time.monotonic()
+            if self.session.closer_start_state(sample, self._newest_state_wall) is not None:
+                self._trigger_wake.set()  # a late state closer to the E-stop instant: revise from it
         if parsed.unknown_names:
             self.log("warning", f"joint_states: ignoring joints not in model {self.model.name!r}: "
                                 f"[{excerpt_list(parsed.unknown_names)}]")

@@ -22,7 +22,8 @@ Start state
   * Unstamped trigger (Bool): the newest complete state *received before the trigger was received* (receipt
     order, not callback order), its age being the trigger instant minus the state's stamp.
   * Stamped trigger (BrakeEvent stamp = the E-stop instant): the newest state stamped at or before the instant;
-    if none is that new yet, wait at most ``state_wait_timeout`` for one.
+    if none is that new yet, wait at most ``state_wait_timeout`` for one. A state stamped closer to the instant that
+    arrives after the prediction (the wait timed out) revises the stop from that state.
   * Refused (``success=false`` with the reason): no state; a state older than ``max_start_state_age`` or newer
     than ``future_stamp_tolerance`` relative to the trigger instant; a trigger stamped in the future beyond
     ``future_stamp_tolerance`` relative to the node clock.
@@ -296,6 +297,22 @@ class StopSession:
                 self._mark_due(stop, wall)
                 return "revised", stop
             return "joined", stop
+
+    def closer_start_state(self, sample: StateSample, wall: float) -> Stop | None:
+        """A joint state that arrived after a stamped stop was predicted, stamped at or before its instant and
+        newer than the state that prediction started from (the wait for it timed out: a loaded machine, a
+        reordering middleware): the stop is revised from it (returns the stop), so that the prediction starts as
+        close to the E-stop instant as the data allow. Unstamped (Bool) stops keep the receipt-order rule."""
+        with self.lock:
+            stop = self.current
+            if (stop is None or not stop.stamped or stop.last_success is not True or stop.used_stamp is None
+                    or stop.used_instant != stop.instant):
+                return None
+            if not stop.used_stamp + STAMP_TOL < sample.stamp <= stop.instant + STAMP_TOL:
+                return None
+            stop.used_instant = None  # the revision chooses its start state by the stamp again
+            self._mark_due(stop, wall)
+            return stop
 
     def add_lock(self, lock: Any, wall: float) -> Stop | None:
         """A lock of joints still moving in the current prediction: revise (returns the stop)."""
