@@ -74,6 +74,8 @@ _MAX_REPAIRS = 40
 RANK_GAP = 10.0  # the other rows of a settled basis must lie within tol / RANK_GAP of span(C_I)
 _SIGMA_MARGIN = 2.0  # and σ_min(C_I) (an estimate converging from above) must reach _SIGMA_MARGIN · tol
 _MAX_STALLS = 1  # re-additions to a set size that σ_min already cut back, before "unclear" (module docstring)
+_MAX_SWAPS = 3  # drops of rows from a settled set whose σ_min is below _SIGMA_MARGIN · tol (row_basis)
+_FRESH_START = 100.0  # ... counted only while the set they are added to has σ_min below this many tol
 _DIRECTION_TOL = 1e-8  # on singular values of Λ_X / √s (entries O(1), as in the dense path)
 
 
@@ -304,6 +306,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
     seen: dict[bytes, int] = {}  # candidate set -> its place in ``history``
     history: list[tuple[str, np.ndarray, float, float]] = []  # (added | dropped, rows, figure range)
     peak, peak_at, stalls = -1, 0, 0  # largest set an addition reached, where in ``history``, re-additions to it
+    swaps = 0  # drops of a settled but ill-conditioned set
     t0 = time.perf_counter()
     for attempt in range(_MAX_REPAIRS):
         if attempt > 0:  # from here on the next set is a function of this one: a repeat is a cycle, for ever
@@ -330,6 +333,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
                 continue
             Rsq = R[: cand.size][:, np.arange(cand.size)]
             (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
+            _LOG.debug("row basis: %d rows, sigma_min %.3g (tol %.3g)", cand.size, smin, tol)
             if smin <= tol:  # the kept rows are dependent: drop rows that carry the near-null space of R
                 drop = perm[_rows_carrying_near_null_space(Rsq, vec, tol)]
                 history.append(("dropped", cand[drop], smin, smin))
@@ -340,6 +344,15 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         # per column; nonzero with probability one if any row is outside), row by row only if that fails
         rest = np.setdiff1d(np.arange(m), cand)
         leak = _combined_outside(A, rest, Q, cand.size) if rest.size else 0.0
+        if leak <= tol / RANK_GAP and smin < _SIGMA_MARGIN * tol and cand.size and swaps < _MAX_SWAPS:
+            # the rank is settled but the greedy set is ill-conditioned (C itself may have a clear gap): drop the
+            # rows carrying its directions below the margin; the outside test then adds others back
+            swaps += 1
+            drop = perm[_rows_carrying_near_null_space(Rsq, vec, _SIGMA_MARGIN * tol)]
+            history.append(("dropped", cand[drop], smin, smin))
+            _LOG.debug("row basis: swap, dropping %d rows, sigma_min %.3g < %g tol", drop.size, smin, _SIGMA_MARGIN)
+            cand = np.delete(cand, drop)
+            continue
         if leak <= tol:
             _require_gap(smin, leak, tol)
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
@@ -355,7 +368,8 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         # no progress: an addition reaching no larger set than an earlier one, which σ_min then cut back
         if cand.size + add.size > peak:
             peak, peak_at, stalls = cand.size + add.size, len(history) - 1, 0
-        elif len(history) > 1 and np.isfinite(history[-2][2]) and history[-2][0] == "dropped":
+        elif (len(history) > 1 and np.isfinite(history[-2][2]) and history[-2][0] == "dropped"
+              and smin < _FRESH_START * tol):  # a well-conditioned set after the drop: a new start, not a stall
             stalls += 1
             if stalls >= _MAX_STALLS:
                 raise SolvabilityError(_cycle_message(history[peak_at:], tol))
