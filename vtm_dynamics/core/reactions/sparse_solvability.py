@@ -75,7 +75,7 @@ RANK_GAP = 10.0  # the other rows of a settled basis must lie within tol / RANK_
 _SIGMA_MARGIN = 2.0  # and σ_min(C_I) (an estimate converging from above) must reach _SIGMA_MARGIN · tol
 _MAX_STALLS = 1  # re-additions to a set size that σ_min already cut back, before "unclear" (module docstring)
 _MAX_SWAPS = 3  # drops of rows from a settled set whose σ_min is below _SIGMA_MARGIN · tol (row_basis)
-_FRESH_START = 100.0  # ... counted only while the set they are added to has σ_min below this many tol
+_FRESH_START = _SIGMA_MARGIN  # ... counted only while the set they are added to has σ_min below this many tol
 _DIRECTION_TOL = 1e-8  # on singular values of Λ_X / √s (entries O(1), as in the dense path)
 
 
