@@ -11,6 +11,9 @@ SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), th
    every other row lies within ``tol`` of span(C_I) (tested on random combinations, row by row only if that
    fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set. The
    settled basis must also show a clear gap (:func:`_require_gap`: σ_min ≥ 2 tol, other rows within tol / 10).
+   The greedy set can be ill-conditioned where C is not (σ_min(C_I) near tol, σ_r(C) 10³-10⁵ tol): a settled
+   set below the 2 tol margin first has the rows carrying its small directions swapped out (at most
+   ``_MAX_SWAPS`` times; the outside test adds others back) before it is called unclear.
 2. Left null space, sketched (:func:`left_null_sketch`). Every λ with C^T λ = 0 is λ_D = ξ, λ_I = −μ with
    C_I^T μ = C_D^T ξ. s = min(8, p) random ξ (fixed seed), orthonormalised, give Λ; ‖C^T Λ‖ is checked against
    the tolerance. A pair has at most 6 rows, so range(Λ_X) = range(N_X) with probability one:
@@ -30,7 +33,7 @@ same verdicts on the shipped models and on random mechanisms (tests). SuiteSpars
 wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
 
-Size: about 560 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
+Size: about 610 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
 near-null space), the sketch of the left null space and the per-pair verdicts are one algorithm whose steps
 share the factorization and the tolerance; split, each part would need the others' internals.
 """
