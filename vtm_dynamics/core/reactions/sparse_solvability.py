@@ -11,6 +11,9 @@ SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), th
    every other row lies within ``tol`` of span(C_I) (tested on random combinations, row by row only if that
    fails). Then rank(C) = |I| at the dense path's tolerance, and the other p rows D form a release set. The
    settled basis must also show a clear gap (:func:`_require_gap`: σ_min ≥ 2 tol, other rows within tol / 10).
+   The greedy set can be ill-conditioned where C is not (σ_min(C_I) near tol, σ_r(C) 10³-10⁵ tol): a settled
+   set below the 2 tol margin first has the rows carrying its small directions swapped out (at most
+   ``_MAX_SWAPS`` times; the outside test adds others back) before it is called unclear.
 2. Left null space, sketched (:func:`left_null_sketch`). Every λ with C^T λ = 0 is λ_D = ξ, λ_I = −μ with
    C_I^T μ = C_D^T ξ. s = min(8, p) random ξ (fixed seed), orthonormalised, give Λ; ‖C^T Λ‖ is checked against
    the tolerance. A pair has at most 6 rows, so range(Λ_X) = range(N_X) with probability one:
@@ -30,7 +33,7 @@ same verdicts on the shipped models and on random mechanisms (tests). SuiteSpars
 wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
 
-Size: about 560 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
+Size: about 610 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
 near-null space), the sketch of the left null space and the per-pair verdicts are one algorithm whose steps
 share the factorization and the tolerance; split, each part would need the others' internals.
 """
@@ -74,6 +77,8 @@ _MAX_REPAIRS = 40
 RANK_GAP = 10.0  # the other rows of a settled basis must lie within tol / RANK_GAP of span(C_I)
 _SIGMA_MARGIN = 2.0  # and σ_min(C_I) (an estimate converging from above) must reach _SIGMA_MARGIN · tol
 _MAX_STALLS = 1  # re-additions to a set size that σ_min already cut back, before "unclear" (module docstring)
+_MAX_SWAPS = 3  # drops of rows from a settled set whose σ_min is below _SIGMA_MARGIN · tol (row_basis)
+_FRESH_START = _SIGMA_MARGIN  # ... counted only while the set they are added to has σ_min below this many tol
 _DIRECTION_TOL = 1e-8  # on singular values of Λ_X / √s (entries O(1), as in the dense path)
 
 
@@ -304,6 +309,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
     seen: dict[bytes, int] = {}  # candidate set -> its place in ``history``
     history: list[tuple[str, np.ndarray, float, float]] = []  # (added | dropped, rows, figure range)
     peak, peak_at, stalls = -1, 0, 0  # largest set an addition reached, where in ``history``, re-additions to it
+    swaps = 0  # drops of a settled but ill-conditioned set
     t0 = time.perf_counter()
     for attempt in range(_MAX_REPAIRS):
         if attempt > 0:  # from here on the next set is a function of this one: a repeat is a cycle, for ever
@@ -330,6 +336,7 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
                 continue
             Rsq = R[: cand.size][:, np.arange(cand.size)]
             (smin, vec), piv = _sigma_min_triangular(Rsq), float(pivots.min())
+            _LOG.debug("row basis: %d rows, sigma_min %.3g (tol %.3g)", cand.size, smin, tol)
             if smin <= tol:  # the kept rows are dependent: drop rows that carry the near-null space of R
                 drop = perm[_rows_carrying_near_null_space(Rsq, vec, tol)]
                 history.append(("dropped", cand[drop], smin, smin))
@@ -340,6 +347,15 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         # per column; nonzero with probability one if any row is outside), row by row only if that fails
         rest = np.setdiff1d(np.arange(m), cand)
         leak = _combined_outside(A, rest, Q, cand.size) if rest.size else 0.0
+        if leak <= tol / RANK_GAP and smin < _SIGMA_MARGIN * tol and cand.size and swaps < _MAX_SWAPS:
+            # the rank is settled but the greedy set is ill-conditioned (C itself may have a clear gap): drop the
+            # rows carrying its directions below the margin; the outside test then adds others back
+            swaps += 1
+            drop = perm[_rows_carrying_near_null_space(Rsq, vec, _SIGMA_MARGIN * tol)]
+            history.append(("dropped", cand[drop], smin, smin))
+            _LOG.debug("row basis: swap, dropping %d rows, sigma_min %.3g < %g tol", drop.size, smin, _SIGMA_MARGIN)
+            cand = np.delete(cand, drop)
+            continue
         if leak <= tol:
             _require_gap(smin, leak, tol)
             return RowBasis(cand, rest, Q, Rsq, perm, smin, piv)
@@ -355,7 +371,8 @@ def row_basis(A: scipy.sparse.spmatrix, tol: float) -> RowBasis:
         # no progress: an addition reaching no larger set than an earlier one, which σ_min then cut back
         if cand.size + add.size > peak:
             peak, peak_at, stalls = cand.size + add.size, len(history) - 1, 0
-        elif len(history) > 1 and np.isfinite(history[-2][2]) and history[-2][0] == "dropped":
+        elif (len(history) > 1 and np.isfinite(history[-2][2]) and history[-2][0] == "dropped"
+              and smin < _FRESH_START * tol):  # a well-conditioned set after the drop: a new start, not a stall
             stalls += 1
             if stalls >= _MAX_STALLS:
                 raise SolvabilityError(_cycle_message(history[peak_at:], tol))
