@@ -16,6 +16,7 @@ from vtm_dynamics.recordings.simulated import StopStart, simulate_stops
 from test.core.core_testdata import UR5
 
 PLANT_DT = 2e-5  # [s] the plant's step: its O(dt) error stays well below the encoder noise
+MAIN = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")  # the joints with published figures
 
 
 def ur5() -> RobotModel:
@@ -48,3 +49,30 @@ def starts(n: int, seed: int = 1) -> list[StopStart]:
 def samples(n: int, seed: int = 1) -> dict:
     robot = ur5()
     return simulate_stops(robot, true_brakes(robot), starts(n, seed), seed=seed + 1, plant_dt=PLANT_DT)
+
+
+def check_main_terms_and_delays(robot: RobotModel, ident, truth: BrakeSet, fields=("sliding_torque", "viscous"),
+                                rel: float = 0.05, delay_tol: float = 1e-3) -> None:
+    """The issue's known-truth bar: ``fields`` of the MAIN joints identified within ``rel`` of ``truth``, and
+    every joint's engage delay within ``delay_tol`` [s]."""
+    import pytest
+
+    true = {b.joint: b for b in truth.brakes}
+    est = {(e.joint, e.field): e for e in ident.estimates}
+    for joint in MAIN:
+        for field in fields:
+            e = est[(joint, field)]
+            assert e.identifiable, (joint, field, e.reason)
+            assert e.value == pytest.approx(getattr(true[joint], field), rel=rel), (joint, field, e.value)
+    for joint in robot.joint_names:
+        e = est[(joint, "engage_delay")]
+        assert e.identifiable and abs(e.value - true[joint].engage_delay) < delay_tol, joint
+
+
+def check_reported_values_within_sigma(ident, truth: BrakeSet, k: float = 3.0) -> None:
+    """Every value reported as identified lies within ``k`` of its own 1-sigma of the truth."""
+    true = {b.joint: b for b in truth.brakes}
+    for e in ident.estimates:
+        if e.identifiable:
+            error = e.value - getattr(true[e.joint], e.field)
+            assert abs(error) <= k * e.sigma, (e.joint, e.field, e.value, e.sigma, error / e.sigma)

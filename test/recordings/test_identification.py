@@ -9,16 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test.recordings.recordings_testdata import prior_brakes, true_brakes, ur5
+from test.recordings.recordings_testdata import (
+    MAIN, check_main_terms_and_delays, check_reported_values_within_sigma, prior_brakes, true_brakes, ur5,
+)
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.identification import (
     FitParameter, IdentificationError, compare_stops, identify_brakes,
 )
 from vtm_dynamics.recordings.bag_files import read_recording
 from vtm_dynamics.recordings.stops import find_stops
-
-MAIN = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")
-
 
 @pytest.fixture(scope="module")
 def fitted(truth_bag):
@@ -37,16 +36,9 @@ def test_every_stop_is_found(truth_bag, truth_samples):
 
 def test_sliding_viscous_and_delays_are_recovered(fitted):
     robot, ident, _, _ = fitted
+    check_main_terms_and_delays(robot, ident, true_brakes(robot))
     truth = {b.joint: b for b in true_brakes(robot).brakes}
     est = {(e.joint, e.field): e for e in ident.estimates}
-    for joint in MAIN:
-        for field in ("sliding_torque", "viscous"):
-            e = est[(joint, field)]
-            assert e.identifiable, (joint, field, e.reason)
-            assert e.value == pytest.approx(getattr(truth[joint], field), rel=0.05), (joint, field)
-    for joint in robot.joint_names:
-        e = est[(joint, "engage_delay")]
-        assert e.identifiable and abs(e.value - truth[joint].engage_delay) < 1e-3, joint
     # a wrist term is either recovered or reported as not identifiable; never a wrong number
     for e in ident.estimates:
         if e.joint not in MAIN and e.field in ("sliding_torque", "viscous") and e.identifiable:
@@ -55,11 +47,7 @@ def test_sliding_viscous_and_delays_are_recovered(fitted):
 
 def test_every_reported_value_is_within_three_sigma_of_the_truth(fitted):
     robot, ident, _, _ = fitted
-    truth = {b.joint: b for b in true_brakes(robot).brakes}
-    for e in ident.estimates:
-        if e.identifiable:
-            error = e.value - getattr(truth[e.joint], e.field)
-            assert abs(error) <= 3.0 * e.sigma, (e.joint, e.field, e.value, e.sigma)
+    check_reported_values_within_sigma(ident, true_brakes(robot), 3.0)
 
 
 def test_a_holding_capacity_no_stop_tested_is_not_a_number(fitted):

@@ -13,14 +13,14 @@ import os
 
 import pytest
 
-from test.recordings.recordings_testdata import prior_brakes, samples, true_brakes, ur5
+from test.recordings.recordings_testdata import (
+    MAIN, check_main_terms_and_delays, check_reported_values_within_sigma, prior_brakes, samples, true_brakes,
+    ur5,
+)
 from vtm_dynamics.core.estop.identification import IdentificationError, identify_brakes
 from vtm_dynamics.recordings.bag_files import read_recording
 from vtm_dynamics.recordings.simulated import write_simulated_bag
 from vtm_dynamics.recordings.stops import find_stops
-
-MAIN = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")
-
 
 @pytest.fixture(scope="module")
 def twenty(tmp_path_factory):
@@ -42,16 +42,9 @@ def twenty_fit(twenty):
 
 def test_twenty_stops_give_the_true_brakes(twenty_fit):
     robot, ident = twenty_fit
+    check_main_terms_and_delays(robot, ident, true_brakes(robot))
     truth = {b.joint: b for b in true_brakes(robot).brakes}
     est = {(e.joint, e.field): e for e in ident.estimates}
-    for joint in MAIN:
-        for field in ("sliding_torque", "viscous"):
-            e = est[(joint, field)]
-            assert e.identifiable, (joint, field, e.reason)
-            assert e.value == pytest.approx(getattr(truth[joint], field), rel=0.05), (joint, field)
-    for joint in robot.joint_names:
-        e = est[(joint, "engage_delay")]
-        assert e.identifiable and abs(e.value - truth[joint].engage_delay) < 1e-3, joint
     # the elbow's capacity is a threshold the stops crossed: reported as a lower bound, never as a value, and the
     # bound lies between the prior's capacity (too low for these stops) and the truth's
     elbow = est[("elbow_joint", "holding_torque")]
@@ -78,11 +71,7 @@ def test_every_reported_value_is_within_three_sigma_of_the_truth(twenty_fit):
     shifts all of its samples alike) was 9 %. A number the fit reports must lie within a few of its sigmas of the
     truth, and what the stops cannot pin down is reported without one, with the test motion that would."""
     robot, ident = twenty_fit
-    truth = {b.joint: b for b in true_brakes(robot).brakes}
-    for e in ident.estimates:
-        if e.identifiable:
-            error = e.value - getattr(truth[e.joint], e.field)
-            assert abs(error) <= 3.0 * e.sigma, (e.joint, e.field, e.value, e.sigma, error / e.sigma)
+    check_reported_values_within_sigma(ident, true_brakes(robot), 3.0)
     est = {(e.joint, e.field): e for e in ident.estimates}
     for field in ("sliding_torque", "viscous"):
         e = est[("wrist_3_joint", field)]

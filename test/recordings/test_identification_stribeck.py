@@ -17,14 +17,13 @@ import os
 import numpy as np
 import pytest
 
-from test.recordings.recordings_testdata import PLANT_DT, prior_brakes, true_brakes, ur5
+from test.recordings.recordings_testdata import MAIN, PLANT_DT, prior_brakes, true_brakes, ur5
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.identification import FitParameter, compare_stops, identify_brakes
 from vtm_dynamics.recordings.bag_files import read_recording
 from vtm_dynamics.recordings.simulated import StopStart, simulate_stops, write_simulated_bag
 from vtm_dynamics.recordings.stops import find_stops
 
-MAIN = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")
 BREAKAWAY_RATIO = 1.3
 STRIBECK_VELOCITY = 0.2  # [rad/s]
 SPEEDS = (0.08, 0.15, 0.3, 0.8, 2.0)  # [rad/s]
