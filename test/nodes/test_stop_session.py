@@ -166,6 +166,7 @@ def test_a_late_state_closer_to_a_stamped_instant_revises_the_stop_from_that_sta
     s.record(job, True, None, None, first.sample)
     assert s.closer_start_state(StateSample(99.968, 100.07, None), 100.07) is None  # the same state again
     assert s.closer_start_state(StateSample(100.002, 100.07, None), 100.07) is None  # after the instant
+    assert s.closer_start_state(StateSample(99.970, 100.07, None), 100.07) is None  # 2 ms closer, not half the age
     late = StateSample(stamp=100.0, received=100.08, state=1)
     h.add(late)
     assert s.closer_start_state(late, 100.08) is s.current

@@ -808,6 +808,11 @@ class EstopPredictor(Node):
         if self.session.record(job, bool(pred.success), outcome.result, pred, choice.sample) == "final" \
                 and not pred.final:
             self._publish_final(pred)  # the stop ended while this prediction was made
+        if job.stamped and pred.success:  # a state closer to the instant may have come while this one ran
+            with self.state_lock:
+                closer = self.history.stamped_by(job.instant)
+            if closer is not None and self.session.closer_start_state(closer, time.monotonic()) is not None:
+                self._trigger_wake.set()
         stop = self.session.current
         if stop is not None and stop.number == job.number and stop.last_result is not None:
             for t, names in self.session.take_deferred_locks(job.number):

@@ -40,6 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable, Mapping
 
 STAMP_TOL = 2e-6  # [s] stamps as float seconds since 1970 resolve about 0.24 us
+# [s] a late state revises a stop only if it is at least this much closer to the instant than the state used, and
+# at most half as old: a publisher feeding ever-closer stamps causes at most log2(10 s / 1 ms) ~ 14 revisions
+CLOSER_STATE_MIN = 1e-3
 
 
 # ------------------------------------------------------------------------------------------------- the E-stop line
@@ -299,16 +302,19 @@ class StopSession:
             return "joined", stop
 
     def closer_start_state(self, sample: StateSample, wall: float) -> Stop | None:
-        """A joint state that arrived after a stamped stop was predicted, stamped at or before its instant and
-        newer than the state that prediction started from (the wait for it timed out: a loaded machine, a
-        reordering middleware): the stop is revised from it (returns the stop), so that the prediction starts as
-        close to the E-stop instant as the data allow. Unstamped (Bool) stops keep the receipt-order rule."""
+        """A joint state that arrived after a stamped stop was predicted, stamped at or before its instant, at most
+        half as old as the state that prediction started from and at least ``CLOSER_STATE_MIN`` newer (the wait for
+        it timed out: a loaded machine, a reordering middleware): the stop is revised from it (returns the stop), so
+        that the prediction starts as close to the E-stop instant as the data allow. Unstamped (Bool) stops keep
+        the receipt-order rule."""
         with self.lock:
             stop = self.current
             if (stop is None or not stop.stamped or stop.last_success is not True or stop.used_stamp is None
                     or stop.used_instant != stop.instant):
                 return None
-            if not stop.used_stamp + STAMP_TOL < sample.stamp <= stop.instant + STAMP_TOL:
+            if not stop.used_stamp + CLOSER_STATE_MIN < sample.stamp <= stop.instant + STAMP_TOL:
+                return None
+            if stop.instant - sample.stamp > 0.5 * (stop.instant - stop.used_stamp):
                 return None
             stop.used_instant = None  # the revision chooses its start state by the stamp again
             self._mark_due(stop, wall)
