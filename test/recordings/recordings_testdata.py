@@ -76,3 +76,16 @@ def check_reported_values_within_sigma(ident, truth: BrakeSet, k: float = 3.0) -
         if e.identifiable:
             error = e.value - getattr(true[e.joint], e.field)
             assert abs(error) <= k * e.sigma, (e.joint, e.field, e.value, e.sigma, error / e.sigma)
+
+
+def check_held_out_stops(robot: RobotModel, ident, held, rel: float = 0.05) -> None:
+    """The fitted brakes predict each held-out stop's largest joint angle, stop time and TCP distance within ``rel``."""
+    import pytest
+
+    from vtm_dynamics.core.estop.identification import compare_stops
+
+    for c in compare_stops(robot, BrakeSet.from_brakes(robot, list(ident.brakes)), held, "tool0"):
+        i = int(np.argmax(np.abs(c.recorded_angles)))
+        assert c.predicted_angles[i] == pytest.approx(c.recorded_angles[i], rel=rel), c.label
+        assert c.predicted_time == pytest.approx(c.recorded_time, rel=rel), c.label
+        assert c.predicted_tcp == pytest.approx(c.recorded_tcp, rel=rel), c.label

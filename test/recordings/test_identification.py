@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from test.recordings.recordings_testdata import (
-    MAIN, check_main_terms_and_delays, check_reported_values_within_sigma, prior_brakes, true_brakes, ur5,
+    MAIN, check_held_out_stops, check_main_terms_and_delays, check_reported_values_within_sigma, prior_brakes, true_brakes,
+    ur5,
 )
-from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.identification import (
-    FitParameter, IdentificationError, compare_stops, identify_brakes,
+    FitParameter, IdentificationError, identify_brakes,
 )
 from vtm_dynamics.recordings.bag_files import read_recording
 from vtm_dynamics.recordings.stops import find_stops
@@ -61,11 +61,7 @@ def test_a_holding_capacity_no_stop_tested_is_not_a_number(fitted):
 
 def test_held_out_stops_are_predicted_within_5_percent(fitted):
     robot, ident, _, held = fitted
-    for c in compare_stops(robot, BrakeSet.from_brakes(robot, list(ident.brakes)), held, "tool0"):
-        i = int(np.argmax(np.abs(c.recorded_angles)))
-        assert c.predicted_angles[i] == pytest.approx(c.recorded_angles[i], rel=0.05), c.label
-        assert c.predicted_time == pytest.approx(c.recorded_time, rel=0.05), c.label
-        assert c.predicted_tcp == pytest.approx(c.recorded_tcp, rel=0.05), c.label
+    check_held_out_stops(robot, ident, held)
 
 
 def test_the_fit_moves_away_from_a_wrong_prior(fitted):

@@ -17,9 +17,9 @@ import os
 import numpy as np
 import pytest
 
-from test.recordings.recordings_testdata import MAIN, PLANT_DT, prior_brakes, true_brakes, ur5
+from test.recordings.recordings_testdata import MAIN, PLANT_DT, check_held_out_stops, prior_brakes, true_brakes, ur5
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop.identification import FitParameter, compare_stops, identify_brakes
+from vtm_dynamics.core.estop.identification import FitParameter, identify_brakes
 from vtm_dynamics.recordings.bag_files import read_recording
 from vtm_dynamics.recordings.simulated import StopStart, simulate_stops, write_simulated_bag
 from vtm_dynamics.recordings.stops import find_stops
@@ -102,11 +102,7 @@ def test_the_breakaway_is_fitted_above_the_sliding_torque(stribeck_fit):
 
 def test_held_out_stops_are_predicted_within_5_percent(stribeck_fit):
     robot, ident, held = stribeck_fit
-    for c in compare_stops(robot, BrakeSet.from_brakes(robot, list(ident.brakes)), held, "tool0"):
-        i = int(np.argmax(np.abs(c.recorded_angles)))
-        assert c.predicted_angles[i] == pytest.approx(c.recorded_angles[i], rel=0.05), c.label
-        assert c.predicted_time == pytest.approx(c.recorded_time, rel=0.05), c.label
-        assert c.predicted_tcp == pytest.approx(c.recorded_tcp, rel=0.05), c.label
+    check_held_out_stops(robot, ident, held)
 
 
 def test_a_wrong_assumed_stribeck_speed_is_carried_into_the_uncertainty(stribeck_stops):
