@@ -1,10 +1,12 @@
-"""Reaction solvability of large models: the constraint matrix kept sparse, rank and left null space by sparse QR.
+"""Reaction solvability of large models: the constraint matrix kept sparse, rank and left null space without SVD.
 
 Same question as :mod:`vtm_dynamics.core.reactions.solvability` (Wojtyra & Frączek 2013, Sect. 3): which pairs X
 satisfy Z = X ⊕ Y. Every pair touches at most two bodies, so C (eq. (5)) has at most 12 nonzeros per row; the dense
 SVD of C costs O(m n²) time and O(m n) memory (1,000 bodies: 0.9 GB, 150 s), this path the nonzeros of the factor.
 
-1. Independent rows (:func:`row_basis`). SuiteSparseQR (multifrontal QR, fill-reducing column order, Heath's rank
+1. Independent rows (:func:`independent_rows`): hub elimination where C has hub columns, else a square
+   well-conditioned block C_IJ (:mod:`~vtm_dynamics.core.reactions.square_row_basis`), each certified by the gap
+   rule below; if neither is, the QR route (:func:`row_basis`). SuiteSparseQR (multifrontal QR, fill-reducing column order, Heath's rank
    detection) of C^T gives a candidate set I of independent rows of C. Heath's method is not rank-revealing in
    general (on the paper's robot a QR of C reports rank 21 instead of 20), so the set is checked and repaired until
    (a) σ_min(R) of C_I^T, by inverse iteration, exceeds ``tol = rank_rtol · σ_max(C)`` (I independent), and (b)
@@ -479,13 +481,27 @@ def _independent_columns(parts: np.ndarray, tol: float) -> np.ndarray:
     return np.sort(piv[:k])
 
 
-def independent_rows(A: scipy.sparse.spmatrix, tol: float, hub_min_nonzeros: int | None = None):
-    """The row basis of A: by hub elimination when A has dense hub columns and its checks pass
-    (:mod:`~vtm_dynamics.core.reactions.hub_row_basis`), otherwise by the QR of Aᵀ (:func:`row_basis`)."""
-    from vtm_dynamics.core.reactions.hub_row_basis import HUB_MIN_NONZEROS, hub_row_basis  # it builds on row_basis
+def independent_rows(A: scipy.sparse.spmatrix, tol: float, hub_min_nonzeros: int | None = None,
+                     start: tuple[np.ndarray, np.ndarray] | None = None):
+    """The row basis of A, the first of these that is certified at ``tol``: hub elimination when A has dense hub
+    columns (:mod:`~vtm_dynamics.core.reactions.hub_row_basis`), a square submatrix repaired by swaps
+    (:mod:`~vtm_dynamics.core.reactions.square_row_basis`), the QR of Aᵀ (:func:`row_basis`, which decides or
+    raises "rank decision unclear"). ``start``: rows and columns the square selection begins with
+    (:func:`_start_from`)."""
+    from vtm_dynamics.core.reactions.hub_row_basis import HUB_MIN_NONZEROS, hub_row_basis  # they build on this module
+    from vtm_dynamics.core.reactions.square_row_basis import square_row_basis
 
     basis = hub_row_basis(A, tol, HUB_MIN_NONZEROS if hub_min_nonzeros is None else hub_min_nonzeros)
+    if basis is None:
+        basis = square_row_basis(A, tol, start=start)
     return basis if basis is not None else row_basis(A, tol)
+
+
+def _start_from(basis, rows: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """A square basis of C[rows] as a start for the basis of C: its rows renumbered as rows of C, its columns.
+    None for the other kinds of basis."""
+    columns = getattr(basis, "columns", None)
+    return None if columns is None else (np.asarray(rows)[basis.independent], columns)
 
 
 def left_null_sketch(A: scipy.sparse.csr_matrix, basis: RowBasis, columns: int = SKETCH_COLUMNS,
@@ -550,7 +566,12 @@ def analyze_sparse_constraint_matrix(
     m, n = A.shape
     smax = largest_singular_value(A)
     tol = rank_rtol * smax
-    basis = independent_rows(A, tol, hub_min_nonzeros)
+    hol = [i for pr in C.pairs if pr.holonomic for i in pr.rows]
+    non = [i for pr in C.pairs if not pr.holonomic for i in pr.rows]
+    # with nonholonomic rows the ranks of both kinds are reported too; the basis of the holonomic rows (the
+    # larger part) then starts the basis of all rows, which costs little more
+    hol_basis = independent_rows(A[hol], tol, hub_min_nonzeros) if non else None
+    basis = independent_rows(A, tol, hub_min_nonzeros, _start_from(hol_basis, hol) if non else None)
     r = basis.rank
     p = m - r
     L = left_null_sketch(A, basis)
@@ -592,12 +613,10 @@ def analyze_sparse_constraint_matrix(
     if p:
         owner = {i: (pr.name, pr.labels[i - pr.rows[0]]) for pr in C.pairs for i in pr.rows}
         release = [owner[int(i)] for i in basis.dependent]
-    hol = [i for pr in C.pairs if pr.holonomic for i in pr.rows]
-    non = [i for pr in C.pairs if not pr.holonomic for i in pr.rows]
     return SolvabilityReport(
         model=model_name, planar=C.planar, n_bodies=len(C.bodies), n_coordinates=n,
         m_holonomic=len(hol), h_nonholonomic=len(non),
-        rank_holonomic=independent_rows(A[hol], tol, hub_min_nonzeros).rank if non else r,
+        rank_holonomic=hol_basis.rank if non else r,
         rank_nonholonomic=independent_rows(A[non], tol, hub_min_nonzeros).rank if non else 0,
         rank=r, redundancy=p, rank_rtol=rank_rtol, rank_tolerance=tol, sigma_max=smax,
         smallest_kept_singular_value=basis.sigma_min_estimate if r else 0.0,

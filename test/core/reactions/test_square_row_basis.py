@@ -1,0 +1,120 @@
+"""The square row basis: rows and as many columns of C whose square block is well conditioned, or no answer.
+
+Expected ranks come from a dense SVD of C (numpy), never from the code under test; the certificate it returns
+(σ_min(C_IJ), the leak of the other rows) is checked against dense figures of the same rows and columns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import scipy.sparse
+from scipy.sparse.csgraph import structural_rank
+
+from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
+from vtm_dynamics.core.reactions.solvability import load_for_analysis
+from vtm_dynamics.core.reactions.sparse_solvability import largest_singular_value, sparse_constraint_matrix
+from vtm_dynamics.core.reactions.row_column_matching import extended_matching, matched_square
+from vtm_dynamics.core.reactions.square_row_basis import SquareInverse, square_row_basis
+
+
+def _random_matrix(bodies: int, seed: int, planar: bool = True) -> scipy.sparse.csr_matrix:
+    model = load_for_analysis(random_mechanism_urdf(bodies, seed, planar=planar), planar, bodies + 1)
+    return sparse_constraint_matrix(model, pin.neutral(model.pin_model)).matrix.tocsr()
+
+
+def _dense_rank(A: scipy.sparse.spmatrix, tol: float) -> tuple[int, np.ndarray]:
+    s = np.linalg.svd(A.toarray(), compute_uv=False)
+    return int(np.sum(s > tol)), s
+
+
+@pytest.mark.parametrize("bodies,seed,planar", [(200, 5, True), (200, 13, True), (400, 8, True), (400, 14, True),
+                                                (300, 2, True), (150, 3, False), (150, 7, False)])
+def test_a_clear_gap_gives_the_dense_rank_with_a_certificate_that_dense_figures_confirm(bodies, seed, planar):
+    A = _random_matrix(bodies, seed, planar)
+    tol = 1e-9 * largest_singular_value(A)
+    rank, s = _dense_rank(A, tol)
+    assert s[rank - 1] > 10 * tol and s[rank] < 1e-3 * tol  # the case: a clear gap
+    basis = square_row_basis(A, tol)
+    assert basis is not None and basis.rank == rank
+    assert np.array_equal(np.sort(np.concatenate([basis.independent, basis.dependent])), np.arange(A.shape[0]))
+    S = A[basis.independent][:, basis.columns].toarray()
+    smin = np.linalg.svd(S, compute_uv=False)[-1]
+    assert smin >= 2 * tol  # the margin of the gap rule, on the square block itself
+    assert basis.sigma_min_estimate == pytest.approx(smin, rel=1e-2)  # converged from above
+    assert basis.leak_estimate <= tol / 10
+
+
+def test_the_solve_of_the_transposed_rows_is_exact_on_their_row_space():
+    A = _random_matrix(120, 4)
+    basis = square_row_basis(A, 1e-9 * largest_singular_value(A))
+    rhs = np.asarray(A[basis.dependent].T @ np.random.default_rng(1).standard_normal((basis.dependent.size, 3)))
+    mu = basis.solve_transposed(rhs)
+    assert mu.shape == (basis.rank, 3)
+    assert np.linalg.norm(A[basis.independent].T @ mu - rhs) <= 1e-8 * np.linalg.norm(rhs)
+
+
+def test_the_matching_reaches_the_structural_rank():
+    A = _random_matrix(300, 2)
+    I, J = matched_square(A)
+    assert I.size == J.size == structural_rank(A)
+    assert np.unique(I).size == I.size and np.unique(J).size == J.size
+    assert np.all(np.asarray(A[I, J]).ravel() != 0)  # every pair is an entry
+
+
+def test_an_exactly_singular_block_is_factorized_shifted_or_regularized_and_still_decided():
+    # two equal rows [-1, 1] in the matched block: SuperLU meets a zero pivot, and a diagonal shift does not lift
+    # the null direction (its left and right vectors share no matched entry)
+    A = _random_matrix(5, 74)
+    tol = 1e-9 * largest_singular_value(A)
+    I, J = matched_square(A)
+    inverse = SquareInverse(A[I][:, J].tocsc(), 1e-4 * tol)
+    assert inverse.shifted
+    basis = square_row_basis(A, tol)
+    assert basis is not None and basis.rank == _dense_rank(A, tol)[0]
+
+
+def test_a_start_from_a_basis_of_some_rows_is_kept_and_extended_to_the_structural_rank():
+    A = _random_matrix(300, 6)
+    tol = 1e-9 * largest_singular_value(A)
+    part = np.arange(0, A.shape[0] - 60)
+    sub = square_row_basis(A[part], tol)
+    I0, J0 = part[sub.independent], sub.columns
+    I, J = extended_matching(A, I0, J0)
+    assert set(I0) <= set(I) and set(J0) <= set(J)  # bordered, not replaced
+    assert I.size == structural_rank(A)
+    assert np.all(np.asarray(A[I, J]).ravel() != 0)
+    basis = square_row_basis(A, tol, start=(I0, J0))
+    assert basis is not None and basis.rank == _dense_rank(A, tol)[0]
+
+
+def _near_tolerance_matrix(seed: int) -> np.ndarray:
+    """Independent rows B and combinations of them moved by 0.5-3 times 1e-9 (about the tolerance) off their span."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4, 9))
+    r = int(rng.integers(2, n))
+    extra = int(rng.integers(2, 6))
+    B = rng.standard_normal((r, n))
+    D = rng.standard_normal((extra, r)) @ B
+    D += rng.choice([0.5, 1, 1.5, 2, 3], size=(extra, 1)) * 1e-9 * rng.standard_normal((extra, n))
+    return np.vstack([B, D])[rng.permutation(r + extra)]
+
+
+def test_without_a_clear_gap_it_gives_no_answer_rather_than_a_rank_other_than_the_dense_rank():
+    answered = 0
+    for seed in range(400):
+        M = _near_tolerance_matrix(seed)
+        A = scipy.sparse.csr_matrix(M)
+        tol = 1e-9 * largest_singular_value(A)
+        basis = square_row_basis(A, tol)
+        if basis is not None:
+            answered += 1
+            assert basis.rank == _dense_rank(A, tol)[0], seed
+    assert 0 < answered < 400  # both outcomes occur: the family does reach the rule
+
+
+def test_an_empty_or_zero_matrix_has_rank_zero():
+    basis = square_row_basis(scipy.sparse.csr_matrix((3, 4)), 1e-9)
+    assert basis.rank == 0 and basis.dependent.tolist() == [0, 1, 2]
+    assert basis.solve_transposed(np.zeros((4, 2))).shape == (0, 2)
