@@ -1,4 +1,4 @@
-"""Solvability analysis time and peak memory against mechanism size: dense (SVD) vs sparse (SuiteSparseQR) path.
+"""Solvability analysis time and peak memory against mechanism size: dense (SVD) vs sparse path.
 
 Families (vtm_dynamics.core.reactions.mechanism_families, the same generators the tests use):
 
