@@ -12,10 +12,11 @@ import pytest
 import scipy.sparse
 from scipy.sparse.csgraph import structural_rank
 
+from test.core.reactions.test_solvability_sparse_unclear import _near_tolerance_matrix
 from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
+from vtm_dynamics.core.reactions.row_column_matching import extended_matching, matched_square
 from vtm_dynamics.core.reactions.solvability import load_for_analysis
 from vtm_dynamics.core.reactions.sparse_solvability import largest_singular_value, sparse_constraint_matrix
-from vtm_dynamics.core.reactions.row_column_matching import extended_matching, matched_square
 from vtm_dynamics.core.reactions.square_row_basis import SquareInverse, square_row_basis
 
 
@@ -87,18 +88,6 @@ def test_a_start_from_a_basis_of_some_rows_is_kept_and_extended_to_the_structura
     assert np.all(np.asarray(A[I, J]).ravel() != 0)
     basis = square_row_basis(A, tol, start=(I0, J0))
     assert basis is not None and basis.rank == _dense_rank(A, tol)[0]
-
-
-def _near_tolerance_matrix(seed: int) -> np.ndarray:
-    """Independent rows B and combinations of them moved by 0.5-3 times 1e-9 (about the tolerance) off their span."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(4, 9))
-    r = int(rng.integers(2, n))
-    extra = int(rng.integers(2, 6))
-    B = rng.standard_normal((r, n))
-    D = rng.standard_normal((extra, r)) @ B
-    D += rng.choice([0.5, 1, 1.5, 2, 3], size=(extra, 1)) * 1e-9 * rng.standard_normal((extra, n))
-    return np.vstack([B, D])[rng.permutation(r + extra)]
 
 
 def test_without_a_clear_gap_it_gives_no_answer_rather_than_a_rank_other_than_the_dense_rank():

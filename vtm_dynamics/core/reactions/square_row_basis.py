@@ -75,11 +75,6 @@ class SquareRowBasis:
     def rank(self) -> int:
         return int(self.independent.size)
 
-    @property
-    def smallest_pivot(self) -> float:
-        """Kept for the interface of the other row bases: here the same as ``sigma_min_estimate``."""
-        return self.sigma_min_estimate
-
     def solve_transposed(self, rhs: np.ndarray) -> np.ndarray:
         """μ (|I| × k, rows in the order of ``independent``) with C_Iᵀ μ = rhs (n × k), rhs in range(C_Iᵀ).
 
@@ -180,10 +175,11 @@ def _iterate(S, step, b: int, below: float, certify: float, seed: int) -> tuple[
     r = S.shape[0]
     X, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((r, b)))
     count, smin, converged, it = -1, np.inf, False, 0
-    s, weak = _ritz(S, X, below)
     for it in range(1, MAX_ITERATIONS + 1):
         Y = step(X)
         if not np.all(np.isfinite(Y)):
+            if it == 1:  # no step taken: the Ritz values of the random start
+                s, weak = _ritz(S, X, below)
             break
         X, _ = np.linalg.qr(Y)
         s, weak = _ritz(S, X, below)
