@@ -17,7 +17,12 @@ from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
 from vtm_dynamics.core.reactions.row_column_matching import extended_matching, matched_square
 from vtm_dynamics.core.reactions.solvability import load_for_analysis
 from vtm_dynamics.core.reactions.sparse_solvability import largest_singular_value, sparse_constraint_matrix
-from vtm_dynamics.core.reactions.square_row_basis import SquareInverse, square_row_basis
+from vtm_dynamics.core.reactions.square_row_basis import (
+    SquareInverse,
+    _ritz,
+    remove_weak_directions,
+    square_row_basis,
+)
 
 
 def _random_matrix(bodies: int, seed: int, planar: bool = True) -> scipy.sparse.csr_matrix:
@@ -107,3 +112,37 @@ def test_an_empty_or_zero_matrix_has_rank_zero():
     basis = square_row_basis(scipy.sparse.csr_matrix((3, 4)), 1e-9)
     assert basis.rank == 0 and basis.dependent.tolist() == [0, 1, 2]
     assert basis.solve_transposed(np.zeros((4, 2))).shape == (0, 2)
+
+
+def _matched_block(bodies: int, seed: int) -> tuple[scipy.sparse.csr_matrix, np.ndarray, np.ndarray, float]:
+    A = _random_matrix(bodies, seed)
+    A.eliminate_zeros()
+    I, J = matched_square(A)
+    return A, I, J, 1e-9 * largest_singular_value(A)
+
+
+def test_the_tiny_pivots_of_a_shifted_lu_span_the_null_space_that_a_dense_svd_finds():
+    A, I, J, tol = _matched_block(400, 8)
+    S = A[I][:, J].tocsc()
+    U_, s, Vt = np.linalg.svd(S.toarray())
+    null = Vt[s < tol].T
+    assert null.shape[1] >= 3  # the case: a matched block with several null directions
+    inverse = SquareInverse(S, 1e-4 * tol, exact_first=False)
+    X = inverse.pivot_directions(4 * tol)
+    assert X is not None
+    ritz, weak = _ritz(S, np.linalg.qr(X)[0], 4 * tol)
+    assert weak.shape[1] == null.shape[1]
+    assert np.linalg.norm(weak - null @ (null.T @ weak)) <= 1e-6  # inside the dense null space
+
+
+def test_removing_the_weak_directions_leaves_a_block_without_them():
+    A, I, J, tol = _matched_block(400, 8)
+    S = A[I][:, J].toarray()
+    Uf, s, Vt = np.linalg.svd(S)
+    weak = s < 4 * tol
+    assert weak.sum() >= 3
+    I2, J2, steps = remove_weak_directions(A, A.T.tocsr(), I, J, Uf[:, weak], Vt[weak].T, 4 * tol)
+    assert steps == weak.sum() and I2.size == J2.size
+    assert np.unique(I2).size == I2.size and np.unique(J2).size == J2.size
+    s2 = np.linalg.svd(A[I2][:, J2].toarray(), compute_uv=False)
+    assert I2.size == np.sum(s > 4 * tol) + (weak.sum() - (I.size - I2.size)) and s2[-1] > tol
