@@ -154,14 +154,20 @@ class SquareInverse:
         K = scipy.sparse.bmat([[eye, S], [S.T, -eye]], format="csc")
         self.lu = scipy.sparse.linalg.splu(K, permc_spec="COLAMD")  # RuntimeError: the caller gives up
 
+    def _step(self, X: np.ndarray, trans: str) -> np.ndarray:
+        """One solve of an iteration step: an update need not refine it (:meth:`UpdatedLU.solve`)."""
+        if isinstance(self.lu, UpdatedLU):
+            return self.lu.solve(X, trans=trans, refine=False)
+        return self.lu.solve(X, trans=trans)
+
     def right(self, X: np.ndarray) -> np.ndarray:
         if not self.regularized:
-            return self.lu.solve(self.lu.solve(X, trans="T"))
+            return self._step(self._step(X, "T"), "N")
         return self.lu.solve(np.vstack([np.zeros_like(X), X]))[self.r:]
 
     def left(self, Y: np.ndarray) -> np.ndarray:
         if not self.regularized:
-            return self.lu.solve(self.lu.solve(Y), trans="T")
+            return self._step(self._step(Y, "N"), "T")
         return self.lu.solve(np.vstack([Y, np.zeros_like(Y)]))[: self.r]
 
     def left_of(self, V: np.ndarray) -> np.ndarray | None:

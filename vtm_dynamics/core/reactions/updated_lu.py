@@ -65,9 +65,13 @@ class UpdatedLU:
             return y - self.Z @ scipy.linalg.lu_solve(self.cap, self.Q.T @ y)
         return y - self.Zt @ scipy.linalg.lu_solve(self.cap, self.P.T @ y, trans=1)
 
-    def solve(self, b: np.ndarray, trans: str = "N") -> np.ndarray:
-        """S⁻¹ b or S⁻ᵀ b (``trans`` "T"), like ``SuperLU.solve``."""
+    def solve(self, b: np.ndarray, trans: str = "N", refine: bool = True) -> np.ndarray:
+        """S⁻¹ b or S⁻ᵀ b (``trans`` "T"), like ``SuperLU.solve``. ``refine`` False skips the refinement step
+        (half the cost) where a relative error of eps · κ(S0) does no harm: the steps of inverse iteration,
+        whose Ritz values are formed with S itself."""
         b = np.asarray(b, dtype=float)
         x = self._woodbury(b, trans)
+        if not refine:
+            return x
         residual = b - (self.S @ x if trans == "N" else self.S.T @ x)
         return x + self._woodbury(np.asarray(residual), trans)
