@@ -20,6 +20,8 @@ setup(
     ],
     package_data={PACKAGE: ["data/*"]},
     install_requires=["setuptools", "numpy", "scipy", "pyyaml", "defusedxml"],
+    # GPL-licensed, opt-in: the QR route of the sparse solvability analysis (docs/solvability.md)
+    extras_require={"sparse-qr": ["pyspqr==0.2.0"]},
     zip_safe=True,
     maintainer="vtm_dynamics developers",
     maintainer_email="vtm-dynamics@example.org",

@@ -41,14 +41,15 @@ fi
 mkdir -p "$log_dir"
 py="$venv/bin/python"
 
-req_hash="$(hash_of "$root/requirements.txt")"
+req_hash="$(hash_of "$root/requirements.txt" "$root/requirements-sparse-qr.txt")"
 if stamp_ok requirements "$req_hash"; then
   say "python packages up to date"
 else
   say "installing python packages (ROS 2 Kilted wheels, pinocchio, peers); log: $log_dir/pip.log"
-  if ! "$py" -m pip install --disable-pip-version-check -r "$root/requirements.txt" > "$log_dir/pip.log" 2>&1; then
+  if ! "$py" -m pip install --disable-pip-version-check -r "$root/requirements.txt" \
+       -r "$root/requirements-sparse-qr.txt" > "$log_dir/pip.log" 2>&1; then
     tail -n 15 "$log_dir/pip.log" >&2
-    die "pip could not install requirements.txt (see $log_dir/pip.log)"
+    die "pip could not install requirements.txt and requirements-sparse-qr.txt (see $log_dir/pip.log)"
   fi
   stamp_set requirements "$req_hash"
 fi

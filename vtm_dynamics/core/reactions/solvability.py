@@ -39,12 +39,14 @@ others. Indeterminate components are reported as ``None``, never as numbers.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
+from vtm_dynamics.core.excerpt import excerpt
 from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.reactions.absolute_coordinates import (
     AbsoluteConstraintMatrix,
@@ -72,7 +74,9 @@ DEFAULT_MAX_SOLVABILITY_BODIES = 50
 # unique_reactions solves the dense KKT system and Pinocchio's Data costs ~66 B x nv^3: small models only.
 DEFAULT_MAX_REACTION_BODIES = 50
 CROSS_CHECK_MAX_ROWS = 400  # the rank criterion costs one SVD per pair: O(pairs m n^2)
+_LOG = logging.getLogger(__name__)
 DENSE_MAX_ROWS = 400  # method "auto": the dense SVD path (with the rank cross-check) up to here, sparse above
+DENSE_FALLBACK_ROWS = 3000  # ... and the dense path up to here if the sparse one needs the missing SuiteSparseQR
 METHODS = ("auto", "dense", "sparse")
 
 
@@ -312,7 +316,9 @@ def analyze_solvability(
     With ``assemble`` the loop closures are first closed by Newton's method from ``q`` (driven joints held).
     ``cross_check`` (default: when the matrix has at most 400 rows) runs the direct-sum rank criterion per pair.
     ``method``: "dense" (SVD, the reference), "sparse" (:mod:`.sparse_solvability`, memory ~ nonzeros) or "auto"
-    (dense up to ``DENSE_MAX_ROWS`` rows, sparse above). Both give the same verdicts wherever both run.
+    (dense up to ``DENSE_MAX_ROWS`` rows, sparse above; dense up to ``DENSE_FALLBACK_ROWS``, with a logged
+    warning, where the sparse path would need the optional SuiteSparseQR that is not installed). Both give the
+    same verdicts wherever both run.
     Raises a ValueError subclass with a one-line message on bad input.
     """
     if method not in METHODS:
@@ -328,7 +334,13 @@ def analyze_model(model: AbsoluteModel, q, rank_rtol: float = DEFAULT_RANK_RTOL,
 
     Cs = sparse.sparse_constraint_matrix(model, q) if method != "dense" else None
     if method == "sparse" or (method == "auto" and Cs is not None and Cs.shape[0] > DENSE_MAX_ROWS):
-        return sparse.analyze_sparse_constraint_matrix(Cs, rank_rtol=rank_rtol, model_name=model.name)
+        try:
+            return sparse.analyze_sparse_constraint_matrix(Cs, rank_rtol=rank_rtol, model_name=model.name)
+        except sparse.SparseQRUnavailable:
+            if method == "sparse" or Cs.shape[0] > DENSE_FALLBACK_ROWS:
+                raise
+            _LOG.warning("solvability: the sparse path needs the optional SuiteSparseQR for %s (%s); using the "
+                         "dense path (%d rows)", excerpt(model.name), sparse.SPARSE_QR_HINT, Cs.shape[0])
     C = constraint_matrix(model, q)
     return analyze_constraint_matrix(C, rank_rtol=rank_rtol, cross_check=cross_check, model_name=model.name)
 

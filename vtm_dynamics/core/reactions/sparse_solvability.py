@@ -32,7 +32,8 @@ detected at once rather than after many factorizations. Matrices with dense hub 
 touches) take the hub elimination of :mod:`~vtm_dynamics.core.reactions.hub_row_basis` first. The dense path
 (:func:`~vtm_dynamics.core.reactions.solvability.analyze_constraint_matrix`) stays the reference; both give the
 same verdicts on the shipped models and on random mechanisms (tests). SuiteSparseQR comes from the ``pyspqr``
-wheel (its libraries inside the wheel, no system SuiteSparse). Cost: the QR of C^T fills in where many loops
+wheel (its libraries inside the wheel, no system SuiteSparse), an optional dependency because it is GPL-licensed
+(the extra ``sparse-qr``); without it the QR route raises :class:`SparseQRUnavailable`. Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
 
 Size: about 610 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
@@ -201,9 +202,23 @@ def largest_singular_value(A: scipy.sparse.spmatrix) -> float:
 _QUIET = threading.Lock()
 
 
+class SparseQRUnavailable(SolvabilityError):
+    """The QR route was needed and the optional SuiteSparseQR wheel (``pyspqr``, GPL) is not installed."""
+
+
+SPARSE_QR_HINT = "pip install 'vtm_dynamics[sparse-qr]' (pyspqr, GPL-licensed)"
+
+
 def _spqr(A: scipy.sparse.csc_matrix):
-    """pyspqr.qr with CHOLMOD's diagnostic printout (written to file descriptor 1 by the C library) discarded."""
-    import pyspqr  # a wheel with SuiteSparse inside; imported here so the dense path never needs it
+    """pyspqr.qr with CHOLMOD's diagnostic printout (written to file descriptor 1 by the C library) discarded.
+
+    ``pyspqr`` is optional (GPL; this package is Apache-2.0): without it, :class:`SparseQRUnavailable`."""
+    try:
+        import pyspqr  # a wheel with SuiteSparse inside; imported here so the other routes never need it
+    except ImportError:
+        raise SparseQRUnavailable(
+            "rank decision unclear: the hub and square selections gave no certified row basis, and the QR route "
+            f"needs the optional SuiteSparseQR: {SPARSE_QR_HINT}") from None
 
     with _QUIET:
         sys.stdout.flush()
