@@ -18,7 +18,7 @@ from test.core.reactions.test_solvability_sparse import assert_same_verdicts
 from vtm_dynamics.core.reactions import solvability
 from vtm_dynamics.core.reactions import square_row_basis as square
 from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix
-from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
+from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
 from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix, analyze_model, load_for_analysis
 from vtm_dynamics.core.reactions.sparse_solvability import (
     SparseQRUnavailable,
@@ -46,6 +46,15 @@ def test_a_model_the_square_selection_decides_needs_no_sparse_qr(without_sparse_
     model, q = _model(200, 5)
     dense = analyze_constraint_matrix(constraint_matrix(model, q), cross_check=False)
     assert_same_verdicts(dense, analyze_sparse_constraint_matrix(sparse_constraint_matrix(model, q)))
+
+
+def test_a_model_with_a_hub_body_is_decided_by_the_square_selection_when_the_hub_route_needs_the_qr(
+        without_sparse_qr):
+    model = load_for_analysis(comb_urdf(99), True, 101)  # 99 cranks under one coupler: a hub of 4 x 99 rows
+    q = pin.neutral(model.pin_model)
+    dense = analyze_constraint_matrix(constraint_matrix(model, q), cross_check=False)
+    assert_same_verdicts(dense, analyze_sparse_constraint_matrix(sparse_constraint_matrix(model, q),
+                                                                 hub_min_nonzeros=64))
 
 
 def test_a_model_that_needs_the_qr_route_gets_one_line_naming_the_extra(without_sparse_qr, square_selection_fails):

@@ -501,8 +501,9 @@ def independent_rows(A: scipy.sparse.spmatrix, tol: float, hub_min_nonzeros: int
     """The row basis of A, the first of these that is certified at ``tol``: hub elimination when A has dense hub
     columns (:mod:`~vtm_dynamics.core.reactions.hub_row_basis`), a square submatrix repaired by swaps
     (:mod:`~vtm_dynamics.core.reactions.square_row_basis`), the QR of Aᵀ (:func:`row_basis`, which decides or
-    raises "rank decision unclear"). ``start``: rows and columns the square selection begins with
-    (:func:`_start_from`)."""
+    raises "rank decision unclear"). Without the optional SuiteSparseQR the hub route, which factorizes its
+    hub-free part by the QR, gives no basis (its "unclear" is caught there) and the square selection decides.
+    ``start``: rows and columns the square selection begins with (:func:`_start_from`)."""
     from vtm_dynamics.core.reactions.hub_row_basis import HUB_MIN_NONZEROS, hub_row_basis  # they build on this module
     from vtm_dynamics.core.reactions.square_row_basis import square_row_basis
 
