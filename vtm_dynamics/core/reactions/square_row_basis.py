@@ -81,6 +81,7 @@ class SquareRowBasis:
     leak_estimate: float
     rounds: int
     swaps: int
+    n_columns: int
     _lu: object = field(repr=False)
     _order: np.ndarray = field(repr=False)
 
@@ -98,6 +99,19 @@ class SquareRowBasis:
             return np.zeros((0, rhs.shape[1]))
         mu = self._lu.solve(np.ascontiguousarray(rhs[self._columns_in_lu_order()]), trans="T")
         return mu.reshape(self.rank, -1)[self._order]
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        """x (n × k) with C_I x = rhs (|I| × k, rows in the order of ``independent``): C_IJ x_J = rhs by the LU,
+        x zero off the columns J."""
+        rhs = np.asarray(rhs, dtype=float).reshape(rhs.shape[0], -1)
+        x = np.zeros((self.n_columns, rhs.shape[1]))
+        if self.rank == 0:
+            return x
+        b = np.empty_like(rhs)
+        b[self._order] = rhs
+        xl = self._lu.solve(np.ascontiguousarray(b)).reshape(self.rank, -1)
+        x[self.columns] = xl[self._order]
+        return x
 
     def _columns_in_lu_order(self) -> np.ndarray:
         out = np.empty_like(self.columns)
@@ -377,12 +391,13 @@ def outside_leak(A: scipy.sparse.csr_matrix, I: np.ndarray, J: np.ndarray, lu) -
     return float(np.linalg.norm(c - np.asarray(A[I].T @ mu), axis=0).max())
 
 
-def _basis(m: int, I: np.ndarray, J: np.ndarray, lu, smin: float, leak: float, rounds: int, swaps: int
-           ) -> SquareRowBasis:
+def _basis(shape: tuple[int, int], I: np.ndarray, J: np.ndarray, lu, smin: float, leak: float, rounds: int,
+           swaps: int) -> SquareRowBasis:
+    m = shape[0]
     order = np.argsort(I, kind="stable")  # LU rows (the order of I) to sorted rows: mu_sorted = mu_lu[order]
     in_I = np.zeros(m, bool)
     in_I[I] = True
-    return SquareRowBasis(I[order], np.flatnonzero(~in_I), J[order], smin, leak, rounds, swaps, lu, order)
+    return SquareRowBasis(I[order], np.flatnonzero(~in_I), J[order], smin, leak, rounds, swaps, shape[1], lu, order)
 
 
 def square_row_basis(A: scipy.sparse.spmatrix, tol: float, max_rounds: int = MAX_ROUNDS,
@@ -396,7 +411,7 @@ def square_row_basis(A: scipy.sparse.spmatrix, tol: float, max_rounds: int = MAX
     A.eliminate_zeros()
     m, n = A.shape
     if A.nnz == 0:
-        return _basis(m, np.zeros(0, int), np.zeros(0, int), None, float("inf"), 0.0, 0, 0)
+        return _basis((m, n), np.zeros(0, int), np.zeros(0, int), None, float("inf"), 0.0, 0, 0)
     t0 = time.perf_counter()
     AT = A.T.tocsr()
     I, J = matched_square(A) if start is None else extended_matching(A, *start)
@@ -406,7 +421,7 @@ def square_row_basis(A: scipy.sparse.spmatrix, tol: float, max_rounds: int = MAX
     for rnd in range(1, max_rounds + 1):
         if I.size == 0:
             leak = outside_leak(A, I, J, None)
-            return _basis(m, I, J, None, float("inf"), leak, rnd, swaps) if leak <= tol / RANK_GAP else None
+            return _basis((m, n), I, J, None, float("inf"), leak, rnd, swaps) if leak <= tol / RANK_GAP else None
         S = A[I][:, J].tocsc()
         update = None
         if base is not None and base[2].size == I.size:
@@ -442,7 +457,7 @@ def square_row_basis(A: scipy.sparse.spmatrix, tol: float, max_rounds: int = MAX
                 return None
             leak = outside_leak(A, I, J, inverse.lu)
             _LOG.debug("square row basis: leak %.3g tol", leak / tol)
-            return _basis(m, I, J, inverse.lu, weak.sigma_min, leak, rnd, swaps) if leak <= tol / RANK_GAP else None
+            return _basis((m, n), I, J, inverse.lu, weak.sigma_min, leak, rnd, swaps) if leak <= tol / RANK_GAP else None
         # the next round starts small again (a final round needs only σ_min) unless this block was full
         block = min(MAX_BLOCK, 2 * block) if weak.right.shape[1] >= min(block, I.size) else FIRST_BLOCK
         I, J, steps = remove_weak_directions(A, AT, I, J, weak.left, weak.right, bar)
