@@ -8,7 +8,8 @@ Families (vtm_dynamics.core.reactions.mechanism_families, the same generators th
 * random: a random planar tree with loop closures between nearby links and knife edges (seed 1).
 
 Each (family, size, method) runs in its own child process, so its peak resident memory (getrusage ru_maxrss) is
-its own; printed: nonzeros of C, model load (URDF parse + Pinocchio), building C, the analysis, peak memory above
+its own; printed: nonzeros of C, model load (URDF parse, and the loop closure check at the neutral configuration;
+Pinocchio builds its model only where a configuration needs it), building C, the analysis, peak memory above
 the child's memory after imports, and the ratio dense / sparse. A sparse analysis that ends "rank decision
 unclear" is printed as UNCLEAR with its time (an answer, not a verdict); --progress logs the repair steps. Where both ran, the verdicts (rank, p, every pair's verdict
 and number of determined directions) are compared. The dense path is run up to --dense-max bodies; beyond, its C
@@ -34,9 +35,7 @@ SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_T
 
 
 def child(family: str, size: int, method: str) -> dict:
-    import pinocchio as pin
-
-    from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix
+    from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, constraint_matrix, loops_closed
     from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
     from vtm_dynamics.core.reactions.solvability import SolvabilityError, analyze_constraint_matrix, load_for_analysis
     from vtm_dynamics.core.reactions.sparse_solvability import (
@@ -48,7 +47,9 @@ def child(family: str, size: int, method: str) -> dict:
     base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     model = load_for_analysis(text, True, size + 1)
-    q = pin.neutral(model.pin_model)  # both families are assembled at q = 0
+    # as vtm-solvability prepares a model: the neutral configuration (q None) if its loops are closed there, as
+    # both families' are; Pinocchio's model is then never built
+    q = None if loops_closed(model) else assemble_loops(model)
     t1 = time.perf_counter()
     C = constraint_matrix(model, q) if method == "dense" else sparse_constraint_matrix(model, q)
     t2 = time.perf_counter()

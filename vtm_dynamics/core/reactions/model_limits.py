@@ -8,7 +8,7 @@ runs before Pinocchio sees it; each refusal is one line that names the cap to ra
 from __future__ import annotations
 
 from vtm_dynamics.core.reactions.absolute_coordinates import AbsoluteModel, AbsoluteModelError, load_absolute_model
-from vtm_dynamics.core.robot.urdf_extension import DEFAULT_MAX_DOF, DEFAULT_MAX_URDF_BYTES, parse_urdf_xml
+from vtm_dynamics.core.robot.urdf_extension import DEFAULT_MAX_DOF, DEFAULT_MAX_URDF_BYTES
 
 URDF_BYTES_PER_BODY = 4_000  # a link with visual, collision and inertial plus its joint: 1-2 kB; twice that
 # Pinocchio's URDF parser recurses along the tree: a 5,000-joint chain crashed the process (SIGSEGV), 3,000 did
@@ -51,9 +51,6 @@ def load_for_analysis(urdf: str, planar: bool, max_bodies: int) -> AbsoluteModel
             f"urdf: {len(urdf)} characters of URDF text exceed what max_bodies = {max_bodies} allows ({max_bytes} "
             f"bytes: {URDF_BYTES_PER_BODY} per body, at least {DEFAULT_MAX_URDF_BYTES}); raise max_bodies for a "
             "larger model")
-    if max_bodies > MAX_TREE_DEPTH:  # only then can a tree be deep enough to crash Pinocchio's parser
-        _check_tree_depth(parse_urdf_xml(urdf, max_bytes=max_bytes, max_links=max_bodies + 1,
-                                         links_field=f"max_bodies = {max_bodies} moving links + the ground",
-                                         max_dof=max(DEFAULT_MAX_DOF, 6 * max(0, max_bodies))))
+    checks = (_check_tree_depth,) if max_bodies > MAX_TREE_DEPTH else ()  # only then can a tree be that deep
     return load_absolute_model(urdf, planar=planar, max_bodies=max_bodies, max_bytes=max_bytes,
-                               max_dof=max(DEFAULT_MAX_DOF, 6 * max(0, max_bodies)))
+                               max_dof=max(DEFAULT_MAX_DOF, 6 * max(0, max_bodies)), root_checks=checks)

@@ -57,6 +57,7 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     body_twists,
     constraint_matrix,
     load_absolute_model,
+    loops_closed,
     preferred_basis,
 )
 from vtm_dynamics.core.reactions.model_limits import (  # noqa: F401 - part of this module's interface
@@ -146,7 +147,7 @@ class SolvabilityReport:
     pairs: tuple[PairSolvability, ...]
     free_pairs: tuple[str, ...]
     release_set: tuple[tuple[str, str], ...]
-    q: tuple[float, ...]
+    q: tuple[float, ...] | None  # Pinocchio order [rad, m]; None: the neutral configuration
 
     def pair(self, name: str) -> PairSolvability:
         """The verdict of the pair called ``name``."""
@@ -206,6 +207,8 @@ def _split_directions(NX: np.ndarray, tol: float = 1e-8) -> tuple[np.ndarray, np
         return np.zeros((k, 0)), np.eye(k)
     U, s, _ = np.linalg.svd(NX, full_matrices=True)
     d = int(np.sum(s > tol))
+    if d == k:  # the whole row space: every coordinate axis lies in it, which preferred_basis would pick
+        return np.eye(k), np.zeros((k, 0))
     indet = preferred_basis(U[:, :d], tol=1e-8) if d else np.zeros((k, 0))
     det = preferred_basis(U[:, d:], tol=1e-8) if d < k else np.zeros((k, 0))
     return indet, det
@@ -288,7 +291,7 @@ def analyze_constraint_matrix(
         smallest_kept_singular_value=float(s[r - 1]) if r else 0.0,
         largest_dropped_singular_value=float(s[r]) if r < s.size else 0.0,
         closure_residual=C.closure_residual, cross_checked=bool(cross_check), pairs=tuple(pairs),
-        free_pairs=C.free_pairs, release_set=tuple(release), q=tuple(float(x) for x in C.q),
+        free_pairs=C.free_pairs, release_set=tuple(release), q=None if C.q is None else tuple(float(x) for x in C.q),
     )
 
 
@@ -299,10 +302,9 @@ def _prepare(urdf: str | AbsoluteModel, planar: bool, q, assemble: bool,
     else:
         model = load_for_analysis(urdf, planar, max_bodies)
     q = None if q is None else np.asarray(q, dtype=float)
-    q = pin.neutral(model.pin_model) if q is None else q
-    if assemble:
+    if assemble and (q is not None or not loops_closed(model)):
         q = assemble_loops(model, q)
-    return model, q
+    return model, q  # None: the neutral configuration, assembled (or not to be assembled)
 
 
 def analyze_solvability(
@@ -361,10 +363,11 @@ def unique_reactions(
     central difference of C along the motion. Returns values only where unique (module docstring).
     """
     model, q = _prepare(urdf, planar, q, assemble=False, max_bodies=max_bodies)
+    pm = model.pin_model  # velocities and dynamics need Pinocchio's model (and q as a vector)
+    q = pin.neutral(pm) if q is None else q
     C = constraint_matrix(model, q)
     if report is None:
         report = analyze_constraint_matrix(C, rank_rtol=rank_rtol, model_name=model.name)
-    pm = model.pin_model
     v = np.zeros(pm.nv) if v is None else np.asarray(v, dtype=float)
     nu = body_twists(model, q, v)
     A = C.matrix
