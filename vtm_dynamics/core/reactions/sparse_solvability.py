@@ -40,7 +40,7 @@ wheel (its libraries inside the wheel, no system SuiteSparse), an optional depen
 (the extra ``sparse-qr``); without it the QR route raises :class:`SparseQRUnavailable`. Cost: the QR of C^T fills in where many loops
 share a body (the comb's coupler couples every loop row: nonzeros of R grow as bodies², 4.5 million at 3,000).
 
-Size: about 610 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
+Size: about 710 lines: the row basis, its checks and repairs (group testing of rows outside, removal of a
 near-null space), the sketch of the left null space and the per-pair verdicts are one algorithm whose steps
 share the factorization and the tolerance; split, each part would need the others' internals.
 """
@@ -605,6 +605,26 @@ def _certified_bounds(A: scipy.sparse.csr_matrix, basis, sketch: NullSketch, pai
     return bounds, releasable
 
 
+def _direction_splits(L: np.ndarray, pairs) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``_split_directions(L_X, _DIRECTION_TOL)`` of every pair: the singular values by one stacked SVD per row
+    count; only pairs with some but not all rows' directions indeterminate need their own bases."""
+    out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(pairs)
+    by_rows: dict[int, list[int]] = {}
+    for k, pr in enumerate(pairs):
+        by_rows.setdefault(len(pr.rows), []).append(k)
+    for size, idx in by_rows.items():
+        stacked = np.stack([L[list(pairs[k].rows)] for k in idx])
+        dims = np.sum(np.linalg.svd(stacked, compute_uv=False) > _DIRECTION_TOL, axis=1)
+        for k, d in zip(idx, dims):
+            if d == 0:
+                out[k] = (np.zeros((size, 0)), np.eye(size))
+            elif d == size:
+                out[k] = (np.eye(size), np.zeros((size, 0)))
+            else:
+                out[k] = _split_directions(L[list(pairs[k].rows)], tol=_DIRECTION_TOL)
+    return out  # type: ignore[return-value]
+
+
 def _pair_block(A: scipy.sparse.csr_matrix, rows: tuple[int, ...]) -> np.ndarray:
     """C_X as a dense matrix over the columns it touches (a pair's rows are consecutive; indices sorted)."""
     lo, hi = A.indptr[rows[0]], A.indptr[rows[-1] + 1]
@@ -668,15 +688,12 @@ def analyze_sparse_constraint_matrix(
     bounds, releasable = _certified_bounds(A, basis, sketch, C.pairs, blocks, smax, rank_rtol)
     L = L * scale
     pairs = []
-    for pr, CXd, rank_x, b in zip(C.pairs, blocks, ranks, bounds):
+    splits = _direction_splits(L, C.pairs) if p else [(np.zeros((len(pr.rows), 0)), np.eye(len(pr.rows)))
+                                                      for pr in C.pairs]
+    for pr, CXd, rank_x, b, (indet, det) in zip(C.pairs, blocks, ranks, bounds, splits):
         rows = list(pr.rows)
-        LX = L[rows]
         qr_ok = b.upper <= rank_rtol * 10.0  # decided: either this or b.lower above the bar
         qr_res = min(max(scale * b.lower, b.lower), b.upper)  # the sketch estimate, within the bounds
-        if not p or not np.any(np.abs(LX) > _DIRECTION_TOL):  # no redundancy reaches this pair
-            indet, det = np.zeros((len(rows), 0)), np.eye(len(rows))
-        else:
-            indet, det = _split_directions(LX, tol=_DIRECTION_TOL)
         if not qr_ok and indet.shape[1] == 0:
             raise SolvabilityError(f"rank decision unclear: pair {pr.name[:40]!r} is unsolvable (|B_X| >= "
                                    f"{b.lower:.3g} sigma_max) but the sketch shows no indeterminate direction")
