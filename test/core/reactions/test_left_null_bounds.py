@@ -77,3 +77,36 @@ def test_refinement_brackets_the_exact_value_and_decides_what_the_scaled_estimat
     for i, b in zip(rows, refine(C, basis, sketch, items)):
         assert b.lower <= exact[i] * (1 + 1e-7) and exact[i] <= b.upper * (1 + 1e-7)
         assert b.lower > exact[i] / 3.0  # decided, on the side of the exact value
+
+
+@pytest.mark.parametrize("bodies,seed,planar", [(1500, 2, True), (300, 13, False)])
+def test_sparse_verdicts_and_releasable_rows_equal_those_of_an_orthonormal_left_null_basis(bodies, seed, planar):
+    """Models with p far above the 16 sketch columns and |C_D C_I⁺| in the thousands (5,422 and 8,024): the
+    reference N = G L⁻ᵀ (L Lᵀ = GᵀG) is orthonormal, formed densely here, which the package never does."""
+    from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
+    from vtm_dynamics.core.reactions.model_limits import load_for_analysis
+    from vtm_dynamics.core.reactions.sparse_solvability import (
+        _pair_block,
+        analyze_sparse_constraint_matrix,
+        independent_rows,
+        sparse_constraint_matrix,
+    )
+
+    model = load_for_analysis(random_mechanism_urdf(bodies, seed, planar=planar), planar, bodies + 1)
+    C = sparse_constraint_matrix(model, None)
+    report = analyze_sparse_constraint_matrix(C)
+    A = C.matrix.tocsr()
+    A.sort_indices()
+    basis = independent_rows(A, report.rank_tolerance)
+    D, I = basis.dependent, basis.independent
+    assert D.size > 100  # the case: far more null vectors than sketch columns
+    G = np.zeros((A.shape[0], D.size))
+    G[I] = -basis.solve_transposed(A[D].T.toarray())
+    G[D] = np.eye(D.size)
+    N = scipy.linalg.solve_triangular(np.linalg.cholesky(G.T @ G), G.T, lower=True).T
+    assert np.linalg.norm(N.T @ N - np.eye(D.size)) < 1e-6 and np.linalg.norm(A.T @ N) < 1e-6 * report.sigma_max
+    releasable = np.linalg.norm(N, axis=1) > 1e-8
+    for pr, verdict in zip(C.pairs, report.pairs):
+        exact = np.linalg.norm(_pair_block(A, pr.rows).T @ N[list(pr.rows)]) / report.sigma_max
+        assert verdict.solvable == (exact <= 10 * report.rank_rtol), pr.name
+        assert verdict.releasable_rows == tuple(pr.labels[i - pr.rows[0]] for i in pr.rows if releasable[i]), pr.name
