@@ -23,9 +23,10 @@ orthonormal basis of the complement of ``T`` (wrench · twist duality at the sam
 Planar mode keeps, for every pair, the wrenches of ``span(W)`` that lie in the plane (``F_x, F_y, M_z``); a pair whose
 wrench space does not split into an in-plane and an out-of-plane part is not planar and is rejected.
 Where the constraint depends on configuration the rows are evaluated at the poses Pinocchio's forward kinematics gives
-for ``q`` (loop closures must be assembled: see :func:`assemble_loops`).
+for ``q`` (loop closures must be assembled: see :func:`assemble_loops`); at the neutral configuration (``q=None``)
+they are the URDF joint origins composed from the root (:func:`neutral_poses`), without building Pinocchio's model.
 
-Size: about 620 lines: the body poses, twists, dynamics and the rows of every pair type (revolute, prismatic,
+Size: about 690 lines: the body poses, twists, dynamics and the rows of every pair type (revolute, prismatic,
 fixed, continuous, loop closures, knife edges) in spatial and planar form belong to one coordinate convention,
 which each function relies on.
 """

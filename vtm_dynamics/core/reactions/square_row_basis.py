@@ -34,7 +34,7 @@ Anything short of that certificate (rounds exhausted, a factorization that fails
 None and the caller takes the QR route, which decides or reports "rank decision unclear": this path never
 guesses a rank. Solving C_Iᵀ μ = b for b in range(C_Iᵀ) (the left null space) is C_IJᵀ μ = b_J through the LU.
 
-Size: about 430 lines: the factorizations of one block (exact, shifted, regularized), its weak directions,
+Size: about 465 lines: the factorizations of one block (exact, shifted, regularized), its weak directions,
 their removal and the rounds that certify the result share the block's positions and the tolerance; the
 matching and the low-rank update, which need neither, live in their own modules.
 """
