@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 import scipy.sparse
-import scipy.sparse.linalg
 
 from vtm_dynamics.core.reactions.solvability import SolvabilityError
 from vtm_dynamics.core.reactions.sparse_solvability import RANK_GAP, SKETCH_SEED, RowBasis, row_basis
@@ -48,21 +47,10 @@ class _Least:
 
     def __init__(self, basis: RowBasis):
         self.basis = basis
-        r = basis.rank
-        self.lu = (scipy.sparse.linalg.splu(basis.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
-                                            options={"SymmetricMode": True}) if r else None)
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         """b: n_S × k → x: r_S × k (rows in the order of ``basis.independent``)."""
-        b = np.asarray(b, dtype=float).reshape(b.shape[0], -1)
-        r = self.basis.rank
-        x = np.zeros((r, b.shape[1]))
-        if r == 0:
-            return x
-        for j in range(b.shape[1]):
-            y = self.basis.q_operator.rmatvec(b[:, j])[:r]
-            x[self.basis.column_order, j] = self.lu.solve(y)
-        return x
+        return self.basis.solve_transposed(b)
 
     def outside(self, b: np.ndarray) -> np.ndarray:
         """Norms of the parts of the columns of b outside span(S_ISᵀ)."""
@@ -71,13 +59,7 @@ class _Least:
 
     def min_norm(self, h: np.ndarray) -> np.ndarray:
         """Z = S_IS⁺ h (n_S × k): the least-norm solution of S_IS z = h (S_IS has full row rank)."""
-        r, n = self.basis.rank, self.basis.q_operator.shape[0]
-        Z = np.zeros((n, h.shape[1]))
-        for j in range(h.shape[1]):
-            u = np.zeros(n)
-            u[:r] = self.lu.solve(h[self.basis.column_order, j], trans="T") if r else 0.0
-            Z[:, j] = self.basis.q_operator.matvec(u)
-        return Z
+        return self.basis.solve(h)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ share the factorization and the tolerance; split, each part would need the other
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -186,6 +187,12 @@ class RowBasis:
     def rank(self) -> int:
         return int(self.independent.size)
 
+    @functools.cached_property
+    def _r_solver(self):
+        """Triangular solves with R (and Rᵀ) through SuperLU in its natural order (no fill, no pivoting)."""
+        return scipy.sparse.linalg.splu(self.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                                        options={"SymmetricMode": True})
+
     def solve_transposed(self, rhs: np.ndarray) -> np.ndarray:
         """μ (|I| × k, rows in the order of ``independent``) with C_Iᵀ μ = rhs (n × k) in the least-squares sense."""
         rhs = np.asarray(rhs, dtype=float).reshape(rhs.shape[0], -1)
@@ -193,8 +200,7 @@ class RowBasis:
         mu = np.zeros((r, rhs.shape[1]))
         if r == 0:
             return mu
-        lu = scipy.sparse.linalg.splu(self.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
-                                      options={"SymmetricMode": True})
+        lu = self._r_solver
         for j in range(rhs.shape[1]):
             mu[self.column_order, j] = lu.solve(self.q_operator.rmatvec(rhs[:, j])[:r])
         return mu
@@ -207,8 +213,7 @@ class RowBasis:
         x = np.zeros((n, rhs.shape[1]))
         if r == 0:
             return x
-        lu = scipy.sparse.linalg.splu(self.r_factor, permc_spec="NATURAL", diag_pivot_thresh=0.0,
-                                      options={"SymmetricMode": True})
+        lu = self._r_solver
         for j in range(rhs.shape[1]):
             u = np.zeros(n)
             u[:r] = lu.solve(rhs[self.column_order, j], trans="T")
