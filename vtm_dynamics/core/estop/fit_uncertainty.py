@@ -26,11 +26,12 @@ Units: as the parameters (s, N m, N m s/rad); residuals in rad.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.estop.output_error import OutputError, search_box, stop_residual
+from vtm_dynamics.core.estop.brakes import JointBrake
+from vtm_dynamics.core.estop.output_error import FitParameter, OutputError, search_box, stop_residual
 
 
 def gauss_newton_covariance(J: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -82,6 +83,29 @@ def trigger_state_covariance(problem: OutputError, x: np.ndarray, J: np.ndarray,
         gain = np.linalg.pinv(J.T @ J) @ (Jk.T @ cols)
         total += gain @ P @ gain.T
     return total
+
+
+def assumed_covariance(problem: OutputError, prior: Sequence[JointBrake], x: np.ndarray, J: np.ndarray,
+                       fd_step: float, assumed: Mapping[str, float] | None,
+                       say: Callable[[str], None]) -> np.ndarray:
+    """The effect of fields kept at the prior's value with a stated relative 1-sigma (``assumed``)."""
+    n = J.shape[1]
+    fixed = [FitParameter(b.joint, f) for b in prior for f in sorted(assumed or {})
+             if FitParameter(b.joint, f) not in problem.params and getattr(b, f, None) is not None
+             and float(getattr(b, f)) > 0]
+    if not fixed:
+        return np.zeros((n, n))
+    say("identification: effect of the assumed values")
+    by_joint = {b.joint: b for b in problem.base}
+    extended = OutputError(problem.robot, problem.base, problem.params + fixed, problem.stops,
+                           np.concatenate([problem.scale, [float(getattr(by_joint[f.joint], f.field)) for f in fixed]]),
+                           problem.predictor)
+    extended.excess = problem.excess  # an assumed breakaway stays a torque, not an excess
+    xe = np.concatenate([x, np.ones(len(fixed))])
+    columns = range(len(problem.params), len(problem.params) + len(fixed))
+    Jf = extended.jacobian(xe, extended.residuals(xe), fd_step, columns)
+    rel = np.array([float(assumed[f.field]) for f in fixed])
+    return considered(J, Jf, np.diag(rel**2))
 
 
 def physical_covariance(problem: OutputError, active: Sequence[int], cov: np.ndarray) -> np.ndarray:

@@ -46,20 +46,25 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import scipy.stats
 
-from vtm_dynamics.core.estop.brakes import BrakeSet, JointBrake
-from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals, demand_near, widened
+from vtm_dynamics.core.estop import brake_estimates as results
+from vtm_dynamics.core.estop import output_error
+from vtm_dynamics.core.estop.brake_estimates import ParameterEstimate
+from vtm_dynamics.core.estop.brakes import JointBrake
+from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals
 from vtm_dynamics.core.estop.fit_uncertainty import (
-    considered, gauss_newton_covariance, interval, leave_out_refit, physical_covariance, trigger_state_covariance,
+    assumed_covariance, considered, gauss_newton_covariance, physical_covariance, trigger_state_covariance,
+)
+from vtm_dynamics.core.estop.identifiability import (
+    SLIDE_REASON, longest_slides, sample_period, sensitivity_screen, unobservable_friction,
 )
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.output_error import (
-    LOWER, TYPICAL, FitParameter, MultiStartFit, OutputError, StartResult, StopPredictor, brakes_with, consistent_brake,
-    damped_gauss_newton, same_optimum, search_box,
+    LOWER, TYPICAL, FitParameter, MultiStartFit, OutputError, StartResult, StopPredictor, consistent_brake,
+    damped_gauss_newton, same_optimum, search_box, start_value,
 )
 from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
-from vtm_dynamics.core.estop.stop_comparison import StopComparison, compare_prediction, compare_stops
+from vtm_dynamics.core.estop.stop_comparison import StopComparison, compare_stops
 from vtm_dynamics.core.estop.stop_measurement import DirectMeasurement, measure_stops
-from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.robot.model import RobotModel
 
 __all__ = [
@@ -70,59 +75,16 @@ __all__ = [
 DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque")
 STRIBECK_FIELDS = ("breakaway_torque", "stribeck_velocity")  # opt-in: stops must reach low speeds slowly
 THRESHOLD_FIELDS = ("holding_torque",)  # enter the prediction only through a stick/slip decision
-SLIDE_FIELDS = ("sliding_torque", "viscous", "breakaway_torque", "stribeck_velocity")
-LENGTHENING = {"engage_delay": +1, "rise_time": +1, "armature": +1}  # others: a smaller value lengthens the stop
-# where the prior leaves a Stribeck term off (None), the fit starts from a breakaway 20 % above the sliding torque
-START_BREAKAWAY_FACTOR = 1.2
-START_STRIBECK_VELOCITY = 0.05  # [rad/s]
 DEFAULT_STARTS = 3
 PERTURBATION = 0.2  # relative 1-sigma of the torques of a perturbed start (log-normal)
 DELAY_PERTURBATION = 0.002  # [s] 1-sigma of the delays of a perturbed start
-MIN_SLIDE_SAMPLES = 2.0  # a joint sliding for less than this many sample periods shows its friction nowhere
 UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
-SLIDE_REASON = "no sample shows it"
-SLIDE_MOTION = ("stops in which {j} slides well after its brake engages (several samples): {j} alone at its top "
-                "speed, with the rated payload or the arm posed so that more inertia turns with {j}")
-TEST_MOTION = {
-    "engage_delay": "a stop with {j} moving at speed (>= 0.5 rad/s) when the trigger fires",
-    "sliding_torque": "a stop with {j} moving at speed (>= 0.5 rad/s) when the trigger fires",
-    "viscous": "stops of {j} from at least two clearly different speeds (e.g. 0.5 and 2 rad/s)",
-    "holding_torque": "a stop that leaves {j} loaded beyond its holding capacity: stretch the arm so gravity on {j} "
-                      "is largest, add the rated payload, stop from speed in that pose (or a static hold test with "
-                      "increasing load)",
-    "breakaway_torque": "slow stops of {j} (speed within a few Stribeck velocities) or a breakaway test from rest",
-    "stribeck_velocity": "stops of {j} from several low speeds (0.05-0.5 rad/s)",
-    "rise_time": "a stop of {j} from high speed with the arm light (payload off)",
-    "armature": "stops of {j} from high speed in two poses with different link inertia about {j}",
-}
 
 
 class IdentificationError(ValueError):
     """Inputs that cannot be identified from (no stops, wrong sizes, an unknown field); one line naming them."""
 
 
-@dataclass(frozen=True)
-class ParameterEstimate:
-    """The result for one parameter: ``value`` [its unit] with ``sigma`` (1-sigma) and the interval [``lower``,
-    ``upper``] at the identification's confidence (None / nan where the stops do not determine it), whether it
-    is ``identifiable`` (else ``reason`` says why and ``test_motion`` what recording would identify it), the
-    ``prior`` value, the value of the ``conservative`` file and the ``direct`` measurement with its 1-sigma (nan:
-    not measured directly). A holding capacity's interval comes from the stick/slip decisions
-    (:class:`~.capacity_bounds.CapacityInterval`), never from a single value."""
-
-    joint: str
-    field: str
-    value: float | None
-    sigma: float | None
-    identifiable: bool
-    prior: float
-    reason: str = ""
-    test_motion: str = ""
-    lower: float = math.nan
-    upper: float = math.nan
-    conservative: float = math.nan
-    direct: float = math.nan
-    direct_sigma: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -195,17 +157,6 @@ def default_parameters(prior: Sequence[JointBrake], fields: Sequence[str] = DEFA
     return [FitParameter(b.joint, f) for b in prior for f in fields if f in have]
 
 
-def start_value(brake: JointBrake, field: str) -> float:
-    """A field's starting value: the brake's, or for a Stribeck term it leaves off (None)
-    ``START_BREAKAWAY_FACTOR`` x sliding torque and ``START_STRIBECK_VELOCITY``."""
-    value = getattr(brake, field)
-    if value is None and field == "breakaway_torque":
-        return START_BREAKAWAY_FACTOR * brake.sliding_torque
-    if value is None and field == "stribeck_velocity":
-        return START_STRIBECK_VELOCITY
-    return float(value) if value is not None else 0.0
-
-
 def _direct_start(prior: Sequence[JointBrake], direct: DirectMeasurement) -> list[JointBrake]:
     """The prior with every directly measured delay, sliding torque and viscous coefficient put in."""
     by_joint = {s.joint: s for s in direct.slides}
@@ -241,76 +192,17 @@ def _scale(brakes: Sequence[JointBrake], params: Sequence[FitParameter]) -> np.n
     for i, p in enumerate(params):
         if p.field == "breakaway_torque" and p.joint in sliding:
             excess = scale[i] - scale[sliding[p.joint]]
-            scale[i] = excess if excess > 0 else (START_BREAKAWAY_FACTOR - 1.0) * scale[sliding[p.joint]] or \
+            scale[i] = excess if excess > 0 else (output_error.START_BREAKAWAY_FACTOR - 1.0) * scale[sliding[p.joint]] or \
                 TYPICAL["breakaway_torque"]
     return scale
 
 
-def _longest_slides(problem: OutputError, x: np.ndarray) -> np.ndarray:
-    """Per joint, the longest time [s] over the stops that it slides after its brake engaged (inf where a
-    prediction fails or does not come to rest: nothing is concluded from it)."""
-    brakes = problem.brake_set(x)
-    delay = np.asarray(brakes.engage_delay, float)
-    longest = np.zeros(problem.robot.nv)
-    for p in problem.predictions(x):
-        if p is None:
-            return np.full(problem.robot.nv, np.inf)
-        ends = np.where(np.isfinite(p.joint_stop_times), p.joint_stop_times, np.inf)
-        longest = np.maximum(longest, ends - delay)
-    return np.maximum(longest, 0.0)
 
 
-def _unobservable_friction(robot: RobotModel, params: Sequence[FitParameter], slides: np.ndarray,
-                           sample: float) -> dict[int, str]:
-    """The friction parameters of joints that slide for less than ``MIN_SLIDE_SAMPLES`` sample periods after
-    their brake engages in every stop: the brake acts on such a joint only between two samples, so no sample
-    shows its friction (a fit still finds a sensitivity there, resting on the model's exact shape between samples
-    and on each stop's trigger-state estimate; on 20 UR5 stops it reported wrist 3's sliding torque 49 % low
-    with a 9 % 1-sigma)."""
-    out: dict[int, str] = {}
-    index = {name: k for k, name in enumerate(robot.joint_names)}
-    for i, p in enumerate(params):
-        j = index.get(p.joint)
-        if p.field in SLIDE_FIELDS and j is not None and slides[j] < MIN_SLIDE_SAMPLES * sample:
-            out[i] = (f"{SLIDE_REASON}: {p.joint} slides at most {1e3 * slides[j]:.2g} ms after its brake engages "
-                      f"in any stop, less than {MIN_SLIDE_SAMPLES:g} sample periods ({1e3 * sample:.2g} ms each)")
-    return out
 
 
-def _sample_period(stops: Sequence[RecordedStop]) -> float:
-    periods = [float(np.median(np.diff(s.t))) for s in stops if s.t.size > 1]
-    return float(np.median(periods)) if periods else math.inf
 
 
-def _screen(problem: OutputError, x: np.ndarray, candidates: list[int], fd_step: float, noise: float,
-            max_relative_sigma: float, reasons: dict[int, str], say) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """Sensitivity at the start: columns no stop is sensitive to, too little sensitive to beat the noise, or
-    not separable from others are not fitted. Returns (active, r0, J0 of the active columns)."""
-    say("identification: sensitivity at the start")
-    r0 = problem.residuals(x)
-    J0 = problem.jacobian(x, r0, fd_step, candidates)
-    norms = np.linalg.norm(J0, axis=0)
-    top = float(norms.max()) if norms.size else 0.0
-    keep = []
-    for k, i in enumerate(candidates):
-        if not norms[k] > 1e-9 * max(top, 1e-300):
-            reasons[i] = "no recorded stop is sensitive to it"
-        elif noise / norms[k] > max_relative_sigma:
-            reasons[i] = f"the stops are too little sensitive to it (1-sigma at least {noise / norms[k]:.2g} relative)"
-        else:
-            keep.append(k)
-    if keep:
-        Js = J0[:, keep] / norms[keep]
-        rank = numerical_rank(Js, rtol=1e-6)
-        if rank < len(keep):
-            _, _, vt = np.linalg.svd(Js)
-            for null in vt[rank:]:
-                worst = int(np.argmax(np.abs(null)))
-                partners = [problem.params[candidates[keep[k]]].name for k in np.argsort(-np.abs(null))[:3]
-                            if k != worst]
-                reasons[candidates[keep[worst]]] = f"not separable from {', '.join(partners)} with these stops"
-            keep = [k for k in keep if candidates[k] not in reasons]
-    return [candidates[k] for k in keep], r0, J0[:, keep]
 
 
 def _perturbed(x: np.ndarray, problem: OutputError, active: Sequence[int], rng: np.random.Generator) -> np.ndarray:
@@ -406,11 +298,12 @@ def identify_brakes(
                                   say)
         problem = problem.with_base(_set_capacities(problem.base, caps))
 
-    sample = _sample_period(stops)
-    reasons: dict[int, str] = _unobservable_friction(robot, smooth, _longest_slides(problem, x_direct), sample)
+    sample = sample_period(stops)
+    reasons: dict[int, str] = unobservable_friction(robot, smooth, longest_slides(problem, x_direct), sample)
     candidates = [i for i in range(len(smooth)) if i not in reasons]
-    active, r0, J0 = _screen(problem, x_direct, candidates, fd_step, noise_rms, max_relative_sigma, reasons, say) \
-        if candidates else ([], problem.residuals(x_direct), np.zeros((0, 0)))
+    active, r0, J0 = sensitivity_screen(problem, x_direct, candidates, fd_step, noise_rms, max_relative_sigma,
+                                        reasons, say) if candidates else ([], problem.residuals(x_direct),
+                                                                         np.zeros((0, 0)))
 
     x = x_direct.copy()
     fit: MultiStartFit | None = None
@@ -441,7 +334,7 @@ def identify_brakes(
                 fit = dataclasses.replace(fit, x=x, r=run.r, J=run.J, at_bound=run.at_bound)
         message = _best_message(fit)
         say("identification: slides at the fitted values")
-        late = _unobservable_friction(robot, smooth, _longest_slides(problem, x), sample)
+        late = unobservable_friction(robot, smooth, longest_slides(problem, x), sample)
         for i in active:
             if i in late:
                 reasons[i] = late[i] + " (at the fitted values)"
@@ -459,7 +352,7 @@ def identify_brakes(
             say("identification: effect of the friction no sample shows")
             Jn = problem.jacobian(x, problem.residuals(x), fd_step, unseen)
             cov = cov + considered(J, Jn, np.diag(np.full(len(unseen), UNSEEN_RELATIVE**2)))
-        cov = cov + _assumed_covariance(problem, prior, x, J, fd_step, assumed, say)
+        cov = cov + assumed_covariance(problem, prior, x, J, fd_step, assumed, say)
         cov_phys = physical_covariance(problem, fit.active, cov)
         sigma = np.sqrt(np.maximum(np.diag(cov_phys), 0.0))
         _, upper = search_box(problem, fit.active)
@@ -472,23 +365,22 @@ def identify_brakes(
 
     if caps and fit is not None and fit.J.size:
         say("identification: uncertainty of the demands that bound the capacities")
-        caps = {j: _widen(problem, x, fit.active, cov, c, fd_step, z) for j, c in caps.items()}
+        caps = {j: results.widen_capacity(problem, x, fit.active, cov, c, fd_step, z) for j, c in caps.items()}
     values = problem.values(x)
-    estimates, conservative_values = _estimates(problem, prior, direct, values, sigma, reasons, fit, z,
-                                                max_relative_sigma, noise_rms)
+    fitted, conservative_values = results.estimates(problem, prior, direct, values, sigma, reasons, fit, z,
+                                                    max_relative_sigma)
     nominal = tuple(consistent_brake(b) for b in problem.brakes(x))
-    conservative = _conservative_brakes(problem, nominal, conservative_values, caps)
-    cap_estimates = _capacity_estimates(prior, caps, capacity_joints)
-    estimates = _ordered(params, estimates + cap_estimates)
+    conservative = results.conservative_brakes(problem, nominal, conservative_values, caps)
+    estimates = results.ordered(params, fitted + results.capacity_estimates(prior, caps, capacity_joints))
 
     say("identification: residuals of the brakes written")
-    residual = _rms(problem, nominal)
-    residual_c = _rms(problem, conservative)
+    residual = results.residual_rms_of(problem, nominal)
+    residual_c = results.residual_rms_of(problem, conservative)
     cv: tuple[StopComparison, ...] = ()
     cv_c: tuple[StopComparison, ...] = ()
     if cross_validate and fit is not None and len(stops) > 1:
         say(f"identification: leave-one-out cross-validation ({len(stops)} folds)")
-        cv, cv_c = _cross_validate(problem, fit, x, nominal, conservative, tcp_frame)
+        cv, cv_c = results.cross_validate(problem, fit, x, nominal, conservative, tcp_frame)
     return Identification(
         robot.name, nominal, conservative, tuple(estimates), tuple(caps[j] for j in capacity_joints), residual,
         residual_c, sum(s.q.size for s in stops), predictor.count, time.perf_counter() - started, message,
@@ -496,35 +388,6 @@ def identify_brakes(
     )
 
 
-def _widen(problem: OutputError, x: np.ndarray, active: Sequence[int], cov: np.ndarray, c: CapacityInterval,
-           fd_step: float, z: float) -> CapacityInterval:
-    """``c`` widened by the 1-sigma of the demands at its ends: each demand's gradient over the fitted (scaled)
-    values by forward differences of the prediction that holds the joint (capacity raised out of the way), then
-    sqrt(g^T C g) with C the fitted values' covariance."""
-    sigmas = []
-    j = problem.robot.joint(c.joint).idx_v
-    for end in (c.lower_source, c.upper_source):
-        if end is None:
-            sigmas.append(math.nan)
-            continue
-        k, instant = end
-        stop = problem.stops[k]
-        sets = []
-        for i in [None, *active]:
-            xx = np.array(x, float)
-            if i is not None:
-                xx[i] += fd_step
-            held = [dataclasses.replace(b, holding_torque=math.inf) if b.joint == c.joint else b
-                    for b in problem.brakes(xx)]
-            sets.append((BrakeSet.from_brakes(problem.robot, held), stop))
-        preds = problem.predictor.predict_many(sets)
-        if any(p is None for p in preds):
-            sigmas.append(math.inf)
-            continue
-        levels = np.array([demand_near(p, j, instant) for p in preds])
-        g = (levels[1:] - levels[0]) / fd_step
-        sigmas.append(math.sqrt(max(float(g @ cov @ g), 0.0)) if np.all(np.isfinite(g)) else math.inf)
-    return widened(c, sigmas[0], sigmas[1], z)
 
 
 def _best_message(fit: MultiStartFit) -> str:
@@ -536,132 +399,19 @@ def _set_capacities(base: Sequence[JointBrake], caps: Mapping[str, CapacityInter
     return [dataclasses.replace(b, holding_torque=caps[b.joint].nominal) if b.joint in caps else b for b in base]
 
 
-def _assumed_covariance(problem: OutputError, prior: Sequence[JointBrake], x: np.ndarray, J: np.ndarray,
-                        fd_step: float, assumed: Mapping[str, float] | None, say) -> np.ndarray:
-    """The effect of fields kept at the prior's value with a stated relative 1-sigma (``assumed``)."""
-    n = J.shape[1]
-    fixed = [FitParameter(b.joint, f) for b in prior for f in sorted(assumed or {})
-             if FitParameter(b.joint, f) not in problem.params and getattr(b, f, None) is not None
-             and float(getattr(b, f)) > 0]
-    if not fixed:
-        return np.zeros((n, n))
-    say("identification: effect of the assumed values")
-    by_joint = {b.joint: b for b in problem.base}
-    extended = OutputError(problem.robot, problem.base, problem.params + fixed, problem.stops,
-                           np.concatenate([problem.scale, [float(getattr(by_joint[f.joint], f.field)) for f in fixed]]),
-                           problem.predictor)
-    extended.excess = problem.excess  # an assumed breakaway stays a torque, not an excess
-    xe = np.concatenate([x, np.ones(len(fixed))])
-    columns = range(len(problem.params), len(problem.params) + len(fixed))
-    Jf = extended.jacobian(xe, extended.residuals(xe), fd_step, columns)
-    rel = np.array([float(assumed[f.field]) for f in fixed])
-    return considered(J, Jf, np.diag(rel**2))
 
 
-def _estimates(problem, prior, direct, values, sigma, reasons, fit, z, max_relative_sigma, noise):
-    by_prior = {b.joint: b for b in prior}
-    by_direct = {s.joint: s for s in direct.slides}
-    reference = np.array([TYPICAL.get(p.field, 1.0) if p.field == "viscous" else 0.0 for p in problem.params])
-    out, conservative = [], {}
-    active = set(fit.active) if fit is not None else set()
-    for i, p in enumerate(problem.params):
-        raw = getattr(by_prior[p.joint], p.field)
-        prior_value = math.nan if raw is None else float(raw)
-        d = by_direct.get(p.joint)
-        dval, dsig = _direct_value(d, p.field)
-        value, sd = float(values[i]), float(sigma[i])
-        reason = reasons.get(i, "")
-        if i not in active:
-            reason = reason or "not fitted"
-        elif not reason and not (math.isfinite(sd) and sd <= max_relative_sigma * max(abs(value), reference[i])):
-            # relative to the value, or for a value near zero (a brake without a viscous term) to the size the
-            # parameter was scaled with: 0 +- 0.04 N m s/rad is a result, not an unknown
-            reason = f"relative uncertainty {sd / max(abs(value), reference[i], 1e-300):.2g} above {max_relative_sigma:g}"
-        lo, hi = interval(value, sd, z, 0.0) if i in active else (math.nan, math.nan)
-        edge = value
-        if i in active and math.isfinite(lo):
-            edge = hi if LENGTHENING.get(p.field, -1) > 0 else lo
-        conservative[i] = edge
-        motion = SLIDE_MOTION if reason.startswith(SLIDE_REASON) else TEST_MOTION.get(p.field, "a stop that exercises {j}")
-        if reason and i not in active:
-            out.append(ParameterEstimate(p.joint, p.field, None, None, False, prior_value, reason,
-                                         motion.format(j=p.joint), conservative=edge, direct=dval, direct_sigma=dsig))
-        else:
-            out.append(ParameterEstimate(p.joint, p.field, value, sd, not reason, prior_value, reason,
-                                         motion.format(j=p.joint) if reason else "", lo, hi, edge, dval, dsig))
-    return out, conservative
 
 
-def _direct_value(d, field: str) -> tuple[float, float]:
-    if d is None:
-        return math.nan, math.nan
-    if field == "engage_delay":
-        return d.engage_delay, d.delay_sigma
-    if field == "sliding_torque":
-        return d.sliding_torque, d.sliding_sigma
-    if field == "viscous":
-        return d.viscous, d.viscous_sigma
-    return math.nan, math.nan
 
 
-def _conservative_brakes(problem: OutputError, nominal: Sequence[JointBrake], values: Mapping[int, float],
-                         caps: Mapping[str, CapacityInterval]) -> tuple[JointBrake, ...]:
-    """The nominal brakes with every fitted value at the end of its interval that lengthens the stop and every
-    bracketed capacity at the smallest value the stops allow (kept consistent: holding >= breakaway >= sliding)."""
-    vector = np.array([values[i] for i in range(len(problem.params))])
-    out = brakes_with(nominal, problem.params, vector)
-    out = [dataclasses.replace(b, holding_torque=caps[b.joint].conservative) if b.joint in caps else b for b in out]
-    return tuple(consistent_brake(b) for b in out)
 
 
-def _capacity_estimates(prior: Sequence[JointBrake], caps: Mapping[str, CapacityInterval],
-                        joints: Sequence[str]) -> list[ParameterEstimate]:
-    by_prior = {b.joint: b for b in prior}
-    out = []
-    for joint in joints:
-        c = caps[joint]
-        reason = "" if c.tested else ("a threshold the stops bound from below only: " + c.describe() if c.loaded
-                                      else c.describe())
-        motion = "" if c.tested else TEST_MOTION["holding_torque"].format(j=joint)
-        out.append(ParameterEstimate(joint, "holding_torque", c.nominal if c.tested else None, None, c.tested,
-                                     float(by_prior[joint].holding_torque), reason, motion, c.lower, c.upper,
-                                     c.conservative))
-    return out
 
 
-def _ordered(params: Sequence[FitParameter], estimates: Sequence[ParameterEstimate]) -> list[ParameterEstimate]:
-    index = {(e.joint, e.field): e for e in estimates}
-    return [index[(p.joint, p.field)] for p in params if (p.joint, p.field) in index]
 
 
-def _rms(problem: OutputError, brakes: Sequence[JointBrake]) -> float:
-    """The residual RMS [rad] over every sample of every stop of exactly ``brakes``."""
-    r = np.concatenate(problem.residuals_of(BrakeSet.from_brakes(problem.robot, list(brakes))))
-    return math.sqrt(float(r @ r) / max(r.size, 1))
 
 
-def _cross_validate(problem: OutputError, fit: MultiStartFit, x: np.ndarray, nominal: Sequence[JointBrake],
-                    conservative: Sequence[JointBrake], tcp_frame: str | None):
-    """Leave-one-out: each stop predicted by the nominal and the conservative brakes refitted without it (the
-    conservative brakes move with the refit by the same change of the fitted values)."""
-    robot = problem.robot
-    values = problem.values(x)
-    pairs_n, pairs_c = [], []
-    for k, stop in enumerate(problem.stops):
-        xk = leave_out_refit(problem, x, fit.active, fit.J, fit.r, [k])
-        delta = problem.values(xk) - values
-        refit = brakes_with(nominal, problem.params, values + delta)
-        cons = _shifted(problem, conservative, delta)
-        pairs_n.append((BrakeSet.from_brakes(robot, refit), stop))
-        pairs_c.append((BrakeSet.from_brakes(robot, cons), stop))
-    preds = problem.predictor.predict_many(pairs_n + pairs_c, tcp_frame)
-    n = len(problem.stops)
-    cv = tuple(compare_prediction(robot, p, s, tcp_frame) for p, s in zip(preds[:n], problem.stops))
-    cv_c = tuple(compare_prediction(robot, p, s, tcp_frame) for p, s in zip(preds[n:], problem.stops))
-    return cv, cv_c
 
 
-def _shifted(problem: OutputError, brakes: Sequence[JointBrake], delta: np.ndarray) -> list[JointBrake]:
-    by_joint = {b.joint: b for b in brakes}
-    current = np.array([float(start_value(by_joint[p.joint], p.field)) for p in problem.params])
-    return brakes_with(list(brakes), problem.params, np.maximum(current + delta, 0.0))

@@ -21,7 +21,6 @@ batch engine can replace the loop). Units: s, rad, rad/s, N m, N m s/rad.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -37,6 +36,9 @@ from vtm_dynamics.core.robot.model import RobotModel
 MAX_FACTOR = 10.0  # the search stays below this multiple of each parameter's scale
 PENALTY = 1.0  # [rad] residual of every sample of a stop the engine cannot predict with trial parameters
 LOWER = {"stribeck_velocity": 0.005}  # [rad/s]
+# where the prior leaves a Stribeck term off (None), the fit starts from a breakaway 20 % above the sliding torque
+START_BREAKAWAY_FACTOR = 1.2
+START_STRIBECK_VELOCITY = 0.05  # [rad/s]
 # the typical size of each kind of field, used to scale a parameter whose start value is zero
 TYPICAL = {"engage_delay": 0.01, "sliding_torque": 10.0, "holding_torque": 10.0, "viscous": 1.0,
            "breakaway_torque": 10.0, "stribeck_velocity": 0.05, "rise_time": 0.01, "armature": 0.1}
@@ -68,6 +70,17 @@ def interp_hermite(t: np.ndarray, q: np.ndarray, v: np.ndarray, tq: np.ndarray) 
     h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
     out[~last] = h00 * q[k] + h10 * hh * v[k] + h01 * q[k + 1] + h11 * hh * v[k + 1]
     return out
+
+
+def start_value(brake: JointBrake, field: str) -> float:
+    """A field's starting value: the brake's, or for a Stribeck term it leaves off (None)
+    ``START_BREAKAWAY_FACTOR`` x sliding torque and ``START_STRIBECK_VELOCITY``."""
+    value = getattr(brake, field)
+    if value is None and field == "breakaway_torque":
+        return START_BREAKAWAY_FACTOR * brake.sliding_torque
+    if value is None and field == "stribeck_velocity":
+        return START_STRIBECK_VELOCITY
+    return float(value) if value is not None else 0.0
 
 
 def consistent_brake(b: JointBrake) -> JointBrake:
