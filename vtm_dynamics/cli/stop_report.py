@@ -12,8 +12,6 @@ import os
 import tempfile
 from typing import Any, Sequence
 
-import numpy as np
-
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, JointBrake, friction_order_problem
 from vtm_dynamics.core.estop.identification import Identification, StopComparison
 from vtm_dynamics.core.robot.model import RobotModel
