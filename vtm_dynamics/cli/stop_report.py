@@ -98,11 +98,15 @@ def starts_line(ident: Identification) -> str:
     """How many starts of the global fit reached the best optimum, and where the others ended."""
     if not ident.starts:
         return "global fit: nothing to fit"
+
+    def rms(cost: float) -> float:
+        return math.sqrt(2.0 * cost / max(ident.n_residuals, 1))
+
     best = min(s.cost for s in ident.starts)
-    parts = [f"{s.label}: {'reached it' if s.agrees else 'ended at residual RMS ' + format(math.sqrt(2 * s.cost / max(ident.n_residuals, 1)), '.3g') + ' rad'}"
+    parts = [f"{s.label}: " + ("reached it" if s.agrees else f"ended at residual RMS {rms(s.cost):.3g} rad")
              for s in ident.starts]
     return (f"global fit: {ident.agreeing} of {len(ident.starts)} starts reached the best optimum (residual RMS "
-            f"{math.sqrt(2 * best / max(ident.n_residuals, 1)):.3g} rad); " + "; ".join(parts))
+            f"{rms(best):.3g} rad); " + "; ".join(parts))
 
 
 def direct_table(ident: Identification, robot: RobotModel) -> str:
@@ -112,7 +116,8 @@ def direct_table(ident: Identification, robot: RobotModel) -> str:
     if d is None:
         return ""
     lines = ["direct measurement (momentum balance of each joint over its decelerating segments):",
-             f"  {'joint':<22}{'engage delay [ms]':>20}{'sliding [N m]':>18}{'viscous [N m s/rad]':>22}  engage instants per stop [ms]"]
+             f"  {'joint':<22}{'engage delay [ms]':>20}{'sliding [N m]':>18}{'viscous [N m s/rad]':>22}  "
+             "engage instants per stop [ms]"]
     for s in d.slides:
         inst = " ".join(_fmt(1e3 * x, ".1f") if math.isfinite(x) else "-" for x in s.instants)
         lines.append(f"  {s.joint:<22}{_fmt(1e3 * s.engage_delay, '.2f'):>11} +- {_fmt(1e3 * s.delay_sigma, '.2f'):<5}"

@@ -37,6 +37,7 @@ from vtm_dynamics.core.estop.stop_comparison import compare_prediction
 
 LENGTHENING = {"engage_delay": +1, "rise_time": +1, "armature": +1}  # others: a smaller value lengthens the stop
 
+
 @dataclass(frozen=True)
 class ParameterEstimate:
     """The result for one parameter: ``value`` [its unit] with ``sigma`` (1-sigma) and the interval [``lower``,
@@ -59,6 +60,7 @@ class ParameterEstimate:
     conservative: float = math.nan
     direct: float = math.nan
     direct_sigma: float = math.nan
+
 
 def estimates(problem, prior, direct, values, sigma, reasons, fit, z, max_relative_sigma):
     by_prior = {b.joint: b for b in prior}
@@ -93,6 +95,7 @@ def estimates(problem, prior, direct, values, sigma, reasons, fit, z, max_relati
                                          motion.format(j=p.joint) if reason else "", lo, hi, edge, dval, dsig))
     return out, conservative
 
+
 def direct_value(d, field: str) -> tuple[float, float]:
     if d is None:
         return math.nan, math.nan
@@ -104,6 +107,7 @@ def direct_value(d, field: str) -> tuple[float, float]:
         return d.viscous, d.viscous_sigma
     return math.nan, math.nan
 
+
 def conservative_brakes(problem: OutputError, nominal: Sequence[JointBrake], values: Mapping[int, float],
                          caps: Mapping[str, CapacityInterval]) -> tuple[JointBrake, ...]:
     """The nominal brakes with every fitted value at the end of its interval that lengthens the stop and every
@@ -112,6 +116,7 @@ def conservative_brakes(problem: OutputError, nominal: Sequence[JointBrake], val
     out = brakes_with(nominal, problem.params, vector)
     out = [dataclasses.replace(b, holding_torque=caps[b.joint].conservative) if b.joint in caps else b for b in out]
     return tuple(consistent_brake(b) for b in out)
+
 
 def capacity_estimates(prior: Sequence[JointBrake], caps: Mapping[str, CapacityInterval],
                         joints: Sequence[str]) -> list[ParameterEstimate]:
@@ -127,9 +132,11 @@ def capacity_estimates(prior: Sequence[JointBrake], caps: Mapping[str, CapacityI
                                      c.conservative))
     return out
 
+
 def ordered(params: Sequence[FitParameter], estimates: Sequence[ParameterEstimate]) -> list[ParameterEstimate]:
     index = {(e.joint, e.field): e for e in estimates}
     return [index[(p.joint, p.field)] for p in params if (p.joint, p.field) in index]
+
 
 def cross_validate(problem: OutputError, fit: MultiStartFit, x: np.ndarray, nominal: Sequence[JointBrake],
                     conservative: Sequence[JointBrake], tcp_frame: str | None):
@@ -151,10 +158,12 @@ def cross_validate(problem: OutputError, fit: MultiStartFit, x: np.ndarray, nomi
     cv_c = tuple(compare_prediction(robot, p, s, tcp_frame) for p, s in zip(preds[n:], problem.stops))
     return cv, cv_c
 
+
 def _shifted(problem: OutputError, brakes: Sequence[JointBrake], delta: np.ndarray) -> list[JointBrake]:
     by_joint = {b.joint: b for b in brakes}
     current = np.array([float(start_value(by_joint[p.joint], p.field)) for p in problem.params])
     return brakes_with(list(brakes), problem.params, np.maximum(current + delta, 0.0))
+
 
 def widen_capacity(problem: OutputError, x: np.ndarray, active: Sequence[int], cov: np.ndarray, c: CapacityInterval,
            fd_step: float, z: float) -> CapacityInterval:
@@ -185,6 +194,7 @@ def widen_capacity(problem: OutputError, x: np.ndarray, active: Sequence[int], c
         g = (levels[1:] - levels[0]) / fd_step
         sigmas.append(math.sqrt(max(float(g @ cov @ g), 0.0)) if np.all(np.isfinite(g)) else math.inf)
     return widened(c, sigmas[0], sigmas[1], z)
+
 
 def residual_rms_of(problem: OutputError, brakes: Sequence[JointBrake]) -> float:
     """The residual RMS [rad] over every sample of every stop of exactly ``brakes``."""

@@ -48,6 +48,7 @@ TEST_MOTION = {
     "armature": "stops of {j} from high speed in two poses with different link inertia about {j}",
 }
 
+
 def longest_slides(problem: OutputError, x: np.ndarray) -> np.ndarray:
     """Per joint, the longest time [s] over the stops that it slides after its brake engaged (inf where a
     prediction fails or does not come to rest: nothing is concluded from it)."""
@@ -60,6 +61,7 @@ def longest_slides(problem: OutputError, x: np.ndarray) -> np.ndarray:
         ends = np.where(np.isfinite(p.joint_stop_times), p.joint_stop_times, np.inf)
         longest = np.maximum(longest, ends - delay)
     return np.maximum(longest, 0.0)
+
 
 def unobservable_friction(robot: RobotModel, params: Sequence[FitParameter], slides: np.ndarray,
                            sample: float) -> dict[int, str]:
@@ -77,12 +79,15 @@ def unobservable_friction(robot: RobotModel, params: Sequence[FitParameter], sli
                       f"in any stop, less than {MIN_SLIDE_SAMPLES:g} sample periods ({1e3 * sample:.2g} ms each)")
     return out
 
+
 def sample_period(stops: Sequence[RecordedStop]) -> float:
     periods = [float(np.median(np.diff(s.t))) for s in stops if s.t.size > 1]
     return float(np.median(periods)) if periods else math.inf
 
+
 def sensitivity_screen(problem: OutputError, x: np.ndarray, candidates: list[int], fd_step: float, noise: float,
-            max_relative_sigma: float, reasons: dict[int, str], say: Callable[[str], None]) -> tuple[list[int], np.ndarray, np.ndarray]:
+                       max_relative_sigma: float, reasons: dict[int, str],
+                       say: Callable[[str], None]) -> tuple[list[int], np.ndarray, np.ndarray]:
     """Sensitivity at the start: columns no stop is sensitive to, too little sensitive to beat the noise, or
     not separable from others are not fitted. Returns (active, r0, J0 of the active columns)."""
     say("identification: sensitivity at the start")

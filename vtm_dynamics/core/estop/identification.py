@@ -85,16 +85,14 @@ class IdentificationError(ValueError):
     """Inputs that cannot be identified from (no stops, wrong sizes, an unknown field); one line naming them."""
 
 
-
-
 @dataclass(frozen=True)
 class Identification:
     """The result: nominal ``brakes`` and ``conservative_brakes`` (each with the residual RMS [rad] of exactly those
     brakes over the fitted stops), the per-parameter ``estimates``, the ``capacities``, the multi-start record
     ``starts``, the ``direct`` measurement, the residual RMS [rad] a perfect model would leave on these recordings
-    (``noise``: position noise and timestamp jitter, estimated from them), the
-    leave-one-out ``cross_validation`` (nominal) and ``conservative_cross_validation``, the number of
-    predictions run, the wall time [s] and the solver's message."""
+    (``noise``: position noise and timestamp jitter, estimated from them), the leave-one-out ``cross_validation``
+    (nominal) and ``conservative_cross_validation``, the number of predictions run, the wall time [s] and the
+    solver's message; ``confidence`` is that of the intervals."""
 
     robot: str
     brakes: tuple[JointBrake, ...]
@@ -192,17 +190,9 @@ def _scale(brakes: Sequence[JointBrake], params: Sequence[FitParameter]) -> np.n
     for i, p in enumerate(params):
         if p.field == "breakaway_torque" and p.joint in sliding:
             excess = scale[i] - scale[sliding[p.joint]]
-            scale[i] = excess if excess > 0 else (output_error.START_BREAKAWAY_FACTOR - 1.0) * scale[sliding[p.joint]] or \
-                TYPICAL["breakaway_torque"]
+            fallback = (output_error.START_BREAKAWAY_FACTOR - 1.0) * scale[sliding[p.joint]]
+            scale[i] = excess if excess > 0 else fallback or TYPICAL["breakaway_torque"]
     return scale
-
-
-
-
-
-
-
-
 
 
 def _perturbed(x: np.ndarray, problem: OutputError, active: Sequence[int], rng: np.random.Generator) -> np.ndarray:
@@ -388,8 +378,6 @@ def identify_brakes(
     )
 
 
-
-
 def _best_message(fit: MultiStartFit) -> str:
     best = min(fit.starts, key=lambda s: s.cost)
     return f"{best.message} ({fit.agreeing} of {len(fit.starts)} starts reached the best optimum)"
@@ -397,21 +385,3 @@ def _best_message(fit: MultiStartFit) -> str:
 
 def _set_capacities(base: Sequence[JointBrake], caps: Mapping[str, CapacityInterval]) -> list[JointBrake]:
     return [dataclasses.replace(b, holding_torque=caps[b.joint].nominal) if b.joint in caps else b for b in base]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -27,10 +27,9 @@ from vtm_dynamics.core.estop.recorded import RecordedStop
 from vtm_dynamics.core.robot.model import RobotModel
 
 SMOOTHING_WINDOW = 0.016  # [s] cubic Savitzky-Golay window for the smoothed state (9 samples at 500 Hz)
-
 REST_SPEED_SIGMAS = 4.0  # a joint moves while its smoothed speed exceeds this many sigmas of its noise
-
 MIN_REST_SPEED = 0.02  # [rad/s] ... and at least this
+
 
 @dataclass(frozen=True)
 class SmoothedStop:
@@ -46,8 +45,10 @@ class SmoothedStop:
     Y: np.ndarray
     dt: float
 
+
 def window_samples(dt: float, window: float) -> int:
     return max(5, int(round(window / dt)) | 1)
+
 
 def smooth_stop(robot: RobotModel, stop: RecordedStop, armature: np.ndarray,
                 window: float = SMOOTHING_WINDOW) -> SmoothedStop:
@@ -79,6 +80,7 @@ def smooth_stop(robot: RobotModel, stop: RecordedStop, armature: np.ndarray,
     F1 = np.vstack([np.zeros(robot.nv), np.cumsum(0.5 * h * (force[1:] + force[:-1]), axis=0)])
     F2 = np.vstack([np.zeros(robot.nv), np.cumsum(0.5 * h * (F1[1:] + F1[:-1]), axis=0)])
     return SmoothedStop(stop.label, t, q, qs, vs, P - np.outer(t, p0) - F2, dt)
+
 
 def position_noise(smoothed: Sequence[SmoothedStop], window: float = SMOOTHING_WINDOW) -> tuple[np.ndarray, float]:
     """(per joint position noise [rad], timing noise [s]), both 1-sigma, from the smoother's residual scaled by
@@ -117,11 +119,13 @@ def position_noise(smoothed: Sequence[SmoothedStop], window: float = SMOOTHING_W
     sigma_t = math.sqrt(max(float(np.dot(rows, rhs) / np.dot(rows, rows)), 0.0)) if rows else 0.0
     return sigma_q, sigma_t
 
+
 def expected_residual(smoothed: Sequence[SmoothedStop], sigma_q: np.ndarray, sigma_t: float) -> float:
     """The RMS [rad] of a perfect model's residual over every sample of these stops: sqrt(mean(sigma_q^2 +
     sigma_t^2 v^2)) with v the smoothed velocities (the noise of :func:`position_noise`)."""
     v2 = np.vstack([s.vs[1:] ** 2 for s in smoothed])
     return float(np.sqrt(np.mean(sigma_q[None, :] ** 2 + sigma_t**2 * v2)))
+
 
 def rest_speed(smoothed: Sequence[SmoothedStop], noise: float, window: float = SMOOTHING_WINDOW) -> float:
     """The speed [rad/s] below which a joint counts as at rest: ``REST_SPEED_SIGMAS`` x the noise of the smoothed

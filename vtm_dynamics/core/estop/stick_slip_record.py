@@ -25,8 +25,8 @@ import scipy.signal
 from vtm_dynamics.core.estop.smoothed_stop import SMOOTHING_WINDOW, SmoothedStop, window_samples
 
 EPISODE_WINDOW = 0.02  # [s] of samples around an arrival or departure used to locate it
-
 MOVE_SIGMAS = 8.0  # a joint that moved less than this many sigmas of position noise did not move
+
 
 @dataclass(frozen=True)
 class RestEpisode:
@@ -51,6 +51,7 @@ class RestEpisode:
             return "held"
         return "reversed" if self.departure_lo <= self.arrival_hi else "slipped"
 
+
 @dataclass(frozen=True)
 class StopRecord:
     """The stick/slip record of one stop: every :class:`RestEpisode` of every joint, in time order."""
@@ -60,6 +61,7 @@ class StopRecord:
 
     def of(self, joint: int) -> tuple[RestEpisode, ...]:
         return tuple(e for e in self.episodes if e.joint == joint)
+
 
 def _touchdown(t: np.ndarray, q: np.ndarray, grid: np.ndarray, leaving: bool, noise: float) -> tuple[float, float]:
     """The instant window [lo, hi] at 2 sigma where a joint arrives at rest (``leaving`` False: it decelerates
@@ -81,6 +83,7 @@ def _touchdown(t: np.ndarray, q: np.ndarray, grid: np.ndarray, leaving: bool, no
     var = max(best / max(t.size - 3, 1), noise * noise)
     inside = grid[costs <= best + 4.0 * var]
     return float(inside.min()), float(inside.max())
+
 
 def _runs(moving: np.ndarray, v: np.ndarray, q: np.ndarray, first: int, displacement: float) -> list[tuple[int, int, int]]:
     """Runs of samples from index ``first`` on: (start, stop (exclusive), direction) with direction 0 for rest and
@@ -107,6 +110,7 @@ def _runs(moving: np.ndarray, v: np.ndarray, q: np.ndarray, first: int, displace
         else:
             merged.append(list(run))
     return [tuple(r) for r in merged]
+
 
 def stick_slip_record(smoothed: SmoothedStop, engage: np.ndarray, noise: np.ndarray,
                       rest_speeds: np.ndarray) -> StopRecord:

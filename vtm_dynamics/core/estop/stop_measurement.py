@@ -78,10 +78,6 @@ class JointSlides:
         return math.isfinite(self.sliding_torque)
 
 
-
-
-
-
 @dataclass(frozen=True)
 class DirectMeasurement:
     """Everything measured directly: per joint :class:`JointSlides`, per stop :class:`StopRecord` and
@@ -95,14 +91,6 @@ class DirectMeasurement:
     noise: np.ndarray
     timing: float = 0.0
     residual: float = math.nan
-
-
-
-
-
-
-
-
 
 
 def _rise_integrals(s: np.ndarray, rise: float) -> np.ndarray:
@@ -240,14 +228,6 @@ def measure_slides(robot: RobotModel, prior: Sequence[JointBrake], smoothed: Seq
             float(x[1]) if measured else math.nan, float(sd[2]) if measured else math.nan,
             tuple(instants), tuple(sigmas), after, len(segs)))
     return tuple(out)
-
-
-
-
-
-
-
-
 
 
 def measure_stops(robot: RobotModel, prior: Sequence[JointBrake], stops: Sequence[RecordedStop]) -> DirectMeasurement:
