@@ -10,8 +10,9 @@ moves at 0.3-3.1 rad/s in either direction when the trigger fires; the samples c
 jitter, encoder quantisation and noise, and a few lost messages. A fit starts from the shipped prior
 (``config/ur5_brakes_coulomb_viscous.yaml``) or perturbed values, never from the truth.
 
-Two sets (``tuning_a``, ``tuning_b``) are the ones the identification was developed and tested on; ``held_out``
-was never used to tune anything and is reported separately (``bench/validate_calibration.py``).
+Three sets (``tuning_a``, ``tuning_b``, ``held_out``) are the ones the identification was developed and tested on
+(``held_out`` was held out until it showed a defect, then fixed); ``fresh`` was never used to tune anything and is
+reported separately (``bench/validate_calibration.py``).
 
 Units: s, rad, rad/s, N m, N m s/rad, kg.
 """
@@ -89,8 +90,15 @@ TUNING_B = ValidationSet(
     "tuning_b", delays=(0.028, 0.011, 0.022, 0.016, 0.030, 0.013), sliding=(48.0, 122.0, 50.0, 26.0, 23.0, 18.0),
     viscous=(60.0, 25.0, 14.0, 0.0, 0.0, 0.0), holding=(1.3, 1.15, 1.15, 1.15, 1.25, 1.2),
     home=(0.5, -0.3, 0.3, -1.0, 0.8, 0.3), seed=17)
+# Held out until it showed a defect of the capacity intervals (a hold read as a tiny slip that absorbed the trigger
+# state's error), which was then fixed: since then it counts as a tuning set.
 HELD_OUT = ValidationSet(
     "held_out", delays=(0.017, 0.026, 0.012, 0.021, 0.019, 0.027), sliding=(70.0, 145.0, 62.0, 30.0, 25.0, 22.0),
     viscous=(35.0, 12.0, 6.0, 0.0, 0.0, 0.0), holding=(1.25, 1.15, 1.2, 1.15, 1.3, 1.2),
-    home=(-0.3, -0.1, 0.4, -1.5, -1.2, 0.5), seed=29, held_out=True)
-SETS = {s.name: s for s in (TUNING_A, TUNING_B, HELD_OUT)}
+    home=(-0.3, -0.1, 0.4, -1.5, -1.2, 0.5), seed=29)
+# Never used to tune anything: run once, for the report.
+FRESH = ValidationSet(
+    "fresh", delays=(0.022, 0.014, 0.028, 0.011, 0.024, 0.016), sliding=(57.0, 128.0, 66.0, 27.0, 24.0, 20.0),
+    viscous=(52.0, 20.0, 11.0, 0.0, 0.0, 0.0), holding=(1.2, 1.25, 1.15, 1.2, 1.15, 1.3),
+    home=(0.2, -0.4, 0.6, -1.3, 1.0, -0.4), seed=41, held_out=True)
+SETS = {s.name: s for s in (TUNING_A, TUNING_B, HELD_OUT, FRESH)}
