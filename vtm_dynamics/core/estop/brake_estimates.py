@@ -7,8 +7,8 @@ cross-validation.
   lengthens the stop (``LENGTHENING``: a later engagement, a longer torque rise and a heavier rotor lengthen it;
   less sliding, breakaway and viscous torque do too).
 * :func:`widen_capacity`: a capacity interval's ends are demands (reactions, Müller 2026, eq. (3) with the
-  joint-lock rows) at the fitted values; their gradient over the fitted values by forward differences of the
-  prediction that holds the joint, and sqrt(g^T C g), widen them.
+  joint-lock rows) at the fitted values and the recorded trigger state; their gradients over both by forward
+  differences of the prediction that holds the joint, and sqrt(g^T C g + h^T P h), widen them.
 * :func:`conservative_brakes`: the nominal brakes with every fitted value at its conservative end and every
   bracketed capacity at the smallest value the stops allow, kept consistent (holding >= breakaway >= sliding).
 * :func:`cross_validate`: each stop predicted by brakes refitted without it (:func:`~.fit_uncertainty.
@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from vtm_dynamics.core.estop.brakes import BrakeSet, JointBrake
-from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, demand_near, widened
+from vtm_dynamics.core.estop.capacity_bounds import STATE_STEPS, CapacityInterval, demand_near, widened
 from vtm_dynamics.core.estop.fit_uncertainty import interval, leave_out_refit
 from vtm_dynamics.core.estop.identifiability import SLIDE_MOTION, SLIDE_REASON, TEST_MOTION
 from vtm_dynamics.core.estop.output_error import (
@@ -166,12 +166,14 @@ def _shifted(problem: OutputError, brakes: Sequence[JointBrake], delta: np.ndarr
 
 
 def widen_capacity(problem: OutputError, x: np.ndarray, active: Sequence[int], cov: np.ndarray, c: CapacityInterval,
-           fd_step: float, z: float) -> CapacityInterval:
-    """``c`` widened by the 1-sigma of the demands at its ends: each demand's gradient over the fitted (scaled)
-    values by forward differences of the prediction that holds the joint (capacity raised out of the way), then
-    sqrt(g^T C g) with C the fitted values' covariance."""
+                   fd_step: float, z: float) -> CapacityInterval:
+    """``c`` widened by the 1-sigma of the demands at its ends. A demand moves with the fitted values and with
+    the trigger state the stop was predicted from: its gradients over both by forward differences of the
+    prediction that holds the joint (capacity raised out of the way), then sqrt(g^T C g + h^T P h) with C the
+    fitted values' covariance and P the trigger state's (its estimate's 1-sigma, where the stop states it)."""
     sigmas = []
     j = problem.robot.joint(c.joint).idx_v
+    held_at = [dataclasses.replace(b, holding_torque=math.inf) if b.joint == c.joint else b for b in problem.brakes(x)]
     for end in (c.lower_source, c.upper_source):
         if end is None:
             sigmas.append(math.nan)
@@ -186,13 +188,29 @@ def widen_capacity(problem: OutputError, x: np.ndarray, active: Sequence[int], c
             held = [dataclasses.replace(b, holding_torque=math.inf) if b.joint == c.joint else b
                     for b in problem.brakes(xx)]
             sets.append((BrakeSet.from_brakes(problem.robot, held), stop))
+        state_sigma = None
+        if stop.q0_sigma is not None and stop.v0_sigma is not None:
+            state_sigma = np.concatenate([np.asarray(stop.q0_sigma, float), np.asarray(stop.v0_sigma, float)])
+            nv = stop.v0.size
+            for n in range(2 * nv):
+                q0, v0 = stop.q0.copy(), stop.v0.copy()
+                if n < nv:
+                    q0[n] += STATE_STEPS[0]
+                else:
+                    v0[n - nv] += STATE_STEPS[1]
+                sets.append((BrakeSet.from_brakes(problem.robot, held_at), dataclasses.replace(stop, q0=q0, v0=v0)))
         preds = problem.predictor.predict_many(sets)
         if any(p is None for p in preds):
             sigmas.append(math.inf)
             continue
         levels = np.array([demand_near(p, j, instant) for p in preds])
-        g = (levels[1:] - levels[0]) / fd_step
-        sigmas.append(math.sqrt(max(float(g @ cov @ g), 0.0)) if np.all(np.isfinite(g)) else math.inf)
+        g = (levels[1:1 + len(active)] - levels[0]) / fd_step
+        variance = float(g @ cov @ g)
+        if state_sigma is not None:
+            steps = np.array([STATE_STEPS[0]] * nv + [STATE_STEPS[1]] * nv)
+            h = (levels[1 + len(active):] - levels[0]) / steps
+            variance += float(np.sum((h * state_sigma) ** 2))
+        sigmas.append(math.sqrt(max(variance, 0.0)) if np.isfinite(variance) else math.inf)
     return widened(c, sigmas[0], sigmas[1], z)
 
 

@@ -8,22 +8,23 @@ raised out of the way): for c above the largest demand the joint holds; below, i
 Each stop's residual is therefore a step function of c with its steps at the running maxima of D (a continuous
 function where D rises continuously).
 
-The decision a stop records is read from the recording itself: the stop is predicted with the capacity just
-above some of its demand levels (the running maxima of D: ``MAX_LEVELS`` of them first, then, wherever two
-neighbouring ones fit the stop differently, the level between them, bisecting down to adjacent levels) and at
-the static friction (the lowest capacity the friction-order rule allows), and the sum over the stops of the
-residuals' squares is compared between capacities, each stop's with the change of its trigger state that fits it
-best taken out (within that estimate's own uncertainty, :class:`_StateFreedom`): the trigger state's error shifts
-every sample of a stop alike, and without this a hold that the recording shows was read as a slip that merely
-absorbed that shift (a validation set's elbow came out "between 67.6 and 68.1 N m" for a capacity of 74.4). A joint that slipped in a stop makes every capacity above the
-demand at which it slipped fit that stop worse (an upper bound); one that held makes every capacity below the
-largest demand it held fit worse (a lower bound). The reported interval is the set of capacities whose total
-squared residual lies within ``DELTA_CHI2`` residual variances of the best (a profile at the fitted friction and
-delays: 95 % for one parameter), widened by the uncertainty of the demands that set its ends (which move with the
-fitted friction and delays, :func:`widened`): both ends where some stop slipped and some held, "at least" where
-none slipped (the upper side not tested), "not tested" where no stop loaded the joint beyond its static friction.
-A capacity is never a single value raised out of the way. The nominal file carries the smallest capacity every
-stop accepts where the stops bound it both ways (a larger one would hold where a stop that was not recorded
+The decision a stop records is read from the recording itself: the stop is predicted with the capacity just above
+some of its demand levels (the running maxima of D: ``MAX_LEVELS`` of them first, then, wherever two neighbouring
+ones fit the stop differently, the level between them, bisecting down to adjacent levels) and at the static friction
+(the lowest capacity the friction-order rule allows), and the sum over the stops of the residuals' squares is
+compared between capacities, each stop's with the change of its trigger state that fits it best taken out (within
+that estimate's own uncertainty, :class:`_StateFreedom`): the trigger state's error shifts every sample of a stop
+alike, and without this a hold that the recording shows was read as a slip that merely absorbed that shift (a
+validation set's elbow came out "between 67.6 and 68.1 N m" for a capacity of 74.4). A joint that slipped in a stop
+makes every capacity above the demand at which it slipped fit that stop worse (an upper bound); one that held makes
+every capacity below the largest demand it held fit worse (a lower bound). The reported interval is the set of
+capacities whose total squared residual lies within ``DELTA_CHI2`` residual variances of the best (a profile at the
+fitted friction and delays: 95 % for one parameter), widened by the uncertainty of the demands that set its ends
+(which move with the fitted friction and delays, :func:`widened`) and by ``MODEL_MARGIN`` (a decision at a demand
+that close to the capacity is beyond what the model can tell): both ends where some stop slipped and some held, "at
+least" where none slipped (the upper side not tested), "not tested" where no stop loaded the joint beyond its static
+friction. A capacity is never a single value raised out of the way. The nominal file carries the smallest capacity
+every stop accepts where the stops bound it both ways (a larger one would hold where a stop that was not recorded
 slips: a held-out stop of a validation set was predicted 7 % short with the middle of the interval), the prior's
 where they leave it free above.
 
@@ -48,6 +49,8 @@ DELTA_CHI2 = 3.84  # chi^2 quantile of one parameter at 95 %
 LEVEL_MARGIN = 1e-6  # a capacity this much (relative) above a demand level holds it
 DEMAND_WINDOW = 2e-3  # [s] around the instant of an end's demand level, when it is looked up again
 STATE_STEPS = (1e-5, 1e-4)  # [rad], [rad/s] finite-difference steps of the trigger state
+DEMAND_STEP = 1e-3  # [s] largest integration step of a prediction whose demand timeline gives the levels
+MODEL_MARGIN = 1e-3  # a stick/slip decision at a demand this close (relative) to the capacity decides nothing
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,7 @@ def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joint
         say(f"identification: {joint}: holding capacity from {len(candidates)} stop(s) that load it beyond "
             f"{floor:.4g} N m")
         held_set = BrakeSet.from_brakes(robot, _with_capacity(current, joint, math.inf))
-        held_runs = problem.predictor.predict_many([(held_set, stops[k]) for k in candidates])
+        held_runs = problem.predictor.predict_many([(held_set, stops[k]) for k in candidates], step=DEMAND_STEP)
         # per stop: the capacities tried (floor, each demand level, holding throughout) and the residual's squares
         per_stop: dict[int, dict[float, float]] = {}
         levels_of: dict[int, np.ndarray] = {}
@@ -236,22 +239,28 @@ def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joint
         totals = np.array([sum(cost_at(k, c) for k in per_stop) for c in grid])
         best = float(totals.min())
         allowed = np.flatnonzero(totals <= best + DELTA_CHI2 * variance)
-        lo = float(grid[allowed[0]])
-        hi = float(grid[allowed[-1] + 1]) if allowed[-1] + 1 < len(grid) else math.inf
+        accepted = float(grid[allowed[0]])
+        # the boundary lies between the last refused and the first accepted capacity tried (the levels are the
+        # demand every DEMAND_STEP at most; where no stop has a level between them, at the accepted one), and a
+        # decision at a demand within MODEL_MARGIN of the capacity is beyond what the model can tell: the
+        # reference plant held the elbow at an arrival demand the engine puts 0.02 % above its true capacity
+        refused = float(grid[allowed[0] - 1]) if allowed[0] > 0 else -math.inf
+        lo = max(refused, accepted * (1.0 - MODEL_MARGIN))
+        hi = float(grid[allowed[-1] + 1]) * (1.0 + MODEL_MARGIN) if allowed[-1] + 1 < len(grid) else math.inf
         # which stops bound it: those whose own cost rises outside the interval
         held, slipped = [], []
         for k in per_stop:
             own = [cost_at(k, c) for c in grid]
             inside = min(own[i] for i in allowed)
-            if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] < lo):
+            if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] < accepted):
                 held.append(names[k])
             if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] >= hi):
                 slipped.append(names[k])
         # the nominal capacity: the smallest one every stop accepts where some stop slipped the joint (a larger one
         # inside the interval would hold where such a stop, not recorded, slips); free above, the prior's
-        nominal = lo if math.isfinite(hi) else max(prior.get(joint, lo), lo)
-        lo_source = source.get(lo) if held else None
-        hi_source = source.get(hi) if math.isfinite(hi) else None
+        nominal = accepted if math.isfinite(hi) else max(prior.get(joint, accepted), accepted)
+        lo_source = source.get(accepted) if held else None
+        hi_source = source.get(float(grid[allowed[-1] + 1])) if math.isfinite(hi) else None
         lo = max(lo, floor)
         out[joint] = CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped),
                                       lo_source, hi_source)

@@ -114,18 +114,21 @@ class StopPredictor:
         self.robot, self.settings = robot, settings
         self.count = 0
 
-    def _settings(self, stop: RecordedStop) -> StopSettings:
+    def _settings(self, stop: RecordedStop, step: float | None) -> StopSettings:
         horizon = max(float(stop.t[-1]) * 2.0 + 0.5, 1.0) if stop.t.size else 1.0
-        return dataclasses.replace(self.settings, t_max=min(horizon, self.settings.t_max))
+        settings = dataclasses.replace(self.settings, t_max=min(horizon, self.settings.t_max))
+        return settings if step is None else dataclasses.replace(settings, step=step)
 
-    def predict_many(self, pairs: Sequence[tuple[BrakeSet, RecordedStop]],
-                     tcp_frame: str | None = None) -> list[StopPrediction | None]:
+    def predict_many(self, pairs: Sequence[tuple[BrakeSet, RecordedStop]], tcp_frame: str | None = None,
+                     step: float | None = None) -> list[StopPrediction | None]:
+        """Predictions of (brakes, stop) pairs (``step`` [s]: a finer maximum step than the settings', where the
+        caller reads a time series between events, not only the recorded samples)."""
         out: list[StopPrediction | None] = []
         for brakes, stop in pairs:
             self.count += 1
             try:
                 out.append(predict_stop(self.robot, brakes, stop.q0, stop.v0, tcp_frame=tcp_frame,
-                                        settings=self._settings(stop)))
+                                        settings=self._settings(stop, step)))
             except (ValueError, RuntimeError):
                 out.append(None)
         return out
