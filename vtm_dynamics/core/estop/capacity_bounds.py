@@ -256,9 +256,13 @@ def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joint
                 held.append(names[k])
             if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] >= hi):
                 slipped.append(names[k])
-        # the nominal capacity: the smallest one every stop accepts where some stop slipped the joint (a larger one
-        # inside the interval would hold where such a stop, not recorded, slips); free above, the prior's
-        nominal = accepted if math.isfinite(hi) else max(prior.get(joint, accepted), accepted)
+        # the nominal capacity: near the smallest one every stop accepts where some stop slipped the joint (a larger
+        # one would hold where a stop that was not recorded slips), MODEL_MARGIN inside (at most halfway to the next
+        # level tried), so that no stop's decision sits on its knife edge: there the finite-difference Jacobian of
+        # the friction flipped the decision and its 1-sigma came out five times too small; free above, the prior's
+        step_in = min(MODEL_MARGIN * accepted, 0.5 * (float(grid[allowed[0] + 1]) - accepted)
+                      if allowed[0] + 1 < len(grid) else math.inf)
+        nominal = accepted + step_in if math.isfinite(hi) else max(prior.get(joint, accepted), accepted)
         lo_source = source.get(accepted) if held else None
         hi_source = source.get(float(grid[allowed[-1] + 1])) if math.isfinite(hi) else None
         lo = max(lo, floor)
