@@ -70,7 +70,8 @@ def one_seed(vs, robot, plant, seed: int, tmp: str):
     prior = brakes_from_config(robot, PRIOR)
     ident = identify_brakes(robot, prior.brakes, fit, tcp_frame="tool0")
     held_cmp = compare_stops(robot, BrakeSet.from_brakes(robot, list(ident.brakes)), held, "tool0")
-    return ident, held_cmp
+    held_cons = compare_stops(robot, BrakeSet.from_brakes(robot, list(ident.conservative_brakes)), held, "tool0")
+    return ident, (held_cmp, held_cons)
 
 
 def wrong_prior(robot):
@@ -104,7 +105,7 @@ def summarise(vs, robot, results) -> None:
     truth = {b.joint: b for b in vs.truth(robot).brakes}
     cover = {}  # kind -> [inside 1 sigma, inside 95 %, count]
     caps = [0, 0, 0]  # contains truth, bounded both ways, reported
-    for seed, (ident, held) in results:
+    for seed, (ident, (held, held_cons)) in results:
         worst = {"sliding": 0.0, "viscous": 0.0, "delay_ms": 0.0}
         for e in ident.estimates:
             true = float(getattr(truth[e.joint], e.field))
@@ -134,11 +135,16 @@ def summarise(vs, robot, results) -> None:
             if c.loaded:
                 cap_text.append(f"{c.joint.split('_')[0]}{c.joint.split('_')[1][:1]} [{c.lower:.1f}, {c.upper:.1f}] "
                                 f"truth {true:.1f}{'' if inside else ' OUTSIDE'}")
-        herr = [max(abs(h.relative("time")), abs(h.relative("angle")), abs(h.relative("tcp"))) for h in held]
+        def worst_of(comps):
+            return 100 * max(max(abs(h.relative("time")), abs(h.relative("angle")), abs(h.relative("tcp")))
+                             for h in comps)
+
         short = [h for h in held if h.relative("time") < -0.05 or h.relative("tcp") < -0.05]
+        short_c = [h for h in held_cons if h.relative("time") < -0.05 or h.relative("tcp") < -0.05]
         print(f"  seed {seed}: J0-J2 sliding {100 * worst['sliding']:.2f} %, viscous {100 * worst['viscous']:.2f} %, "
               f"delays {worst['delay_ms']:.3f} ms; starts {ident.agreeing}/{len(ident.starts)}; held-out stops "
-              f"worst {100 * max(herr):.2f} % ({len(short)} short by > 5 %); {ident.seconds:.0f} s, "
+              f"worst {worst_of(held):.2f} % ({len(short)} short by > 5 %), conservative file "
+              f"{worst_of(held_cons):.2f} % ({len(short_c)} short); {ident.seconds:.0f} s, "
               f"{ident.n_predictions} predictions; capacities: {'; '.join(cap_text) or '-'}", flush=True)
     print(f"  coverage over {len(results)} seeds (1-sigma: expect 68 %; 95 % interval: expect 95 %):")
     for kind, (one, ninety_five, n) in sorted(cover.items()):

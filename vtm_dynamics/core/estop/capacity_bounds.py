@@ -70,6 +70,7 @@ class CapacityInterval:
     slipped: tuple[str, ...]
     lower_source: tuple[int, float] | None = None  # (stop index, time [s]) of the demand level at the lower end
     upper_source: tuple[int, float] | None = None
+    central: float = math.nan  # the value the fit runs with: the middle of the best-fitting accepted range
 
     @property
     def tested(self) -> bool:
@@ -176,7 +177,8 @@ def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joint
         floor = _static(b)
         candidates = [k for k, p in enumerate(screen)
                       if p is not None and np.any(p.locked[:, j] & (np.abs(p.tau_brake[:, j]) > floor))]
-        untested = CapacityInterval(joint, floor, math.inf, floor, max(prior.get(joint, floor), floor), (), ())
+        free = max(prior.get(joint, floor), floor)
+        untested = CapacityInterval(joint, floor, math.inf, floor, free, (), (), central=free)
         if not candidates:
             out[joint] = untested
             continue
@@ -265,10 +267,18 @@ def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joint
         nominal = accepted + step_in if math.isfinite(hi) else max(prior.get(joint, accepted), accepted)
         lo_source = source.get(accepted) if held else None
         hi_source = source.get(float(grid[allowed[-1] + 1])) if math.isfinite(hi) else None
+        k_best = int(np.argmin(totals))
+        run_start, run_end = k_best, k_best
+        while run_start - 1 in allowed:
+            run_start -= 1
+        while run_end + 1 in allowed:
+            run_end += 1
+        central = (0.5 * (float(grid[run_start]) + float(grid[run_end + 1])) if run_end + 1 < len(grid)
+                   else max(nominal, float(grid[run_start])))
         lo = max(lo, floor)
         out[joint] = CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped),
-                                      lo_source, hi_source)
-        current = _with_capacity(current, joint, out[joint].nominal)
+                                      lo_source, hi_source, max(central, lo))
+        current = _with_capacity(current, joint, out[joint].central)
     return out
 
 
@@ -281,4 +291,5 @@ def widened(interval: CapacityInterval, lower_sigma: float, upper_sigma: float, 
     hi = interval.upper + z * upper_sigma if interval.upper_source is not None and math.isfinite(upper_sigma) \
         else interval.upper
     lo = max(lo, interval.floor)
-    return dataclasses.replace(interval, lower=lo, upper=hi, nominal=min(max(interval.nominal, lo), hi))
+    return dataclasses.replace(interval, lower=lo, upper=hi, nominal=min(max(interval.nominal, lo), hi),
+                               central=min(max(interval.central, lo), hi))

@@ -313,8 +313,7 @@ def identify_brakes(
         if capacity_joints:
             say("identification: holding capacities at the optimum")
             new_caps = capacity_intervals(problem, problem.brakes(x), capacity_joints, variance, prior_capacity, say)
-            moved = [j for j in capacity_joints if not caps[j].lower <= new_caps[j].nominal <= caps[j].upper
-                     or not new_caps[j].lower <= caps[j].nominal <= new_caps[j].upper]
+            moved = [j for j in capacity_joints if not new_caps[j].lower <= caps[j].central <= new_caps[j].upper]
             caps = new_caps
             problem = problem.with_base(_set_capacities(problem.base, caps))
             if moved:
@@ -359,7 +358,9 @@ def identify_brakes(
     values = problem.values(x)
     fitted, conservative_values = results.estimates(problem, prior, direct, values, sigma, reasons, fit, z,
                                                     max_relative_sigma)
-    nominal = tuple(consistent_brake(b) for b in problem.brakes(x))
+    # the file carries each capacity's nominal value (the fit ran with the central one; both are accepted)
+    nominal = tuple(consistent_brake(dataclasses.replace(b, holding_torque=caps[b.joint].nominal)
+                                     if b.joint in caps else b) for b in problem.brakes(x))
     conservative = results.conservative_brakes(problem, nominal, conservative_values, caps)
     estimates = results.ordered(params, fitted + results.capacity_estimates(prior, caps, capacity_joints))
 
@@ -384,4 +385,4 @@ def _best_message(fit: MultiStartFit) -> str:
 
 
 def _set_capacities(base: Sequence[JointBrake], caps: Mapping[str, CapacityInterval]) -> list[JointBrake]:
-    return [dataclasses.replace(b, holding_torque=caps[b.joint].nominal) if b.joint in caps else b for b in base]
+    return [dataclasses.replace(b, holding_torque=caps[b.joint].central) if b.joint in caps else b for b in base]
