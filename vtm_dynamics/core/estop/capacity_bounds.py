@@ -70,7 +70,7 @@ class CapacityInterval:
     slipped: tuple[str, ...]
     lower_source: tuple[int, float] | None = None  # (stop index, time [s]) of the demand level at the lower end
     upper_source: tuple[int, float] | None = None
-    central: float = math.nan  # the value the fit runs with: the middle of the best-fitting accepted range
+    central: float = math.nan  # the value the fit runs with, in the best-fitting accepted range
 
     @property
     def tested(self) -> bool:
@@ -273,8 +273,14 @@ def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joint
             run_start -= 1
         while run_end + 1 in allowed:
             run_end += 1
-        central = (0.5 * (float(grid[run_start]) + float(grid[run_end + 1])) if run_end + 1 < len(grid)
-                   else max(nominal, float(grid[run_start])))
+        if run_end + 1 < len(grid):
+            # the widest gap between neighbouring levels tried in that range: the farthest from every stop's
+            # decision (the stops' decisions may still change inside the range, by less than the threshold)
+            edges = np.asarray(grid[run_start:run_end + 2], float)
+            widest = int(np.argmax(np.diff(edges)))
+            central = 0.5 * (edges[widest] + edges[widest + 1])
+        else:
+            central = max(nominal, float(grid[run_start]))
         lo = max(lo, floor)
         out[joint] = CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped),
                                       lo_source, hi_source, max(central, lo))
