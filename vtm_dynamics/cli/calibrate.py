@@ -93,6 +93,7 @@ def parse_assumed(items: Sequence[str]) -> dict[str, float]:
 TOLERANCE = 0.05  # a cross-validated stop time or TCP distance this much shorter than recorded is non-conservative
 EXIT_NONCONSERVATIVE = 3
 EXIT_UNCONVERGED = 4
+INADEQUATE = 3.0  # a residual this many times the noise is no fit to use, whatever the starts agree on
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,8 +156,9 @@ class CalibrationRun:
 def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: float,
              accept_nonconservative: bool, accept_unconverged: bool) -> tuple[list[str], int]:
     """The run's verdict lines and exit status: 0 fine, ``EXIT_UNCONVERGED`` when the starts of the global fit
-    disagree, ``EXIT_NONCONSERVATIVE`` when a cross-validated or held-out stop of the brakes written is shorter
-    than recorded by more than ``tolerance`` (either may be accepted explicitly)."""
+    disagree or agree on an optimum whose residual is ``INADEQUATE`` times the noise, ``EXIT_NONCONSERVATIVE``
+    when a cross-validated or held-out stop of the brakes written is shorter than recorded by more than
+    ``tolerance`` (either may be accepted explicitly)."""
     lines: list[str] = []
     status = 0
     if not ident.converged:
@@ -175,10 +177,22 @@ def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: 
                         "; the brake file is not written (--conservative writes the conservative one, "
                         "--accept-nonconservative writes it anyway)"))
         status = status or (0 if accept_nonconservative else EXIT_NONCONSERVATIVE)
-    if ident.converged and ident.residual_rms > 2.0 * noise:
-        # only a converged fit may blame the model: an unconverged one has not shown what the model can do
+    edge = [f"{e.joint}.{e.field}" for e in ident.estimates if "edge of its search range" in e.reason]
+    if ident.converged and ident.residual_rms > INADEQUATE * noise:
+        # the starts agree on an optimum that misses the recordings: a wrong basin all starts fell into, or an
+        # effect the brake model lacks; the tool cannot tell which, so it proposes neither as "the" fix
+        ratio = ident.residual_rms / noise
+        lines.append(f"inadequate fit: the residual RMS {ident.residual_rms:.3g} rad is {ratio:.1f} x what a perfect "
+                     f"model would leave ({noise:.3g} rad)"
+                     + (f"; {', '.join(edge)} ran to the edge of the search (a wrong basin is likely)" if edge else "")
+                     + "; check the overlay plots, the capacities and the prior before using any file"
+                     + (" (accepted: --accept-unconverged)" if accept_unconverged else ""))
+        status = status or (0 if accept_unconverged else EXIT_UNCONVERGED)
+    elif ident.converged and ident.residual_rms > 2.0 * noise:
+        # only a converged fit close to the data may blame the model: an unconverged one has not shown what the
+        # model can do
         lines.append(f"model: the residual RMS {ident.residual_rms:.3g} rad is more than twice the noise {noise:.3g} "
-                     "rad at an optimum the starts agree on: the brake model misses an effect in these stops (the "
+                     "rad at an optimum the starts agree on: the brake model may miss an effect in these stops (the "
                      "terms it can switch on: --fields ... breakaway_torque stribeck_velocity rise_time armature); "
                      "check the overlay plots")
     return lines, status

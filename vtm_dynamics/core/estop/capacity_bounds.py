@@ -51,6 +51,8 @@ DEMAND_WINDOW = 2e-3  # [s] around the instant of an end's demand level, when it
 STATE_STEPS = (1e-5, 1e-4)  # [rad], [rad/s] finite-difference steps of the trigger state
 DEMAND_STEP = 1e-3  # [s] largest integration step of a prediction whose demand timeline gives the levels
 MODEL_MARGIN = 1e-3  # a stick/slip decision at a demand this close (relative) to the capacity decides nothing
+SWEEPS = 3  # passes over the joints, each reading one joint's capacity with the others' from the pass before
+SHIFT = 0.2  # a capacity's value moved if its new one lies outside the old interval or this share of it away
 
 
 @dataclass(frozen=True)
@@ -163,129 +165,156 @@ def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joint
     """The interval of each of ``joints``' holding capacities at the friction and delays of ``brakes`` (module
     docstring). ``variance`` [rad^2] is the residual variance per sample that the comparison of fits is measured
     in; ``prior`` {joint: capacity} gives the nominal value where the stops leave the capacity free above.
-    The ends are demands at the given friction and delays; :func:`widened` adds their own uncertainty."""
+    The ends are demands at the given friction and delays; :func:`widened` adds their own uncertainty.
+
+    The capacities interact (a joint that slips changes the demand on the others), so the joints are read one at a
+    time with the others at their latest values, in up to ``SWEEPS`` passes until none moves: read once, in joint
+    order, the shoulder's capacity came out bounded above (it "slipped" to stand in for a wrist the model still
+    held with the prior's capacity) although the shoulder never slipped."""
     robot = problem.robot
     stops = problem.stops
-    names = [s.label for s in stops]
     unlimited = [dataclasses.replace(b, holding_torque=math.inf) for b in brakes]
     screen = problem.predictor.predict_many([(BrakeSet.from_brakes(robot, unlimited), s) for s in stops])
     out: dict[str, CapacityInterval] = {}
     current = list(brakes)
-    for joint in joints:
-        j = robot.joint(joint).idx_v
-        b = next(x for x in current if x.joint == joint)
-        floor = _static(b)
-        candidates = [k for k, p in enumerate(screen)
-                      if p is not None and np.any(p.locked[:, j] & (np.abs(p.tau_brake[:, j]) > floor))]
-        free = max(prior.get(joint, floor), floor)
-        untested = CapacityInterval(joint, floor, math.inf, floor, free, (), (), central=free)
-        if not candidates:
-            out[joint] = untested
-            continue
-        say(f"identification: {joint}: holding capacity from {len(candidates)} stop(s) that load it beyond "
-            f"{floor:.4g} N m")
-        held_set = BrakeSet.from_brakes(robot, _with_capacity(current, joint, math.inf))
-        held_runs = problem.predictor.predict_many([(held_set, stops[k]) for k in candidates], step=DEMAND_STEP)
-        # per stop: the capacities tried (floor, each demand level, holding throughout) and the residual's squares
-        per_stop: dict[int, dict[float, float]] = {}
-        levels_of: dict[int, np.ndarray] = {}
-        freedom: dict[int, _StateFreedom] = {}
-        source: dict[float, tuple[int, float]] = {}
-        todo: list[tuple[int, float]] = []
-        for k, p in zip(candidates, held_runs):
-            if p is None:
-                continue
-            levels, times = _demand_levels(p, j, floor)
-            if not levels.size:
-                continue
-            caps = levels * (1.0 + LEVEL_MARGIN)
-            levels_of[k] = caps
-            source.update({float(c): (k, float(t)) for c, t in zip(caps, times)})
-            r = stop_residual(robot, p, stops[k])
-            freedom[k] = _StateFreedom(problem, held_set, stops[k], r, variance)
-            per_stop[k] = {float(caps[-1]): freedom[k].cost(r)}  # above its largest demand it holds throughout
-            first = np.unique(np.linspace(0, caps.size - 2, min(MAX_LEVELS, caps.size - 1)).round().astype(int)) \
-                if caps.size > 1 else np.zeros(0, int)
-            todo += [(k, floor)] + [(k, float(caps[i])) for i in first]
-        threshold = DELTA_CHI2 * variance
-        for _ in range(REFINEMENTS + 1):
-            if not todo:
-                break
-            sets = [(BrakeSet.from_brakes(robot, _with_capacity(current, joint, c)), stops[k]) for k, c in todo]
-            for (k, c), p in zip(todo, problem.predictor.predict_many(sets)):
-                per_stop[k][c] = freedom[k].cost(stop_residual(robot, p, stops[k]))
-            # where two neighbouring tried capacities of a stop fit it differently, try a demand level between them
-            todo = []
-            for k, tried in per_stop.items():
-                caps = levels_of[k]
-                points = sorted(tried)
-                for a, b in zip(points[:-1], points[1:]):
-                    if abs(tried[a] - tried[b]) > threshold:
-                        between = caps[(caps > a) & (caps < b)]
-                        if between.size:
-                            todo.append((k, float(between[between.size // 2])))
-        per_stop = {k: sorted(v.items()) for k, v in per_stop.items()}
-        if not per_stop:  # no stop loads it beyond its static friction once held throughout
-            out[joint] = untested
-            continue
-        grid = sorted({c for steps in per_stop.values() for c, _ in steps})
-
-        def cost_at(k: int, c: float) -> float:
-            steps = per_stop[k]
-            value = steps[0][1]
-            for level, cost in steps:
-                if level <= c:
-                    value = cost
-            return value
-
-        totals = np.array([sum(cost_at(k, c) for k in per_stop) for c in grid])
-        best = float(totals.min())
-        allowed = np.flatnonzero(totals <= best + DELTA_CHI2 * variance)
-        accepted = float(grid[allowed[0]])
-        # the boundary lies between the last refused and the first accepted capacity tried (the levels are the
-        # demand every DEMAND_STEP at most; where no stop has a level between them, at the accepted one), and a
-        # decision at a demand within MODEL_MARGIN of the capacity is beyond what the model can tell: the
-        # reference plant held the elbow at an arrival demand the engine puts 0.02 % above its true capacity
-        refused = float(grid[allowed[0] - 1]) if allowed[0] > 0 else -math.inf
-        lo = max(refused, accepted * (1.0 - MODEL_MARGIN))
-        hi = float(grid[allowed[-1] + 1]) * (1.0 + MODEL_MARGIN) if allowed[-1] + 1 < len(grid) else math.inf
-        # which stops bound it: those whose own cost rises outside the interval
-        held, slipped = [], []
-        for k in per_stop:
-            own = [cost_at(k, c) for c in grid]
-            inside = min(own[i] for i in allowed)
-            if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] < accepted):
-                held.append(names[k])
-            if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] >= hi):
-                slipped.append(names[k])
-        # the nominal capacity: near the smallest one every stop accepts where some stop slipped the joint (a larger
-        # one would hold where a stop that was not recorded slips), MODEL_MARGIN inside (at most halfway to the next
-        # level tried), so that no stop's decision sits on its knife edge: there the finite-difference Jacobian of
-        # the friction flipped the decision and its 1-sigma came out five times too small; free above, the prior's
-        step_in = min(MODEL_MARGIN * accepted, 0.5 * (float(grid[allowed[0] + 1]) - accepted)
-                      if allowed[0] + 1 < len(grid) else math.inf)
-        nominal = accepted + step_in if math.isfinite(hi) else max(prior.get(joint, accepted), accepted)
-        lo_source = source.get(accepted) if held else None
-        hi_source = source.get(float(grid[allowed[-1] + 1])) if math.isfinite(hi) else None
-        k_best = int(np.argmin(totals))
-        run_start, run_end = k_best, k_best
-        while run_start - 1 in allowed:
-            run_start -= 1
-        while run_end + 1 in allowed:
-            run_end += 1
-        if run_end + 1 < len(grid):
-            # the widest gap between neighbouring levels tried in that range: the farthest from every stop's
-            # decision (the stops' decisions may still change inside the range, by less than the threshold)
-            edges = np.asarray(grid[run_start:run_end + 2], float)
-            widest = int(np.argmax(np.diff(edges)))
-            central = 0.5 * (edges[widest] + edges[widest + 1])
-        else:
-            central = max(nominal, float(grid[run_start]))
-        lo = max(lo, floor)
-        out[joint] = CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped),
-                                      lo_source, hi_source, max(central, lo))
-        current = _with_capacity(current, joint, out[joint].central)
+    for _ in range(SWEEPS):
+        changed = False
+        for joint in joints:
+            interval = _one_capacity(problem, current, joint, screen, variance, prior, say)
+            changed |= joint not in out or moved(out[joint], interval)
+            out[joint] = interval
+            current = _with_capacity(current, joint, interval.central)
+        if not changed:
+            break
     return out
+
+
+def moved(old: CapacityInterval, new: CapacityInterval) -> bool:
+    """Whether a capacity's value ``old.central`` is not the one the stops prefer now: outside the new interval,
+    or more than ``SHIFT`` of its width from the new central value."""
+    if not new.lower <= old.central <= new.upper:
+        return True
+    width = new.upper - new.lower
+    return math.isfinite(width) and abs(new.central - old.central) > SHIFT * width
+
+
+def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, screen: list, variance: float,
+                  prior: dict[str, float], say: Callable[[str], None]) -> CapacityInterval:
+    """One joint's interval with the other joints' capacities at their ``current`` values (see
+    :func:`capacity_intervals`)."""
+    robot = problem.robot
+    stops = problem.stops
+    names = [s.label for s in stops]
+    j = robot.joint(joint).idx_v
+    b = next(x for x in current if x.joint == joint)
+    floor = _static(b)
+    candidates = [k for k, p in enumerate(screen)
+                  if p is not None and np.any(p.locked[:, j] & (np.abs(p.tau_brake[:, j]) > floor))]
+    free = max(prior.get(joint, floor), floor)
+    untested = CapacityInterval(joint, floor, math.inf, floor, free, (), (), central=free)
+    if not candidates:
+        return untested
+    say(f"identification: {joint}: holding capacity from {len(candidates)} stop(s) that load it beyond "
+        f"{floor:.4g} N m")
+    held_set = BrakeSet.from_brakes(robot, _with_capacity(current, joint, math.inf))
+    held_runs = problem.predictor.predict_many([(held_set, stops[k]) for k in candidates], step=DEMAND_STEP)
+    # per stop: the capacities tried (floor, each demand level, holding throughout) and the residual's squares
+    per_stop: dict[int, dict[float, float]] = {}
+    levels_of: dict[int, np.ndarray] = {}
+    freedom: dict[int, _StateFreedom] = {}
+    source: dict[float, tuple[int, float]] = {}
+    todo: list[tuple[int, float]] = []
+    for k, p in zip(candidates, held_runs):
+        if p is None:
+            continue
+        levels, times = _demand_levels(p, j, floor)
+        if not levels.size:
+            continue
+        caps = levels * (1.0 + LEVEL_MARGIN)
+        levels_of[k] = caps
+        source.update({float(c): (k, float(t)) for c, t in zip(caps, times)})
+        r = stop_residual(robot, p, stops[k])
+        freedom[k] = _StateFreedom(problem, held_set, stops[k], r, variance)
+        per_stop[k] = {float(caps[-1]): freedom[k].cost(r)}  # above its largest demand it holds throughout
+        first = np.unique(np.linspace(0, caps.size - 2, min(MAX_LEVELS, caps.size - 1)).round().astype(int)) \
+            if caps.size > 1 else np.zeros(0, int)
+        todo += [(k, floor)] + [(k, float(caps[i])) for i in first]
+    threshold = DELTA_CHI2 * variance
+    for _ in range(REFINEMENTS + 1):
+        if not todo:
+            break
+        sets = [(BrakeSet.from_brakes(robot, _with_capacity(current, joint, c)), stops[k]) for k, c in todo]
+        for (k, c), p in zip(todo, problem.predictor.predict_many(sets)):
+            per_stop[k][c] = freedom[k].cost(stop_residual(robot, p, stops[k]))
+        # where two neighbouring tried capacities of a stop fit it differently, try a demand level between them
+        todo = []
+        for k, tried in per_stop.items():
+            caps = levels_of[k]
+            points = sorted(tried)
+            for a, b in zip(points[:-1], points[1:]):
+                if abs(tried[a] - tried[b]) > threshold:
+                    between = caps[(caps > a) & (caps < b)]
+                    if between.size:
+                        todo.append((k, float(between[between.size // 2])))
+    per_stop = {k: sorted(v.items()) for k, v in per_stop.items()}
+    if not per_stop:  # no stop loads it beyond its static friction once held throughout
+        return untested
+    grid = sorted({c for steps in per_stop.values() for c, _ in steps})
+
+    def cost_at(k: int, c: float) -> float:
+        steps = per_stop[k]
+        value = steps[0][1]
+        for level, cost in steps:
+            if level <= c:
+                value = cost
+        return value
+
+    totals = np.array([sum(cost_at(k, c) for k in per_stop) for c in grid])
+    best = float(totals.min())
+    allowed = np.flatnonzero(totals <= best + DELTA_CHI2 * variance)
+    accepted = float(grid[allowed[0]])
+    # the boundary lies between the last refused and the first accepted capacity tried (the levels are the
+    # demand every DEMAND_STEP at most; where no stop has a level between them, at the accepted one), and a
+    # decision at a demand within MODEL_MARGIN of the capacity is beyond what the model can tell: the
+    # reference plant held the elbow at an arrival demand the engine puts 0.02 % above its true capacity
+    refused = float(grid[allowed[0] - 1]) if allowed[0] > 0 else -math.inf
+    lo = max(refused, accepted * (1.0 - MODEL_MARGIN))
+    hi = float(grid[allowed[-1] + 1]) * (1.0 + MODEL_MARGIN) if allowed[-1] + 1 < len(grid) else math.inf
+    # which stops bound it: those whose own cost rises outside the interval
+    held, slipped = [], []
+    for k in per_stop:
+        own = [cost_at(k, c) for c in grid]
+        inside = min(own[i] for i in allowed)
+        if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] < accepted):
+            held.append(names[k])
+        if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] >= hi):
+            slipped.append(names[k])
+    # the nominal capacity: near the smallest one every stop accepts where some stop slipped the joint (a larger
+    # one would hold where a stop that was not recorded slips), MODEL_MARGIN inside (at most halfway to the next
+    # level tried), so that no stop's decision sits on its knife edge: there the finite-difference Jacobian of
+    # the friction flipped the decision and its 1-sigma came out five times too small; free above, the prior's
+    step_in = min(MODEL_MARGIN * accepted, 0.5 * (float(grid[allowed[0] + 1]) - accepted)
+                  if allowed[0] + 1 < len(grid) else math.inf)
+    nominal = accepted + step_in if math.isfinite(hi) else max(prior.get(joint, accepted), accepted)
+    lo_source = source.get(accepted) if held else None
+    hi_source = source.get(float(grid[allowed[-1] + 1])) if math.isfinite(hi) else None
+    k_best = int(np.argmin(totals))
+    run_start, run_end = k_best, k_best
+    while run_start - 1 in allowed:
+        run_start -= 1
+    while run_end + 1 in allowed:
+        run_end += 1
+    if run_end + 1 < len(grid):
+        # the widest gap between neighbouring levels tried in that range: the farthest from every stop's
+        # decision (the stops' decisions may still change inside the range, by less than the threshold)
+        edges = np.asarray(grid[run_start:run_end + 2], float)
+        widest = int(np.argmax(np.diff(edges)))
+        central = 0.5 * (edges[widest] + edges[widest + 1])
+    else:
+        central = max(nominal, float(grid[run_start]))
+    lo = max(lo, floor)
+    return CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped), lo_source,
+                            hi_source, max(central, lo))
 
 
 def widened(interval: CapacityInterval, lower_sigma: float, upper_sigma: float, z: float) -> CapacityInterval:

@@ -50,7 +50,7 @@ from vtm_dynamics.core.estop import brake_estimates as results
 from vtm_dynamics.core.estop import output_error
 from vtm_dynamics.core.estop.brake_estimates import ParameterEstimate
 from vtm_dynamics.core.estop.brakes import JointBrake
-from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals
+from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals, moved
 from vtm_dynamics.core.estop.fit_uncertainty import (
     assumed_covariance, considered, gauss_newton_covariance, physical_covariance, trigger_state_covariance,
 )
@@ -80,7 +80,6 @@ PERTURBATION = 0.2  # relative 1-sigma of the torques of a perturbed start (log-
 DELAY_PERTURBATION = 0.002  # [s] 1-sigma of the delays of a perturbed start
 UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
 CAPACITY_ROUNDS = 2  # global fits, each with the capacities read at the optimum of the one before
-SHIFT = 0.2  # a capacity's value moved if its new one lies outside the old interval or this share of it away
 
 
 class IdentificationError(ValueError):
@@ -318,18 +317,18 @@ def identify_brakes(
                 break
             say("identification: holding capacities at the optimum")
             new_caps = capacity_intervals(problem, problem.brakes(x), capacity_joints, variance, prior_capacity, say)
-            moved = [j for j in capacity_joints if _moved(caps[j], new_caps[j])]
+            shifted = [j for j in capacity_joints if moved(caps[j], new_caps[j])]
             caps = new_caps
             problem = problem.with_base(_set_capacities(problem.base, caps))
-            if not moved:
+            if not shifted:
                 break
             if round_ + 1 < CAPACITY_ROUNDS:
                 # the capacities the fit ran with were read at the direct measurement's friction: at the optimum
                 # the stops accept another range, and the fit runs again from all its starts (a polish from the
                 # optimum kept a basin where the friction had bent to fit the old capacities: J1 +2.4 %)
-                say(f"identification: capacities moved ({', '.join(moved)}); the global fit again from its starts")
+                say(f"identification: capacities moved ({', '.join(shifted)}); the global fit again from its starts")
             else:
-                say(f"identification: capacities moved ({', '.join(moved)}); polishing the fit")
+                say(f"identification: capacities moved ({', '.join(shifted)}); polishing the fit")
                 run = damped_gauss_newton(problem, x, active, fd_step, max_iterations, say, "polish")
                 x = run.x
                 fit = dataclasses.replace(fit, x=x, r=run.r, J=run.J, at_bound=run.at_bound)
@@ -389,15 +388,6 @@ def identify_brakes(
         residual_c, sum(s.q.size for s in stops), predictor.count, time.perf_counter() - started, message,
         fit.starts if fit is not None else (), noise_rms, confidence, cv, cv_c, direct,
     )
-
-
-def _moved(old: CapacityInterval, new: CapacityInterval) -> bool:
-    """Whether the capacity the fit ran with is not the one the stops prefer at its optimum: outside the new
-    interval, or more than ``SHIFT`` of the interval's width from the new central value."""
-    if not new.lower <= old.central <= new.upper:
-        return True
-    width = new.upper - new.lower
-    return math.isfinite(width) and abs(new.central - old.central) > SHIFT * width
 
 
 def _best_message(fit: MultiStartFit) -> str:
