@@ -56,6 +56,7 @@ def load_before(commit: str) -> types.ModuleType | None:
         return None
     spec = importlib.util.spec_from_loader("identification_before", loader=None)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     exec(compile(text, f"identification.py@{commit}", "exec"), module.__dict__)
     return module
 

@@ -152,7 +152,7 @@ def cross_validate(problem: OutputError, fit: MultiStartFit, x: np.ndarray, nomi
         cons = _shifted(problem, conservative, delta)
         pairs_n.append((BrakeSet.from_brakes(robot, refit), stop))
         pairs_c.append((BrakeSet.from_brakes(robot, cons), stop))
-    preds = problem.predictor.predict_many(pairs_n + pairs_c, tcp_frame)
+    preds = problem.predictor.predict_many(pairs_n + pairs_c, tcp_frame, to_rest=True)
     n = len(problem.stops)
     cv = tuple(compare_prediction(robot, p, s, tcp_frame) for p, s in zip(preds[:n], problem.stops))
     cv_c = tuple(compare_prediction(robot, p, s, tcp_frame) for p, s in zip(preds[n:], problem.stops))

@@ -35,6 +35,7 @@ from vtm_dynamics.core.robot.model import RobotModel
 
 MAX_FACTOR = 10.0  # the search stays below this multiple of each parameter's scale
 PENALTY = 1.0  # [rad] residual of every sample of a stop the engine cannot predict with trial parameters
+RECORD_MARGIN = 0.02  # [s] predictions for residuals run this far past the last recorded sample
 LOWER = {"stribeck_velocity": 0.005}  # [rad/s]
 # where the prior leaves a Stribeck term off (None), the fit starts from a breakaway 20 % above the sliding torque
 START_BREAKAWAY_FACTOR = 1.2
@@ -114,27 +115,32 @@ class StopPredictor:
         self.robot, self.settings = robot, settings
         self.count = 0
 
-    def _settings(self, stop: RecordedStop, step: float | None) -> StopSettings:
-        horizon = max(float(stop.t[-1]) * 2.0 + 0.5, 1.0) if stop.t.size else 1.0
+    def _settings(self, stop: RecordedStop, step: float | None, to_rest: bool) -> StopSettings:
+        last = float(stop.t[-1]) if stop.t.size else 0.0
+        # the residuals need the prediction up to the last recorded sample only: a trial brake that lets a joint
+        # creep would otherwise be integrated for a second (a perturbed start's predictions took 80 ms each)
+        horizon = max(last * 2.0 + 0.5, 1.0) if to_rest else last + RECORD_MARGIN
         settings = dataclasses.replace(self.settings, t_max=min(horizon, self.settings.t_max))
         return settings if step is None else dataclasses.replace(settings, step=step)
 
     def predict_many(self, pairs: Sequence[tuple[BrakeSet, RecordedStop]], tcp_frame: str | None = None,
-                     step: float | None = None) -> list[StopPrediction | None]:
-        """Predictions of (brakes, stop) pairs (``step`` [s]: a finer maximum step than the settings', where the
-        caller reads a time series between events, not only the recorded samples)."""
+                     step: float | None = None, to_rest: bool = False) -> list[StopPrediction | None]:
+        """Predictions of (brakes, stop) pairs up to the stop's last recorded sample (``to_rest``: until the arm
+        is at rest, for stop times and distances); ``step`` [s]: a finer maximum step than the settings', where
+        the caller reads a time series between events, not only the recorded samples."""
         out: list[StopPrediction | None] = []
         for brakes, stop in pairs:
             self.count += 1
             try:
                 out.append(predict_stop(self.robot, brakes, stop.q0, stop.v0, tcp_frame=tcp_frame,
-                                        settings=self._settings(stop, step)))
+                                        settings=self._settings(stop, step, to_rest)))
             except (ValueError, RuntimeError):
                 out.append(None)
         return out
 
-    def predict(self, brakes: BrakeSet, stop: RecordedStop, tcp_frame: str | None = None) -> StopPrediction | None:
-        return self.predict_many([(brakes, stop)], tcp_frame)[0]
+    def predict(self, brakes: BrakeSet, stop: RecordedStop, tcp_frame: str | None = None,
+                to_rest: bool = False) -> StopPrediction | None:
+        return self.predict_many([(brakes, stop)], tcp_frame, to_rest=to_rest)[0]
 
 
 def stop_residual(robot: RobotModel, prediction: StopPrediction | None, stop: RecordedStop) -> np.ndarray:

@@ -86,7 +86,7 @@ def compare_stops(robot: RobotModel, brakes: BrakeSet, stops: Sequence[RecordedS
     The predicted time is :func:`~.recorded.settle_time` of the prediction with ``rest_speed`` [rad/s] (default:
     each stop's own threshold), the rule by which the recorded stop time was read (``RecordedStop.stop_time``)."""
     predictor = predictor or StopPredictor(robot, settings)
-    preds = predictor.predict_many([(brakes, s) for s in stops], tcp_frame)
+    preds = predictor.predict_many([(brakes, s) for s in stops], tcp_frame, to_rest=True)
     return [compare_prediction(robot, p, s, tcp_frame, rest_speed) for p, s in zip(preds, stops)]
 
 
