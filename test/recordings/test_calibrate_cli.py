@@ -103,7 +103,7 @@ def test_a_non_conservative_result_is_one_line_status_3_and_no_brake_file_unless
     in one line and exits 3 without the brake file; --accept-nonconservative writes it and exits 0. (The tool used
     to exit 0 with held-out stops 19-21 % short.)"""
     base = [four_stops, "--robot", "ur5", "--payload", "5", "--prior", SHIPPED_PRIOR, "--starts", "1",
-            "--fields", "engage_delay", "sliding_torque", "--tolerance", "1e-6"]
+            "--tolerance", "1e-6"]
     out = tmp_path / "b.yaml"
     code, printed, err = _calibrate(base + ["--out", str(out), "--report", str(tmp_path / "r.json")], capsys)
     assert code == calibrate.EXIT_NONCONSERVATIVE, err
