@@ -60,6 +60,25 @@ class Case:
         printer.text(repr(self))
 
 
+@dataclass(frozen=True)
+class AtRunTime:
+    """A message built when the test runs, for stamps relative to the clock then (``build(now_sec)``).
+
+    An explicit ``@example`` is evaluated when its module is imported; a stamp taken then is as old as the time the
+    suite needs to reach the test (on a slow machine, "1,000 s in the future" is in the past by then)."""
+
+    build: Any  # Callable[[int], message]: now [s since the epoch] -> the message
+    label: str
+
+    def __repr__(self) -> str:
+        return f"AtRunTime({self.label})"
+
+
+def message_of(msg: Any) -> Any:
+    """The message itself, or the one an :class:`AtRunTime` builds from the clock now."""
+    return msg.build(int(time.time())) if isinstance(msg, AtRunTime) else msg
+
+
 # ------------------------------------------------------------------------------------------------ robots
 _UR5: str | None = None
 
