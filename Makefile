@@ -8,13 +8,17 @@ endif
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test bench colcon-build clean
+.PHONY: setup demo test test-kernels bench colcon-build clean
 
 setup:
 	@tools/setup_env.sh
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the numerical tests most sensitive to the floating-point kernels, under other OpenBLAS core types (.ci/run runs it)
+test-kernels: setup
+	VENV=$(VENV) tools/rerun_with_other_kernels.sh
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
