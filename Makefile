@@ -7,6 +7,9 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 endif
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# test worker processes (pytest-xdist; 0 runs the suite in this process). Each worker reserves its own private ROS
+# domain, and the tests of one module stay on one worker so that they share its set-up.
+TEST_WORKERS ?= 2
 
 .PHONY: setup demo test test-kernels bench colcon-build clean
 
@@ -14,7 +17,7 @@ setup:
 	@tools/setup_env.sh
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # the numerical tests most sensitive to the floating-point kernels, under other OpenBLAS core types (.ci/run runs it)
 test-kernels: setup
