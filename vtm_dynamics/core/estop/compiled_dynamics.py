@@ -99,21 +99,23 @@ def capacity(B, c, i, t):
 def held_set_solve(M, h, tau, locked, B, a, lam, work):
     """Accelerations ``a`` [rad/s^2] (zero on held rows) and holding torques ``lam`` [N m] (zero on free rows) of
     eq. (3) with the held set ``locked``: Cholesky of (M + A)_FF from the upper triangle of M. ``work``: an
-    (nv, nv + 1) scratch array. Returns False if (M + A)_FF is not positive definite."""
+    (nv + 2, nv) scratch array (the factor, the right-hand side, the free indices). Returns False if (M + A)_FF is
+    not positive definite."""
     n = h.shape[0]
-    free = np.empty(n, dtype=np.int64)
+    rhs = work[n]
+    free = work[n + 1]
     nf = 0
     for i in range(n):
         if locked[i] < 0.5:
             free[nf] = i
             nf += 1
-    for x in range(nf):  # the free block (upper triangle) and its right-hand side in the last column
-        i = free[x]
+    for x in range(nf):  # the free block (upper triangle) and its right-hand side
+        i = int(free[x])
         for y in range(x, nf):
-            j = free[y]
+            j = int(free[y])
             work[x, y] = M[i, j] if i <= j else M[j, i]
         work[x, x] += B[ARMATURE, i]
-        work[x, n] = tau[i] - h[i]
+        rhs[x] = tau[i] - h[i]
     for j in range(nf):  # U^T U = block, U in the upper triangle of work
         d = work[j, j]
         for k in range(j):
@@ -122,34 +124,35 @@ def held_set_solve(M, h, tau, locked, B, a, lam, work):
             return False
         d = math.sqrt(d)
         work[j, j] = d
+        inv = 1.0 / d
         for i in range(j + 1, nf):
             x = work[j, i]
             for k in range(j):
                 x -= work[k, j] * work[k, i]
-            work[j, i] = x / d
+            work[j, i] = x * inv
     for i in range(nf):  # U^T y = r
-        x = work[i, n]
+        x = rhs[i]
         for k in range(i):
-            x -= work[k, i] * work[k, n]
-        work[i, n] = x / work[i, i]
+            x -= work[k, i] * rhs[k]
+        rhs[i] = x / work[i, i]
     for i in range(nf - 1, -1, -1):  # U x = y
-        x = work[i, n]
+        x = rhs[i]
         for k in range(i + 1, nf):
-            x -= work[i, k] * work[k, n]
-        work[i, n] = x / work[i, i]
+            x -= work[i, k] * rhs[k]
+        rhs[i] = x / work[i, i]
     for i in range(n):
         a[i] = 0.0
+        lam[i] = 0.0
     for x in range(nf):
-        a[free[x]] = work[x, n]
-    for i in range(n):
-        if locked[i] > 0.5:
-            r = -(tau[i] - h[i])
-            for x in range(nf):
-                j = free[x]
-                r += (M[i, j] if i <= j else M[j, i]) * a[j]
-            lam[i] = r
-        else:
-            lam[i] = 0.0
+        a[int(free[x])] = rhs[x]
+    if nf < n:
+        for i in range(n):
+            if locked[i] > 0.5:
+                r = h[i] - tau[i]
+                for x in range(nf):
+                    j = int(free[x])
+                    r += (M[i, j] if i <= j else M[j, i]) * a[j]
+                lam[i] = r
     return True
 
 
@@ -158,3 +161,8 @@ def braked_dynamics(M, h, v, t, B, engaged, locked, s, a, lam, tau, work):
     """One evaluation of the right-hand side: brake torques at (v, t), then :func:`held_set_solve`."""
     brake_torques(B, engaged, locked, s, v, t, tau)
     return held_set_solve(M, h, tau, locked, B, a, lam, work)
+
+
+def scratch(nv: int) -> np.ndarray:
+    """A ``work`` array for :func:`held_set_solve`."""
+    return np.zeros((nv + 2, nv))

@@ -27,7 +27,9 @@ from vtm_dynamics.core.estop import compiled_events as ce
 from vtm_dynamics.core.estop import compiled_steps as cs
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.compiled_decision import RELEASED, SLIPPING, STUCK
-from vtm_dynamics.core.estop.compiled_dynamics import ARMATURE, BRAKE_ROWS, HOLD, RISE, brake_table
+from vtm_dynamics.core.estop.compiled_dynamics import (
+    ARMATURE, BRAKE_ROWS, HOLD, INVERSE_STRIBECK_SPEED, RISE, brake_table,
+)
 from vtm_dynamics.core.estop.event_loop import ScheduledLock
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.results import StopEvent
@@ -155,6 +157,7 @@ class CompiledEngine:
         n = self.nv
         engage_times = np.asarray(engage_times, dtype=float)
         X[cs.BRAKES:cs.BRAKES + BRAKE_ROWS] = brake_table(self.brakes, engage_times)
+        self._stribeck = X[cs.BRAKES + INVERSE_STRIBECK_SPEED] > 0.0
         Z[cs.HNEXT] = Z[cs.MAXSTEP] = st.step
         Z[cs.RTOL], Z[cs.ATOL], Z[cs.ATOLV] = st.rtol, st.atol, st.atol_velocity
         Z[cs.KAPPA], Z[cs.KPOST] = cs.STRIBECK_STEP, cs.STRIBECK_LIMIT
@@ -260,17 +263,18 @@ class CompiledEngine:
         theta = theta_c if crossing else theta_r
         t = t0 + theta * h
         if crossing:
-            # the step recomputed to the crossing (its own 5th-order accuracy; the extension's error inside a step
-            # through the Stribeck region is several times the step-end estimate: 7e-8 s on the bench states,
-            # 2e-8 s with this), the time polished by one Newton correction
             ce.locate_crossing(X, Z, self.st.simultaneity_tol, zero)
-            cs.restart_step(X, Z, theta * h)
-            m, d, qs, vs = self.m, self.d, X[cs.QS], X[cs.VST]
-            for s_ in range(1, 7):
-                if not cs.stage(X, Z, pin.crba(m, d, qs), pin.nonLinearEffects(m, d, qs, vs), s_):
-                    raise RuntimeError("the mass matrix of the free joints is not positive definite")
-            self.n_eval += 6
-            t += ce.polish_crossing(X, Z, zero)
+            if (zero & self._stribeck).any():
+                # a crossing at the end of the Stribeck region: the extension's error inside such a step is several
+                # times the step-end estimate (7e-8 s in the crossing times of the bench's UR5 states, 2e-8 s
+                # with this): the step is recomputed to the crossing and its time polished by a Newton correction
+                cs.restart_step(X, Z, theta * h)
+                m, d, qs, vs = self.m, self.d, X[cs.QS], X[cs.VST]
+                for s_ in range(1, 7):
+                    if not cs.stage(X, Z, pin.crba(m, d, qs), pin.nonLinearEffects(m, d, qs, vs), s_):
+                        raise RuntimeError("the mass matrix of the free joints is not positive definite")
+                self.n_eval += 6
+                t += ce.polish_crossing(X, Z, zero)
             ce.extension_to_evaluate(X)
         else:
             ce.dense_to_evaluate(X, Z, theta)

@@ -27,7 +27,7 @@ import numpy as np
 
 from vtm_dynamics.core.estop.compiled_decision import decide
 from vtm_dynamics.core.estop.compiled_dynamics import (
-    ARMATURE, BRAKE_ROWS, INVERSE_STRIBECK_SPEED, SLIDING, STRIBECK_AMPLITUDE, VISCOUS, braked_dynamics, capacity,
+    ARMATURE, BRAKE_ROWS, INVERSE_STRIBECK_SPEED, RISE, SLIDING, STRIBECK_AMPLITUDE, VISCOUS, braked_dynamics, capacity,
     jit, rise_factor,
 )
 
@@ -46,7 +46,8 @@ SCRATCH = 32  # accelerations not kept (release location)
 BRAKES = 33  # BRAKE_ROWS rows: the brake table of compiled_dynamics
 HC = BRAKES + BRAKE_ROWS  # h(q, v) of the current step-start state
 MC = HC + 1  # nv rows: M(q) of the current step-start state
-X_ROWS_BASE = MC  # X has X_ROWS_BASE + nv rows
+# after the nv rows of M: nv + 2 rows of scratch for the held-set solve (X has MC + 2 nv + 2 rows)
+X_ROWS_BASE = MC + 2
 
 # --- entries of Z
 T0, H, T1, W0, W1, WE, J, HNEXT, RTOL, ATOL, NSAMP, ERR, MAXSTEP, KAPPA, ATOLV, KPOST = range(16)
@@ -82,12 +83,7 @@ GRID = np.linspace(0.0, 1.0, 17)[1:]
 
 def new_tables(nv: int, sample_capacity: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Zeroed (X, Z, R) for a robot with nv velocities; R holds ``sample_capacity`` samples."""
-    return np.zeros((X_ROWS_BASE + nv, nv)), np.zeros(Z_SIZE), np.zeros((sample_capacity, 3 + 5 * nv))
-
-
-@jit
-def _work(n):
-    return np.empty((n, n + 1))
+    return np.zeros((X_ROWS_BASE + 2 * nv, nv)), np.zeros(Z_SIZE), np.zeros((sample_capacity, 3 + 5 * nv))
 
 
 @jit
@@ -96,7 +92,7 @@ def evaluate(X, M, h, t, a_row, tau_row, lam_row):
     accelerations into row ``a_row``, brake and holding torques into ``tau_row`` / ``lam_row``."""
     n = X.shape[1]
     return braked_dynamics(M, h, X[VST], t, X[BRAKES:BRAKES + BRAKE_ROWS], X[ENGAGED], X[LOCKED], X[DIRECTION],
-                           X[a_row], X[lam_row], X[tau_row], _work(n))
+                           X[a_row], X[lam_row], X[tau_row], X[MC + n:])
 
 
 @jit
@@ -117,18 +113,21 @@ def begin_step(X, Z, limit, t_limit):
             inv_vs = X[BRAKES + INVERSE_STRIBECK_SPEED, i]
             if inv_vs > 0.0 and kappa > 0.0:
                 # the Stribeck region |v| < 3 v_s: reach its edge, then cross it in steps that change the
-                # velocity by kappa v_s each; while the brake torque still rises, its deceleration grows within
-                # the step (bounded by the full torque over the joint's diagonal inertia)
+                # velocity by kappa v_s each; while the brake torque still rises, the rate is bounded by |a| plus
+                # the rest of the full torque over the joint's diagonal inertia (the quadratic bound of a linear
+                # rise, |a| h + c h^2, took fewer steps but let the crossing times of the bench's UR5 states drift
+                # by 1.5e-7 s)
                 rate = abs(a)
+                c = 0.0
                 r0 = rise_factor(X[BRAKES:BRAKES + BRAKE_ROWS], i, Z[T0])
                 if r0 < 1.0:
                     full = X[BRAKES + SLIDING, i] + X[BRAKES + STRIBECK_AMPLITUDE, i] + X[BRAKES + VISCOUS, i] * abs(v)
                     rate += (1.0 - r0) * full / (X[MC + i, i] + X[BRAKES + ARMATURE, i])
                     decelerating = True
-                if decelerating and rate > 0.0:
+                if decelerating and (rate > 0.0 or c > 0.0):
                     vs = 1.0 / inv_vs
-                    outside = max(abs(v) - 3.0 * vs, 0.0) / rate
-                    small = kappa * vs / rate
+                    outside = _time_for(max(abs(v) - 3.0 * vs, 0.0), rate, c)
+                    small = _time_for(kappa * vs, rate, c)
                     cap = outside if outside > small else small
                     if cap < h:
                         h = cap
@@ -136,6 +135,14 @@ def begin_step(X, Z, limit, t_limit):
     Z[T1] = t_limit if h == limit else Z[T0] + h
     _stage_state(X, Z, 1)
     return h
+
+
+@jit
+def _time_for(dv, rate, c):
+    """The time [s] in which a velocity changing by rate t + c t^2 changes by dv."""
+    if c <= 0.0:
+        return dv / rate
+    return 2.0 * dv / (rate + math.sqrt(rate * rate + 4.0 * c * dv))
 
 
 @jit
@@ -323,7 +330,7 @@ def decide_at_start(X, Z, force, outcome):
     or -1 when no split is consistent."""
     n = X.shape[1]
     count = decide(X[MC:MC + n], X[HC], X[V0], Z[T0], X[BRAKES:BRAKES + BRAKE_ROWS], X[ENGAGED], X[LOCKED],
-                   X[DIRECTION], X[CAP], force, outcome, X[KS], X[LAM0], X[TAU0], _work(n))
+                   X[DIRECTION], X[CAP], force, outcome, X[KS], X[LAM0], X[TAU0], X[MC + n:])
     if count == 0:
         if not refresh(X, Z):
             return -1
