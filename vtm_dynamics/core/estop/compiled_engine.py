@@ -52,13 +52,20 @@ class CompiledEngine:
         self.brakes = brakes
         self.st = settings
         self.names = robot.joint_names
+        self.X, self.Z, self.R = cs.new_tables(self.nv)
+        self._reset()
+
+    def _reset(self) -> None:
+        """A fresh stop (an engine runs one stop at a time and may be reused for the next)."""
         self.n_eval = 0
         self.n_steps = 0
         self.events: list[StopEvent] = []
         self.rest_since = np.full(self.nv, np.nan)
         self.impulse_energy = 0.0
-        self.X, self.Z, self.R = cs.new_tables(self.nv)
         self.locked = np.zeros(self.nv, dtype=bool)
+        self._last_event_idle = False
+        self.X.fill(0.0)
+        self.Z.fill(0.0)
 
     # ---------------------------------------------------------------- evaluations
     def _evaluate(self):
@@ -153,6 +160,7 @@ class CompiledEngine:
             locks: list[ScheduledLock], W0: float = 0.0) -> tuple[float, np.ndarray, np.ndarray, float]:
         """Integrate from (t0 [s], q0, v0; brake work W0 [J]) until every joint is held or t_max; brake i engages at
         ``engage_times[i]`` (inf: never). Returns the final (t, q, v, W); the samples are in ``samples``."""
+        self._reset()
         st, X, Z = self.st, self.X, self.Z
         n = self.nv
         engage_times = np.asarray(engage_times, dtype=float)
@@ -247,7 +255,7 @@ class CompiledEngine:
                 if not (X[cs.LOCKED] < 0.5).any():
                     break
         self.locked = X[cs.LOCKED] > 0.5
-        self.samples = self.R[:int(Z[cs.NSAMP])]
+        self.samples = self.R[:int(Z[cs.NSAMP])].copy()
         return t, X[cs.Q0].copy(), X[cs.V0].copy(), float(Z[cs.W0])
 
     def _state_event(self, flags: int, force: np.ndarray) -> float:
