@@ -117,6 +117,31 @@ def bench_robot(label, robot, brakes, mj_model, states, repeat):
     return rows
 
 
+def batch_throughput(robot, brakes, states, repeat):
+    """Stops per second per core (CPU time) of one predict_stops call over the states x the envelope's corners
+    (torque 0.9 / 1.1, delay 1.0 / 1.5, and nominal), against the same stops as single predict_stop calls."""
+    from vtm_dynamics.core.estop.batch import predict_stops
+    from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
+
+    corners = envelope_samples(EnvelopeSpec())
+    q = [s[0] for s in states for _ in corners]
+    v = [s[1] for s in states for _ in corners]
+    tf = [c[0] for _ in states for c in corners]
+    df = [c[1] for _ in states for c in corners]
+    n = len(q)
+
+    def singles():
+        for k in range(n):
+            predict_stop(robot, brakes.scaled(tf[k], df[k]), q[k], v[k])
+
+    t_batch = median_time(lambda: predict_stops(robot, brakes, q, v, torque_factors=tf, delay_factors=df), repeat)
+    t_single = median_time(singles, repeat)
+    print(f"\n== batch: {len(states)} states x {len(corners)} envelope cases = {n} UR5 stops, median CPU time of "
+          f"{repeat} runs ==")
+    print(f"predict_stops: {n / t_batch:.0f} stops/s per core ({1e3 * t_batch / n:.3f} ms each); single calls: "
+          f"{n / t_single:.0f} stops/s ({t_single / t_batch:.2f}x the batch's time)")
+
+
 def profile_summary(robot, brakes, states, n=20):
     prof = cProfile.Profile()
     prof.enable()
@@ -149,6 +174,7 @@ def main(argv=None) -> int:
     bench_robot("Panda (fingers fixed), assumed brakes", panda, panda_brakes(panda),
                 mujoco_model_from_urdf(example_robot_urdf(PANDA), fixed_joints=PANDA_FINGERS),
                 moving_states(panda, args.states, seed=2), args.repeat)
+    batch_throughput(ur5, ur5_brakes, ur5_states, max(3, args.repeat // 3))
     profile_summary(ur5, ur5_brakes, ur5_states)
     return 0
 
