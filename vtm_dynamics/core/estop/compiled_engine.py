@@ -30,7 +30,7 @@ from vtm_dynamics.core.estop.compiled_decision import RELEASED, SLIPPING, STUCK
 from vtm_dynamics.core.estop.compiled_dynamics import (
     ARMATURE, BRAKE_ROWS, HOLD, INVERSE_STRIBECK_SPEED, RISE, brake_table,
 )
-from vtm_dynamics.core.estop.event_loop import ScheduledLock
+from vtm_dynamics.core.estop.event_loop import ScheduledLock, first_positive
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.results import StopEvent
 from vtm_dynamics.core.estop.wrenches import joint_forces
@@ -315,25 +315,4 @@ class CompiledEngine:
             M, hh = self._evaluate()
             return ce.release_margin(X, Z, M, hh, t0 + theta * h)
 
-        a, b = 0.0, theta_max
-        ga = ce.start_margin(X, Z)
-        gb = g(b)
-        if gb <= 0:
-            return math.inf
-        side = 0
-        for _ in range(60):
-            c = (a * gb - b * ga) / (gb - ga)
-            gc = g(c)
-            if gc > 0:
-                b, gb = c, gc
-                if side == -1:
-                    ga *= 0.5
-                side = -1
-            else:
-                a, ga = c, gc
-                if side == 1:
-                    gb *= 0.5
-                side = 1
-            if (b - a) * h < 1e-12:
-                break
-        return b
+        return first_positive(g, theta_max, ce.start_margin(X, Z), 1e-12 / h)

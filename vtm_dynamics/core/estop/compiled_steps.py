@@ -315,12 +315,18 @@ def refresh(X, Z):
     for i in range(n):
         X[VST, i] = X[V0, i]
     ok = evaluate(X, X[MC:MC + n], X[HC], Z[T0], KS, TAU0, LAM0)
+    _start_power(X, Z)
+    return ok
+
+
+@jit
+def _start_power(X, Z):
+    """The first stage of the next step: velocity v0 and brake power tau_b . v0."""
     power = 0.0
-    for i in range(n):
+    for i in range(X.shape[1]):
         X[VS, i] = X[V0, i]
         power += X[TAU0, i] * X[V0, i]
     Z[P] = power
-    return ok
 
 
 @jit
@@ -336,11 +342,7 @@ def decide_at_start(X, Z, force, outcome):
             return -1
         return 0
     if count > 0:
-        power = 0.0
-        for i in range(n):
-            X[VS, i] = X[V0, i]
-            power += X[TAU0, i] * X[V0, i]
-        Z[P] = power
+        _start_power(X, Z)
     return count
 
 
