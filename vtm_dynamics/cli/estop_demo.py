@@ -240,7 +240,11 @@ def summarize(sim: Any, predictor: Any) -> dict:
         "joint_names": list(c.joint_names),
         "predicted_events": events,
         "simulated_events": plant_events,
-        "trigger_to_prediction_latency_s": lat[-1] if lat else None,
+        # the first prediction of the stop is the predictor's answer to the trigger; later revisions (states closer
+        # to the trigger instant that arrived meanwhile) are counted from the same trigger, so they include waiting
+        "trigger_to_prediction_latency_s": lat[0] if lat else None,
+        "trigger_to_last_revision_latency_s": lat[-1] if lat else None,
+        "revisions": len(lat),
     }
 
 
@@ -272,7 +276,11 @@ def format_summary(s: dict) -> str:
         f"  energy dissipated: brakes {p['brake_energy_J']:.2f} J, locks {p['impulse_energy_J']:.2f} J",
     ]
     if s["trigger_to_prediction_latency_s"] is not None:
-        lines.append(f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms")
+        line = f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms"
+        if s.get("revisions", 1) > 1:
+            line += (f" (last of {s['revisions']} revisions, for a state closer to the trigger instant: "
+                     f"{1e3 * s['trigger_to_last_revision_latency_s']:.1f} ms after the trigger)")
+        lines.append(line)
     lines += ["", "  predicted events:"]
     for e in s["predicted_events"]:
         extra = f"  (kinetic energy lost {e['energy_loss_J']:.3f} J)" if e["energy_loss_J"] else ""

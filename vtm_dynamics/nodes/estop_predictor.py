@@ -87,6 +87,7 @@ from visualization_msgs.msg import MarkerArray
 from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
+from vtm_dynamics.core.estop.warm_up import warm_up
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
@@ -469,6 +470,8 @@ class EstopPredictor(Node):
         JointStateTracker(robot)  # raises UnsupportedJointError for joints a JointState cannot describe
         aux = model_from_urdf_text(text)
         brakes, error = self._load_brakes(robot)
+        if brakes is not None:  # the compiled engine loaded now: the first trigger as fast as the hundredth
+            warm_up(robot, brakes)
         return LoadedModel(robot, aux, text, model_hash(text), brakes, error)
 
     def _install_model(self, model: LoadedModel, source: str) -> None:

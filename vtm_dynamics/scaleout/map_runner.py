@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.warm_up import warm_up
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping.workspace_map import (
     ChunkFailure, MapInputError, MapSpec, MapSummary, check_map_spec, evaluate_chunk, summarize,
@@ -89,8 +90,10 @@ def _worker_state(job: MapJob, digest: str) -> tuple[RobotModel, Any, dict]:
         cache = _local.jobs = {}
     if digest not in cache:
         robot = RobotModel.from_urdf(job.urdf_text)
+        brakes = brakes_from_config(robot, job.brake_config)
+        warm_up(robot, brakes)  # the compiled engine loaded once per worker, not inside its first chunk
         cache.clear()
-        cache[digest] = (robot, brakes_from_config(robot, job.brake_config), {})
+        cache[digest] = (robot, brakes, {})
     return cache[digest]
 
 

@@ -255,6 +255,17 @@ def test_configurations_without_the_new_fields_predict_what_the_starting_code_pr
     assert abs(len(p.t) - samples) <= 1
 
 
+@pytest.mark.parametrize("extra,stop_time,energy,q_final,samples", BEFORE)
+def test_compiled_engine_reproduces_the_figures_of_the_starting_code(ur5, extra, stop_time, energy, q_final,
+                                                                     samples):
+    """The compiled engine (error-controlled steps: other step boundaries, other rounding) gives the same stops
+    within 1e-9 s, 1e-8 rad and 1e-6 J."""
+    p = predict_stop(ur5, brakes_from_config(ur5, OLD_UR5_BRAKES), Q_MOVING, V_MOVING, **extra)
+    assert p.stop_time == pytest.approx(stop_time, abs=1e-9)
+    assert p.brake_energy == pytest.approx(energy, abs=1e-6)
+    np.testing.assert_allclose(p.q_final, q_final, atol=1e-8, rtol=0)
+
+
 def test_new_fields_round_trip_and_convert_from_the_motor_side(ur5):
     b = brakes_from_config(ur5, {"brakes": {"joints": {"elbow_joint": {
         "sliding_torque": 0.5, "breakaway_torque": 0.6, "stribeck_velocity": 5.0, "holding_torque": 0.7,
