@@ -226,15 +226,19 @@ OLD_UR5_BRAKES = {"brakes": {"defaults": {"engage_delay": 0.010}, "joints": {
     "wrist_3_joint": {"sliding_torque": 28.0, "viscous": 0.0, "holding_torque": 36.4}}}}
 
 
+PYTHON_ENGINE = StopSettings(engine="python")  # the engine the figures were recorded with (fixed steps)
+
+
 def _rounding_tolerance(ur5, brakes, extra, value_of):
     """How far a quantity may move when only rounding changes (another CPU, another BLAS or SIMD kernel): its
     spread under input perturbations of a few units in the last place, times 100, and never below 100 ulp of the
     quantity itself. Any change of the model or the integrator moves these figures by 1e-9 or more."""
-    p0 = value_of(predict_stop(ur5, brakes, Q_MOVING, V_MOVING, **extra))
+    p0 = value_of(predict_stop(ur5, brakes, Q_MOVING, V_MOVING, settings=PYTHON_ENGINE, **extra))
     spread = np.zeros_like(np.atleast_1d(p0), dtype=float)
     for seed in range(4):
         eps = 4e-16 * np.random.default_rng(seed).standard_normal(6)
-        p = value_of(predict_stop(ur5, brakes, Q_MOVING * (1 + eps), V_MOVING * (1 + eps), **extra))
+        p = value_of(predict_stop(ur5, brakes, Q_MOVING * (1 + eps), V_MOVING * (1 + eps), settings=PYTHON_ENGINE,
+                                  **extra))
         spread = np.maximum(spread, np.abs(np.atleast_1d(p) - np.atleast_1d(p0)))
     return 100 * np.maximum(spread, np.spacing(np.abs(np.atleast_1d(p0))))
 
@@ -244,9 +248,10 @@ def test_configurations_without_the_new_fields_predict_what_the_starting_code_pr
                                                                                         q_final, samples):
     """The figures were recorded on one machine: another CPU may differ in the last bits (a rounding change), so
     each is compared within the spread that a rounding-level change of the inputs causes (``_rounding_tolerance``),
-    not bit for bit. The sample count may differ by one where a sample falls within rounding of the stop's end."""
+    not bit for bit. The sample count may differ by one where a sample falls within rounding of the stop's end.
+    The fixed-step Python engine, which recorded them; the compiled engine is held to them in the next test."""
     brakes = brakes_from_config(ur5, OLD_UR5_BRAKES)
-    p = predict_stop(ur5, brakes, Q_MOVING, V_MOVING, **extra)
+    p = predict_stop(ur5, brakes, Q_MOVING, V_MOVING, settings=PYTHON_ENGINE, **extra)
     figures = lambda r: np.concatenate([[r.stop_time, r.brake_energy], r.q_final])  # noqa: E731
     tol = _rounding_tolerance(ur5, brakes, extra, figures)
     assert np.all(tol < 1e-9)  # the check still sees any change of the model or the integrator
