@@ -178,3 +178,24 @@ def test_the_shipped_rviz_config_shows_the_replaying_ghost_and_its_markers():
     markers = [d for d in displays if d["Class"] == "rviz_default_plugins/MarkerArray"
                and d["Topic"]["Value"] == "/predicted_motion_markers"]
     assert len(markers) == 1 and set(markers[0]["Namespaces"]) == set(MARKER_NAMESPACES)
+
+
+def test_the_live_envelope_keeps_the_rest_pose_of_its_worst_distance_case():
+    from types import SimpleNamespace
+
+    from vtm_dynamics.core.estop import predict_stop
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.estop.envelope import EnvelopeSpec, stop_envelope
+    from vtm_dynamics.nodes.live_stopping import LIVE_PARAMETERS, LiveStopping
+    from test.nodes.node_harness import TEST_BRAKES, UR5_V
+
+    robot = ur5_stop()[0]
+    brakes = brakes_from_config(robot, TEST_BRAKES)
+    p = {s.name: s.default for s in LIVE_PARAMETERS}
+    nominal = predict_stop(robot, brakes, UR5_Q, UR5_V, tcp_frame="tool0")
+    live = LiveStopping().evaluate(robot, brakes, nominal, p, "tool0", lambda r, b: SimpleNamespace(
+        result=predict_stop(r, b, UR5_Q, UR5_V, tcp_frame="tool0"), reason=""))
+    env = stop_envelope(robot, brakes, UR5_Q, UR5_V, EnvelopeSpec(), tcp_frame="tool0")  # the core's own envelope
+    assert live.worst_distance == pytest.approx(env.worst_distance.tcp_straight_distance, rel=1e-12)
+    np.testing.assert_allclose(live.worst_rest, robot.integrate(UR5_Q, env.worst_distance.stopping_angles),
+                               atol=1e-12)
