@@ -65,16 +65,17 @@
     var glow = (((c >> 16) & 255) * 0.3) << 16 | (((c >> 8) & 255) * 0.3) << 8 | ((c & 255) * 0.3);
     var m = { uuid: uuid("mat"), type: "MeshPhongMaterial", color: c, emissive: glow, shininess: 30,
               transparent: opacity < 1, opacity: opacity, depthWrite: opacity >= 1, side: 2 };
-    if (opacity < 1) {  // a ghost where the robot is (at the start, at rest) stays behind it, not over it
-      m.polygonOffset = true; m.polygonOffsetFactor = 2; m.polygonOffsetUnits = 2;
-    }
+    if (opacity >= 1) m.transparent = true;  // in the same (sorted) pass as the ghosts, drawn after them
     for (var k in extra || {}) m[k] = extra[k];
     return m;
   }
-  function setMesh(path, geometry, mat, matrix) {
+  // drawing order: ghosts first (no depth written), then the robots over them (a ghost never tints the robot
+  // where the two nearly coincide), then the markers that must stay visible inside a mesh
+  function setMesh(path, geometry, mat, matrix, order) {
     cmd({ type: "set_object", path: path, object: { metadata: { version: 4.5, type: "Object" },
           geometries: [geometry], materials: [mat],
-          object: { uuid: uuid("obj"), type: "Mesh", geometry: geometry.uuid, material: mat.uuid, matrix: matrix } } });
+          object: { uuid: uuid("obj"), type: "Mesh", geometry: geometry.uuid, material: mat.uuid, matrix: matrix,
+                    renderOrder: order || 0 } } });
   }
 
   // ------------------------------------------------------------------------------------------------ robot layers
@@ -102,7 +103,8 @@
     scene.links.forEach(function (link, i) {
       link.visuals.forEach(function (v, k) {
         try {
-          setMesh("/vtm/robots/" + r.name + "/" + i + "/" + k, visualGeometry(v), material(r.color, r.opacity), visualMatrix(v));
+          setMesh("/vtm/robots/" + r.name + "/" + i + "/" + k, visualGeometry(v), material(r.color, r.opacity),
+                  visualMatrix(v), r.opacity < 1 ? 1 : 2);
           if (v.kind === "mesh" && r === scene.robots[0]) status.meshes += 1;
         } catch (e) {
           status.mesh_errors += 1;
@@ -121,7 +123,7 @@
     else if (s.kind === "cylinder") { geo = { uuid: uuid("geo"), type: "CylinderGeometry", radiusTop: s.radius, radiusBottom: s.radius, height: s.length, radialSegments: 24 }; matrix = mul(s.pose, Y_TO_Z); }
     else { geo = { uuid: uuid("geo"), type: "SphereGeometry", radius: s.radius, widthSegments: 20, heightSegments: 14 };
            matrix = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, s.center[0], s.center[1], s.center[2], 1]; }
-    setMesh(path + "/body", geo, material(s.color, s.opacity, s.on_top ? ON_TOP : null), matrix);
+    setMesh(path + "/body", geo, material(s.color, s.opacity, s.on_top ? ON_TOP : null), matrix, s.on_top ? 3 : (s.opacity < 1 ? 1 : 2));
     if (s.kind === "box" && s.wire) {
       var hx = s.size[0] / 2, hy = s.size[1] / 2, hz = s.size[2] / 2, pts = [];
       var c = [[-hx, -hy, -hz], [hx, -hy, -hz], [hx, hy, -hz], [-hx, hy, -hz], [-hx, -hy, hz], [hx, -hy, hz], [hx, hy, hz], [-hx, hy, hz]];
@@ -151,7 +153,7 @@
       var span = 0;
       for (var i = 3; i < pts.length; i++) span = Math.max(span, Math.abs(pts[i] - pts[i % 3]));
       setMesh(tp + "/dot", { uuid: uuid("geo"), type: "SphereGeometry", radius: Math.max(0.008, 0.03 * span), widthSegments: 16, heightSegments: 12 },
-              material(ln.color, 1, ON_TOP), [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
+              material(ln.color, 1, ON_TOP), [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1], 3);
       tracers.push({ path: tp, times: f64(ln.times), points: pts });
       paths[ln.name].push(tp);
     }
