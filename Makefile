@@ -8,12 +8,16 @@ endif
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup demo test bench colcon-build clean
+.PHONY: setup browser demo test bench colcon-build clean
 
 setup:
 	@tools/setup_env.sh
 
-test: setup
+# the browser tests of the 3-D views need Chromium (Debian's package); only the tests install it
+browser:
+	@tools/install_browser.sh
+
+test: setup browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup
