@@ -46,20 +46,24 @@ def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | N
 
 def emit(scene: Scene, args: argparse.Namespace, say: Callable[[str], None] = print,
          serve: bool = True) -> bytes:
-    """Write ``--view`` and (with ``serve``) serve ``--serve``; returns the page. Notes go to stderr."""
-    from vtm_dynamics.views.web_page import page_html
+    """Write ``--view`` and (with ``serve``) serve ``--serve``; returns the page when ``--serve`` asks for it (else
+    b""). Notes on what could not be drawn go to stderr."""
+    from vtm_dynamics.views.web_page import page_parts
 
     for note in scene.notes:
         sys.stderr.write(f"view: note: {note}\n")
-    page = page_html(scene).encode("utf-8")
+    parts = page_parts(scene)
     if args.view:
         try:
             with open(args.view, "wb") as fh:
-                fh.write(page)
+                fh.writelines(parts)
         except OSError as err:
             raise OSError(f"view: cannot write {os.path.basename(args.view)!r}: {err.strerror}") from None
-        say(f"wrote {args.view} (3-D view, {len(page) / 1e6:.1f} MB, opens offline)")
-    if args.serve and serve:
+        say(f"wrote {args.view} (3-D view, {sum(map(len, parts)) / 1e6:.1f} MB, opens offline)")
+    if not args.serve:
+        return b""
+    page = b"".join(parts)
+    if serve:
         from vtm_dynamics.views.serve import serve_until_interrupted
 
         serve_until_interrupted(page, args.port, say)

@@ -106,20 +106,24 @@ def _camera(scene: Scene) -> dict:
     return {"target": [float(x) for x in center], "position": [float(x) for x in eye], "grid": grid}
 
 
-def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, str]]]:
-    """(the JSON-ready scene, the mesh blocks (element id, encoding, content)) of ``scene``."""
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, bytes]]]:
+    """(the JSON-ready scene, the mesh blocks (element id, encoding, UTF-8 content)) of ``scene``: text meshes
+    verbatim when they are UTF-8 and hold nothing that could end their element, else base64."""
     g = scene.geometry
     blocks, meshes = [], []
     for k, mesh in enumerate(g.meshes if g is not None else ()):
         element = f"vtm-mesh-{k}"
-        text = None
-        if mesh.format in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(mesh.data):
-            try:
-                text = mesh.data.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-        encoding = "text" if text is not None else "base64"
-        blocks.append((element, encoding, text if text is not None else base64.b64encode(mesh.data).decode()))
+        verbatim = mesh.format in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(mesh.data) and _is_utf8(mesh.data)
+        encoding = "text" if verbatim else "base64"
+        blocks.append((element, encoding, mesh.data if verbatim else base64.b64encode(mesh.data)))
         meshes.append({"format": mesh.format, "element": element, "encoding": encoding})
     links = []
     for link in g.links if g is not None else ():
@@ -165,36 +169,51 @@ def _escape_html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def page_html(scene: Scene) -> str:
-    """The whole page as text (module docstring)."""
+def page_parts(scene: Scene) -> list[bytes]:
+    """The page (module docstring) as UTF-8 pieces, in order: written one after the other, never joined."""
     check_scene(scene)
     payload, blocks = scene_payload(scene)
     # '<' occurs only inside JSON strings, where \u003c means the same: no '</script' or '<!--' can end the block
     data = json.dumps(payload, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
-    parts = [
+    head = "".join([
         "<!DOCTYPE html>\n<html lang=\"en\" data-vtm-status=\"loading\"><head><meta charset=\"utf-8\">\n",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
         f"<title>{_escape_html(scene.title)}</title>\n",
         "<script>window.vtmViolations=[];document.addEventListener('securitypolicyviolation',"
         "function(e){window.vtmViolations.push(String(e.blockedURI||e.violatedDirective))});</script>\n",
-        "<style>", _asset("page.css"), "</style></head>\n<body>\n",
-        _asset("page.html"),
-        "<script type=\"application/json\" id=\"vtm-scene\">", data, "</script>\n",
-    ]
+        "<style>", _asset("page.css"), "</style></head>\n<body>\n", _asset("page.html"),
+        "<script type=\"application/json\" id=\"vtm-scene\">", data, "</script>\n"])
+    parts = [head.encode("utf-8")]
     for element, encoding, content in blocks:
-        parts += [f"<script type=\"text/plain\" id=\"{element}\" data-encoding=\"{encoding}\">", content,
-                  "</script>\n"]
-    parts += ["<script>", meshcat_script(), "</script>\n<script>", _asset("page.js"), "</script>\n</body></html>\n"]
-    return "".join(parts)
+        parts += [f"<script type=\"text/plain\" id=\"{element}\" data-encoding=\"{encoding}\">".encode(), content,
+                  b"</script>\n"]
+    parts += [b"<script>", _viewer_bytes(), b"</script>\n<script>", _asset("page.js").encode("utf-8"),
+              b"</script>\n</body></html>\n"]
+    return parts
+
+
+@functools.lru_cache(maxsize=1)
+def _viewer_bytes() -> bytes:
+    return meshcat_script().encode("utf-8")
+
+
+def page_bytes(scene: Scene) -> bytes:
+    """The whole page as UTF-8 bytes (for serving)."""
+    return b"".join(page_parts(scene))
+
+
+def page_html(scene: Scene) -> str:
+    """The whole page as text."""
+    return page_bytes(scene).decode("utf-8")
 
 
 def write_page(scene: Scene, path: str) -> str:
     """Write the page of ``scene`` to ``path`` (a trusted path from the command line); returns ``path``."""
-    text = page_html(scene)
+    parts = page_parts(scene)
     try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(path, "wb") as fh:
+            fh.writelines(parts)
     except OSError as err:
         raise ViewError(f"view: cannot write {os.path.basename(path)!r}: {err.strerror or type(err).__name__}") \
             from None
