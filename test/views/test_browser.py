@@ -11,6 +11,7 @@ where they fail.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -37,6 +38,15 @@ def view(tmp_path_factory):
     scene = stop_scene(robot, p, envelope=env, geometry=ur5_geometry())
     path = write_page(scene, str(tmp_path_factory.mktemp("view") / "stop.html"))
     return path, scene, scene_payload(scene)[0]["camera"]
+
+
+@pytest.fixture(scope="module")
+def robot_only(view, tmp_path_factory):
+    """The same page with the moving robot alone (the browser parses its meshes once, not four times)."""
+    _, scene, _ = view
+    alone = dataclasses.replace(scene, robots=scene.robots[:1], legend=scene.legend[:1])
+    path = write_page(alone, str(tmp_path_factory.mktemp("alone") / "robot.html"))
+    return path, alone, scene_payload(alone)[0]["camera"]
 
 
 def _project(points: np.ndarray, camera: dict, size: tuple[int, int]) -> np.ndarray:
@@ -79,10 +89,10 @@ def test_the_page_loads_every_mesh_without_errors_or_requests_and_shows_the_aske
     np.testing.assert_allclose(status["last_link"][:3], expected, atol=1e-4)
 
 
-def test_the_robot_is_drawn_where_the_camera_must_see_it(view, tmp_path):
-    path, scene, camera = view
-    shown = headless.screenshot(path, str(tmp_path / "shown.png"), f"t=0&hide={GHOSTS}", size=SIZE)
-    hidden = headless.screenshot(path, str(tmp_path / "hidden.png"), f"t=0&hide=robot,{GHOSTS}", size=SIZE)
+def test_the_robot_is_drawn_where_the_camera_must_see_it(robot_only, tmp_path):
+    path, scene, camera = robot_only
+    shown = headless.screenshot(path, str(tmp_path / "shown.png"), "t=0", size=SIZE)
+    hidden = headless.screenshot(path, str(tmp_path / "hidden.png"), "t=0&hide=robot", size=SIZE)
     corners = _project(scene.robots[0].poses[0, :, :3], camera, SIZE)
     lo = np.maximum(corners.min(axis=0) - 70, 0).astype(int)
     hi = np.minimum(corners.max(axis=0) + 70, SIZE).astype(int)
@@ -94,3 +104,16 @@ def test_the_robot_is_drawn_where_the_camera_must_see_it(view, tmp_path):
     assert int(without[region].sum()) < 0.002 * area  # the control: no robot, no robot colour
     outside = int(with_robot.sum()) - inside - (int(without.sum()) - int(without[region].sum()))
     assert outside < 0.1 * inside, json.dumps({"inside": inside, "outside": outside})  # nowhere else
+
+
+def test_a_request_the_page_tried_would_be_refused_and_counted(tmp_path):
+    """The control for 'violations == 0': the same kind of page with one image from a web address in it."""
+    from vtm_dynamics.cli.predict import run_prediction
+
+    summary, robot, _ = run_prediction("planar_3r")
+    page = write_page(stop_scene(robot, summary.prediction), str(tmp_path / "three_r.html"))
+    text = open(page, encoding="utf-8").read()
+    with open(page, "w", encoding="utf-8") as fh:  # a tampered copy: an image from elsewhere at the top
+        fh.write(text.replace("<body>\n", '<body>\n<img src="http://127.0.0.1:9/probe.png" alt="">\n', 1))
+    status = headless.page_status(page)
+    assert status["ready"] and status["violations"] == 1
