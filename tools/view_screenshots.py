@@ -94,10 +94,12 @@ def clearance_view(out: str) -> list[str]:
     qs = a + s[:, None] * (b - a)
     table = np.eye(4)
     table[:3, 3] = (0.45, 0.0, -0.05)
-    pillar = np.eye(4)
-    pillar[:3, 3] = (0.3, 0.75, 0.4)
     radius = 0.08
     tcp = frame_positions(robot.model, "tool0", qs)
+    mid = tcp[len(t) // 2]  # a pillar 6 cm outside the TCP's arc at mid-motion, where it moves fastest
+    outward = np.array([mid[0], mid[1], 0.0]) / np.linalg.norm(mid[:2])
+    pillar = np.eye(4)
+    pillar[:3, 3] = mid * [1, 1, 0] + (radius + 0.06) * outward + [0.0, 0.0, 0.4]
     d = np.linalg.norm(tcp[:, :2] - pillar[:2, 3], axis=1) - radius  # TCP to the pillar's axis, minus its radius
     k = int(np.argmin(d))
     toward = (tcp[k, :2] - pillar[:2, 3]) / np.linalg.norm(tcp[k, :2] - pillar[:2, 3])

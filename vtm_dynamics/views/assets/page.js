@@ -147,6 +147,9 @@
               depthTest: false };
     cmd({ type: "set_object", path: path, object: { metadata: { version: 4.5, type: "Object" }, geometries: [g], materials: [m],
           object: { uuid: uuid("obj"), type: "Line2", geometry: g.uuid, material: m.uuid } } });
+    try {  // Meshcat's Line2 reader ignores renderOrder: after the translucent shapes, so none veils a path
+      viewer.scene_tree.find(["vtm", "lines", ln.name, "<object>"]).object.renderOrder = 3;
+    } catch (e) { /* drawn in distance order instead */ }
     paths[ln.name] = [path];
     if (ln.tracer && ln.times) {
       var tp = "/vtm/tracers/" + ln.name;
