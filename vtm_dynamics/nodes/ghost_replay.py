@@ -16,7 +16,10 @@ ghost always shows whole stops. The worst case comes from the continuous mode's 
 (``live_stopping``); E-stop predictions carry none (an envelope would compete with the stop's revisions).
 
 Never in the way of an E-stop: :meth:`GhostReplay.offer` only stores a reference (constant time, a lock held for
-an assignment); the frames are built and everything is published from the replay's own timer on the executor.
+an assignment); the frames are built and everything is published from the replay's own timer on the executor
+(about 1 ms for a UR5 stop of 60 samples: frames and markers, measured), never on the trigger worker. Building
+them reads only the model's constant parts (Pinocchio's ``difference``, a Data of its own for the worst case's
+joints), so sharing the trigger worker's model is safe.
 Sizes are capped by ``replay_max_points`` (frames and path points). The ROS-free part is ``views/replay.py``.
 """
 
