@@ -11,12 +11,16 @@ PY := $(VENV)/bin/python
 # domain, and the tests of one module stay on one worker so that they share its set-up.
 TEST_WORKERS ?= 2
 
-.PHONY: setup demo test test-kernels bench colcon-build clean
+.PHONY: setup browser demo test test-kernels bench colcon-build clean
 
 setup:
 	@tools/setup_env.sh
 
-test: setup
+# the browser tests of the 3-D views need Chromium (Debian's package); only the tests install it
+browser:
+	@tools/install_browser.sh
+
+test: setup browser
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # the numerical tests most sensitive to the floating-point kernels, under other OpenBLAS core types (.ci/run runs it)

@@ -18,7 +18,7 @@ setup(
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
         (f"share/{PACKAGE}/config/rviz", glob("config/rviz/*.rviz")),
     ],
-    package_data={PACKAGE: ["data/*"]},
+    package_data={PACKAGE: ["data/*", "views/assets/*"]},
     install_requires=["setuptools", "numpy", "scipy", "pyyaml", "defusedxml"],
     # GPL-licensed, opt-in: the QR route of the sparse solvability analysis (docs/solvability.md)
     extras_require={"sparse-qr": ["pyspqr==0.2.0"]},

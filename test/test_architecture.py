@@ -26,9 +26,10 @@ ALLOWED = {
     "core.estop": LEAVES | {"core.robot", "core.switching"},
     "core.stopping": LEAVES | {"core.robot", "core.switching", "core.estop"},
     "recordings": LEAVES | GROUPS,  # rosbag2 files and the stops in them: not physics, not ROS
-    "nodes": LEAVES | GROUPS | {"recordings"},
+    "views": LEAVES | GROUPS,  # presentation (3-D views of core results): above the core, never imported by it
+    "nodes": LEAVES | GROUPS | {"recordings", "views"},
     "scaleout": LEAVES | GROUPS,  # the distributed engine's side: above the core, beside the nodes
-    "cli": LEAVES | GROUPS | {"nodes", "recordings", "scaleout"},
+    "cli": LEAVES | GROUPS | {"nodes", "recordings", "scaleout", "views"},
 }
 
 

@@ -65,6 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--output-dir", default=DEFAULT_OUTPUT, help=f"where plots and summary go (default {DEFAULT_OUTPUT})")
     ap.add_argument("--timeout", type=float, default=60.0, help="give up after this many wall-clock seconds")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    from vtm_dynamics.cli.view_output import add_view_arguments
+
+    add_view_arguments(ap, "the predicted stop beside the reference simulation")
     return ap.parse_args(argv)
 
 
@@ -120,7 +123,7 @@ def prepare_environment(environ: MutableMapping[str, str] | None = None) -> tupl
     return lines, 0
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, pages: list | None = None) -> int:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
@@ -185,6 +188,13 @@ def run(args: argparse.Namespace) -> int:
             plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.last_result)
         for p in [os.path.join(args.output_dir, "summary.json")] + written:
             print(f"wrote {p}")
+        from vtm_dynamics.cli import view_output
+
+        if view_output.wants_view(args):  # served by main once the nodes are gone
+            page = view_output.show_stop(args, predictor.robot, predictor.last_result,
+                                         reference=view_output.reference_motion(sim.plant), serve=False)
+            if pages is not None:
+                pages.append(page)
         return 0
     finally:
         for n in nodes:
@@ -296,7 +306,13 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stdout if status == 0 else sys.stderr, flush=True)
     if status:
         return status
-    return run(args)
+    pages: list[bytes] = []
+    status = run(args, pages)
+    if status == 0 and args.serve and pages:
+        from vtm_dynamics.views.serve import serve_until_interrupted
+
+        return serve_until_interrupted(pages[0], args.port)
+    return status
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ Examples::
     vtm-predict planar_3r --category 1 --decel 4 --csv stop.csv
     vtm-predict --urdf my_arm.urdf --brakes my_brakes.yaml --q ... --v ... --tcp-frame tool0 --envelope 20
     vtm-predict ur5 --bag site_stops --brakes fitted.yaml   # replay recorded stops: predicted vs what the robot did
+    vtm-predict ur5 --envelope 20 --view stop.html          # the stop in 3-D: one HTML file, opens offline
+    vtm-predict ur5 --serve                                 # ... shown live on http://127.0.0.1:PORT/
 
 Bad input (unknown joint in the brake file, negative torques, NaN or out-of-limit state) prints one line
 ``vtm-predict: error: <field>: <reason>`` and exits with status 2.
@@ -300,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     from vtm_dynamics.cli.calibrate import add_recording_options
 
     add_recording_options(ap)
+    from vtm_dynamics.cli.view_output import add_view_arguments
+
+    add_view_arguments(ap, "the predicted stop (robot, ghosts of start, rest and worst-case rest, TCP path, events)")
     return ap
 
 
@@ -372,6 +377,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(summary_table(robot, brakes, summary.prediction, summary.envelope))
     for f in summary.files:
         print(f"wrote {f}")
+    from vtm_dynamics.cli import view_output
+
+    if view_output.wants_view(args):
+        try:
+            view_output.show_stop(args, robot, summary.prediction, summary.envelope, urdf_path=args.urdf)
+        except (ValueError, OSError, RuntimeError) as err:
+            sys.stderr.write(f"{PROG}: error: {str(err).strip().splitlines()[0]}\n")
+            return 2
     return 0
 
 

@@ -8,6 +8,9 @@ the nv velocities in Pinocchio order) or ``--drive JOINT:AMPLITUDE`` (the joint'
 paper's steering profile d(t), the mechanism moved kinematically from ``--speed`` along the base's first
 velocity coordinate): the verdicts and unique reaction components at every sample, where they change, and with
 ``--plot PNG`` their time series. Progress goes to stderr.
+
+``--view FILE.html`` / ``--serve``: the mechanism in 3-D with each pair marked by its verdict (green unique, orange
+partly, red not unique; arrows along the directions that are unique), at the analysed configuration.
 """
 
 from __future__ import annotations
@@ -231,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", default="", help="along a motion: pairs to tabulate and plot (comma-separated)")
     parser.add_argument("--plot", metavar="PNG", help="along a motion: plot the unique components to this file")
     parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, help="along a motion: sample cap")
+    from vtm_dynamics.cli import view_output
+
+    view_output.add_view_arguments(parser, "the mechanism with its pairs marked by verdict")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
@@ -259,6 +265,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report_to_dict(report), indent=2))
     else:
         print(format_report(report))
+    if view_output.wants_view(args):
+        try:
+            view_output.show_solvability(args, read_urdf_file(args.model), report, args.planar, args.max_bodies,
+                                         say=lambda text: print(text, file=sys.stderr))
+        except (ValueError, OSError, RuntimeError) as err:
+            print(f"vtm-solvability: error: {str(err).strip().splitlines()[0]}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", action="store_true", help="local workers as threads of this process")
     ap.add_argument("--overwrite", action="store_true", help="discard a different run found in --out")
     ap.add_argument("--plots", action="store_true", help="also write heat maps and the worst states (PNG)")
+    from vtm_dynamics.cli.view_output import add_view_arguments
+
+    add_view_arguments(ap, "the map (TCP start positions by stopping distance, cell box, worst states replayed)")
     return ap
 
 
@@ -140,6 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for path in map_heatmaps(read_result(run.path), args.out):
             print(f"wrote {path}")
+    from vtm_dynamics.cli import view_output
+
+    if view_output.wants_view(args):
+        try:
+            view_output.show_map(args, loaded, spec, read_result(run.path))
+        except (ValueError, OSError, RuntimeError) as err:
+            sys.stderr.write(f"{PROG}: error: {str(err).strip().splitlines()[0]}\n")
+            return 2
     return 0
 
 

@@ -104,6 +104,7 @@ from vtm_dynamics.nodes.conversions import (
     seconds_to_stamp,
     stamp_to_seconds,
 )
+from vtm_dynamics.nodes.ghost_replay import REPLAY_PARAMETERS, GhostReplay
 from vtm_dynamics.nodes.markers import MarkerScales
 from vtm_dynamics.nodes.model_source import ROBOT_NAMES, default_tcp_frame, load_urdf_text, model_from_urdf_text
 from vtm_dynamics.nodes.live_stopping import LIVE_PARAMETERS, LiveStopping, StoppingDistance
@@ -222,6 +223,7 @@ PARAMETERS = (
     P.ParameterSpec("frame_id", "", "Fixed frame of markers and TCP positions. Empty: the URDF root link."),
 )
 PARAMETERS = PARAMETERS + LIVE_PARAMETERS  # live stopping distance (nodes/live_stopping.py)
+PARAMETERS = PARAMETERS + REPLAY_PARAMETERS  # the ghost that replays the predicted stop (nodes/ghost_replay.py)
 
 
 def model_hash(text: str) -> str:
@@ -328,6 +330,7 @@ class EstopPredictor(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
         self.live = LiveStopping()  # "if the E-stop fired now" distance beside continuous predictions
         self.pub_stopping = self.create_publisher(StoppingDistance, "stopping_distance", graph.OUTPUT_DEPTH)
+        self.replay = GhostReplay(self, self.p, self.log)  # predicted_motion(_markers): its own timer
         # an awaiting request holds its callback group until answered: the service gets a group of its own, so
         # the subscriptions (default group) are served meanwhile, and several requests may wait (capped)
         self.create_service(PredictStop, "predict_stop", self._on_predict_stop,
@@ -901,6 +904,7 @@ class EstopPredictor(Node):
         self.ghost = joint_state_message(robot.joint_names, io.rest_positions(robot, result), [0.0] * robot.nv,
                                          stamp=stamp)
         self.pub_ghost.publish(self.ghost)
+        self.replay.offer(robot, result, frame, continuous=scenario == "continuous")  # constant time
         self.last_result, self.last_prediction = result, pred
         self.stats["predictions"] += 1
         if scenario != "continuous":
@@ -998,6 +1002,8 @@ class EstopPredictor(Node):
             live = self.live.evaluate(model.aux, model.brakes, outcome.result, self.p, tcp,
                                       lambda robot, brakes: self._predict(model, robot, sample.state, {},
                                                                           brakes=brakes))
+            if not live.error and live.worst_rest is not None:
+                self.replay.offer_worst(outcome.result, live.worst_rest)
         self.pub_stopping.publish(io_stopping_message(live, outcome.reason, stamp=seconds_to_stamp(sample.stamp),
                                   frame=self.p["frame_id"] or io.root_frame_of(model.aux), model_name=model.name,
                                   model_hash=model.hash, category=self.p["stop_category"], tcp_frame=tcp))

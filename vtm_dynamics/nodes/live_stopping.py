@@ -50,7 +50,8 @@ LIVE_PARAMETERS = (
 @dataclass(frozen=True)
 class LiveStop:
     """Nominal ``distance`` / ``path_length`` [m] and ``time`` [s], the worst of each over ``cases``, wall
-    ``seconds``; ``error`` non-empty when some case failed (then the values are not a result)."""
+    ``seconds``; ``error`` non-empty when some case failed (then the values are not a result); ``worst_rest``:
+    the rest configuration of the case with the worst distance (for the replay's worst-case marker)."""
 
     distance: float
     path_length: float
@@ -61,6 +62,7 @@ class LiveStop:
     cases: int
     seconds: float
     error: str = ""
+    worst_rest: Any = None
 
 
 def _values(result: Any) -> tuple[float, float, float]:
@@ -104,6 +106,7 @@ class LiveStopping:
         start = time.monotonic()
         d0, l0, t0 = _values(nominal)
         worst = [d0, l0, t0]
+        worst_rest = nominal.q_final
         cases = 1
         if p["stopping_envelope"]:
             try:
@@ -117,9 +120,12 @@ class LiveStopping:
                     return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start,
                                     f"envelope case (torque x{tf:.3g}, delay x{df:.3g}, payload {mass:.3g} kg): "
                                     f"{outcome.reason}")
-                worst = [max(a, b) for a, b in zip(worst, _values(outcome.result))]
+                values = _values(outcome.result)
+                if values[0] > worst[0]:
+                    worst_rest = outcome.result.q_final
+                worst = [max(a, b) for a, b in zip(worst, values)]
                 cases += 1
-        return LiveStop(d0, l0, t0, *worst, cases, time.monotonic() - start)
+        return LiveStop(d0, l0, t0, *worst, cases, time.monotonic() - start, worst_rest=worst_rest)
 
 
 def stopping_distance_message(live: LiveStop | None, reason: str, *, stamp: Any, frame: str, model_name: str,
