@@ -59,7 +59,7 @@ def clearance_scene(robot: RobotModel, times: np.ndarray, configurations: np.nda
     t = np.asarray(times, dtype=float)
     qs = np.asarray(configurations, dtype=float)
     marks = [m for m in ((closest.time,) if closest else ()) + ((stop[0],) if stop else ())]
-    keep = thinned(t, marks, max_frames)
+    keep = thinned(t, marks, max_frames, values=qs)
     poses = link_poses(robot.model, geometry, qs[keep])
     scale = geometry_scale(poses)
     layers = [RobotLayer("robot", "planned motion", palette.ROBOT, 1.0, t[keep], poses)]

@@ -63,7 +63,7 @@ def replay_frames(robot: RobotModel, prediction: StopPrediction, *, worst_q: np.
     p = prediction
     t = np.asarray(p.t, dtype=float)
     events = merged_events(p)
-    keep = thinned(t, [e[0] for e in events], max(2, int(max_points)))
+    keep = thinned(t, [e[0] for e in events], max(2, int(max_points)), values=p.q)
     neutral = robot.neutral()
     positions = np.array([robot.difference(neutral, q) for q in np.asarray(p.q)[keep]])
     tcp = None if p.tcp_positions is None else np.asarray(p.tcp_positions, dtype=float)

@@ -32,16 +32,33 @@ from vtm_dynamics.views.scene import (
 )
 
 
-def thinned(times: np.ndarray, keep: Sequence[float], max_frames: int) -> np.ndarray:
-    """Indices of at most ``max_frames`` samples of ``times``: evenly spread, first and last kept, and the first
-    sample at or after each instant of ``keep`` (the events) while the budget allows."""
+def thinned(times: np.ndarray, keep: Sequence[float], max_frames: int,
+            values: np.ndarray | None = None) -> np.ndarray:
+    """Indices of at most ``max_frames`` samples of ``times``: first and last kept, and the first sample at or
+    after each instant of ``keep`` (the events) while the budget allows. The rest of the budget goes, one sample
+    at a time, to the sample that the kept ones miss most when interpolated linearly (``values``: one row per
+    sample, e.g. configurations), so that a replay stays close to the series where the motion bends, whatever the
+    spacing of the samples (the engine's steps are adaptive); without ``values``, evenly by index."""
     n = len(times)
     if n <= max_frames:
         return np.arange(n)
     must = {0, n - 1} | {int(min(np.searchsorted(times, t), n - 1)) for t in keep}
     must = set(sorted(must)[: max(2, max_frames // 2)])
-    even = np.linspace(0, n - 1, max(max_frames - len(must), 2)).round().astype(int)
-    return np.array(sorted(must | set(even.tolist())))[:max_frames]
+    if values is None:
+        even = np.linspace(0, n - 1, max(max_frames - len(must), 2)).round().astype(int)
+        return np.array(sorted(must | set(even.tolist())))[:max_frames]
+    t = np.asarray(times, dtype=float)
+    y = np.asarray(values, dtype=float).reshape(n, -1)
+    kept = sorted(must)
+    while len(kept) < max_frames:
+        k = np.array(kept)
+        miss = np.max(np.abs(np.column_stack([np.interp(t, t[k], y[k, j]) for j in range(y.shape[1])]) - y),
+                      axis=1)
+        worst = int(np.argmax(miss))
+        if miss[worst] == 0.0:
+            break
+        kept = sorted(kept + [worst])
+    return np.array(kept)
 
 
 def merged_events(prediction: StopPrediction) -> list[tuple[float, str, list[str]]]:
@@ -71,7 +88,7 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     geometry = geometry if geometry is not None else robot_geometry(robot.model, robot.urdf_text)
     events = merged_events(p)
     t = np.asarray(p.t, dtype=float)
-    keep = thinned(t, [e[0] for e in events], max_frames)
+    keep = thinned(t, [e[0] for e in events], max_frames, values=p.q)
     poses = link_poses(robot.model, geometry, p.q[keep])
     layers = [RobotLayer("robot", "predicted stop", palette.ROBOT, 1.0, t[keep], poses),
               RobotLayer("start", "pose at the E-stop", palette.START, palette.GHOST_OPACITY, t[:1], poses[:1]),
@@ -113,7 +130,7 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     if reference is not None:
         label, rt, rq = reference
         rt, rq = np.asarray(rt, dtype=float), np.asarray(rq, dtype=float)
-        rk = thinned(rt, [], max_frames)
+        rk = thinned(rt, [], max_frames, values=rq)
         layers.append(RobotLayer("reference", clip_text(label), palette.SIMULATED, 0.45, rt[rk],
                                  link_poses(robot.model, geometry, rq[rk])))
         legend.append(LegendEntry(palette.SIMULATED, clip_text(label), ("reference",)))
