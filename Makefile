@@ -8,8 +8,11 @@ endif
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # test worker processes (pytest-xdist; 0 runs the suite in this process). Each worker reserves its own private ROS
-# domain, and the tests of one module stay on one worker so that they share its set-up.
+# domain, and the tests of one module stay on one worker so that they share its set-up. Each worker's BLAS runs on
+# one thread: with the cores already busy, OpenBLAS's spinning threads cost 5x the CPU (measured: a dense solvability
+# test took 25 s of CPU on two threads and 4.8 s on one, on a loaded 2-core machine).
 TEST_WORKERS ?= 2
+TEST_THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 .PHONY: setup browser demo test test-kernels bench colcon-build clean
 
@@ -21,11 +24,11 @@ browser:
 	@tools/install_browser.sh
 
 test: setup browser
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
+	$(TEST_THREADS) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 # the numerical tests most sensitive to the floating-point kernels, under other OpenBLAS core types (.ci/run runs it)
 test-kernels: setup
-	VENV=$(VENV) tools/rerun_with_other_kernels.sh
+	$(TEST_THREADS) VENV=$(VENV) tools/rerun_with_other_kernels.sh
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
