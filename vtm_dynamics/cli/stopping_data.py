@@ -28,15 +28,15 @@ from typing import Sequence
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
-from vtm_dynamics.core.estop.category0_fit import SPECS as CATEGORY0_FITS
+from vtm_dynamics.core.robot.catalogue import ROBOTS
 from vtm_dynamics.core.stopping.iso10218 import (
     LEVELS, StoppingPoint, StoppingTestSpec, extension_pose, greatest_displacement_joints, stopping_points,
 )
 
 PROG = "vtm-stopping-data"
 
-# the published category-0 figures the default brakes were fitted to (one home: core.estop.category0_fit)
-PUBLISHED = {name: fit.figures for name, fit in CATEGORY0_FITS.items()}
+# the published category-0 figures the default brakes were fitted to (one home: core.robot.catalogue)
+PUBLISHED = {name: robot.published_stops for name, robot in ROBOTS.items() if robot.published_stops}
 PUBLISHED_SOURCE = "Universal Robots CB3 user manual, Appendix A (stop category 0, 100 % extension/speed/payload)"
 
 
@@ -68,14 +68,14 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     frame = args.tcp_frame or (d.tcp_frame if d else None)
     if frame is None:
         raise StopInputError("tcp_frame: --tcp-frame is required with --urdf")
-    base = tuple(args.base_pose) if args.base_pose else (d.base_pose if d else tuple([0.0] * robot.nq))
+    base = tuple(args.base_pose) if args.base_pose else (d.stopping_tests.base_pose if d else tuple([0.0] * robot.nq))
     if len(base) != robot.nq:
         raise StopInputError(f"base_pose: expected {robot.nq} angles [rad], got {len(base)}")
     if d is not None:
-        joints, folds, payload = d.joints, d.fold_joints, d.max_payload
+        joints, folds, payload = d.stopping_tests.joints, d.stopping_tests.fold_joints, d.rated_payload
         limit = robot.model.velocityLimit  # the stated speeds, capped by the URDF (the prediction refuses more)
         speeds = tuple(min(sp, float(limit[robot.joint(j).idx_v])) if limit[robot.joint(j).idx_v] > 0 else sp
-                       for j, sp in zip(joints, d.max_speeds))
+                       for j, sp in zip(joints, map(d.max_speed, joints)))
     else:
         joints = greatest_displacement_joints(robot, base, frame)
         folds = (_fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
@@ -121,7 +121,7 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
         lines.append(f"  NOTE: {joint} test, extension {level:.0%}: folding reaches only {actual:.0%} (lateral "
                      "offsets keep the payload off the axis); that pose is used and labelled.")
     if loaded.defaults is not None:
-        lines += ["  Robot defaults (stated assumptions): see vtm_dynamics/cli/stopping_robots.py: maximum speeds",
+        lines += ["  Robot defaults (stated assumptions): see vtm_dynamics/core/robot/catalogue.py: maximum speeds",
                   "  from the vendor's joint speed limits, capped by the URDF velocity limits."]
     return lines
 

@@ -72,7 +72,7 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     max_speeds = args.max_speeds
     if max_speeds is None and d is not None:
         limit = loaded.robot.model.velocityLimit
-        max_speeds = [min(s, float(limit[k])) if limit[k] > 0 else s for k, s in enumerate(d.all_max_speeds)]
+        max_speeds = [min(s, float(limit[k])) if limit[k] > 0 else s for k, s in enumerate(d.max_speeds)]
     box = None if args.box is None else (tuple(args.box[:3]), tuple(args.box[3:]))
     grid = None if args.grid is None else tuple(args.grid)
     n_states = args.states

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -30,6 +29,7 @@ from vtm_dynamics.core.excerpt import clip, excerpt
 from vtm_dynamics.core.limited_yaml import DEFAULT_MAX_YAML_BYTES, DEFAULT_MAX_YAML_DEPTH, load_yaml_text
 from vtm_dynamics.core.estop.wrenches import rest_geometry
 from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
+from vtm_dynamics.core.robot.catalogue import ROBOTS, CatalogueError
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.conversions import (
     JointStateSnapshot,
@@ -40,7 +40,7 @@ from vtm_dynamics.nodes.conversions import (
     seconds_to_stamp,
 )
 from vtm_dynamics.nodes.markers import MarkerScales, stop_markers
-from vtm_dynamics.nodes.model_source import package_share_dir, root_frame
+from vtm_dynamics.nodes.model_source import root_frame
 
 EVENT_KINDS = {
     "engage": TopologyEvent.BRAKE_ENGAGE,
@@ -70,19 +70,14 @@ MAX_OVERRIDE_JOINTS = 256
 
 
 # ---------------------------------------------------------------------------------------------- brakes
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
 def default_brake_config_path(robot_name: str) -> str:
-    """``config/<robot>_brakes.yaml`` of the package, or '' if there is none. Only a plain name (letters, digits,
-    ``_``, ``-``) is looked up: the name may come from a robot_description message, and no message may steer a
-    path."""
-    if not _PLAIN_NAME.fullmatch(robot_name):
-        return ""
+    """The default brake file of a robot of the catalogue, or '' for any other name or when this installation
+    lacks it. The name may come from a robot_description message: it selects a catalogue entry, never a path."""
+    robot = ROBOTS.get(robot_name)
     try:
-        path = os.path.join(package_share_dir("config"), f"{robot_name}_brakes.yaml")
-    except ValueError:
+        return robot.brakes_path() if robot is not None else ""
+    except CatalogueError:
         return ""
-    return path if robot_name and os.path.isfile(path) else ""
 
 
 def load_brakes(robot: RobotModel, path: str, robot_name: str = "") -> BrakeSet:
