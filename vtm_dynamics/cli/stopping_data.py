@@ -28,6 +28,7 @@ from typing import Sequence
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
+from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION
 from vtm_dynamics.core.robot.catalogue import ROBOTS
 from vtm_dynamics.core.stopping.iso10218 import (
     LEVELS, StoppingPoint, StoppingTestSpec, extension_pose, greatest_displacement_joints, stopping_points,
@@ -237,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--others", choices=("braked", "held"), default="braked",
                     help="the joints not under test: braked like the tested joint (true category 0, the test the "
                     "default brakes were fitted with) or held rigid (locked at t = 0)")
-    ap.add_argument("--decel", type=float, default=3.0, help="category 1: deceleration [rad/s^2] (assumed)")
+    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION,
+                    help="category 1: deceleration [rad/s^2] (assumed)")
     ap.add_argument("--out", required=True, help="output directory")
     return ap
 
