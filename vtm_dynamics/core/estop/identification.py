@@ -59,6 +59,7 @@ import scipy.signal
 from vtm_dynamics.core.estop.brakes import BrakeSet, JointBrake
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.prediction import predict_stop
+from vtm_dynamics.core.estop.recorded import RecordedStop
 from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -101,21 +102,6 @@ SLIDE_MOTION = ("stops in which {j} slides well after its brake engages (several
 
 class IdentificationError(ValueError):
     """Inputs that cannot be identified from (no stops, wrong sizes, an unknown field); one line naming them."""
-
-
-@dataclass(frozen=True)
-class RecordedStop:
-    """One recorded stop: ``q0`` [rad] (nq) and ``v0`` [rad/s] (nv) at the trigger instant, samples ``t`` (K) [s]
-    after the trigger and the recorded angles ``q`` (K x nv) [rad], model order. ``stop_time`` [s] is when the
-    recording shows the last joint come to rest (nan if unknown); ``label`` names it in reports."""
-
-    label: str
-    q0: np.ndarray
-    v0: np.ndarray
-    t: np.ndarray
-    q: np.ndarray
-    stop_time: float = math.nan
-    trigger_time: float = math.nan
 
 
 @dataclass(frozen=True)
