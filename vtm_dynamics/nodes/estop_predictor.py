@@ -88,7 +88,7 @@ from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop.defaults import CATEGORY, CATEGORY1_DECELERATION, HORIZON, NODE_INTEGRATION_STEP
+from vtm_dynamics.core.estop.defaults import CATEGORY, CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
 from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.nodes import graph
@@ -160,7 +160,7 @@ PARAMETERS = (
     P.ParameterSpec("max_engage_delay", 2.0, "Largest brake engage delay [s] a BrakeEvent may set; a larger one "
                     "makes that stop's prediction success=false naming the field.",
                     P.all_of(P.positive, P.in_range(0.0, 60.0)), constraint="0 < delay <= 60 s"),
-    P.ParameterSpec("integration_step", NODE_INTEGRATION_STEP, "Maximum Runge-Kutta step (Dormand-Prince 5) of the "
+    P.ParameterSpec("integration_step", INTEGRATION_STEP, "Maximum Runge-Kutta step (Dormand-Prince 5) of the "
                     "prediction "
                     "between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
                     constraint="1e-6 .. 0.1 s"),

@@ -13,11 +13,8 @@ CATEGORY = 0
 #: Category 1: deceleration limit of the drives' controlled ramp per joint [rad/s^2] (an assumption; a real
 #: controller's ramp is set in its safety configuration).
 CATEGORY1_DECELERATION = 3.0
-#: Maximum Runge-Kutta (DP5) step between located events [s] of the core and the command lines.
+#: Maximum Runge-Kutta (DP5) step between located events [s] (the core, the command lines and the predictor node).
 INTEGRATION_STEP = 0.005
-#: The predictor node's maximum step [s] (its parameter ``integration_step``; 4 ms since the node's first
-#: version, against the core's 5 ms; events are located inside steps either way).
-NODE_INTEGRATION_STEP = 0.004
 #: Longest predicted time after the E-stop [s].
 HORIZON = 5.0
 #: Payload [kg] when none is given.
