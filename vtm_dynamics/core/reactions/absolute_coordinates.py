@@ -526,14 +526,14 @@ def body_poses(model: AbsoluteModel, q=None) -> dict[str, tuple[np.ndarray, np.n
     return poses
 
 
-def _pair_frame(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
+def pair_frame(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     R, o = poses[pair.frame_link]
     return R @ pair.frame_offset.rotation(), o + R @ np.asarray(pair.frame_offset.xyz)
 
 
-def _pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
+def pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     """Axes (the pair frame's) and the point [m, world] at which a pair's rows and reactions are evaluated."""
-    R, p = _pair_frame(pair, poses)
+    R, p = pair_frame(pair, poses)
     if pair.contact_offset is not None:
         Rc, oc = poses[pair.child]
         p = oc + Rc @ np.asarray(pair.contact_offset.xyz)
@@ -553,7 +553,7 @@ def constraint_matrix(model: AbsoluteModel, q=None) -> AbsoluteConstraintMatrix:
         if W.shape[1] == 0:
             free.append(pair.name)
             continue
-        R, p = _pair_point(pair, poses)
+        R, p = pair_point(pair, poses)
         Ww = np.vstack([R @ W[:3], R @ W[3:]])  # world axes
         block = np.zeros((W.shape[1], model.n_coordinates))
         for link, sign in ((pair.child, 1.0), (pair.parent, -1.0)):
@@ -586,7 +586,7 @@ def closure_residuals(model: AbsoluteModel, q=None, poses=None) -> np.ndarray:
         poses = body_poses(model, q)
     out = []
     for pair, lc in zip([p for p in model.pairs if p.kind == "loop_closure"], model.extension.loop_closures):
-        Ra, pa = _pair_frame(pair, poses)
+        Ra, pa = pair_frame(pair, poses)
         Rb0, ob = poses[pair.child]
         Rb = Rb0 @ lc.child_origin.rotation()
         pb = ob + Rb0 @ np.asarray(lc.child_origin.xyz)
