@@ -41,7 +41,7 @@ PUBLISHED = {name: robot.published_stops for name, robot in ROBOTS.items() if ro
 PUBLISHED_SOURCE = "Universal Robots CB3 user manual, Appendix A (stop category 0, 100 % extension/speed/payload)"
 
 
-def _fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, given: str | None) -> str:
+def fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, given: str | None) -> str:
     """The joint that folds the arm to lower extensions: ``given``, else the outermost tested joint that can bring
     ``frame`` to the lowest level (then the next one inwards): an elbow where there is one."""
     candidates = [given] if given else [j for j in reversed(joints[1:])]
@@ -79,7 +79,7 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
                        for j, sp in zip(joints, map(d.max_speed, joints)))
     else:
         joints = greatest_displacement_joints(robot, base, frame)
-        folds = (_fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
+        folds = (fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
         speeds = tuple(float(robot.model.velocityLimit[robot.joint(j).idx_v]) for j in joints)
         payload = 0.0
     if args.max_speeds:
@@ -185,9 +185,9 @@ def write_csv(path: str, points: Sequence[StoppingPoint]) -> None:
 
 
 def _text_page(pdf, title: str, lines: list[str]) -> None:
-    from vtm_dynamics.cli.plots import _pyplot
+    from vtm_dynamics.cli.plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     for start in range(0, max(len(lines), 1), 60):
         fig = plt.figure(figsize=(11.7, 8.3))
         fig.text(0.04, 0.96, title, fontsize=13, weight="bold", va="top")
@@ -201,10 +201,10 @@ def write_report(path: str, loaded: LoadedRobot, brakes: BrakeSet, spec: Stoppin
     """One PDF: model, brakes and their source, test motions and assumptions, the published comparison, charts."""
     from matplotlib.backends.backend_pdf import PdfPages
 
-    from vtm_dynamics.cli.plots import _pyplot
+    from vtm_dynamics.cli.plots import pyplot
     from vtm_dynamics.cli.stopping_charts import vendor_chart
 
-    plt = _pyplot()
+    plt = pyplot()
     robot = loaded.robot
     model = [f"Robot {loaded.name}: URDF model {robot.name!r}, {robot.nv} joints, sha256 "
              f"{hashlib.sha256(loaded.text.encode()).hexdigest()[:16]}",
