@@ -87,6 +87,7 @@ from visualization_msgs.msg import MarkerArray
 from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
+from vtm_dynamics.core.estop import CategoryOne, StopSettings, predict_stop
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.defaults import CATEGORY, CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
 from vtm_dynamics.core.excerpt import excerpt_list
@@ -864,12 +865,12 @@ class EstopPredictor(Node):
         if base is None:
             return Outcome(None, model.brake_error, 0.0)
         try:
-            result = io.predict_stop(
+            category = self.p["stop_category"] if category is None else category
+            result = predict_stop(
                 robot, base if not overrides else io.apply_overrides(robot, base, overrides), state.q, state.v,
-                category=self.p["stop_category"] if category is None else category,
-                tcp_frame=tcp_frame or self.tcp_frame(robot), horizon=horizon or self.p["horizon"],
-                step=self.p["integration_step"], deceleration=self.p["category1_deceleration"],
-                lock_events=tuple(locks),
+                category=category, tcp_frame=tcp_frame or self.tcp_frame(robot), lock_events=tuple(locks),
+                category_one=CategoryOne(deceleration=self.p["category1_deceleration"]) if category == 1 else None,
+                settings=StopSettings(step=self.p["integration_step"], t_max=horizon or self.p["horizon"]),
             )
         except ValueError as err:
             return Outcome(None, graph.one_line(err), time.monotonic() - start)

@@ -2,7 +2,6 @@
 
 * brake configuration: a YAML file (``vtm_dynamics.core.estop.brakes`` format), YAML text (PredictStop service) or the
   per-joint overrides carried by a ``vtm_msgs/BrakeEvent`` (NaN / empty arrays keep the configured value);
-* the call: :func:`predict_stop` -> ``core.estop.predict_stop`` (category 0 or 1);
 * out: ``vtm_msgs/StopPrediction`` (with its ``trajectory_msgs/JointTrajectory`` and ``TopologyEvent`` list),
   ``vtm_msgs/JointReactions`` at rest and the RViz ``MarkerArray``.
 
@@ -178,17 +177,6 @@ def snapshot(robot: RobotModel, stamp: float, positions: np.ndarray, v: np.ndarr
                               estimated_velocity=())
 
 
-def predict_stop(robot: RobotModel, brakes: BrakeSet, q: np.ndarray, v: np.ndarray, *, category: int,
-                 tcp_frame: str, horizon: float, step: float = 0.004, deceleration: float = 3.0,
-                 lock_events: Sequence[estop.LockEvent] = ()) -> estop.StopPrediction:
-    """``core.estop.predict_stop`` with the node's settings (maximum Runge-Kutta ``step`` [s], ``horizon`` [s],
-    category-1 ``deceleration`` [rad/s^2]); its ``StopInputError`` (a ValueError) names the offending field."""
-    settings = estop.StopSettings(step=step, t_max=horizon)
-    c1 = estop.CategoryOne(deceleration=deceleration) if category == 1 else None
-    return estop.predict_stop(robot, brakes, q, v, category=category, category_one=c1, tcp_frame=tcp_frame,
-                              settings=settings, lock_events=tuple(lock_events))
-
-
 # ---------------------------------------------------------------------------------------------- results
 def stop_time(result: estop.StopPrediction) -> float:
     return float(result.stop_time) if result.stopped else float(result.t[-1])
@@ -322,33 +310,22 @@ def joint_reactions_message(robot: RobotModel, result: estop.StopPrediction, sta
     return msg
 
 
-_VERDICT_CACHE: dict = {}
-_VERDICT_CACHE_SIZE = 64
-
-
 def held_reaction_verdicts(robot: RobotModel, q_final: Any, names: Sequence[str]) -> tuple[list[bool], str]:
     """Per joint: is the reaction at rest unique, and the ``method`` text of the message.
 
     Kinematic trees: all unique, ``"rnea"``. Models with loop closures or knife edges: the wrenches above come from
     the RNEA of the tree (the loop closures carry no load in it), so the method says so, and uniqueness comes from
-    the solvability analysis of the mechanism held by its brakes (``core.reactions.held_uniqueness``). If that
-    analysis cannot run (e.g. too many bodies), no reaction is claimed unique. Verdicts are cached per model text
-    and rest configuration (rounded to 1e-6).
+    the core's analysis of the mechanism held by its brakes (``core.reactions.held_uniqueness``). If that analysis
+    cannot run (e.g. too many bodies), no reaction is claimed unique.
     """
     ext = robot.extension
     if ext is None or (not ext.loop_closures and not ext.knife_edges):
         return [True] * len(names), "rnea"
     method = "rnea of the tree; loop closures not included"
-    key = (hash(robot.urdf_text), tuple(np.round(np.asarray(q_final, dtype=float), 6)))
-    verdict = _VERDICT_CACHE.get(key)
-    if verdict is None:
-        try:
-            verdict = held_joint_uniqueness(robot.urdf_text, np.asarray(q_final, dtype=float))
-        except ValueError:
-            verdict = {}
-        if len(_VERDICT_CACHE) >= _VERDICT_CACHE_SIZE:
-            _VERDICT_CACHE.clear()
-        _VERDICT_CACHE[key] = verdict
+    try:
+        verdict = held_joint_uniqueness(robot.urdf_text, np.asarray(q_final, dtype=float))
+    except ValueError:
+        verdict = {}
     if not verdict:
         return [False] * len(names), method + "; uniqueness not analysed"
     return [bool(verdict.get(n, False)) for n in names], method
