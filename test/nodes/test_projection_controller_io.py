@@ -308,3 +308,19 @@ def test_effort_limit_weighting_minimizes_the_torques_relative_to_their_limits()
     # peer: minimize |scale * (base + A^T lam)| over lam
     lam = np.linalg.lstsq((scale[:, None] * A.T), -(scale * base), rcond=None)[0]
     np.testing.assert_allclose(tau, base + A.T @ lam, atol=1e-9 * max(1.0, np.abs(tau).max()))
+
+
+def test_trajectory_messages_are_mapped_by_name_and_malformed_ones_rejected_naming_the_field():
+    ab = TrajectoryLimits.unlimited(["a", "b"])
+    msg = JointTrajectory(joint_names=["b", "a"])
+    msg.points = [JointTrajectoryPoint(positions=[1.0, 2.0])]
+    assert list(io.trajectory_from_message(msg, ab).positions[0]) == [2.0, 1.0]  # mapped by name
+    for names, points, field in (
+        (["a"], [JointTrajectoryPoint(positions=[1.0])], "joint_names"),
+        (["a", "b", "c"], [JointTrajectoryPoint(positions=[1.0, 2.0, 3.0])], "joint_names"),
+        (["a", "b"], [JointTrajectoryPoint(positions=[1.0])], r"points\[0\].positions"),
+        (["a", "b"], [JointTrajectoryPoint(positions=[1.0, 2.0], velocities=[1.0])], r"points\[0\].velocities"),
+        (["a", "b"], [], "points"),
+    ):
+        with pytest.raises(TrajectoryError, match=f"^{field}:"):
+            io.trajectory_from_message(JointTrajectory(joint_names=names, points=points), ab)
