@@ -238,7 +238,7 @@ def preferred_basis(A: np.ndarray, tol: float = _SPAN_TOL) -> np.ndarray:
     return basis
 
 
-def _complement(T: np.ndarray) -> np.ndarray:
+def orthogonal_complement(T: np.ndarray) -> np.ndarray:
     """Orthonormal basis (coordinate axes preferred) of the orthogonal complement of span(T) in R^6."""
     if T.shape[1] == 0:
         return np.eye(6)
@@ -352,7 +352,7 @@ _BASIS_CACHE_SIZE = 1024  # distinct (type, axis, mode) triples kept; a large mo
 @functools.lru_cache(maxsize=_BASIS_CACHE_SIZE)
 def _twist_complement(kind: str, axis: tuple[float, ...]) -> np.ndarray:
     """Constraint wrench basis (pair frame, read-only) of a pair type and axis: one SVD per distinct pair shape."""
-    W = _complement(allowed_twists(kind, np.asarray(axis)))
+    W = orthogonal_complement(allowed_twists(kind, np.asarray(axis)))
     W.flags.writeable = False  # shared by every pair of this shape
     return W
 
@@ -373,7 +373,7 @@ def _pair_basis(name: str, kind: str, axis, planar: bool) -> tuple[np.ndarray, t
     try:
         return _cached_pair_basis(kind, key, planar)
     except AbsoluteModelError:
-        W = _complement(allowed_twists(kind, np.asarray(axis)))
+        W = orthogonal_complement(allowed_twists(kind, np.asarray(axis)))
         return _planar_restrict(name, W, planar)
 
 
