@@ -60,6 +60,10 @@ request is answered from the second worker (horizon capped by ``max_horizon``; a
 
 The physics is ``vtm_dynamics.core.estop``; the stop rules are ``stop_session``; this node converts messages,
 moves work to the workers and calls them.
+
+Size: about 1150 lines: one node class still holds the parameters, the model load/replace policy, the receipt
+clocks, the state intake, the trigger and brake events, the trigger worker, the prediction call with its five
+outputs, continuous mode and the diagnostics; they are to become ROS-free parts like ``stop_session``.
 """
 
 from __future__ import annotations

@@ -35,23 +35,14 @@ import numpy as np
 
 from vtm_dynamics.core.projection.simulation import ConstraintSet
 from vtm_dynamics.core.projection.passive_joints import (  # noqa: F401 - re-exported: the control API
-    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, passive_mask, achievable_force_projector,
-    bounded_passive_inversion, controllability)
+    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, achievable_force_projector, bounded_passive_inversion,
+    controllability, passive_mask)
 from vtm_dynamics.core.projection.task_coordinates import TaskCoordinates, TaskDemand, task_acceleration, task_demand
 from vtm_dynamics.core.robot.constraints import Constraint, JointLock
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.projection.projector import (
-    DEFAULT_TOLERANCE,
-    ProjectionInputError,
-    RankTolerance,
-    checked_constraint_matrix,
-    checked_mass_matrix,
-    checked_matrix,
-    metric_sqrt,
-    checked_vector,
-    constrained_accelerations,
-    constraint_acceleration,
-    cross_coupling,
+    DEFAULT_TOLERANCE, ProjectionInputError, RankTolerance, checked_constraint_matrix, checked_mass_matrix,
+    checked_matrix, checked_vector, constrained_accelerations, constraint_acceleration, cross_coupling, metric_sqrt,
     null_space_projector,
 )
 
