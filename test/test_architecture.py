@@ -11,19 +11,11 @@ import sys
 
 from test.ros_helpers import REPO_ROOT
 
-
-def _tool(name: str):
-    """A module of tools/ (not a package) by file name, registered so that its dataclasses work."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(REPO_ROOT, "tools", f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-import_graph = _tool("import_graph")
-module_sizes = _tool("module_sizes")
+_spec = importlib.util.spec_from_file_location("import_graph", os.path.join(REPO_ROOT, "tools", "import_graph.py"))
+import_graph = importlib.util.module_from_spec(_spec)
+sys.modules["import_graph"] = import_graph  # its dataclasses look their module up
+_spec.loader.exec_module(import_graph)
+module_sizes = import_graph.load_tool("module_sizes")
 
 # what each part may import (the layers of docs/architecture.md); anything else is a violation. The shared leaves
 # of the core (input checks, bounded YAML, short excerpts in errors, numerical rank, package data) import only each
