@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib.util
 import os
 import re
@@ -80,8 +81,9 @@ class Import:
     in_function: bool
 
 
-def imports_of(path: str) -> list[Import]:
-    """Every import statement of the file at ``path``, names resolved to absolute modules."""
+@functools.lru_cache(maxsize=None)
+def imports_of(path: str) -> tuple[Import, ...]:
+    """Every import statement of the file at ``path``, names resolved to absolute modules (read once per run)."""
     with open(path, encoding="utf-8") as fh:
         tree = ast.parse(fh.read(), path)
     me = module_name(path)
@@ -103,7 +105,7 @@ def imports_of(path: str) -> list[Import]:
             visit(child, inner)
 
     visit(tree, False)
-    return out
+    return tuple(out)
 
 
 def targets(imp: Import, known: dict[str, str]) -> str | None:
@@ -114,8 +116,17 @@ def targets(imp: Import, known: dict[str, str]) -> str | None:
     return sub if imp.name and sub in known else imp.module
 
 
+@functools.lru_cache(maxsize=1)
+def _edges() -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((m, frozenset(t)) for m, t in _module_edges().items())
+
+
 def module_edges() -> dict[str, set[str]]:
     """{module: {package modules it imports}}, imports inside functions included."""
+    return {m: set(t) for m, t in _edges()}
+
+
+def _module_edges() -> dict[str, set[str]]:
     known = modules()
     edges: dict[str, set[str]] = defaultdict(set)
     for module, path in known.items():
