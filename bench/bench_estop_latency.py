@@ -50,6 +50,7 @@ from vtm_msgs.msg import BrakeEvent, StopPrediction  # noqa: E402
 from vtm_dynamics.nodes import prediction_io as io  # noqa: E402
 from vtm_dynamics.nodes.conversions import joint_state_message  # noqa: E402
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text  # noqa: E402
+from vtm_dynamics.core.estop import StopSettings, predict_stop  # noqa: E402
 from vtm_dynamics.core.estop.braked_plant import demo_motion  # noqa: E402
 from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment  # noqa: E402
 from vtm_dynamics.nodes.graph import apply_isolation_defaults  # noqa: E402
@@ -285,7 +286,7 @@ def main() -> int:
         # peer in the same run: the bare core call on the same states
         for q, v in states:
             t = time.perf_counter()
-            io.predict_stop(robot, brakes, q, v, category=0, tcp_frame="tool0", horizon=5.0)
+            predict_stop(robot, brakes, q, v, tcp_frame="tool0", settings=StopSettings(t_max=5.0))
             core_times.append(time.perf_counter() - t)
 
         # the E-stop line against the shipped configuration: quiet, then under a flood on every topic + CPU hog

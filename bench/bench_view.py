@@ -106,7 +106,7 @@ def main() -> int:
         spec = EnvelopeSpec(n_random=args.envelope, payload_frame=payload_frame)
         t_env, env = _median(lambda: stop_envelope(robot, brakes, q, v, spec, tcp_frame=tcp), args.repeat)
         web_page.meshcat_script.cache_clear()
-        web_page._viewer_bytes.cache_clear()
+        web_page.viewer_bytes.cache_clear()
         first_start = time.perf_counter()
         g0 = robot_geometry(robot.model, robot.urdf_text)
         web_page.write_page(stop_scene(robot, p, geometry=g0, envelope=env), os.path.join(tmp, f"{name}.html"))

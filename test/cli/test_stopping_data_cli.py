@@ -42,16 +42,16 @@ def test_bad_input_is_one_line(argv, words, tmp_path, capsys):
 
 
 def test_a_urdf_robot_gets_its_tested_joints_and_an_elbow_like_fold_joint_computed():
-    from vtm_dynamics.cli.predict import _data_path
-    from vtm_dynamics.cli.stopping_data import _fold_joint
+    from vtm_dynamics.cli.stopping_data import fold_joint
     from vtm_dynamics.core.estop import StopInputError
+    from vtm_dynamics.core.robot.catalogue import PLANAR_3R
     from vtm_dynamics.core.robot.model import RobotModel
     from vtm_dynamics.core.stopping.iso10218 import greatest_displacement_joints
 
-    planar = RobotModel.from_urdf_file(_data_path("urdf", "planar_3r.urdf"))
+    planar = RobotModel.from_urdf_file(PLANAR_3R.urdf_path())
     joints = greatest_displacement_joints(planar, [0.0] * 3, "link3")
     assert joints == ("joint1", "joint2", "joint3")
     # link3's origin sits on joint3's axis: turning joint3 cannot fold the arm, joint2 can
-    assert _fold_joint(planar, [0.0] * 3, joints, "link3", None) == "joint2"
+    assert fold_joint(planar, [0.0] * 3, joints, "link3", None) == "joint2"
     with pytest.raises(StopInputError, match="^extension: turning joint3 within its limits cannot bring link3"):
-        _fold_joint(planar, [0.0] * 3, joints, "link3", "joint3")
+        fold_joint(planar, [0.0] * 3, joints, "link3", "joint3")

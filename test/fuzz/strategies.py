@@ -95,9 +95,9 @@ def ur5_urdf() -> str:
 
 def slider_crank_urdf() -> str:
     """The slider-crank URDF of the package (with its ``<loop_closure>``)."""
-    from vtm_dynamics.nodes.model_source import package_share_dir
+    from vtm_dynamics.core.package_data import package_data_file
 
-    with open(os.path.join(package_share_dir("urdf"), "slider_crank.urdf"), encoding="utf-8") as f:
+    with open(package_data_file("urdf", "slider_crank.urdf"), encoding="utf-8") as f:
         return f.read()
 
 

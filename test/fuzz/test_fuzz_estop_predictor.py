@@ -50,6 +50,7 @@ class Rig:
     """The predictor, a listener of its predictions, one executor, the log capture and the oracle."""
 
     def __init__(self) -> None:
+        from vtm_dynamics.core.estop import StopSettings, predict_stop
         from vtm_dynamics.core.estop.brakes import brakes_from_config
         from vtm_dynamics.nodes import prediction_io as io
         from vtm_dynamics.nodes.estop_predictor import EstopPredictor
@@ -73,8 +74,8 @@ class Rig:
         assert spin_until(self.executor, lambda: self.sub.get_publisher_count() > 0, 10.0), "predictor not matched"
         self.urdf = load_urdf_text("ur5")
         robot = model_from_urdf_text(self.urdf)
-        self.oracle = io.predict_stop(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, category=0,
-                                      tcp_frame="tool0", horizon=5.0)
+        self.oracle = predict_stop(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, tcp_frame="tool0",
+                                   settings=StopSettings(t_max=5.0))
         self.oracle_angles = np.asarray(io.rest_positions(robot, self.oracle)) - UR5_Q
         self.examples = 0
 

@@ -53,12 +53,12 @@ class Rig:
         """The slider-crank controller; ``parameters`` are added to its ``urdf_path``."""
         import os
 
-        from vtm_dynamics.nodes.model_source import package_share_dir
+        from vtm_dynamics.core.package_data import package_data_file
         from vtm_dynamics.nodes.projection_controller import ProjectionController
 
         init_ros()
         self.capture = LogCapture().install()
-        path = os.path.join(package_share_dir("urdf"), "slider_crank.urdf")
+        path = package_data_file("urdf", "slider_crank.urdf")
         self.node = ProjectionController(parameter_overrides=[Parameter("urdf_path", value=path), *parameters])
         self.a = projection_controller_adapter(self.node)
         self.cycle = projection_controller_cycle(self.node)

@@ -35,9 +35,12 @@ DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
 
 
 def default_config_path() -> str:
-    from vtm_dynamics.nodes.model_source import package_share_dir
+    from vtm_dynamics.core.package_data import package_data_file
 
-    return os.path.join(package_share_dir("config"), "estop_predict.yaml")
+    path = package_data_file("config", "estop_predict.yaml")
+    if path is None:
+        raise FileNotFoundError("config/estop_predict.yaml not found in this installation; give --config FILE")
+    return path
 
 
 def node_parameters(config: dict, node_name: str) -> dict[str, Any]:

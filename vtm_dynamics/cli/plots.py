@@ -18,7 +18,8 @@ from vtm_dynamics.core.robot.model import RobotModel
 EVENT_LEGEND = "dashed: brakes engage, dotted: stick/slip/release, red: abrupt lock"
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the non-interactive Agg backend (imported on first use: plotting is optional)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,7 +37,8 @@ def _mark_events(axes: Sequence[Any], events: Sequence[Any]) -> None:
                        lw=0.8, ls="--" if e.kind in ("engage", "power_off") else ":")
 
 
-def _save(plt: Any, fig: Any, out_dir: str, name: str, dpi: int = 110) -> str:
+def save_figure(plt: Any, fig: Any, out_dir: str, name: str, dpi: int = 110) -> str:
+    """Lay out ``fig``, write it as ``out_dir/name`` and close it; returns the path."""
     path = os.path.join(out_dir, name)
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
@@ -47,7 +49,7 @@ def _save(plt: Any, fig: Any, out_dir: str, name: str, dpi: int = 110) -> str:
 def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction) -> list[str]:
     """angles.png, rates.png, momenta.png, energy.png of one prediction (cubic Hermite between the integration
     samples for smooth curves); returns the files written."""
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     T, V = energy_series(robot, p)
     td, qd, vd = dense_series(p)
@@ -74,7 +76,7 @@ def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction) 
         ax.set_title(f"{robot.name}: category-{p.category} stop")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="best")
-        files.append(_save(plt, fig, out_dir, fname))
+        files.append(save_figure(plt, fig, out_dir, fname))
     return files
 
 
@@ -82,7 +84,7 @@ def prediction_vs_simulation_plots(out_dir: str, robot: RobotModel, p: StopPredi
                                    plant: BrakedPlant) -> list[str]:
     """joint_angles_rates.png (prediction solid, reference simulation dashed, events dotted) and tcp_path.png
     (top and side view of the TCP path, predicted and simulated); returns the files written."""
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     names = list(robot.joint_names)
     qp = np.array([robot.difference(p.q[0], q) for q in p.q])
@@ -102,7 +104,7 @@ def prediction_vs_simulation_plots(out_dir: str, robot: RobotModel, p: StopPredi
     axes[1].set_xlabel(f"time after the E-stop [s]  ({EVENT_LEGEND})")
     axes[0].set_title(f"{robot.name}: predicted stop (solid) vs. fixed-step simulation (dashed)")
     axes[0].legend(fontsize=7, ncol=3)
-    files.append(_save(plt, fig, out_dir, "joint_angles_rates.png", dpi=120))
+    files.append(save_figure(plt, fig, out_dir, "joint_angles_rates.png", dpi=120))
 
     if p.tcp_positions is not None:
         tcp_sim = np.array([robot.frame_placement(q, p.tcp_frame).translation for q in qs])
@@ -118,5 +120,5 @@ def prediction_vs_simulation_plots(out_dir: str, robot: RobotModel, p: StopPredi
         ax[0].legend(fontsize=8)
         fig.suptitle(f"{p.tcp_frame} path during the stop: {p.tcp_path_length * 1e3:.1f} mm "
                      f"(straight {p.tcp_straight_distance * 1e3:.1f} mm)")
-        files.append(_save(plt, fig, out_dir, "tcp_path.png", dpi=120))
+        files.append(save_figure(plt, fig, out_dir, "tcp_path.png", dpi=120))
     return files

@@ -153,9 +153,9 @@ def write_json(path: str, runs: list[ReactionRun]) -> None:
 
 
 def write_plots(out_dir: str, runs: list[ReactionRun], W: Mapping[str, np.ndarray]) -> list[str]:
-    from vtm_dynamics.cli.plots import _pyplot, _save
+    from vtm_dynamics.cli.plots import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     files = []
     names = list(runs[0].columns)
@@ -169,7 +169,7 @@ def write_plots(out_dir: str, runs: list[ReactionRun], W: Mapping[str, np.ndarra
         ax.set_ylabel(f"{name}\nN, N m")
     axes[0, 0].legend(fontsize=7, ncol=2)
     axes[-1, 0].set_xlabel("time [s]")
-    files.append(_save(plt, fig, out_dir, "reactions.png"))
+    files.append(save_figure(plt, fig, out_dir, "reactions.png"))
     for key, unit, fname in (("energy", "J", "energy.png"), ("gap_position", "m", "constraint_gap.png")):
         fig, ax = plt.subplots(figsize=(8, 3.5))
         for run in runs:
@@ -180,7 +180,7 @@ def write_plots(out_dir: str, runs: list[ReactionRun], W: Mapping[str, np.ndarra
         ax.set_xlabel("time [s]")
         ax.set_ylabel(f"{key.replace('_', ' ')} [{unit}]")
         ax.legend(fontsize=8)
-        files.append(_save(plt, fig, out_dir, fname))
+        files.append(save_figure(plt, fig, out_dir, fname))
     return files
 
 

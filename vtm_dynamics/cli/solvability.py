@@ -149,9 +149,9 @@ def format_motion(report: MotionReport, pairs: list[str]) -> str:
 
 def plot_motion(report: MotionReport, pairs: list[str], path: str) -> str:
     """PNG of the chosen pairs' reaction components over time; gaps where a component is not unique."""
-    from vtm_dynamics.cli.plots import _pyplot
+    from vtm_dynamics.cli.plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(len(pairs), 1, figsize=(8, 2.2 * len(pairs)), sharex=True, squeeze=False)
     for ax, pair in zip(axes[:, 0], pairs):
         labels = next((c[1] for c in report.samples[0].components if c[0] == pair), ())

@@ -135,9 +135,9 @@ def overlay_plots(out_dir: str, robot: RobotModel, stops: Sequence[Any], compari
                   max_plots: int = 50) -> list[str]:
     """One PNG per stop (at most ``max_plots``): recorded angles (dots) and the prediction (lines) of every joint,
     relative to the trigger."""
-    from vtm_dynamics.cli.plots import _pyplot, _save
+    from vtm_dynamics.cli.plots import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     files = []
     for n, (s, c) in enumerate(zip(stops, comparisons)):
@@ -152,5 +152,5 @@ def overlay_plots(out_dir: str, robot: RobotModel, stops: Sequence[Any], compari
         ax.set_title(f"{c.label}: recorded (dots) vs predicted (lines)")
         ax.legend(fontsize=7, ncol=2)
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in c.label)
-        files.append(_save(plt, fig, out_dir, f"stop_{n + 1:02d}_{safe[:60]}.png"))
+        files.append(save_figure(plt, fig, out_dir, f"stop_{n + 1:02d}_{safe[:60]}.png"))
     return files

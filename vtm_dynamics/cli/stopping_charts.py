@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vtm_dynamics.cli.plots import _pyplot
+from vtm_dynamics.cli.plots import pyplot
 from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
 
 
@@ -28,7 +28,7 @@ def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: st
 
 def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, title: str = "") -> Any:
     """One figure: 2 x 2 axes (distance / time against speed; by extension / by payload) with envelope bands."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
     for col, vary in enumerate(("extension", "payload")):
         for lv, pts in _curves(points, category, joint, vary):
@@ -56,7 +56,7 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
 
 def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name: str) -> list[str]:
     """PNG per category and joint: ``<robot>_cat<c>_<joint>.png``; returns the paths."""
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     files = []
     for cat in sorted({p.category for p in points}):
@@ -71,7 +71,7 @@ def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name
 
 def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, top: int = 15) -> list[str]:
     """``map_top_xy.png``, ``map_side_xz.png`` (worst TCP stopping distance per cell) and ``map_worst_states.png``."""
-    plt = _pyplot()
+    plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     dist = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
     files = []

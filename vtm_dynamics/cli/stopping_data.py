@@ -28,19 +28,20 @@ from typing import Sequence
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
-from vtm_dynamics.core.estop.category0_fit import SPECS as CATEGORY0_FITS
+from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION
+from vtm_dynamics.core.robot.catalogue import ROBOTS
 from vtm_dynamics.core.stopping.iso10218 import (
     LEVELS, StoppingPoint, StoppingTestSpec, extension_pose, greatest_displacement_joints, stopping_points,
 )
 
 PROG = "vtm-stopping-data"
 
-# the published category-0 figures the default brakes were fitted to (one home: core.estop.category0_fit)
-PUBLISHED = {name: fit.figures for name, fit in CATEGORY0_FITS.items()}
+# the published category-0 figures the default brakes were fitted to (one home: core.robot.catalogue)
+PUBLISHED = {name: robot.published_stops for name, robot in ROBOTS.items() if robot.published_stops}
 PUBLISHED_SOURCE = "Universal Robots CB3 user manual, Appendix A (stop category 0, 100 % extension/speed/payload)"
 
 
-def _fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, given: str | None) -> str:
+def fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, given: str | None) -> str:
     """The joint that folds the arm to lower extensions: ``given``, else the outermost tested joint that can bring
     ``frame`` to the lowest level (then the next one inwards): an elbow where there is one."""
     candidates = [given] if given else [j for j in reversed(joints[1:])]
@@ -68,17 +69,17 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     frame = args.tcp_frame or (d.tcp_frame if d else None)
     if frame is None:
         raise StopInputError("tcp_frame: --tcp-frame is required with --urdf")
-    base = tuple(args.base_pose) if args.base_pose else (d.base_pose if d else tuple([0.0] * robot.nq))
+    base = tuple(args.base_pose) if args.base_pose else (d.stopping_tests.base_pose if d else tuple([0.0] * robot.nq))
     if len(base) != robot.nq:
         raise StopInputError(f"base_pose: expected {robot.nq} angles [rad], got {len(base)}")
     if d is not None:
-        joints, folds, payload = d.joints, d.fold_joints, d.max_payload
+        joints, folds, payload = d.stopping_tests.joints, d.stopping_tests.fold_joints, d.rated_payload
         limit = robot.model.velocityLimit  # the stated speeds, capped by the URDF (the prediction refuses more)
         speeds = tuple(min(sp, float(limit[robot.joint(j).idx_v])) if limit[robot.joint(j).idx_v] > 0 else sp
-                       for j, sp in zip(joints, d.max_speeds))
+                       for j, sp in zip(joints, map(d.max_speed, joints)))
     else:
         joints = greatest_displacement_joints(robot, base, frame)
-        folds = (_fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
+        folds = (fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
         speeds = tuple(float(robot.model.velocityLimit[robot.joint(j).idx_v]) for j in joints)
         payload = 0.0
     if args.max_speeds:
@@ -121,7 +122,7 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
         lines.append(f"  NOTE: {joint} test, extension {level:.0%}: folding reaches only {actual:.0%} (lateral "
                      "offsets keep the payload off the axis); that pose is used and labelled.")
     if loaded.defaults is not None:
-        lines += ["  Robot defaults (stated assumptions): see vtm_dynamics/cli/stopping_robots.py: maximum speeds",
+        lines += ["  Robot defaults (stated assumptions): see vtm_dynamics/core/robot/catalogue.py: maximum speeds",
                   "  from the vendor's joint speed limits, capped by the URDF velocity limits."]
     return lines
 
@@ -184,9 +185,9 @@ def write_csv(path: str, points: Sequence[StoppingPoint]) -> None:
 
 
 def _text_page(pdf, title: str, lines: list[str]) -> None:
-    from vtm_dynamics.cli.plots import _pyplot
+    from vtm_dynamics.cli.plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     for start in range(0, max(len(lines), 1), 60):
         fig = plt.figure(figsize=(11.7, 8.3))
         fig.text(0.04, 0.96, title, fontsize=13, weight="bold", va="top")
@@ -200,10 +201,10 @@ def write_report(path: str, loaded: LoadedRobot, brakes: BrakeSet, spec: Stoppin
     """One PDF: model, brakes and their source, test motions and assumptions, the published comparison, charts."""
     from matplotlib.backends.backend_pdf import PdfPages
 
-    from vtm_dynamics.cli.plots import _pyplot
+    from vtm_dynamics.cli.plots import pyplot
     from vtm_dynamics.cli.stopping_charts import vendor_chart
 
-    plt = _pyplot()
+    plt = pyplot()
     robot = loaded.robot
     model = [f"Robot {loaded.name}: URDF model {robot.name!r}, {robot.nv} joints, sha256 "
              f"{hashlib.sha256(loaded.text.encode()).hexdigest()[:16]}",
@@ -237,7 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--others", choices=("braked", "held"), default="braked",
                     help="the joints not under test: braked like the tested joint (true category 0, the test the "
                     "default brakes were fitted with) or held rigid (locked at t = 0)")
-    ap.add_argument("--decel", type=float, default=3.0, help="category 1: deceleration [rad/s^2] (assumed)")
+    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION,
+                    help="category 1: deceleration [rad/s^2] (assumed)")
     ap.add_argument("--out", required=True, help="output directory")
     return ap
 

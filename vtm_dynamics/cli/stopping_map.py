@@ -26,6 +26,9 @@ import numpy as np
 
 from vtm_dynamics.cli.stopping_robots import add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR,
+)
 from vtm_dynamics.core.stopping.workspace_map import MapSpec
 from vtm_dynamics.scaleout.chunk_store import read_result
 from vtm_dynamics.scaleout.map_runner import MapJob, MapRun, Progress, run_map
@@ -52,10 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% joint speeds [rad/s] (default: the "
                     "robot's stated maximum, within the URDF limits)")
     ap.add_argument("--payload", type=float, action="append", help="payload level [kg] (repeatable; default 0)")
-    ap.add_argument("--torque-factor", type=float, nargs=2, default=(0.9, 1.1), metavar=("MIN", "MAX"))
-    ap.add_argument("--delay-factor", type=float, nargs=2, default=(1.0, 1.5), metavar=("MIN", "MAX"))
-    ap.add_argument("--category", type=int, choices=(0, 1), default=0)
-    ap.add_argument("--decel", type=float, default=3.0, help="category 1: joint deceleration [rad/s^2]")
+    ap.add_argument("--torque-factor", type=float, nargs=2, default=ENVELOPE_TORQUE_FACTOR, metavar=("MIN", "MAX"))
+    ap.add_argument("--delay-factor", type=float, nargs=2, default=ENVELOPE_DELAY_FACTOR, metavar=("MIN", "MAX"))
+    ap.add_argument("--category", type=int, choices=(0, 1), default=CATEGORY)
+    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION, help="category 1: joint deceleration [rad/s^2]")
     ap.add_argument("--scheduler", help="tcp://HOST:PORT of an existing Dask scheduler (default: local cluster)")
     ap.add_argument("--workers", type=int, help="local cluster worker processes (default: every core)")
     ap.add_argument("--threads", action="store_true", help="local workers as threads of this process")
@@ -75,7 +78,7 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     max_speeds = args.max_speeds
     if max_speeds is None and d is not None:
         limit = loaded.robot.model.velocityLimit
-        max_speeds = [min(s, float(limit[k])) if limit[k] > 0 else s for k, s in enumerate(d.all_max_speeds)]
+        max_speeds = [min(s, float(limit[k])) if limit[k] > 0 else s for k, s in enumerate(d.max_speeds)]
     box = None if args.box is None else (tuple(args.box[:3]), tuple(args.box[3:]))
     grid = None if args.grid is None else tuple(args.grid)
     n_states = args.states

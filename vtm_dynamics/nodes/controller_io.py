@@ -13,7 +13,6 @@ Units: SI (rad, m, s, N m, N).
 from __future__ import annotations
 
 import math
-from xml.sax.saxutils import quoteattr
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -25,7 +24,7 @@ from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions
 
 from vtm_dynamics.core.excerpt import excerpt
-from vtm_dynamics.core.reactions.solvability import analyze_solvability
+from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.latest_worker import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
@@ -294,29 +293,12 @@ def command_message(values: np.ndarray) -> Float64MultiArray:
     return msg
 
 
-def lock_drive_name(joint: str) -> str:
-    return f"lock_{joint}"
-
-
 def joint_uniqueness(urdf_text: str, joint_names: Sequence[str], locked: Sequence[str], q: np.ndarray) -> list[bool]:
-    """Per joint: is its reaction uniquely determined by a rigid-body model with the active constraints?
-
-    The solvability analysis (Wojtyra & Fraczek, ``core.reactions.solvability``) of the URDF's loop closures plus
-    one driving constraint per locked joint (a brake fixes the joint's coordinate as a drive would), at q: joint i
-    is unique iff its pair is solvable and, when locked, so is its brake's row.
-    """
-    drives = "".join(f"<driving_constraint name={quoteattr(lock_drive_name(j))} joint={quoteattr(j)}/>" for j in locked)
-    cut = urdf_text.rfind("</robot>")
-    text = urdf_text[:cut] + drives + urdf_text[cut:] if drives else urdf_text
-    report = analyze_solvability(text, planar=False, q=np.asarray(q, dtype=float), assemble=False)
-    names = {p.name for p in report.pairs}
-    out = []
-    for j in joint_names:
-        ok = report.pair(j).solvable if j in names else True
-        if j in locked and lock_drive_name(j) in names:
-            ok = ok and report.pair(lock_drive_name(j)).solvable
-        out.append(bool(ok))
-    return out
+    """Per joint: is its reaction uniquely determined by a rigid-body model with the active constraints (the
+    URDF's loop closures and knife edges, the ``locked`` joints held) at ``q``? The core's analysis
+    (``core.reactions.held_uniqueness``); a ValueError with one line when it cannot run."""
+    verdict = held_joint_uniqueness(urdf_text, np.asarray(q, dtype=float), locked=tuple(locked))
+    return [bool(verdict.get(j, True)) for j in joint_names]
 
 
 def reactions_message(joint_names: Sequence[str], constraint_force: np.ndarray, unique: bool | Sequence[bool],

@@ -60,6 +60,10 @@ request is answered from the second worker (horizon capped by ``max_horizon``; a
 
 The physics is ``vtm_dynamics.core.estop``; the stop rules are ``stop_session``; this node converts messages,
 moves work to the workers and calls them.
+
+Size: about 1150 lines: one node class still holds the parameters, the model load/replace policy, the receipt
+clocks, the state intake, the trigger and brake events, the trigger worker, the prediction call with its five
+outputs, continuous mode and the diagnostics; they are to become ROS-free parts like ``stop_session``.
 """
 
 from __future__ import annotations
@@ -88,7 +92,9 @@ from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
 from vtm_dynamics.core.estop.warm_up import warm_up
+from vtm_dynamics.core.estop import CategoryOne, StopSettings, predict_stop
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import CATEGORY, CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
 from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.nodes import graph
@@ -144,12 +150,13 @@ PARAMETERS = (
     P.ParameterSpec("brake_config", "", "Brake YAML file (vtm_dynamics.core.estop.brakes format). Empty: "
                     "config/<robot>_brakes.yaml of the package.", P.existing_file_or_empty,
                     constraint="an existing file or empty; must name joints of the model"),
-    P.ParameterSpec("stop_category", 0, "IEC 60204-1 stop category predicted on a trigger: 0 (drive power removed, "
+    P.ParameterSpec("stop_category", CATEGORY, "IEC 60204-1 stop category predicted on a trigger: 0 (drive power "
+                    "removed, "
                     "brakes) or 1 (controlled deceleration, then brakes).", P.one_of((0, 1)),
                     constraint="0 or 1"),
     P.ParameterSpec("tcp_frame", "", "Frame whose stopping distance is reported and drawn. Empty: tool0 or the "
                     "robot's tool frame.", constraint="a frame of the model or empty"),
-    P.ParameterSpec("horizon", 5.0, "Maximum predicted time after the E-stop [s].", P.all_of(P.positive,
+    P.ParameterSpec("horizon", HORIZON, "Maximum predicted time after the E-stop [s].", P.all_of(P.positive,
                     P.in_range(0.0, 600.0)), constraint="0 < horizon <= 600 s"),
     P.ParameterSpec("max_horizon", 30.0, "Largest horizon [s] a predict_stop request may ask for; longer "
                     "requests are answered success=false.", P.all_of(P.positive, P.in_range(0.0, 600.0)),
@@ -160,10 +167,12 @@ PARAMETERS = (
     P.ParameterSpec("max_engage_delay", 2.0, "Largest brake engage delay [s] a BrakeEvent may set; a larger one "
                     "makes that stop's prediction success=false naming the field.",
                     P.all_of(P.positive, P.in_range(0.0, 60.0)), constraint="0 < delay <= 60 s"),
-    P.ParameterSpec("integration_step", 0.004, "Maximum Runge-Kutta step (Dormand-Prince 5) of the prediction "
+    P.ParameterSpec("integration_step", INTEGRATION_STEP, "Maximum Runge-Kutta step (Dormand-Prince 5) of the "
+                    "prediction "
                     "between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
                     constraint="1e-6 .. 0.1 s"),
-    P.ParameterSpec("category1_deceleration", 3.0, "Category 1: joint deceleration limit of the controlled ramp "
+    P.ParameterSpec("category1_deceleration", CATEGORY1_DECELERATION, "Category 1: joint deceleration limit of the "
+                    "controlled ramp "
                     "[rad/s^2].", P.positive, constraint="> 0 rad/s^2"),
     P.ParameterSpec("continuous_rate", 0.0, "Rate [Hz] of continuous 'if the E-stop fired now' predictions while "
                     "no stop is active; 0 disables. Merged: at most one waits at a time.", P.in_range(0.0, 1000.0),
@@ -866,12 +875,12 @@ class EstopPredictor(Node):
         if base is None:
             return Outcome(None, model.brake_error, 0.0)
         try:
-            result = io.predict_stop(
+            category = self.p["stop_category"] if category is None else category
+            result = predict_stop(
                 robot, base if not overrides else io.apply_overrides(robot, base, overrides), state.q, state.v,
-                category=self.p["stop_category"] if category is None else category,
-                tcp_frame=tcp_frame or self.tcp_frame(robot), horizon=horizon or self.p["horizon"],
-                step=self.p["integration_step"], deceleration=self.p["category1_deceleration"],
-                lock_events=tuple(locks),
+                category=category, tcp_frame=tcp_frame or self.tcp_frame(robot), lock_events=tuple(locks),
+                category_one=CategoryOne(deceleration=self.p["category1_deceleration"]) if category == 1 else None,
+                settings=StopSettings(step=self.p["integration_step"], t_max=horizon or self.p["horizon"]),
             )
         except ValueError as err:
             return Outcome(None, graph.one_line(err), time.monotonic() - start)

@@ -37,7 +37,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
-from vtm_dynamics.nodes.markers import _color, _marker, _point
+from vtm_dynamics.nodes.markers import color_rgba, new_marker, point
 from vtm_dynamics.views import palette
 from vtm_dynamics.views.replay import ReplayFrames, ReplaySchedule, replay_frames
 
@@ -67,7 +67,7 @@ class _Offer:
 
 
 def _rgba(rgb, a: float = 1.0) -> ColorRGBA:
-    return _color(*rgb, a)
+    return color_rgba(*rgb, a)
 
 
 def replay_markers(frames: ReplayFrames, frame_id: str, stamp: Any, width: float = 0.008) -> MarkerArray:
@@ -77,24 +77,24 @@ def replay_markers(frames: ReplayFrames, frame_id: str, stamp: Any, width: float
     clear.header.frame_id, clear.header.stamp, clear.action = frame_id, stamp, Marker.DELETEALL
     out.markers.append(clear)
     if frames.tcp_path is not None and len(frames.tcp_path):
-        path = _marker(frame_id, stamp, "replay_tcp_path", 0, Marker.LINE_STRIP)
-        path.points = [_point(p) for p in frames.tcp_path] * (2 if len(frames.tcp_path) == 1 else 1)
+        path = new_marker(frame_id, stamp, "replay_tcp_path", 0, Marker.LINE_STRIP)
+        path.points = [point(p) for p in frames.tcp_path] * (2 if len(frames.tcp_path) == 1 else 1)
         path.scale.x = width
         path.color = _rgba(palette.TCP_PATH)
         out.markers.append(path)
     if frames.events:
-        dots = _marker(frame_id, stamp, "replay_events", 0, Marker.SPHERE_LIST)
-        dots.points = [_point(p) for _, p in frames.events]
+        dots = new_marker(frame_id, stamp, "replay_events", 0, Marker.SPHERE_LIST)
+        dots.points = [point(p) for _, p in frames.events]
         dots.colors = [_rgba(palette.event_color(kind)) for kind, _ in frames.events]
         dots.scale.x = dots.scale.y = dots.scale.z = 3 * width
         dots.color = _rgba(palette.OTHER_EVENT)
         out.markers.append(dots)
     if frames.worst_points is not None:
-        chain = _marker(frame_id, stamp, "replay_worst_rest", 0, Marker.LINE_STRIP)
-        chain.points = [_point(p) for p in frames.worst_points]
+        chain = new_marker(frame_id, stamp, "replay_worst_rest", 0, Marker.LINE_STRIP)
+        chain.points = [point(p) for p in frames.worst_points]
         chain.scale.x = 1.5 * width
         chain.color = _rgba(palette.WORST, 0.8)
-        joints = _marker(frame_id, stamp, "replay_worst_rest", 1, Marker.SPHERE_LIST)
+        joints = new_marker(frame_id, stamp, "replay_worst_rest", 1, Marker.SPHERE_LIST)
         joints.points = list(chain.points)
         joints.scale.x = joints.scale.y = joints.scale.z = 3 * width
         joints.color = _rgba(palette.WORST, 0.8)

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from vtm_msgs.msg import StoppingDistance
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.robot.model import RobotModel
@@ -31,13 +32,14 @@ LIVE_PARAMETERS = (
                     "(vtm_msgs/StoppingDistance): nominal and envelope worst-case TCP stopping distance and time."),
     P.ParameterSpec("stopping_envelope", True, "Evaluate the envelope for the worst case; false: worst = nominal "
                     "(envelope_cases 1)."),
-    P.ParameterSpec("stopping_envelope_torque_min", 0.9, "Envelope: smallest brake-torque factor.",
+    P.ParameterSpec("stopping_envelope_torque_min", ENVELOPE_TORQUE_FACTOR[0],
+                    "Envelope: smallest brake-torque factor.",
                     P.in_range(0.01, 10.0), constraint="0.01 .. 10"),
-    P.ParameterSpec("stopping_envelope_torque_max", 1.1, "Envelope: largest brake-torque factor.",
+    P.ParameterSpec("stopping_envelope_torque_max", ENVELOPE_TORQUE_FACTOR[1], "Envelope: largest brake-torque factor.",
                     P.in_range(0.01, 10.0), constraint="0.01 .. 10, >= torque_min (else the message is a failure naming it)"),
-    P.ParameterSpec("stopping_envelope_delay_min", 1.0, "Envelope: smallest engage-delay factor.",
+    P.ParameterSpec("stopping_envelope_delay_min", ENVELOPE_DELAY_FACTOR[0], "Envelope: smallest engage-delay factor.",
                     P.in_range(0.0, 10.0), constraint="0 .. 10"),
-    P.ParameterSpec("stopping_envelope_delay_max", 1.5, "Envelope: largest engage-delay factor.",
+    P.ParameterSpec("stopping_envelope_delay_max", ENVELOPE_DELAY_FACTOR[1], "Envelope: largest engage-delay factor.",
                     P.in_range(0.0, 10.0), constraint="0 .. 10, >= delay_min (else the message is a failure naming it)"),
     P.ParameterSpec("stopping_envelope_payload_max", 0.0, "Envelope: largest payload [kg] at the TCP frame "
                     "(the smallest is 0; the model's own payload, if any, comes on top).", P.in_range(0.0, 1000.0),

@@ -119,6 +119,10 @@ interleaves with a control cycle, also under a MultiThreadedExecutor. The trajec
 job and installs the result by one reference assignment under a lock.
 
 Units: SI (rad, m, s, N m, N); gains K_P [1/s^2], K_D [1/s].
+
+Size: about 930 lines: one node class still holds the parameters, the model, the trajectory intake, the control
+cycle with its limits and outputs, and the diagnostics; they are to become stages (configure, activate, update)
+over ROS-free parts.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-from vtm_dynamics.core.estop.identification import RecordedStop, settle_time
+from vtm_dynamics.core.estop.identification import settle_time
+from vtm_dynamics.core.estop.recorded import RecordedStop
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
 

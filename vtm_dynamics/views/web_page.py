@@ -188,13 +188,13 @@ def page_parts(scene: Scene) -> list[bytes]:
     for element, encoding, content in blocks:
         parts += [f"<script type=\"text/plain\" id=\"{element}\" data-encoding=\"{encoding}\">".encode(), content,
                   b"</script>\n"]
-    parts += [b"<script>", _viewer_bytes(), b"</script>\n<script>", _asset("page.js").encode("utf-8"),
+    parts += [b"<script>", viewer_bytes(), b"</script>\n<script>", _asset("page.js").encode("utf-8"),
               b"</script>\n</body></html>\n"]
     return parts
 
 
 @functools.lru_cache(maxsize=1)
-def _viewer_bytes() -> bytes:
+def viewer_bytes() -> bytes:
     return meshcat_script().encode("utf-8")
 
 

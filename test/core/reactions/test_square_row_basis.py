@@ -16,10 +16,11 @@ from test.core.reactions.test_solvability_sparse_unclear import _near_tolerance_
 from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
 from vtm_dynamics.core.reactions.row_column_matching import extended_matching, matched_square
 from vtm_dynamics.core.reactions.solvability import load_for_analysis
-from vtm_dynamics.core.reactions.sparse_solvability import largest_singular_value, sparse_constraint_matrix
+from vtm_dynamics.core.reactions.row_basis import largest_singular_value
+from vtm_dynamics.core.reactions.sparse_solvability import sparse_constraint_matrix
 from vtm_dynamics.core.reactions.square_row_basis import (
     SquareInverse,
-    _ritz,
+    ritz_pairs,
     remove_weak_directions,
     square_row_basis,
 )
@@ -148,7 +149,7 @@ def test_the_tiny_pivots_of_a_shifted_lu_span_the_null_space_that_a_dense_svd_fi
     inverse = SquareInverse(S, 1e-4 * tol, exact_first=False)
     X = inverse.pivot_directions(4 * tol)
     assert X is not None
-    ritz, weak = _ritz(S, np.linalg.qr(X)[0], 4 * tol)
+    ritz, weak = ritz_pairs(S, np.linalg.qr(X)[0], 4 * tol)
     assert weak.shape[1] == null.shape[1]
     assert np.linalg.norm(weak - null @ (null.T @ weak)) <= 1e-6  # inside the dense null space
 

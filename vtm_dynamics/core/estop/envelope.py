@@ -25,6 +25,7 @@ import numpy as np
 from vtm_dynamics.core.estop.batch import BatchStopError, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop import LockEvent, StopInputError, StopSettings, check_stop_state
+from vtm_dynamics.core.estop.defaults import CATEGORY, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
 from vtm_dynamics.core.robot.model import RobotModel
 
 
@@ -33,8 +34,8 @@ class EnvelopeSpec:
     """Ranges (min, max): ``torque_factor`` on sliding/holding/viscous torques, ``delay_factor`` on engage delays,
     ``payload`` [kg] at ``payload_frame``; ``n_random`` extra uniform samples with ``seed``."""
 
-    torque_factor: tuple[float, float] = (0.9, 1.1)
-    delay_factor: tuple[float, float] = (1.0, 1.5)
+    torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
+    delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
     payload: tuple[float, float] = (0.0, 0.0)
     payload_frame: str | None = None
     n_random: int = 0
@@ -107,7 +108,7 @@ def stop_envelope(
     v: object,
     spec: EnvelopeSpec = EnvelopeSpec(),
     *,
-    category: int = 0,
+    category: int = CATEGORY,
     lock_events: Iterable[LockEvent] = (),
     tcp_frame: str | None = None,
     settings: StopSettings = StopSettings(),

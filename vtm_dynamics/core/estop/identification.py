@@ -34,7 +34,7 @@ relative 1-sigma above ``max_relative_sigma``, or an optimum on the edge of the 
 covariance of an interior optimum means nothing), also marks a parameter as not identifiable. Such a parameter keeps
 its prior value in the brake model but is reported without a value, with the test motion that would identify it.
 
-Size: one module because the residual, the sensitivity screening, the bounded fit, the covariance and the
+Size: about 810 lines: one module because the residual, the sensitivity screening, the bounded fit, the covariance and the
 identifiability verdicts share the same scaled parameter vector and Jacobian; split, each part would re-derive the
 scaling and the active set. The closed-form start and the threshold probe feed that same vector and residual
 (the probe evaluates the fit's own residual). The comparison of recorded and predicted stops (:func:`compare_stops`) uses the same
@@ -59,6 +59,7 @@ import scipy.signal
 from vtm_dynamics.core.estop.brakes import BrakeSet, JointBrake
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.prediction import predict_stop
+from vtm_dynamics.core.estop.recorded import RecordedStop
 from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -101,21 +102,6 @@ SLIDE_MOTION = ("stops in which {j} slides well after its brake engages (several
 
 class IdentificationError(ValueError):
     """Inputs that cannot be identified from (no stops, wrong sizes, an unknown field); one line naming them."""
-
-
-@dataclass(frozen=True)
-class RecordedStop:
-    """One recorded stop: ``q0`` [rad] (nq) and ``v0`` [rad/s] (nv) at the trigger instant, samples ``t`` (K) [s]
-    after the trigger and the recorded angles ``q`` (K x nv) [rad], model order. ``stop_time`` [s] is when the
-    recording shows the last joint come to rest (nan if unknown); ``label`` names it in reports."""
-
-    label: str
-    q0: np.ndarray
-    v0: np.ndarray
-    t: np.ndarray
-    q: np.ndarray
-    stop_time: float = math.nan
-    trigger_time: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -598,6 +584,9 @@ def identify_brakes(
     :class:`Identification`; parameters that the stops cannot identify keep their prior value in ``brakes`` and
     have ``value`` None in ``estimates``; a holding capacity the stops needed above its start carries the lower
     bound they show in ``lower_bound`` and in ``brakes``.
+
+    Size: about 180 lines: the screening, the bounded fit, the threshold probe, the covariance and the verdicts
+    run in this order on one scaled parameter vector and its Jacobian (module docstring).
     """
     started = time.perf_counter()
     say = progress or (lambda _text: None)

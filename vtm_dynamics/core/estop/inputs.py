@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.validation import finite_vector
 
@@ -43,7 +44,7 @@ class CategoryOne:
     optional ``torque_limits`` [N m] (nv values, or "urdf" for the model's effort limits) that lengthen the ramp
     until the drive torques fit, and ``max_duration`` [s] after which power is cut regardless (None: never)."""
 
-    deceleration: float | tuple[float, ...] = 3.0
+    deceleration: float | tuple[float, ...] = CATEGORY1_DECELERATION
     torque_limits: str | tuple[float, ...] | None = None
     max_duration: float | None = None
 
@@ -62,9 +63,9 @@ class StopSettings:
     ``python`` (:mod:`.event_loop`: fixed maximum steps; every model and method; the compiled engine falls back to
     it where it does not apply)."""
 
-    step: float = 0.005
+    step: float = INTEGRATION_STEP
     method: str = "dp5"
-    t_max: float = 5.0
+    t_max: float = HORIZON
     simultaneity_tol: float = 1e-9
     event_tol: float = 1e-9
     jump_method: str = "closed_form"

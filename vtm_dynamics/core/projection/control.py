@@ -35,23 +35,14 @@ import numpy as np
 
 from vtm_dynamics.core.projection.simulation import ConstraintSet
 from vtm_dynamics.core.projection.passive_joints import (  # noqa: F401 - re-exported: the control API
-    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, _passive_mask, achievable_force_projector,
-    bounded_passive_inversion, controllability)
+    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, achievable_force_projector, bounded_passive_inversion,
+    controllability, passive_mask)
 from vtm_dynamics.core.projection.task_coordinates import TaskCoordinates, TaskDemand, task_acceleration, task_demand
 from vtm_dynamics.core.robot.constraints import Constraint, JointLock
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.projection.projector import (
-    DEFAULT_TOLERANCE,
-    ProjectionInputError,
-    RankTolerance,
-    _constraint_matrix,
-    _mass_matrix,
-    _matrix,
-    _metric_sqrt,
-    _vector,
-    constrained_accelerations,
-    constraint_acceleration,
-    cross_coupling,
+    DEFAULT_TOLERANCE, ProjectionInputError, RankTolerance, checked_constraint_matrix, checked_mass_matrix,
+    checked_matrix, checked_vector, constrained_accelerations, constraint_acceleration, cross_coupling, metric_sqrt,
     null_space_projector,
 )
 
@@ -122,9 +113,9 @@ def decoupling(M: object, P: object, tol: float = 1e-9) -> DecouplingReport:
     The constraint force is independent of the potent input force (mu P = 0, eq. (76)) when N(A) is invariant
     under M, i.e. (I - P) M P = 0. Both quantities are reported; ``decoupled`` is decided on ||mu P|| <= tol.
     """
-    Mm = _mass_matrix(M)
+    Mm = checked_mass_matrix(M)
     n = Mm.shape[0]
-    Pm = _matrix(P, (n, n), "P")
+    Pm = checked_matrix(P, (n, n), "P")
     defect = float(np.linalg.norm((np.eye(n) - Pm) @ Mm @ Pm, 2) / np.linalg.norm(Mm, 2))
     coupling = float(np.linalg.norm(cross_coupling(Mm, Pm) @ Pm, 2))
     return DecouplingReport(defect, coupling, coupling <= tol)
@@ -171,20 +162,20 @@ def projected_inverse_dynamics(
         task: the motion demand in independent coordinates theta (eq. (46), see ``task_coordinates``); the
             joint-space arguments position_error, velocity_error, qdd_desired, kp, kd are then not used.
     """
-    Mm = _mass_matrix(M)
+    Mm = checked_mass_matrix(M)
     n = Mm.shape[0]
-    hv = _vector(h, n, "h")
-    Am = _constraint_matrix(A, n)
-    drift = _vector(Adot_qdot, Am.shape[0], "Adot_qdot")
-    e = _vector(position_error, n, "position_error")
-    ed = _vector(velocity_error, n, "velocity_error")
-    a_des = _vector(qdd_desired, n, "qdd_desired")
+    hv = checked_vector(h, n, "h")
+    Am = checked_constraint_matrix(A, n)
+    drift = checked_vector(Adot_qdot, Am.shape[0], "Adot_qdot")
+    e = checked_vector(position_error, n, "position_error")
+    ed = checked_vector(velocity_error, n, "velocity_error")
+    a_des = checked_vector(qdd_desired, n, "qdd_desired")
     a_d = a_des + _gain(kd, n, "kd") * ed + _gain(kp, n, "kp") * e
-    mask = _passive_mask(passive, n)
+    mask = passive_mask(passive, n)
     force_on = force_desired is not None
 
     if W is not None:
-        S, S_inv = _metric_sqrt(W, n)
+        S, S_inv = metric_sqrt(W, n)
         if mask.any() and np.count_nonzero(S - np.diag(np.diag(S))):
             raise ProjectionInputError("W: must be diagonal when passive joints are given")
     else:
@@ -208,9 +199,10 @@ def projected_inverse_dynamics(
     report = force_error = None
 
     if force_on:
-        Fd_w = S_inv @ _vector(force_desired, n, "force_desired")
-        Fm_w = Fd_w if force_measured is None else S_inv @ _vector(force_measured, n, "force_measured")
-        integral_w = np.zeros(n) if force_integral is None else S_inv @ _vector(force_integral, n, "force_integral")
+        Fd_w = S_inv @ checked_vector(force_desired, n, "force_desired")
+        Fm_w = Fd_w if force_measured is None else S_inv @ checked_vector(force_measured, n, "force_measured")
+        integral_w = (np.zeros(n) if force_integral is None
+                      else S_inv @ checked_vector(force_integral, n, "force_integral"))
         ef_w = Fd_w - Fm_w
         u_F = Q_perp @ (Fd_w + force_gain * ef_w + force_integral_gain * integral_w)  # eq. (52), kept in R(A^T)
         mu = cross_coupling(M_w, P)
@@ -295,7 +287,7 @@ class ProjectedInverseDynamicsController:
         n = robot.nv
         self.kp = _gain(kp, n, "kp")
         self.kd = _gain(kd, n, "kd")
-        self.W = None if W is None else _matrix(W, (n, n), "W")
+        self.W = None if W is None else checked_matrix(W, (n, n), "W")
         self.passive_indices = tuple(int(i) for i in robot.v_indices(list(passive_joints))) if passive_joints else ()
         if not (np.isfinite(force_gain) and force_gain >= 0 and np.isfinite(force_integral_gain) and force_integral_gain >= 0):
             raise ProjectionInputError("force_gain: expected finite gains >= 0")

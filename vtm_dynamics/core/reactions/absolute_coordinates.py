@@ -238,7 +238,7 @@ def preferred_basis(A: np.ndarray, tol: float = _SPAN_TOL) -> np.ndarray:
     return basis
 
 
-def _complement(T: np.ndarray) -> np.ndarray:
+def orthogonal_complement(T: np.ndarray) -> np.ndarray:
     """Orthonormal basis (coordinate axes preferred) of the orthogonal complement of span(T) in R^6."""
     if T.shape[1] == 0:
         return np.eye(6)
@@ -352,7 +352,7 @@ _BASIS_CACHE_SIZE = 1024  # distinct (type, axis, mode) triples kept; a large mo
 @functools.lru_cache(maxsize=_BASIS_CACHE_SIZE)
 def _twist_complement(kind: str, axis: tuple[float, ...]) -> np.ndarray:
     """Constraint wrench basis (pair frame, read-only) of a pair type and axis: one SVD per distinct pair shape."""
-    W = _complement(allowed_twists(kind, np.asarray(axis)))
+    W = orthogonal_complement(allowed_twists(kind, np.asarray(axis)))
     W.flags.writeable = False  # shared by every pair of this shape
     return W
 
@@ -373,7 +373,7 @@ def _pair_basis(name: str, kind: str, axis, planar: bool) -> tuple[np.ndarray, t
     try:
         return _cached_pair_basis(kind, key, planar)
     except AbsoluteModelError:
-        W = _complement(allowed_twists(kind, np.asarray(axis)))
+        W = orthogonal_complement(allowed_twists(kind, np.asarray(axis)))
         return _planar_restrict(name, W, planar)
 
 
@@ -526,14 +526,14 @@ def body_poses(model: AbsoluteModel, q=None) -> dict[str, tuple[np.ndarray, np.n
     return poses
 
 
-def _pair_frame(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
+def pair_frame(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     R, o = poses[pair.frame_link]
     return R @ pair.frame_offset.rotation(), o + R @ np.asarray(pair.frame_offset.xyz)
 
 
-def _pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
+def pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     """Axes (the pair frame's) and the point [m, world] at which a pair's rows and reactions are evaluated."""
-    R, p = _pair_frame(pair, poses)
+    R, p = pair_frame(pair, poses)
     if pair.contact_offset is not None:
         Rc, oc = poses[pair.child]
         p = oc + Rc @ np.asarray(pair.contact_offset.xyz)
@@ -553,7 +553,7 @@ def constraint_matrix(model: AbsoluteModel, q=None) -> AbsoluteConstraintMatrix:
         if W.shape[1] == 0:
             free.append(pair.name)
             continue
-        R, p = _pair_point(pair, poses)
+        R, p = pair_point(pair, poses)
         Ww = np.vstack([R @ W[:3], R @ W[3:]])  # world axes
         block = np.zeros((W.shape[1], model.n_coordinates))
         for link, sign in ((pair.child, 1.0), (pair.parent, -1.0)):
@@ -586,7 +586,7 @@ def closure_residuals(model: AbsoluteModel, q=None, poses=None) -> np.ndarray:
         poses = body_poses(model, q)
     out = []
     for pair, lc in zip([p for p in model.pairs if p.kind == "loop_closure"], model.extension.loop_closures):
-        Ra, pa = _pair_frame(pair, poses)
+        Ra, pa = pair_frame(pair, poses)
         Rb0, ob = poses[pair.child]
         Rb = Rb0 @ lc.child_origin.rotation()
         pb = ob + Rb0 @ np.asarray(lc.child_origin.xyz)

@@ -39,6 +39,7 @@ import scipy.optimize
 from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError
 from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -65,9 +66,9 @@ class StoppingTestSpec:
     speed_levels: tuple[float, ...] = LEVELS
     extension_levels: tuple[float, ...] = LEVELS
     payload_levels: tuple[float, ...] = LEVELS
-    category1_deceleration: float = 3.0
-    torque_factor: tuple[float, float] = (0.9, 1.1)
-    delay_factor: tuple[float, float] = (1.0, 1.5)
+    category1_deceleration: float = CATEGORY1_DECELERATION
+    torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
+    delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
     hold_others: bool = True
 
 

@@ -24,6 +24,9 @@ import numpy as np
 from vtm_dynamics.core.estop import CategoryOne, StopInputError
 from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, PAYLOAD,
+)
 from vtm_dynamics.core.robot.model import RobotModel
 
 MAX_STATES = 100_000_000  # a map larger than this is a typo, not a plan
@@ -74,11 +77,11 @@ class MapSpec:
     cell_box: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
     speed_fraction: tuple[float, float] = (0.1, 1.0)
     max_speeds: tuple[float, ...] | None = None
-    payloads: tuple[float, ...] = (0.0,)
-    torque_factor: tuple[float, float] = (0.9, 1.1)
-    delay_factor: tuple[float, float] = (1.0, 1.5)
-    category: int = 0
-    category1_deceleration: float = 3.0
+    payloads: tuple[float, ...] = (PAYLOAD,)
+    torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
+    delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
+    category: int = CATEGORY
+    category1_deceleration: float = CATEGORY1_DECELERATION
     states: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] | None = field(default=None)
     grid: tuple[int, ...] | None = None
 
