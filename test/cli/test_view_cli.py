@@ -13,7 +13,7 @@ import urllib.request
 
 import numpy as np
 
-from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env
+from test.ros_helpers import REPO_ROOT, default_signals, python_executable, ros_subprocess_env
 
 
 def _scene(path) -> dict:
@@ -69,7 +69,7 @@ def test_stopping_map_view_shows_its_states_and_box(tmp_path):
 def test_serve_shows_the_view_on_loopback_until_interrupted(tmp_path):
     proc = subprocess.Popen([python_executable(), "-m", "vtm_dynamics.cli.predict", "planar_3r", "--serve"],
                             cwd=REPO_ROOT, env=ros_subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_signals)
     try:
         url = None
         for _ in range(200):
@@ -84,5 +84,12 @@ def test_serve_shows_the_view_on_loopback_until_interrupted(tmp_path):
         assert "planar_3r: predicted stop" in page and 'id="vtm-scene"' in page
     finally:
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)  # generous: a loaded machine may starve the exit for a while
+        try:
+            out, _ = proc.communicate(timeout=120)  # generous: a loaded machine may starve the exit for a while
+        except subprocess.TimeoutExpired:
+            with open(f"/proc/{proc.pid}/status", encoding="ascii") as fh:
+                state = [x for x in fh.read().splitlines() if x.startswith(("State", "Sig", "Shd"))]
+            proc.kill()
+            proc.communicate()
+            raise AssertionError(f"the served view did not stop on Ctrl-C within 120 s: {state}") from None
     assert proc.returncode == 0 and "view: stopped" in out
