@@ -126,6 +126,8 @@ NODE_NAME = "estop_predictor"
 SWITCH_INTERVAL = 2e-4  # [s] Python thread switch interval while the node runs
 WATCHDOG_PERIOD = 0.05  # [s] granularity of the prediction_deadline check
 HISTORY_LENGTH = 2000  # complete joint states kept (4 s at 500 Hz: a trigger served late still finds its state)
+#: Why the marker scales may change at run time (the only parameters of this node that may).
+MARKERS_ONLY = ("drawing only: the arrow lengths of stop_markers; no prediction, limit or published value changes")
 
 PARAMETERS = (
     P.ParameterSpec("robot", "", "Robot shipped with the package (ur5 | ur3 | planar_3r); empty: use urdf_path or the "
@@ -214,10 +216,10 @@ PARAMETERS = (
     P.ParameterSpec("ghost_rate", 10.0, "Rate [Hz] at which the predicted rest pose is republished on "
                     "predicted_joint_states (keeps the ghost's TF fresh); 0: publish once per prediction.",
                     P.in_range(0.0, 1000.0), constraint="0 .. 1000 Hz"),
-    P.ParameterSpec("marker_force_scale", 0.002, "Length of reaction-force arrows per newton [m/N].", P.positive,
-                    constraint="> 0"),
+    P.ParameterSpec("marker_force_scale", 0.002, "Length of reaction-force arrows per newton [m/N].",
+                    P.in_range(1e-9, 1e3), constraint="1e-9 .. 1e3", live=MARKERS_ONLY),
     P.ParameterSpec("marker_torque_scale", 0.005, "Length of holding-torque arrows per newton metre [m/(N m)].",
-                    P.positive, constraint="> 0"),
+                    P.in_range(1e-9, 1e3), constraint="1e-9 .. 1e3", live=MARKERS_ONLY),
     P.ParameterSpec("frame_id", "", "Fixed frame of markers and TCP positions. Empty: the URDF root link."),
 )
 PARAMETERS = PARAMETERS + LIVE_PARAMETERS  # live stopping distance (nodes/live_stopping.py)
@@ -423,28 +425,11 @@ class EstopPredictor(Node):
 
     # ================================================================== parameters
     def _on_parameters(self, changes: dict[str, Any]) -> None:
-        """Apply validated runtime changes; raise ValueError to reject a combination the node cannot use."""
-        model = getattr(self, "model", None)
-        if "brake_config" in changes and model is not None:
-            io.load_brakes(model.robot, changes["brake_config"], self.robot_name)  # raises BrakeConfigError
-        if "tcp_frame" in changes and changes["tcp_frame"] and model is not None:
-            if not model.robot.model.existFrame(changes["tcp_frame"]):
-                raise ValueError(f"tcp_frame: {changes['tcp_frame']!r} is not a frame of {model.name!r}")
+        """Apply validated run-time changes: only the live parameters (the marker scales) get here; every other
+        parameter is read-only after start-up (``parameter_policy``)."""
         self.p.update(changes)
-        if "brake_config" in changes and model is not None:
-            brakes, error = self._load_brakes(model.robot)
-            self.model = LoadedModel(model.robot, model.aux, model.text, model.hash, brakes, error)
-        if {"event_rate_limit", "event_burst"} & set(changes) and hasattr(self, "revision_bucket"):
-            self.revision_bucket.rate, self.revision_bucket.burst = self.p["event_rate_limit"], self.p["event_burst"]
-        if {"continuous_rate", "ghost_rate", "diagnostics_rate"} & set(changes) and hasattr(self, "diag_timer"):
-            self._make_timers()
 
     def _make_timers(self) -> None:
-        for name in ("continuous_timer", "ghost_timer", "diag_timer"):
-            timer = getattr(self, name)
-            if timer is not None:
-                self.destroy_timer(timer)
-                setattr(self, name, None)
         if self.p["continuous_rate"] > 0:
             self.continuous_timer = self.create_timer(1.0 / self.p["continuous_rate"],
                                                       graph.guarded(self.log, "continuous")(self._on_continuous))

@@ -194,8 +194,8 @@ PARAMETERS = (
     P.ParameterSpec("rate_hz", 250.0, "Control rate [Hz]: one effort command per cycle.",
                     P.in_range(1.0, 2000.0), float_range=(1.0, 2000.0), constraint="1 .. 2000 Hz"),
     P.ParameterSpec("state_timeout", 0.2, "Joint states older than this [s] (node clock, since receipt) stop the "
-                    "control law: zero effort is published and diagnostics report WARN. 0 disables the check.",
-                    P.in_range(0.0, 10.0), float_range=(0.0, 10.0), constraint="0 .. 10 s"),
+                    "control law: zero effort is published and diagnostics report WARN. Always on (no value "
+                    "disables it).", P.in_range(1e-3, 2.0), float_range=(1e-3, 2.0), constraint="1e-3 .. 2 s"),
     P.ParameterSpec("future_stamp_tolerance", 0.05, "Joint states stamped more than this [s] ahead of the node "
                     "clock are rejected (their stamps would corrupt velocity estimates).",
                     P.in_range(0.0, 10.0), float_range=(0.0, 10.0), constraint="0 .. 10 s"),
@@ -426,25 +426,11 @@ class ProjectionController(Node):
         return value
 
     def _on_parameters(self, changes: dict[str, Any]) -> None:
-        """Apply validated runtime changes (gains, rates, caps); the controller object is kept."""
+        """Never called after start-up: every parameter of this node (gains, rates, limits, timeouts, caps) is
+        read-only once the node runs (``parameter_policy``); a changed gain needs a restart."""
         self.p.update(changes)
-        if self.controller is not None:
-            n = self.robot.nv
-            if "kp" in changes:
-                self.controller.kp = np.full(n, float(self.p["kp"]))
-            if "kd" in changes:
-                self.controller.kd = np.full(n, float(self.p["kd"]))
-            if "force_gain" in changes:
-                self.controller.force_gain = float(self.p["force_gain"])
-            if "force_integral_gain" in changes:
-                self.controller.force_integral_gain = float(self.p["force_integral_gain"])
-        if {"rate_hz", "diagnostic_period"} & set(changes):
-            self._make_timers()
 
     def _make_timers(self) -> None:
-        for timer in (self.control_timer, self.diag_timer):
-            if timer is not None:
-                self.destroy_timer(timer)
         self.control_timer = self.create_timer(1.0 / self.p["rate_hz"], self._guard("control", self._on_control))
         self.diag_timer = self.create_timer(self.p["diagnostic_period"],
                                             self._guard("diagnostics", self._publish_diagnostics))
@@ -787,7 +773,7 @@ class ProjectionController(Node):
             self._publish_zero(io.WARN, f"waiting for joint_states of {io.shown(self.tracker.missing)}")
             return
         timeout = self.p["state_timeout"]
-        if timeout > 0 and self.last_state_time is not None and now - self.last_state_time > timeout:
+        if self.last_state_time is None or now - self.last_state_time > timeout:
             self._publish_zero(io.WARN, f"joint_states older than state_timeout ({timeout} s)")
             return
         pending = self.pending  # one read: the worker may leave a newer one at any time
