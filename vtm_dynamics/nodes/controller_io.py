@@ -97,6 +97,15 @@ class EffortLimits:
         return ",".join(f"{n}={float(x)!r}" for n, x in zip(self.names, self.limits))
 
 
+def integral_limits(robot: RobotModel, command_joints: Sequence[str], effort: EffortLimits) -> np.ndarray:
+    """Bound [N m, N] per velocity coordinate of the force loop's integral term (anti-windup of the core
+    controller): a commanded joint's effort limit; a passive coordinate (no actuator, but the constraint force acts
+    on it) takes the largest effort limit of the commanded joints."""
+    out = np.full(robot.nv, float(np.max(effort.limits)) if len(effort.limits) else 0.0)
+    out[robot.v_indices(list(command_joints))] = effort.limits
+    return out
+
+
 def parse_effort_overrides(entries: Sequence[str]) -> dict[str, float]:
     """``["elbow_joint=50.0", ...]`` -> {joint: limit}; raises :class:`ParameterError` naming the parameter."""
     out: dict[str, float] = {}

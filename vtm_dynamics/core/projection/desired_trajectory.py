@@ -129,6 +129,11 @@ class PiecewiseTrajectory:
         new._start_slot = True
         return new
 
+    @property
+    def awaits_start(self) -> bool:
+        """The waypoint at t = 0 of :meth:`with_start_slot` is still to be filled by :meth:`set_start`."""
+        return bool(self._start_slot)
+
     def set_start(self, positions: object, velocities: object | None = None) -> None:
         """Fill the empty waypoint at t = 0 left by :meth:`with_start_slot` with a state [rad, m; rad/s, m/s]
         (with velocities, the start acceleration is zero); nothing to do on a trajectory without that slot."""
@@ -287,6 +292,25 @@ def check_limits(times: np.ndarray, positions: np.ndarray, velocities: np.ndarra
             raise TrajectoryError(f"points[{i + 1}].positions[{limits.names[j]}]: reached from points[{i}] at "
                                   f"{step[i, j] / dt[i, 0]:g} {limits.units[j]}/s, beyond the velocity limit "
                                   f"{limits.velocity[j]:g} {limits.units[j]}/s")
+
+
+def check_start_segment(start: np.ndarray, first: np.ndarray, seconds: float, limits: TrajectoryLimits) -> None:
+    """Raise :class:`TrajectoryError` when the segment from the measured ``start`` to the first waypoint ``first``
+    (both in the order of ``limits.names``), due ``seconds`` [s] from now, needs a mean speed beyond a velocity
+    limit: the one segment :func:`check_limits` cannot see, because the start is known only when the trajectory
+    begins (e.g. a task angle, which has no position limit, 1e6 rad away and due in 0.01 s)."""
+    step = np.abs(np.asarray(first, dtype=float) - np.asarray(start, dtype=float))
+    if seconds <= 0.0:
+        hit = _first(step > 0.0)
+        if hit is not None and np.isfinite(limits.velocity[hit]):
+            raise TrajectoryError(f"points[0].positions[{limits.names[hit]}]: due at once but "
+                                  f"{step[hit]:g} {limits.units[hit]} from the measured position")
+        return
+    hit = _first(step > limits.velocity * seconds * (1.0 + 1e-12))
+    if hit is not None:
+        raise TrajectoryError(f"points[0].positions[{limits.names[hit]}]: reached from the measured position at "
+                              f"{step[hit] / seconds:g} {limits.units[hit]}/s, beyond the velocity limit "
+                              f"{limits.velocity[hit]:g} {limits.units[hit]}/s")
 
 
 def _first(mask: np.ndarray) -> int | None:
