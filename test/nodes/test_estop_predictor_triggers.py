@@ -189,6 +189,32 @@ def test_a_cyclic_false_on_the_estop_line_does_not_end_a_stop_started_by_a_brake
     assert graph.wait(lambda: graph.predictor.stop is None)
 
 
+@pytest.mark.parametrize("graph", [{"max_estop_publishers": 3}], indirect=True)
+def test_other_publishers_sending_false_never_release_the_line_the_plc_holds(graph):
+    """A PLC holds estop=true; more other publishers than the table holds each send false once. Before, the PLC's
+    entry was evicted, the stop ended and the PLC's next cyclic true started a second stop."""
+    graph.feed(graph.h.state())
+    graph.h.pub_estop.publish(Bool(data=True))  # the harness's publisher is the PLC
+    assert graph.wait(lambda: graph.stop_predictions())
+    others = [graph.h.create_publisher(Bool, "estop", EVENTS) for _ in range(5)]
+    try:
+        assert graph.wait(lambda: all(p.get_subscription_count() > 0 for p in others))
+        before = graph.predictor.stats["events"]
+        for p in others:
+            p.publish(Bool(data=False))
+        assert graph.wait(lambda: graph.predictor.stats["events"] >= before + len(others))
+        assert graph.predictor.stop is not None and graph.predictor.line.stopping
+        graph.feed(graph.h.state())
+        graph.h.pub_estop.publish(Bool(data=True))  # the PLC's cyclic true
+        graph.spin_for(0.3)
+        assert [p.scenario_id for p in graph.stop_predictions()] == ["estop-1"]  # no second stop
+        graph.h.pub_estop.publish(Bool(data=False))  # the holder releases it
+        assert graph.wait(lambda: graph.predictor.stop is None)
+    finally:
+        for p in others:
+            graph.h.destroy_publisher(p)
+
+
 def test_on_a_multithreaded_executor_requests_are_answered_and_excess_ones_refused():
     import threading
 
