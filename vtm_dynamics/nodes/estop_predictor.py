@@ -19,7 +19,8 @@ Inputs
                          that does not exist makes the node refuse to start with one line. A stopping message
                          from a publisher whose previous value was not stopping (or that is new) is a rising edge
                          and fires a prediction from the newest state *received before the message was received*;
-                         the stop ends when every publisher's latest value is not stopping.
+                         the stop ends when no publisher holds the line any more - only a holder's own "not
+                         stopping" releases it, never the eviction of its entry (``estop_line``).
   ``brake_events``       vtm_msgs/BrakeEvent: ENGAGE fires a prediction too (``trigger_on_brake_event``), from the
                          state stamped at or just before the event stamp (the E-stop instant; one stamped closer
                          to it that arrives only after the prediction revises it); its per-joint arrays
@@ -36,10 +37,17 @@ collapse into one, at most ``event_rate_limit`` revision predictions per second 
 
 Work and priorities
   E-stop predictions run on a dedicated trigger worker thread (its own copy of the model); service requests,
-  continuous predictions and model parsing run on a second worker (another copy). So a service call or a
-  continuous prediction never blocks a trigger, and the callback thread only records inputs. Every prediction is
+  continuous predictions and model parsing run on a second worker (another copy), which pauses while E-stop work
+  is due. So a service call or a continuous prediction never delays a trigger, and the callback thread only
+  records inputs. Every prediction is
   bounded: ``horizon`` (service: at most ``max_horizon``), ``max_engage_delay``; one that still takes longer than
   ``prediction_deadline`` is published as ``success=false`` naming the deadline.
+
+Parameters: read-only after start-up except the marker scales (``parameter_policy``; docs/ros.md lists why).
+
+Continuous mode (``live_freshness``, ``work_priority``): every continuous output carries the age of its input at
+publication and is success=false beyond ``max_start_state_age``; none is published once a trigger has come; the
+achieved rate is on /diagnostics; continuous work, services and model parsing pause while E-stop work is due.
 
 Outputs (on a trigger, and at ``continuous_rate`` Hz when > 0: "where would it stop if the E-stop fired now")
   ``predicted_trajectory``   trajectory_msgs/JointTrajectory (time from the E-stop instant)
@@ -204,8 +212,8 @@ PARAMETERS = (
                     "'<name>_events' with its own executor thread, so floods on other inputs never delay a trigger.",
                     read_only=True),
     P.ParameterSpec("max_estop_publishers", 64, "Publishers of 'estop' whose latest value is remembered (the "
-                    "least recently heard is forgotten first).", P.in_range(1, 100000), read_only=True,
-                    constraint="1 .. 100000"),
+                    "least recently heard one that does not hold the line is forgotten first; a holder never is).",
+                    P.in_range(1, 100000), read_only=True, constraint="1 .. 100000"),
     P.ParameterSpec("event_rate_limit", 50.0, "Revision predictions (work caused by events during a stop) per "
                     "second; events themselves are never dropped, revisions beyond it are merged into the next.",
                     P.positive, constraint="> 0 per s"),
