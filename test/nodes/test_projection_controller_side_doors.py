@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import rclpy
-from geometry_msgs.msg import WrenchStamped
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 
 from test.nodes.controller_harness import PLANAR_3R, SLIDER_CRANK, trajectory_message
+from test.nodes.test_projection_controller_force import wrench_message
 from vtm_dynamics.core.projection.constraint_wrench import closure_wrench
 from vtm_dynamics.core.projection.simulation import ConstraintSet, constrained_dynamics, constrained_step
 from vtm_dynamics.core.robot.constraints import constraints_from_extension
@@ -117,14 +117,6 @@ class _Commands:
         self.efforts.append(np.array(msg.data))
 
 
-def _wrench(name: str, w) -> WrenchStamped:
-    msg = WrenchStamped()
-    msg.header.frame_id = name
-    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(x) for x in w[:3])
-    msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = (float(x) for x in w[3:])
-    return msg
-
-
 def test_a_long_force_measurement_error_does_not_keep_the_efforts_saturated_after_it_is_gone(context):
     """Slider-crank holding its pose with the guide force loop (G_F 0.25, G_I 6.25 1/s, effort limit 1000 N m);
     the measured guide force is 9 kN off for 1 s, then right again. The efforts saturate while the error lasts and
@@ -148,7 +140,7 @@ def test_a_long_force_measurement_error_does_not_keep_the_efforts_saturated_afte
         node._on_joint_state(state)
         hold = trajectory_message(robot.joint_names, [0.0], [q], [np.zeros(3)], [np.zeros(3)], 0.0)
         node._on_trajectory(serialize_message(hold))
-        node._on_wrench_setpoint(_wrench("slider_guide", [0.0, 0.0, 20.0, 0.0, 0.0, 0.0]))
+        node._on_wrench_setpoint(wrench_message("slider_guide", [0.0, 0.0, 20.0, 0.0, 0.0, 0.0]))
         saturated = []
         for k in range(int(2.5 / dt)):
             t = k * dt
@@ -158,7 +150,7 @@ def test_a_long_force_measurement_error_does_not_keep_the_efforts_saturated_afte
             w = closure_wrench(robot, guide, q, constrained_dynamics(robot, cs, q, v, tau).constraint_force)
             if t < 1.0:
                 w = w + np.array([0.0, 0.0, 9000.0, 0.0, 0.0, 0.0])  # the measurement error
-            node._on_wrench_measured(_wrench("slider_guide", w))
+            node._on_wrench_measured(wrench_message("slider_guide", w))
             state = JointState(name=list(robot.joint_names), position=list(q), velocity=list(v))
             node._on_joint_state(state)
             node._control_cycle()
