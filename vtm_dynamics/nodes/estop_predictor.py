@@ -404,6 +404,8 @@ class EstopPredictor(Node):
 
     def destroy_node(self) -> None:
         self._stopping.set()
+        if getattr(self, "urgent", None) is not None:
+            self.urgent.release()  # paused work goes on to its end: the trigger worker stops settling the flag
         if self._workers:
             self._trigger_wake.set()
             self._aux_queue.put(None)

@@ -53,6 +53,12 @@ class UrgentWork:
                 self.urgent = False
                 self._cond.notify_all()
 
+    def release(self) -> None:
+        """Lower the flag whatever the epoch (the node shuts down: no E-stop work will settle it)."""
+        with self._cond:
+            self.urgent = False
+            self._cond.notify_all()
+
     def pause(self) -> bool:
         """Block while E-stop work is pending (at most ``max_wait`` [s]); returns whether it paused."""
         with self._cond:
