@@ -18,7 +18,8 @@ from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import controller_io as io
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import FIELDS, TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
-from vtm_dynamics.core.projection.desired_trajectory import TrajectoryError, TrajectoryLimits, check_limits
+from vtm_dynamics.core.projection.desired_trajectory import (TrajectoryError, TrajectoryLimits, check_limits,
+                                                             joint_trajectory_limits)
 
 PLANAR_3R = f"{REPO_ROOT}/urdf/planar_3r.urdf"
 
@@ -136,7 +137,7 @@ def test_limit_checks_name_point_field_and_joint(times, positions, velocities, m
 
 def test_the_urdf_limits_are_read_from_the_model():
     robot = RobotModel.from_urdf_file(PLANAR_3R)  # +-100 rad, 100 rad/s, 1000 N m per joint
-    lim = io.trajectory_limits(robot, 7, 8.0)
+    lim = joint_trajectory_limits(robot, 7, 8.0)
     assert lim.names == ("joint1", "joint2", "joint3") and lim.units == ("rad",) * 3
     assert list(lim.lower) == [-100.0] * 3 and list(lim.upper) == [100.0] * 3 and list(lim.velocity) == [100.0] * 3
     assert (lim.max_points, lim.max_duration) == (7, 8.0)

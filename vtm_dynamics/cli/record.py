@@ -77,7 +77,10 @@ def record(out: str, topics: dict[str, str], *, storage: str = "mcap", duration:
 
     with rcl_init_environment():  # the loopback profile, as every node of the package
         rclpy.init()
-    node = Node("vtm_record", parameter_overrides=[Parameter("use_sim_time", value=bool(use_sim_time))])
+    # no parameter services: nothing of the recorder is configurable from the graph (a stranger could otherwise
+    # switch its clock with use_sim_time and falsify the receive times written into the bag)
+    node = Node("vtm_record", parameter_overrides=[Parameter("use_sim_time", value=bool(use_sim_time))],
+                start_parameter_services=False)
     buffer: list[tuple[str, int, bytes]] = []
     counts = {t: 0 for t in topics}
     total = {"bytes": 0, "messages": 0}

@@ -31,7 +31,7 @@ from vtm_dynamics.core.estop.defaults import (
 )
 from vtm_dynamics.core.stopping.workspace_map import MapSpec
 from vtm_dynamics.scaleout.chunk_store import read_result
-from vtm_dynamics.scaleout.map_runner import MapJob, MapRun, Progress, run_map
+from vtm_dynamics.scaleout.map_runner import CONNECT_TIMEOUT, MapJob, MapRun, Progress, run_map
 
 PROG = "vtm-stopping-map"
 
@@ -59,10 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--delay-factor", type=float, nargs=2, default=ENVELOPE_DELAY_FACTOR, metavar=("MIN", "MAX"))
     ap.add_argument("--category", type=int, choices=(0, 1), default=CATEGORY)
     ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION, help="category 1: joint deceleration [rad/s^2]")
-    ap.add_argument("--scheduler", help="tcp://HOST:PORT of an existing Dask scheduler (default: local cluster)")
+    ap.add_argument("--scheduler", help="tcp://HOST:PORT (or tls://, credentials from the Dask configuration) of an "
+                    "existing Dask scheduler (default: a local cluster on loopback that no other client can join)")
+    ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT,
+                    help=f"[s] to reach --scheduler and hear it answer (default {CONNECT_TIMEOUT:g})")
     ap.add_argument("--workers", type=int, help="local cluster worker processes (default: every core)")
     ap.add_argument("--threads", action="store_true", help="local workers as threads of this process")
-    ap.add_argument("--overwrite", action="store_true", help="discard a different run found in --out")
+    ap.add_argument("--overwrite", action="store_true", help="discard a different run found in --out (only the "
+                    "files this tool writes there; a symbolic link or foreign file under its names stops the run)")
     ap.add_argument("--plots", action="store_true", help="also write heat maps and the worst states (PNG)")
     from vtm_dynamics.cli.view_output import add_view_arguments
 
@@ -119,8 +123,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         loaded = load_robot(None if args.urdf else args.robot, args.urdf, args.brakes)
         spec = spec_from_args(args, loaded)
         job = MapJob(loaded.text, loaded.brake_config, spec)
+        if not (0 < args.connect_timeout <= 600):
+            raise StopInputError(f"connect_timeout: must be in (0, 600] s, got {args.connect_timeout:g}")
         run = run_map(job, args.out, scheduler=args.scheduler, workers=args.workers, threads=args.threads,
-                      overwrite=args.overwrite, progress=Progress(sys.stderr, spec.n_states))
+                      overwrite=args.overwrite, progress=Progress(sys.stderr, spec.n_states),
+                      connect_timeout=args.connect_timeout)
     except (ValueError, OSError) as err:
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         sys.stderr.write(f"{PROG}: error: {msg}\n")

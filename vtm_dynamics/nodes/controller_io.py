@@ -30,14 +30,13 @@ from vtm_dynamics.nodes.latest_worker import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
 from vtm_dynamics.core.projection.desired_trajectory import (
+    NO_LIMIT,
     PiecewiseTrajectory,
     TrajectoryError,
     TrajectoryLimits,
     check_limits,
 )
 
-#: Beyond this magnitude a Pinocchio limit means "none" (Pinocchio stores a missing limit as +-inf or DBL_MAX).
-_NO_LIMIT = 1e300
 #: Names shown in one log line or error text at most (a message can name any number of joints).
 _SHOWN = 8
 
@@ -50,30 +49,6 @@ def shown(names: Sequence[str]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ joint limits
-def trajectory_limits(robot: RobotModel, max_points: int, max_duration: float) -> TrajectoryLimits:
-    """Position and velocity limits of the model's joints (velocity order) from the URDF, plus the caps.
-
-    Position limits exist for revolute and prismatic joints (a URDF without ``lower``/``upper`` means 0, as the
-    URDF specification says); a continuous joint has none. A velocity limit that is missing, infinite or 0 (the
-    URDF attribute is required, so files often put 0 there) is not checked.
-    """
-    m = robot.model
-    n = robot.nv
-    lower, upper, velocity = np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.inf)
-    units = []
-    for j in robot.joints:
-        units.append("m" if j.prismatic else "rad")
-        if j.nq == 1 and j.nv == 1:
-            lo, hi = float(m.lowerPositionLimit[j.idx_q]), float(m.upperPositionLimit[j.idx_q])
-            lower[j.idx_v] = lo if abs(lo) < _NO_LIMIT else -np.inf
-            upper[j.idx_v] = hi if abs(hi) < _NO_LIMIT else np.inf
-        for k in range(j.idx_v, j.idx_v + j.nv):
-            v = float(m.velocityLimit[k])
-            velocity[k] = v if 0.0 < v < _NO_LIMIT else np.inf
-    return TrajectoryLimits(tuple(robot.joint_names), tuple(units), lower, upper, velocity, int(max_points),
-                            float(max_duration))
-
-
 def with_caps(limits: TrajectoryLimits, max_points: int, max_duration: float) -> TrajectoryLimits:
     return replace(limits, max_points=int(max_points), max_duration=float(max_duration))
 
@@ -94,6 +69,15 @@ class EffortLimits:
     def text(self) -> str:
         """``joint=limit`` pairs for /diagnostics."""
         return ",".join(f"{n}={float(x)!r}" for n, x in zip(self.names, self.limits))
+
+
+def integral_limits(robot: RobotModel, command_joints: Sequence[str], effort: EffortLimits) -> np.ndarray:
+    """Bound [N m, N] per velocity coordinate of the force loop's integral term (anti-windup of the core
+    controller): a commanded joint's effort limit; a passive coordinate (no actuator, but the constraint force acts
+    on it) takes the largest effort limit of the commanded joints."""
+    out = np.full(robot.nv, float(np.max(effort.limits)) if len(effort.limits) else 0.0)
+    out[robot.v_indices(list(command_joints))] = effort.limits
+    return out
 
 
 def parse_effort_overrides(entries: Sequence[str]) -> dict[str, float]:
@@ -133,7 +117,7 @@ def effort_limits(robot: RobotModel, command_joints: Sequence[str], default_effo
         j = robot.joint(name)
         unit = "N" if j.prismatic else "N m"
         urdf = float(robot.model.effortLimit[j.idx_v])
-        if 0.0 < urdf < _NO_LIMIT:
+        if 0.0 < urdf < NO_LIMIT:
             limit, source = urdf, "urdf"
         elif default_effort_limit > 0.0:
             limit, source = float(default_effort_limit), "default_effort_limit"

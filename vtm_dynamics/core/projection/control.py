@@ -22,8 +22,17 @@ Control laws implemented here (all at the matrix level in :func:`projected_inver
   shows the term must be Cc q' = M C q' for the force error dynamics (G_F + 1) e_F' + G_I e_F = 0 to hold, which
   is what we implement.)
 * decoupling, Proposition 3 / Appendix D: :func:`decoupling` reports ||(I - P) M P|| and ||mu P||.
+* anti-windup of the force integral (not in the paper: the actuators saturate in practice): the integral does not
+  advance in a cycle whose command the caller reports saturated (``hold_integral``, conditional integration), and
+  ``G_I int e_F`` is clamped per coordinate to +-``force_integral_limit`` [N m, N] (e.g. the effort limits: more
+  than the actuators give cannot be commanded anyway), so a long force error cannot store a demand that keeps the
+  command saturated after the error is gone.
 
 Units: SI (rad, m, s, N m, N); gains K_P [1/s^2], K_D [1/s], G_F [-], G_I [1/s].
+
+Size: about 440 lines because the matrix-level law and the stateful controller (its constraint set and the force
+integral with its anti-windup) are one concept, the projected law of Sec. 7; passive joints and task coordinates
+already live in their own modules.
 """
 
 from __future__ import annotations
@@ -279,6 +288,7 @@ class ProjectedInverseDynamicsController:
         task_kp: object | None = None,
         task_kd: object | None = None,
         controllability_tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE,
+        force_integral_limit: object | None = None,
     ) -> None:
         if not isinstance(robot, RobotModel):
             raise ProjectionInputError("robot: expected a RobotModel")
@@ -295,6 +305,8 @@ class ProjectedInverseDynamicsController:
         self.force_integral_gain = float(force_integral_gain)
         self.tolerance = tolerance
         self._force_integral = np.zeros(n)
+        self.force_integral_limit = None if force_integral_limit is None else _gain(force_integral_limit, n,
+                                                                                    "force_integral_limit")
         if not (np.isfinite(controllability_tol) and 0.0 < controllability_tol < 1.0):
             raise ProjectionInputError("controllability_tol: expected a margin in (0, 1)")
         self.controllability_tol = float(controllability_tol)
@@ -322,6 +334,13 @@ class ProjectedInverseDynamicsController:
         """Lock ``joints`` at their values in ``q`` (a brake engaged): their velocity rows join A."""
         self.add_constraint(JointLock(joints, name=name), q)
 
+    def _clamped_integral(self, integral: np.ndarray) -> np.ndarray:
+        """The integral with G_I int e_F inside +-``force_integral_limit`` per coordinate (anti-windup)."""
+        if self.force_integral_limit is None or self.force_integral_gain <= 0.0:
+            return integral
+        bound = self.force_integral_limit / self.force_integral_gain
+        return np.clip(integral, -bound, bound)
+
     # -- one cycle ----------------------------------------------------------------------------------------
     def update(
         self,
@@ -333,20 +352,22 @@ class ProjectedInverseDynamicsController:
         force_desired: object | None = None,
         force_measured: object | None = None,
         dt: float = 0.0,
+        hold_integral: bool = False,
     ) -> ProjectedControl:
         """Torques for the measured state (q, v) tracking (q_d, q'_d, q''_d) [rad, rad/s, rad/s^2].
 
         Joint-space form of eq. (46): the closed loop is P (e'' + K_D e' + K_P e) = 0 for the joint error, which
         is the designed linear error dynamics only while P is constant (see :meth:`update_task`).
         With ``force_desired`` (F_d = A^T lambda_d, n entries) the constraint force loop (51)-(52) runs; its
-        integral advances by ``dt`` [s] with the error F_d - ``force_measured``.
+        integral advances by ``dt`` [s] with the error F_d - ``force_measured``, unless ``hold_integral`` (the
+        previous command was saturated: anti-windup, see the module docstring).
         """
         r = self.robot
         qq, vv = r.check_q(q), r.check_v(v)
         e = r.difference(qq, r.check_q(q_desired, "q_desired"))
         ed = r.check_v(v_desired, "v_desired") - vv
         a = r.check_v(a_desired, "a_desired")
-        return self._law(qq, vv, e, ed, a, None, force_desired, force_measured, dt)
+        return self._law(qq, vv, e, ed, a, None, force_desired, force_measured, 0.0 if hold_integral else dt)
 
     def update_task(
         self,
@@ -358,11 +379,13 @@ class ProjectedInverseDynamicsController:
         force_desired: object | None = None,
         force_measured: object | None = None,
         dt: float = 0.0,
+        hold_integral: bool = False,
     ) -> ProjectedControl:
         """Torques tracking theta_d(t) of the task coordinates given at construction (eqs. (40)-(46)).
 
         Closed loop: e'' + G_D e' + G_P e = 0 for e = theta_d - theta(q) (Theorem 4), with G_P = ``task_kp``,
         G_D = ``task_kd``, as long as theta parametrizes the constrained motion (``task_conditioning`` > 0).
+        ``hold_integral``: as in :meth:`update`.
         """
         if self.task is None:
             raise ProjectionInputError("task: the controller was built without task coordinates")
@@ -371,7 +394,7 @@ class ProjectedInverseDynamicsController:
         demand, _ = task_demand(self.task, r, qq, vv, theta_desired, theta_dot_desired, theta_ddot_desired,
                                 self.task_kp, self.task_kd)
         z = np.zeros(r.nv)
-        return self._law(qq, vv, z, z, z, demand, force_desired, force_measured, dt)
+        return self._law(qq, vv, z, z, z, demand, force_desired, force_measured, 0.0 if hold_integral else dt)
 
     def _law(self, qq: np.ndarray, vv: np.ndarray, e: np.ndarray, ed: np.ndarray, a: np.ndarray,
              task: TaskDemand | None, force_desired: object | None, force_measured: object | None,
@@ -387,7 +410,7 @@ class ProjectedInverseDynamicsController:
                     ef = achievable_force_projector(
                         null_space_projector(self._constraints.jacobian(r, qq), r.nv, self.tolerance).range_basis,
                         self.passive_indices) @ ef
-                self._force_integral = self._force_integral + dt * ef
+                self._force_integral = self._clamped_integral(self._force_integral + dt * ef)
             integral = self._force_integral
         return projected_inverse_dynamics(
             r.mass_matrix(qq),
