@@ -16,7 +16,8 @@ _spec.loader.exec_module(import_graph)
 # what each part may import (the layers of docs/architecture.md); anything else is a violation. The shared leaves
 # of the core (input checks, bounded YAML, short excerpts in errors, numerical rank) import only each other.
 LEAVES = {"core.validation", "core.numerics", "core.excerpt", "core.limited_yaml"}
-GROUPS = {"core.robot", "core.switching", "core.estop", "core.projection", "core.reactions", "core.stopping"}
+GROUPS = {"core.robot", "core.switching", "core.estop", "core.projection", "core.reactions", "core.stopping",
+          "core.stopsafe"}
 ALLOWED = {
     **{leaf: LEAVES - {leaf} for leaf in LEAVES},
     "core.robot": LEAVES,
@@ -25,6 +26,7 @@ ALLOWED = {
     "core.projection": LEAVES | {"core.robot", "core.switching"},
     "core.estop": LEAVES | {"core.robot", "core.switching"},
     "core.stopping": LEAVES | {"core.robot", "core.switching", "core.estop"},
+    "core.stopsafe": LEAVES | {"core.robot", "core.switching", "core.estop", "core.stopping"},  # stop-safe motion
     "recordings": LEAVES | GROUPS,  # rosbag2 files and the stops in them: not physics, not ROS
     "nodes": LEAVES | GROUPS | {"recordings"},
     "scaleout": LEAVES | GROUPS,  # the distributed engine's side: above the core, beside the nodes
