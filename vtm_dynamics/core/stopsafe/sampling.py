@@ -169,3 +169,17 @@ def refinement(instants: Instants, bound: np.ndarray, tolerance: float, suspect:
         new.append(t[i] + h[i] * np.arange(1, k + 1) / (k + 1))
         used += k
     return np.concatenate(new) if new else np.zeros(0)
+
+
+def estimated_instants(trajectory: PlannedTrajectory, order: ModelOrder, spec: SamplingSpec,
+                       joint_stop_times: np.ndarray, weights: np.ndarray) -> int:
+    """How many E-stop instants the check will predict (before predicting them): the fixed rate's count, or the
+    refinement's, from the sampling bound on a fine grid with the given per-joint stop times [s] (nv)."""
+    if spec.rate is not None:
+        return int(math.ceil(trajectory.duration * spec.rate - 1e-9)) + 1
+    fine = int(min(max(200, trajectory.duration * 200), 20_000))
+    grid = Instants(np.linspace(trajectory.start, trajectory.end, fine + 1), np.zeros(fine + 1, dtype=bool))
+    T = np.tile(np.asarray(joint_stop_times, dtype=float), (fine + 1, 1))
+    e = sampling_bounds(trajectory, order, grid, T, weights).max(axis=1)
+    initial = int(math.ceil(trajectory.duration * spec.initial_rate)) + 1
+    return int(min(spec.max_samples, max(initial, math.ceil(float(np.sum(e)) / spec.tolerance) + initial)))
