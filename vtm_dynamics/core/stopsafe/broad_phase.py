@@ -187,22 +187,25 @@ def pair_axis_bounds(vertices: np.ndarray, owner: np.ndarray, pairs: np.ndarray)
 
 def segment_distances(p0: np.ndarray, p1: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
     """Distances [m] between segments [p0, p1] and [q0, q1] (... x 3 each), elementwise: the closest points
-    minimise |p0 + s d1 - q0 - t d2| over s, t in [0, 1] (the unconstrained optimum clamped to the square, then
-    each parameter re-optimised for the other clamped one; exact for segments, degenerate ones included)."""
+    minimise |p0 + s d1 - q0 - t d2| over s, t in [0, 1] - the unconstrained optimum clamped to [0, 1], the other
+    parameter re-optimised for it and clamped, the first once more for that (exact for segments; a segment of
+    zero length is a point)."""
     d1, d2, r = p1 - p0, q1 - q0, p0 - q0
     a = np.einsum("...i,...i", d1, d1)
     e = np.einsum("...i,...i", d2, d2)
-    f = np.einsum("...i,...i", d2, r)
-    c = np.einsum("...i,...i", d1, r)
     b = np.einsum("...i,...i", d1, d2)
-    tiny = 1e-15
+    c = np.einsum("...i,...i", d1, r)
+    f = np.einsum("...i,...i", d2, r)
+    tiny = 1e-18
+    pa, pe = a > tiny, e > tiny
+    safe_a, safe_e = np.where(pa, a, 1.0), np.where(pe, e, 1.0)
     denom = a * e - b * b
-    s = np.where(denom > tiny * np.maximum(a * e, tiny), np.clip((b * f - c * e) / np.where(denom > 0, denom, 1.0),
-                                                                  0.0, 1.0), 0.0)
-    t = np.where(e > tiny, (b * s + f) / np.where(e > tiny, e, 1.0), 0.0)
-    s = np.where(t < 0.0, np.where(a > tiny, np.clip(-c / np.where(a > tiny, a, 1.0), 0.0, 1.0), 0.0), s)
-    s = np.where(t > 1.0, np.where(a > tiny, np.clip((b - c) / np.where(a > tiny, a, 1.0), 0.0, 1.0), 0.0), s)
-    t = np.clip(t, 0.0, 1.0)
+    general = np.clip((b * f - c * e) / np.where(denom > tiny, denom, 1.0), 0.0, 1.0)
+    s = np.where(denom > 1e-12 * np.maximum(a * e, tiny), general, 0.0)  # parallel segments: any s, take 0
+    s = np.where(pa, s, 0.0)
+    t = np.where(pe, np.clip((b * s + f) / safe_e, 0.0, 1.0), 0.0)
+    s = np.where(pa, np.clip((b * t - c) / safe_a, 0.0, 1.0), 0.0)
+    t = np.where(pe, np.clip((b * s + f) / safe_e, 0.0, 1.0), 0.0)
     diff = p0 + s[..., None] * d1 - q0 - t[..., None] * d2
     return np.linalg.norm(diff, axis=-1)
 
