@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 
+from vtm_dynamics.core.estop import StopSettings
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec
 from vtm_dynamics.core.robot.model import example_robot_urdf
@@ -33,14 +34,16 @@ UR5_ALLOWED_SELF_PAIRS = [["base_link", "upper_arm_link"], ["wrist_1_link", "wri
                           ["forearm_link", "wrist_2_link"]]
 
 
-def ur5(envelope: bool = False, categories: tuple[int, ...] = (0,)):
+def ur5(envelope: bool = False, categories: tuple[int, ...] = (0,), step: float | None = None):
     """(robot, geometry, setup) of the UR5 with its calibrated brakes; ``envelope``: the 9-case envelope
-    (torque x0.9..1.1, delay x1..1.5, payload 0..5 kg at tool0)."""
+    (torque x0.9..1.1, delay x1..1.5, payload 0..5 kg at tool0); ``step`` [s] the engine's largest step (None:
+    its default)."""
     text = read_urdf_file(example_robot_urdf(UR5_URDF))
     robot, geometry = build_robot_geometry(text, [example_robot_package_dir()])
     brakes = brakes_from_config(robot, os.path.join(REPO, "config", "ur5_brakes.yaml"))
     env = EnvelopeSpec(payload=(0.0, 5.0), payload_frame="tool0") if envelope else None
-    return robot, geometry, StopSetup(robot, brakes, env, categories, payload_frame="tool0")
+    settings = StopSettings() if step is None else StopSettings(step=step)
+    return robot, geometry, StopSetup(robot, brakes, env, categories, payload_frame="tool0", settings=settings)
 
 
 def panda_brake_config(robot) -> dict:

@@ -113,9 +113,12 @@ def states(trajectory: PlannedTrajectory, order: ModelOrder, instants: Instants)
 
 def interval_maxima(trajectory: PlannedTrajectory, derivative: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Exact max |d^k q_j / dt^k| (k = ``derivative``) over each interval [lo_i, hi_i] (sorted, not
-    overlapping; trajectory columns): the ends (one-sided inwards) and every critical time inside."""
+    overlapping; trajectory columns): both one-sided values at the ends (an end on a point, where the
+    acceleration of a cubic trajectory jumps, counts both) and every critical time inside."""
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
-    out = np.maximum(np.abs(trajectory.evaluate(lo, derivative)), np.abs(trajectory.evaluate(hi, derivative, "left")))
+    out = np.abs(trajectory.evaluate(lo, derivative))
+    for ends, side in ((lo, "left"), (hi, "right"), (hi, "left")):
+        out = np.maximum(out, np.abs(trajectory.evaluate(ends, derivative, side)))
     for j, times in enumerate(critical_times(trajectory, derivative)):
         vals = np.maximum(np.abs(trajectory.evaluate(times, derivative)[:, j]),
                           np.abs(trajectory.evaluate(times, derivative, "left")[:, j]))
