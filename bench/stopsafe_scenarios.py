@@ -141,3 +141,10 @@ def panda_pan(duration: float = 1.0, sweep: float = 1.4):
     b = list(PANDA_HOME)
     a[0], b[0] = -0.5 * sweep, 0.5 * sweep
     return rest_to_rest([f"panda_joint{k}" for k in range(1, 8)], [a, b], [duration])
+
+
+def table_only(top: float):
+    """Only a table under the UR5's tool (its top at ``top`` [m]), no floor, no self-collision."""
+    return scene_from_mapping({"scene": {"self_collision": False, "obstacles": [
+        {"name": "table", "primitive": {"type": "box", "dimensions": [0.5, 0.9, 0.04]},
+         "pose": {"position": [0.65, 0.0, top - 0.02]}}]}})

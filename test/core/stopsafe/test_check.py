@@ -19,19 +19,12 @@ from vtm_dynamics.core.stopsafe.trajectory import model_order, planned_trajector
 FAST = CheckSettings(sampling=SamplingSpec(tolerance=0.02))  # bound 2 cm between E-stop instants: a cheap check
 
 
-def table(top: float):
-    """Only a table under the tool (top at ``top`` [m]), nothing else."""
-    return scene_from_mapping({"scene": {"self_collision": False, "obstacles": [
-        {"name": "table", "primitive": {"type": "box", "dimensions": [0.5, 0.9, 0.04]},
-         "pose": {"position": [0.65, 0.0, top - 0.02]}}]}})
-
-
 @pytest.fixture(scope="module")
 def down():
     """The UR5 forearm driven down towards a table fast; the lowest point its stops reach (a far table)."""
     robot, geometry, setup = S.ur5(step=0.01)
     traj = S.ur5_down(0.22)
-    far = TrajectoryChecker(setup, geometry, table(-0.5), CheckSettings(sampling=SamplingSpec(rate=100.0))).check(traj)
+    far = TrajectoryChecker(setup, geometry, S.table_only(-0.5), CheckSettings(sampling=SamplingSpec(rate=100.0))).check(traj)
     lowest = -0.5 + min(s.clearance for s in far.samples)
     return robot, geometry, setup, traj, lowest
 
@@ -47,7 +40,7 @@ def path_clearance(geometry, scene, robot, traj) -> float:
 
 def test_a_stop_within_1_cm_is_flagged_one_5_cm_clear_is_not(down):
     robot, geometry, setup, traj, lowest = down
-    near, clear = table(lowest - 0.01), table(lowest - 0.05)
+    near, clear = S.table_only(lowest - 0.01), S.table_only(lowest - 0.05)
     # the planned path alone stays clear of the 2 cm margin even with the near table: only the stops come close
     assert path_clearance(geometry, near, robot, traj) > FAST.margin
     flagged = TrajectoryChecker(setup, geometry, near, FAST, "tool0").check(traj)
@@ -66,7 +59,7 @@ def test_joints_are_read_by_name_in_any_order(down):
     order = np.arange(6)[::-1]
     names = [traj.joint_names[k] for k in order]
     shuffled = planned_trajectory(names, traj.time_from_start, traj.positions[:, order], traj.velocities[:, order])
-    scene = table(lowest - 0.05)
+    scene = S.table_only(lowest - 0.05)
     settings = CheckSettings(sampling=SamplingSpec(rate=40.0))
     a = TrajectoryChecker(setup, geometry, scene, settings).check(traj)
     b = TrajectoryChecker(setup, geometry, scene, settings).check(shuffled)
@@ -81,7 +74,7 @@ def test_an_empty_scene_is_refused(down):
 
 def test_cancel_and_deadline_stop_the_check_between_batches(down):
     robot, geometry, setup, traj, lowest = down
-    checker = TrajectoryChecker(setup, geometry, table(lowest - 0.05), CheckSettings(batch=4))
+    checker = TrajectoryChecker(setup, geometry, S.table_only(lowest - 0.05), CheckSettings(batch=4))
     calls = []
     with pytest.raises(CheckCancelled, match="cancelled"):
         checker.check(traj, cancel=lambda: calls.append(1) or len(calls) > 3)

@@ -117,9 +117,9 @@ class TrajectoryCheck:
 
 @dataclass(frozen=True)
 class ScalingTrial:
-    """One evaluated speed scaling: ``scaling``, ``safe``, the smallest certified scene clearance seen
-    ``min_certified_clearance`` [m] (of the samples checked; the check may stop at the first unsafe one) and
-    whether that check was ``complete``."""
+    """One evaluated speed scaling: ``scaling``, ``safe``, the smallest certified scene clearance
+    ``min_certified_clearance`` [m] (a check that stopped at its first unsafe batch, ``complete`` False, gives the
+    smallest clearance minus resolution of the instants it checked instead)."""
 
     scaling: float
     safe: bool

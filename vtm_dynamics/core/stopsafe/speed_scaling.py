@@ -30,7 +30,10 @@ MONOTONE_PROBES = (0.25, 0.5, 0.75)  # fractions of the result checked again for
 def _trial(checker: TrajectoryChecker, trajectory: PlannedTrajectory, s: float, first: np.ndarray | None,
            **hooks) -> tuple[ScalingTrial, TrajectoryCheck]:
     result = checker.check(trajectory.retimed(s), stop_at_unsafe=True, first_phases=first, **hooks)
-    cert = result.min_certified_clearance
+    if result.complete:
+        cert = result.min_certified_clearance
+    else:  # stopped at an unsafe batch: the instants checked are not a sampling, so no bound between them
+        cert = float(np.min(result.column("clearance") - result.column("resolution")))
     return ScalingTrial(s, result.safe, cert, result.complete), result
 
 
@@ -70,16 +73,16 @@ def largest_speed_scaling(checker: TrajectoryChecker, trajectory: PlannedTraject
 
     if trial(upper):
         lo = upper
-    elif not trial(min_scaling):
-        lo = 0.0
     else:
-        lo, hi = min_scaling, upper
+        lo, hi, confirmed = min_scaling, upper, False
         while hi - lo > tolerance * hi:
             mid = 0.5 * (lo + hi)
             if trial(mid):
-                lo = mid
+                lo, confirmed = mid, True
             else:
                 hi = mid
+        if not confirmed and not trial(min_scaling):
+            lo = 0.0
     recheck = None
     if lo > 0:
         for f in MONOTONE_PROBES:
