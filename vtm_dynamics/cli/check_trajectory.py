@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = ap.add_argument_group("speed scaling")
     s.add_argument("--scale", action="store_true", help="find the largest safe speed scaling (bisection)")
     s.add_argument("--max-scaling", type=float, default=1.0, help="largest scaling tried (1.0)")
+    s.add_argument("--scale-tolerance", type=float, default=0.01, help="relative width of the bisection (0.01)")
     s.add_argument("--per-segment", action="store_true", help="also one scaling per segment")
     s.add_argument("--write-scaled", metavar="YAML", help="write the trajectory re-timed at the scaling found")
     o = ap.add_argument_group("output")
@@ -244,6 +245,7 @@ def run(args: argparse.Namespace) -> tuple[int, str]:
     scaling = None
     if args.scale:
         scaling = largest_speed_scaling(checker, traj, max_scaling=args.max_scaling, per_segment=args.per_segment,
+                                        tolerance=args.scale_tolerance,
                                         progress=None if args.quiet else
                                         (lambda text: sys.stderr.write(f"{PROG}: {text}\n")))
     files = []
