@@ -166,25 +166,6 @@ def part_pair_bounds(centers: np.ndarray, radii: np.ndarray, owner: np.ndarray,
     return np.minimum.reduceat(d, starts, axis=1)
 
 
-def pair_axis_bounds(vertices: np.ndarray, owner: np.ndarray, pairs: np.ndarray) -> np.ndarray:
-    """Lower bounds (P x pairs) [m] between two parts by one separating axis: the line between the centroids of
-    their bounding polytopes' vertices (``vertices`` P x V x 3, ``owner`` V -> part): the gap between the two
-    projections along it is at most their distance."""
-    P = vertices.shape[0]
-    if len(pairs) == 0:
-        return np.zeros((P, 0))
-    by_part = {g: np.flatnonzero(owner == g) for g in np.unique(pairs)}
-    centroid = {g: vertices[:, idx].mean(axis=1) for g, idx in by_part.items()}
-    out = np.empty((P, len(pairs)))
-    for k, (a, b) in enumerate(pairs):
-        n = centroid[b] - centroid[a]
-        n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
-        pa = np.einsum("pvi,pi->pv", vertices[:, by_part[a]], n)
-        pb = np.einsum("pvi,pi->pv", vertices[:, by_part[b]], n)
-        out[:, k] = pb.min(axis=1) - pa.max(axis=1)
-    return out
-
-
 def segment_distances(p0: np.ndarray, p1: np.ndarray, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
     """Distances [m] between segments [p0, p1] and [q0, q1] (... x 3 each), elementwise: the closest points
     minimise |p0 + s d1 - q0 - t d2| over s, t in [0, 1] - the unconstrained optimum clamped to [0, 1], the other

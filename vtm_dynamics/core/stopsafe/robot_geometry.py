@@ -34,11 +34,13 @@ import pinocchio as pin
 from vtm_dynamics.core.excerpt import clip
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, parse_urdf_xml
+from vtm_dynamics.core.stopsafe.bounding_volumes import (
+    bounding_capsule, bounding_spheres, hull_vertices, in_frame, shape_points,
+)
 from vtm_dynamics.core.stopsafe.scene import MAX_MESH_FILE_BYTES, MAX_MESH_TRIANGLES, SceneError
 
 SHAPES = ("convex", "mesh")
 MAX_PARTS = 512
-MAX_SPHERES_PER_PART = 4
 REVOLUTE = {"JointModelRX": (1.0, 0.0, 0.0), "JointModelRY": (0.0, 1.0, 0.0), "JointModelRZ": (0.0, 0.0, 1.0)}
 PRISMATIC = {"JointModelPX": (1.0, 0.0, 0.0), "JointModelPY": (0.0, 1.0, 0.0), "JointModelPZ": (0.0, 0.0, 1.0)}
 
@@ -52,10 +54,9 @@ class Part:
     """One collision element: ``name`` (Pinocchio's), ``link`` it belongs to, ``joint`` (Pinocchio joint id that
     carries it, 0 = fixed to the world), its placement in that joint's frame (``rotation``, ``translation``),
     the coal ``shape`` used for distances, its bounding ``sphere_centers`` (S x 3, joint frame) and
-    ``sphere_radii`` (S) [m], the vertices (V x 3, joint frame) of a bounding ``polytope`` (a 26-sided
-    discrete oriented polytope around the shape, a few dozen vertices) and of the shape's convex ``hull``
-    (joint frame; for a sphere, cylinder or capsule the corners of its bounding box), and a bounding
-    ``capsule`` (segment ends in the joint frame, radius [m]) for part-to-part bounds."""
+    ``sphere_radii`` (S) [m], the vertices (V x 3, joint frame) of the shape's convex ``hull`` (for a sphere,
+    cylinder or capsule the corners of its bounding box), and a bounding ``capsule`` (segment ends in the joint
+    frame, radius [m]) for part-to-part bounds."""
 
     name: str
     link: str
@@ -65,7 +66,6 @@ class Part:
     shape: object
     sphere_centers: np.ndarray
     sphere_radii: np.ndarray
-    polytope: np.ndarray
     hull: np.ndarray
     capsule: tuple[np.ndarray, np.ndarray, float]
 
@@ -136,106 +136,6 @@ def collision_meshes(urdf_text: str) -> list[str]:
     return out
 
 
-def bounding_spheres(points: np.ndarray, max_spheres: int = MAX_SPHERES_PER_PART) -> tuple[np.ndarray, np.ndarray]:
-    """Spheres (centers S x 3, radii S) whose union holds the convex hull of ``points``: the points' oriented
-    bounding box (principal axes) cut along its longest side into near-cubic slabs, one circumscribed sphere each."""
-    pts = np.asarray(points, dtype=float)
-    mean = pts.mean(axis=0)
-    _, _, axes = np.linalg.svd(pts - mean, full_matrices=False)
-    local = (pts - mean) @ axes.T
-    lo, hi = local.min(axis=0), local.max(axis=0)
-    ext = hi - lo
-    order = np.argsort(ext)[::-1]
-    n = int(min(max_spheres, max(1, math.ceil(ext[order[0]] / max(ext[order[1]], 1e-9) - 1e-9))))
-    edges = np.linspace(lo[order[0]], hi[order[0]], n + 1)
-    centers, radii = [], []
-    for k in range(n):
-        blo, bhi = lo.copy(), hi.copy()
-        blo[order[0]], bhi[order[0]] = edges[k], edges[k + 1]
-        c_local = 0.5 * (blo + bhi)
-        centers.append(mean + c_local @ axes)
-        radii.append(0.5 * float(np.linalg.norm(bhi - blo)))
-    return np.array(centers), np.array(radii)
-
-
-def _dop_directions() -> np.ndarray:
-    d = [v for v in np.array(np.meshgrid([-1, 0, 1], [-1, 0, 1], [-1, 0, 1])).reshape(3, -1).T if np.any(v)]
-    d = np.array(d, dtype=float)
-    return d / np.linalg.norm(d, axis=1, keepdims=True)
-
-
-DOP_DIRECTIONS = _dop_directions()  # the 26 directions of a k-DOP: faces, edges and corners of a cube
-
-
-def bounding_polytope(points: np.ndarray) -> np.ndarray:
-    """Vertices of the 26-DOP of ``points``: the intersection of the 26 half-spaces n . x <= max_p n . p (it holds
-    the points' convex hull; a few dozen vertices instead of hundreds)."""
-    from scipy.spatial import HalfspaceIntersection
-
-    pts = np.asarray(points, dtype=float)
-    support = np.max(pts @ DOP_DIRECTIONS.T, axis=0) + 1e-7
-    halfspaces = np.hstack((DOP_DIRECTIONS, -support[:, None]))
-    inner = pts.mean(axis=0)
-    try:
-        vertices = HalfspaceIntersection(halfspaces, inner).intersections
-    except Exception:  # noqa: BLE001 - a degenerate (flat) shape: its bounding box corners hold it too
-        lo, hi = pts.min(axis=0) - 1e-7, pts.max(axis=0) + 1e-7
-        return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-    return np.unique(np.round(vertices, 12), axis=0)
-
-
-def bounding_capsule(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """A capsule (segment ends, radius [m]) that holds the convex hull of ``points``: the segment on the points'
-    principal axis between their extreme projections, the radius the largest distance of a point from it (a
-    capsule is convex, so holding the points it holds their hull)."""
-    pts = np.asarray(points, dtype=float)
-    mean = pts.mean(axis=0)
-    _, _, axes = np.linalg.svd(pts - mean, full_matrices=False)
-    u = axes[0]
-    proj = (pts - mean) @ u
-    lo, hi = float(proj.min()), float(proj.max())
-    # shorten the segment by the cross-section's half width (the caps cover the ends) where that keeps it valid
-    a, b = mean + lo * u, mean + hi * u
-    along = np.clip(proj, lo, hi)
-    radius = float(np.max(np.linalg.norm(pts - (mean + along[:, None] * u), axis=1)))
-    shrink = min(radius, 0.5 * (hi - lo))
-    a2, b2 = mean + (lo + shrink) * u, mean + (hi - shrink) * u
-    t = np.clip(proj, lo + shrink, hi - shrink)
-    radius2 = float(np.max(np.linalg.norm(pts - (mean + t[:, None] * u), axis=1)))
-    if radius2 < radius + shrink - 1e-12 and radius2 <= radius * 1.2:
-        return a2, b2, radius2
-    return a, b, radius
-
-
-def _in_joint_frame(capsule: tuple[np.ndarray, np.ndarray, float], R: np.ndarray,
-                    p: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    return R @ capsule[0] + p, R @ capsule[1] + p, capsule[2]
-
-
-def hull_vertices(points: np.ndarray) -> np.ndarray:
-    """The vertices of the convex hull of ``points`` (all points when the hull is degenerate)."""
-    from scipy.spatial import ConvexHull
-
-    try:
-        return np.asarray(points)[ConvexHull(points).vertices]
-    except Exception:  # noqa: BLE001 - flat or too few points: every point is kept (still exact for the bounds)
-        return np.asarray(points, dtype=float)
-
-
-def shape_points(shape: object) -> np.ndarray:
-    """Points whose convex hull holds a coal shape (mesh vertices, box corners, else its local AABB corners)."""
-    import coal
-
-    if isinstance(shape, coal.BVHModelBase):
-        return np.array(shape.vertices(), dtype=float)
-    if isinstance(shape, coal.Box):
-        h = np.asarray(shape.halfSide, dtype=float)
-        return np.array([[sx * h[0], sy * h[1], sz * h[2]] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
-    shape.computeLocalAABB()
-    lo, hi = np.asarray(shape.aabb_local.min_, dtype=float), np.asarray(shape.aabb_local.max_, dtype=float)
-    return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-
-
 class RobotGeometry:
     """The collision parts of a robot model and its batched kinematics (module docstring).
 
@@ -271,8 +171,8 @@ class RobotGeometry:
             R, p = np.array(M.rotation), np.array(M.translation)
             link = model.frames[g.parentFrame].name if g.parentFrame < len(model.frames) else g.name
             parts.append(Part(g.name, link, int(g.parentJoint), R, p, shape, centers @ R.T + p, radii,
-                              bounding_polytope(pts) @ R.T + p, hull_vertices(pts) @ R.T + p,
-                              _in_joint_frame(bounding_capsule(pts), R, p)))
+                              hull_vertices(pts) @ R.T + p,
+                              in_frame(bounding_capsule(pts), R, p)))
         self.parts = tuple(parts)
         self.radii = self._displacement_radii()
         self.self_pairs = np.zeros((0, 2), dtype=int)
@@ -382,19 +282,6 @@ class RobotGeometry:
             radii.append(part.sphere_radii)
             owner.append(np.full(len(part.sphere_radii), g))
         return np.concatenate(centers, axis=1), np.concatenate(radii), np.concatenate(owner)
-
-    def polytope_vertices(self, Rs: np.ndarray, ps: np.ndarray, which: str = "polytope",
-                          parts: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """World vertices (P x V x 3) of the parts' bounding ``polytope`` (or convex ``hull``) and their owning
-        part (V); ``parts`` selects parts (default all)."""
-        pts, owner = [], []
-        for g in range(len(self.parts)) if parts is None else parts:
-            part = self.parts[g]
-            R, p = Rs[:, part.joint], ps[:, part.joint]
-            local = getattr(part, which)
-            pts.append(p[:, None, :] + np.einsum("pij,vj->pvi", R, local))
-            owner.append(np.full(len(local), g))
-        return np.concatenate(pts, axis=1), np.concatenate(owner)
 
     def capsules(self, Rs: np.ndarray, ps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """World capsule segment ends (P x parts x 3, twice) and radii (parts) of every part."""
