@@ -85,11 +85,12 @@ class ReferenceSweep:
         own = float(d[self.self_pairs].min()) if self.self_pairs else np.inf
         return scene, own
 
-    def stop_clearances(self, predictions, per_interval: int = 16) -> tuple[float, float]:
-        """(scene, self) smallest distance over dense poses of every prediction."""
+    def stop_clearances(self, predictions, per_interval: int | None = 16) -> tuple[float, float]:
+        """(scene, self) smallest distance over dense poses of every prediction (``per_interval`` Hermite poses
+        between two engine samples; None: the engine's samples only)."""
         best = [np.inf, np.inf]
         for p in predictions:
-            _, q, _ = dense_series(p, per_interval)
+            q = p.q if per_interval is None else dense_series(p, per_interval)[1]
             for qk in q:
                 s, o = self.clearances(qk)
                 best[0], best[1] = min(best[0], s), min(best[1], o)

@@ -11,6 +11,7 @@ Units: m.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -116,13 +117,15 @@ def part_body_bounds(centers: np.ndarray, radii: np.ndarray, owner: np.ndarray, 
 
 
 def part_body_support_bounds(Rs: np.ndarray, ps: np.ndarray, parts: Sequence, moving: Sequence[int],
-                             bodies: tuple[Body, ...]) -> np.ndarray:
+                             bodies: tuple[Body, ...], coarse: np.ndarray | None = None,
+                             within: float = math.inf) -> np.ndarray:
     """Lower bounds (P x parts x bodies) [m] from the parts' convex hulls (``parts[g].hull``, joint frame; the
     joint frames ``Rs`` P x njoints x 3 x 3, ``ps`` P x njoints x 3) against box and half-space bodies by
     separating axes: along a unit direction n the gap min_part n.x - max_body n.y is at most the distance; the
     axes are the box's three face normals (both ways) and the half-space's normal, for which the hull's gap is
     its exact distance. The projections n.(R v + p) = (R^T n).v + n.p are one matrix product per part and axis.
-    -inf for the other kinds and for parts not in ``moving`` (the sphere bounds apply)."""
+    Only where the ``coarse`` bound (P x parts x bodies, e.g. the spheres') is below ``within`` [m]: elsewhere, and
+    for other kinds and parts not in ``moving``, -inf (the coarse bound applies)."""
     P = Rs.shape[0]
     out = np.full((P, len(parts), len(bodies)), -np.inf)
     for b, body in enumerate(bodies):
@@ -131,8 +134,11 @@ def part_body_support_bounds(Rs: np.ndarray, ps: np.ndarray, parts: Sequence, mo
         axes = [np.array([0.0, 0.0, 1.0])] if body.kind == "halfspace" else list(body.rotation.T)
         for g in moving:
             part = parts[g]
-            R, p = Rs[:, part.joint], ps[:, part.joint]
-            gap = np.full(P, -np.inf)
+            rows = np.arange(P) if coarse is None else np.flatnonzero(coarse[:, g, b] < within)
+            if rows.size == 0:
+                continue
+            R, p = Rs[rows, part.joint], ps[rows, part.joint]
+            gap = np.full(rows.size, -np.inf)
             for i, n in enumerate(axes):
                 u = np.einsum("pij,i->pj", R, n)  # R^T n for every pose
                 proj = u @ part.hull.T + (p @ n)[:, None]
@@ -142,7 +148,7 @@ def part_body_support_bounds(Rs: np.ndarray, ps: np.ndarray, parts: Sequence, mo
                     c = float(n @ body.center)
                     gap = np.maximum(gap, np.maximum(proj.min(axis=1) - c - body.size[i],
                                                      c - body.size[i] - proj.max(axis=1)))
-            out[:, g, b] = gap
+            out[rows, g, b] = gap
     return out
 
 

@@ -47,7 +47,7 @@ class CheckSettings:
     sampling: SamplingSpec = field(default_factory=SamplingSpec)
     pose_tolerance: float = 0.005
     far_fraction: float = 0.1
-    coarse_step: float = 0.02
+    coarse_step: float = 0.04
     batch: int = 32
 
     def check(self) -> None:
@@ -64,7 +64,8 @@ class CheckSettings:
         self.sampling.check()
 
     def sweep_settings(self) -> SweepSettings:
-        return SweepSettings(self.pose_tolerance, self.far_fraction, self.coarse_step, self.margin, self.self_margin)
+        return SweepSettings(pose_tolerance=self.pose_tolerance, far_fraction=self.far_fraction,
+                             coarse_step=self.coarse_step, margin=self.margin, self_margin=self.self_margin)
 
 
 class TrajectoryChecker:

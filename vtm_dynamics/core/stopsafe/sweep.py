@@ -45,12 +45,14 @@ MAX_REFINEMENTS = 20_000  # exact evaluations of one state's search beyond which
 class SweepSettings:
     """``pose_tolerance`` [m]: resolution of a clearance within a stop near its margin; ``far_fraction``: the
     resolution far from the margin as a fraction of the clearance above it; ``coarse_step`` [m]: how far the
-    fastest slot may move between the samples of the broad phase; ``margin`` [m] the clearance asked
+    fastest slot may move between the samples of the broad phase; ``hull_range`` [m]: the convex hulls' bounds
+    are computed only where the spheres' bound is below it (farther, the spheres' bound is close enough); ``margin`` [m] the clearance asked
     for from the scene, ``self_margin`` [m] between the robot's own parts."""
 
     pose_tolerance: float = 0.005
     far_fraction: float = 0.1
-    coarse_step: float = 0.02
+    coarse_step: float = 0.04
+    hull_range: float = 0.1
     margin: float = 0.02
     self_margin: float = 0.0
 
@@ -152,7 +154,8 @@ class Sweeper:
         centers, radii, owner = g.sphere_centers(Rs, ps)
         scene = part_body_bounds(centers, radii, owner, len(g.parts), self.bodies)
         if self.bodies and self._moving:
-            scene = np.maximum(scene, part_body_support_bounds(Rs, ps, g.parts, self._moving, self.bodies))
+            scene = np.maximum(scene, part_body_support_bounds(Rs, ps, g.parts, self._moving, self.bodies, scene,
+                                                               self.settings.hull_range))
         scene = scene.reshape(len(ps), -1)[:, self._scene_keep]
         own = part_pair_bounds(centers, radii, owner, g.self_pairs)
         if len(g.self_pairs):
