@@ -8,7 +8,7 @@ import pytest
 import stopsafe_scenarios as S
 from vtm_dynamics.core.stopsafe.check import CheckSettings, TrajectoryChecker
 from vtm_dynamics.core.stopsafe.sampling import SamplingSpec
-from vtm_dynamics.core.stopsafe.speed_scaling import largest_speed_scaling
+from vtm_dynamics.core.stopsafe.speed_scaling import largest_speed_scaling, per_segment_scalings
 from vtm_dynamics.core.stopsafe.trajectory import TrajectoryError
 from vtm_dynamics.core.stopsafe.trajectory_files import trajectory_from_mapping
 
@@ -51,3 +51,12 @@ def test_scaling_arguments_are_checked(scaled):
         largest_speed_scaling(checker, traj, max_scaling=50.0)
     with pytest.raises(TrajectoryError, match="scaling.tolerance"):
         largest_speed_scaling(checker, traj, tolerance=0.9)
+
+
+def test_per_segment_scalings_are_at_least_the_uniform_one_and_pass_together(scaled):
+    checker, traj, uniform = scaled
+    scales, recheck = per_segment_scalings(checker, traj, uniform.scaling, 1.0, tolerance=0.2)
+    assert len(scales) == traj.n_points - 1 and np.all(scales >= uniform.scaling - 1e-12)
+    assert recheck.safe and recheck.complete
+    # the segments the motion starts and ends with are slow anyway: they may run faster than the uniform scaling
+    assert scales.max() > uniform.scaling

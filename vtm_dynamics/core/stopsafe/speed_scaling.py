@@ -93,7 +93,8 @@ def largest_speed_scaling(checker: TrajectoryChecker, trajectory: PlannedTraject
     monotone = _monotone(trials)
     segments, segment_check = None, None
     if per_segment and lo > 0:
-        segments, segment_check = _per_segment(checker, trajectory, lo, upper, tolerance, hooks, say)
+        segments, segment_check = per_segment_scalings(checker, trajectory, lo, upper, tolerance, progress=say,
+                                                       **hooks)
     return SpeedScaling(scaling=lo, upper_limit=upper, tolerance=tolerance, trials=tuple(trials), monotone=monotone,
                         recheck=recheck, per_segment=segments, per_segment_recheck=segment_check)
 
@@ -121,8 +122,15 @@ def _segment_safety(result: TrajectoryCheck, trajectory: PlannedTrajectory) -> n
     return ok
 
 
-def _per_segment(checker: TrajectoryChecker, trajectory: PlannedTrajectory, uniform: float, upper: float,
-                 tolerance: float, hooks: dict, say) -> tuple[np.ndarray, TrajectoryCheck]:
+def per_segment_scalings(checker: TrajectoryChecker, trajectory: PlannedTrajectory, uniform: float, upper: float,
+                         tolerance: float = 0.01, *, cancel: Callable[[], bool] | None = None,
+                         deadline: float | None = None,
+                         progress: Callable[[str], None] | None = None) -> tuple[np.ndarray, TrajectoryCheck]:
+    """One scaling per segment in [``uniform``, ``upper``] (module docstring): every segment bisected at once by
+    whether the samples inside it are safe, then the re-check as one trajectory with failing segments lowered
+    towards ``uniform`` (the safe uniform scaling) until it passes. Returns (scalings, the final check)."""
+    hooks = {"cancel": cancel, "deadline": deadline}
+    say = progress or (lambda text: None)
     n = trajectory.n_points - 1
     lo = np.full(n, uniform)
     hi = np.full(n, upper)
