@@ -11,7 +11,7 @@ import stopsafe_scenarios as S
 from vtm_dynamics.core.stopsafe.broad_phase import scene_bodies
 from vtm_dynamics.core.stopsafe.check import CheckSettings, TrajectoryChecker
 from vtm_dynamics.core.stopsafe.sampling import SamplingSpec
-from vtm_dynamics.core.stopsafe.scene import Scene, SceneError, scene_from_mapping
+from vtm_dynamics.core.stopsafe.scene import Scene, SceneError
 from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled
 from vtm_dynamics.core.stopsafe.sweep import Sweeper
 from vtm_dynamics.core.stopsafe.trajectory import model_order, planned_trajectory

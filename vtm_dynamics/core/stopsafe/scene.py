@@ -108,6 +108,13 @@ class Scene:
         return {"scene": out}
 
 
+def check_keys(mapping: Mapping, allowed: tuple[str, ...], where: str, error: type[ValueError] = SceneError) -> None:
+    """One-line ``error`` naming the first key of ``mapping`` that is not ``allowed`` (as ``<where>.<key>``)."""
+    extra = set(mapping) - set(allowed)
+    if extra:
+        raise error(f"{where}.{clip(sorted(map(str, extra))[0])}: unknown key (expected {', '.join(allowed)})")
+
+
 def quaternion_matrix(q: np.ndarray) -> np.ndarray:
     """Rotation matrix of a unit quaternion (x, y, z, w)."""
     x, y, z, w = (float(c) for c in q)
@@ -143,9 +150,7 @@ def pose_from_mapping(pose: Any, where: str) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
     if not isinstance(pose, Mapping):
         raise SceneError(f"{where}: expected a mapping with position and orientation")
-    extra = set(pose) - {"position", "orientation"}
-    if extra:
-        raise SceneError(f"{where}.{clip(sorted(map(str, extra))[0])}: unknown key (expected position, orientation)")
+    check_keys(pose, ("position", "orientation"), where)
     p = _triple(pose.get("position", [0, 0, 0]), f"{where}.position")
     q = _triple(pose.get("orientation", [0, 0, 0, 1]), f"{where}.orientation", "xyzw")
     norm = float(np.linalg.norm(q))
@@ -184,9 +189,7 @@ def mesh_arrays(vertices: Any, triangles: Any, where: str, scale: np.ndarray | N
 def _primitive(spec: Any, where: str) -> tuple[str, tuple[float, ...]]:
     if not isinstance(spec, Mapping):
         raise SceneError(f"{where}: expected a mapping with type and dimensions")
-    extra = set(spec) - {"type", "dimensions", "polygon"}
-    if extra:
-        raise SceneError(f"{where}.{clip(sorted(map(str, extra))[0])}: unknown key")
+    check_keys(spec, ("type", "dimensions", "polygon"), where)
     kind = spec.get("type")
     if isinstance(kind, int) and not isinstance(kind, bool):
         if kind not in PRIMITIVE_TYPES:
@@ -215,10 +218,7 @@ def scene_from_mapping(data: Any, meshes: Mapping[str, tuple[np.ndarray, np.ndar
         data = {}
     if not isinstance(data, Mapping):
         raise SceneError("scene: expected a mapping")
-    extra = set(data) - {"floor", "self_collision", "allowed_self_pairs", "obstacles"}
-    if extra:
-        raise SceneError(f"scene.{clip(sorted(map(str, extra))[0])}: unknown key (expected floor, self_collision, "
-                         "allowed_self_pairs, obstacles)")
+    check_keys(data, ("floor", "self_collision", "allowed_self_pairs", "obstacles"), "scene")
     floor = data.get("floor")
     height = None
     if floor is not None:
@@ -249,9 +249,7 @@ def scene_from_mapping(data: Any, meshes: Mapping[str, tuple[np.ndarray, np.ndar
         where = f"scene.obstacles[{k}]"
         if not isinstance(ob, Mapping):
             raise SceneError(f"{where}: expected a mapping")
-        extra = set(ob) - {"name", "primitive", "mesh", "mesh_name", "scale", "pose"}
-        if extra:
-            raise SceneError(f"{where}.{clip(sorted(map(str, extra))[0])}: unknown key")
+        check_keys(ob, ("name", "primitive", "mesh", "mesh_name", "scale", "pose"), where)
         name = ob.get("name", f"obstacle_{k}")
         if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
             raise SceneError(f"{where}.name: expected a name of 1..{MAX_NAME_CHARS} characters")

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from vtm_dynamics.core.excerpt import clip
 from vtm_dynamics.core.limited_yaml import load_yaml_text
+from vtm_dynamics.core.stopsafe.scene import check_keys
 from vtm_dynamics.core.stopsafe.trajectory import (
     MAX_JOINTS, MAX_POINTS, PlannedTrajectory, TrajectoryError, planned_trajectory,
 )
@@ -59,9 +60,7 @@ def read_text_file(path: str, field: str, max_bytes: int, error: type[ValueError
 
 def _seconds(value: Any, where: str) -> float:
     if isinstance(value, Mapping):
-        unknown = set(value) - {"sec", "nanosec"}
-        if unknown:
-            raise TrajectoryError(f"{where}: unknown key {clip(sorted(map(str, unknown))[0])!r} (expected sec, nanosec)")
+        check_keys(value, ("sec", "nanosec"), where, TrajectoryError)
         sec, nsec = value.get("sec", 0), value.get("nanosec", 0)
         for n, x in (("sec", sec), ("nanosec", nsec)):
             if isinstance(x, bool) or not isinstance(x, int):
@@ -94,9 +93,7 @@ def trajectory_from_mapping(data: Any, source: str = "trajectory", *, max_points
                 break
     if not isinstance(data, Mapping):
         raise TrajectoryError(f"{source}: expected a mapping with joint_names and points")
-    unknown = set(data) - {"header", "joint_names", "points"}
-    if unknown:
-        raise TrajectoryError(f"{source}.{clip(sorted(map(str, unknown))[0])}: unknown key (expected joint_names, points)")
+    check_keys(data, ("header", "joint_names", "points"), source, TrajectoryError)
     names = data.get("joint_names")
     if not isinstance(names, list) or not names or len(names) > MAX_JOINTS:
         raise TrajectoryError(f"{source}.joint_names: expected a list of 1..{MAX_JOINTS} joint names")
@@ -110,9 +107,8 @@ def trajectory_from_mapping(data: Any, source: str = "trajectory", *, max_points
         where = f"{source}.points[{k}]"
         if not isinstance(point, Mapping):
             raise TrajectoryError(f"{where}: expected a mapping")
-        extra = set(point) - {"positions", "velocities", "accelerations", "effort", "time_from_start"}
-        if extra:
-            raise TrajectoryError(f"{where}.{clip(sorted(map(str, extra))[0])}: unknown key")
+        check_keys(point, ("positions", "velocities", "accelerations", "effort", "time_from_start"), where,
+                   TrajectoryError)
         have = tuple(f for f in ("velocities", "accelerations") if point.get(f) not in (None, []))
         if fields is None:
             fields = have
