@@ -109,7 +109,7 @@ class Sweeper:
         self.settings = settings
         G, B = len(geometry.parts), len(self.bodies)
         moving = np.array([p.joint != 0 for p in geometry.parts])
-        pairs = geometry.self_pairs
+        pairs = self.self_pairs = geometry.self_pairs.copy()  # the geometry's choice when built
         scene_a = np.repeat(np.arange(G), B)
         scene_b = np.tile(np.arange(B), G)
         keep = moving[scene_a]
@@ -157,9 +157,9 @@ class Sweeper:
             scene = np.maximum(scene, part_body_support_bounds(Rs, ps, g.parts, self._moving, self.bodies, scene,
                                                                self.settings.hull_range))
         scene = scene.reshape(len(ps), -1)[:, self._scene_keep]
-        own = part_pair_bounds(centers, radii, owner, g.self_pairs)
-        if len(g.self_pairs):
-            own = np.maximum(own, capsule_pair_bounds(*g.capsules(Rs, ps), g.self_pairs))
+        own = part_pair_bounds(centers, radii, owner, self.self_pairs)
+        if len(self.self_pairs):
+            own = np.maximum(own, capsule_pair_bounds(*g.capsules(Rs, ps), self.self_pairs))
         return np.concatenate((scene, own), axis=1)
 
     # ------------------------------------------------------------------ exact distances
