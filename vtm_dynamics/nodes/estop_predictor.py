@@ -87,6 +87,7 @@ from visualization_msgs.msg import MarkerArray
 from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
+from vtm_dynamics.core.estop import StopSettings
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
@@ -158,8 +159,8 @@ PARAMETERS = (
     P.ParameterSpec("max_engage_delay", 2.0, "Largest brake engage delay [s] a BrakeEvent may set; a larger one "
                     "makes that stop's prediction success=false naming the field.",
                     P.all_of(P.positive, P.in_range(0.0, 60.0)), constraint="0 < delay <= 60 s"),
-    P.ParameterSpec("integration_step", 0.004, "Maximum Runge-Kutta step (Dormand-Prince 5) of the prediction "
-                    "between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
+    P.ParameterSpec("integration_step", StopSettings.step, "Maximum Runge-Kutta step (Dormand-Prince 5) of the "
+                    "prediction between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
                     constraint="1e-6 .. 0.1 s"),
     P.ParameterSpec("category1_deceleration", 3.0, "Category 1: joint deceleration limit of the controlled ramp "
                     "[rad/s^2].", P.positive, constraint="> 0 rad/s^2"),

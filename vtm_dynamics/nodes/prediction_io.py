@@ -184,7 +184,7 @@ def snapshot(robot: RobotModel, stamp: float, positions: np.ndarray, v: np.ndarr
 
 
 def predict_stop(robot: RobotModel, brakes: BrakeSet, q: np.ndarray, v: np.ndarray, *, category: int,
-                 tcp_frame: str, horizon: float, step: float = 0.004, deceleration: float = 3.0,
+                 tcp_frame: str, horizon: float, step: float = estop.StopSettings.step, deceleration: float = 3.0,
                  lock_events: Sequence[estop.LockEvent] = ()) -> estop.StopPrediction:
     """``core.estop.predict_stop`` with the node's settings (maximum Runge-Kutta ``step`` [s], ``horizon`` [s],
     category-1 ``deceleration`` [rad/s^2]); its ``StopInputError`` (a ValueError) names the offending field."""
