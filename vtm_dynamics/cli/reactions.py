@@ -1,11 +1,14 @@
 """``vtm-reactions MODEL.urdf``: joint reactions of a mechanism along a simulated motion, formulations side by side.
 
 Formulations (``--formulation``, repeatable): ``taylor`` (Huang et al., literal), ``taylor-projected`` (the same with
-the velocity projection), ``kkt`` (joint-coordinate motion, KKT reactions in absolute coordinates) and ``aghili``
-(the same motion, loop-closure forces by Aghili's eq. (32)). Prints a per-joint table of peak reaction force [N]
-and moment [N m]; writes the time series (``--csv``, ``--json``) and plots (``--plots DIR``: reaction magnitude
-per joint, energy, constraint gap). Reactions are on the child link, at the pair point; components that are not
-uniquely determined (redundant constraints) are left empty, never picked. Exit codes: 0 success, 2 bad input.
+the velocity projection), ``taylor-heun`` (Heun's velocity update and the projection), ``kkt`` (joint-coordinate
+motion, KKT reactions in absolute coordinates) and ``aghili`` (the same motion, loop-closure forces by Aghili's
+eq. (32)). Without ``--formulation`` the run is ``taylor-heun`` with the reactions of the sampled state, the choice
+docs/reactions.md recommends for sizing (second order in motion and reactions, drives allowed). Prints a per-joint
+table of peak reaction force [N] and moment [N m]; writes the time series (``--csv``, ``--json``) and plots
+(``--plots DIR``: reaction magnitude per joint, change of energy, constraint gap). Reactions are on the child link,
+at the pair point; components that are not uniquely determined (redundant constraints) are left empty, never
+picked, and the magnitudes are taken over the unique components. Exit codes: 0 success, 2 bad input.
 """
 
 from __future__ import annotations
@@ -18,20 +21,17 @@ import os
 import sys
 from typing import Callable, Mapping
 
-import numpy as np
-import pinocchio as pin
+from typing import TYPE_CHECKING
 
-from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, load_absolute_model
-from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt, without_drives
-from vtm_dynamics.core.reactions.taylor_reactions import (
-    DEFAULT_MAX_STEPS,
-    ReactionRun,
-    prepare_mechanism,
-    simulate_taylor,
-)
-from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+import numpy as np
+
+from vtm_dynamics.cli.arguments import Parser
+
+if TYPE_CHECKING:  # the core (Pinocchio, scipy) is imported when a run starts, not for --help
+    from vtm_dynamics.core.reactions.taylor_reactions import ReactionRun
 
 FORMULATIONS = ("taylor", "taylor-projected", "taylor-heun", "kkt", "aghili")
+DEFAULT_FORMULATION = "taylor-heun"  # with the reactions of the sampled state: docs/reactions.md, "for sizing"
 MAX_SCRIPT_ROWS = 100_000
 
 
@@ -59,7 +59,7 @@ def read_torque_script(path: str, max_rows: int = MAX_SCRIPT_ROWS) -> Callable[[
         with open(path, newline="") as fh:
             rows = list(csv.reader(fh))
     except OSError as err:
-        raise InputError(f"--torque-script: cannot read the file ({err.strerror})") from None
+        raise InputError(f"--torque-script: cannot read {os.path.abspath(path)} ({err.strerror})") from None
     if len(rows) < 2 or not rows[0] or rows[0][0].strip() != "time":
         raise InputError("--torque-script: expected a header 'time,JOINT,...' and at least one row")
     if len(rows) > max_rows:
@@ -88,19 +88,42 @@ def read_torque_script(path: str, max_rows: int = MAX_SCRIPT_ROWS) -> Callable[[
     return efforts
 
 
+def _unique_columns(run: ReactionRun, name: str) -> np.ndarray:
+    """The components of pair ``name`` the run reports (the unique ones: the others are NaN at every sample)."""
+    a, b = run.columns[name]
+    block = run.reactions[:, a:b]
+    return ~np.all(np.isnan(block), axis=0) if block.size else np.zeros(b - a, dtype=bool)
+
+
 def magnitudes(run: ReactionRun, W: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per pair: |force| [N] and |moment| [N m] over time (NaN where a component is not unique)."""
+    """Per pair: |force| [N] and |moment| [N m] over time, taken over the pair's unique components only (NaN where
+    it has none of that kind). The wrench basis is orthonormal, so these are the norms of the unique part of the
+    reaction; a pair with components left empty has larger true magnitudes, which no formulation can tell."""
     out = {}
     for name, (a, b) in run.columns.items():
-        lam = run.reactions[:, a:b]
+        lam = np.nan_to_num(run.reactions[:, a:b], nan=0.0)
         w = lam @ W[name].T  # (K, 6) pair frame
-        out[name] = (np.linalg.norm(w[:, :3], axis=1), np.linalg.norm(w[:, 3:], axis=1))
+        keep = _unique_columns(run, name)
+        has_f = bool(np.any(np.abs(W[name][:3][:, keep]) > 0))
+        has_m = bool(np.any(np.abs(W[name][3:][:, keep]) > 0))
+        nan = np.full(len(run.times), np.nan)
+        out[name] = (np.linalg.norm(w[:, :3], axis=1) if has_f else nan, np.linalg.norm(w[:, 3:], axis=1) if has_m else nan)
     return out
+
+
+def uniqueness(run: ReactionRun, name: str) -> str:
+    """'yes', 'NO: only Fx, Fy' (the unique components) or 'NO: none'."""
+    if run.unique.get(name, True):
+        return "yes"
+    keep = _unique_columns(run, name)
+    shown = [lab for lab, k in zip(run.labels[name], keep) if k]
+    return f"NO: only {', '.join(shown)} unique" if shown else "NO: none unique"
 
 
 def peak_table(runs: list[ReactionRun], W: Mapping[str, np.ndarray]) -> str:
     header = f"{'formulation':<17} {'pair':<14} {'peak |F| [N]':>13} {'at [s]':>7} {'peak |M| [N m]':>15} {'at [s]':>7}  unique"
     lines = [header, "-" * len(header)]
+    partial = False
     for run in runs:
         for name, (f, m) in magnitudes(run, W).items():
             def peak(x: np.ndarray) -> tuple[str, str]:
@@ -110,8 +133,12 @@ def peak_table(runs: list[ReactionRun], W: Mapping[str, np.ndarray]) -> str:
                 return f"{x[k]:.4g}", f"{run.times[k]:.3f}"
             pf, tf = peak(f)
             pm, tm = peak(m) if np.any(W[name][3:]) else ("-", "-")
-            lines.append(f"{run.formulation:<17} {name:<14} {pf:>13} {tf:>7} {pm:>15} {tm:>7}  "
-                         f"{'yes' if run.unique.get(name, True) else 'NO (not unique)'}")
+            verdict = uniqueness(run, name)
+            partial |= verdict != "yes"
+            lines.append(f"{run.formulation:<17} {name:<14} {pf:>13} {tf:>7} {pm:>15} {tm:>7}  {verdict}")
+    if partial:
+        lines.append("pairs marked NO: |F| and |M| are over their unique components only; the others are left empty "
+                     "(redundant constraints: see vtm-solvability)")
     for run in runs:
         if run.diverged_at is not None:
             lines.append(f"{run.formulation}: DIVERGED at t = {run.diverged_at:.4g} s (series end there); "
@@ -184,36 +211,50 @@ def write_plots(out_dir: str, runs: list[ReactionRun], W: Mapping[str, np.ndarra
     return files
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point; returns the exit code."""
-    p = argparse.ArgumentParser(prog="vtm-reactions", description=__doc__.split("\n\n")[0])
+def build_parser() -> Parser:
+    p = Parser(prog="vtm-reactions", description="Joint reactions of a mechanism along a simulated motion, "
+               "formulations side by side (docs/reactions.md).")
     p.add_argument("model", help="URDF file (loop_closure / driving_constraint elements allowed)")
     p.add_argument("--formulation", action="append", choices=FORMULATIONS,
-                   help="formulation (repeat for side by side; default taylor)")
-    p.add_argument("--dt", type=float, default=1e-3, help="step [s] (default 1e-3)")
-    p.add_argument("--duration", type=float, default=1.0, help="simulated time [s] (default 1)")
+                   help=f"formulation (repeat for side by side; default: {DEFAULT_FORMULATION} with the reactions "
+                        "of the sampled state, the choice for sizing)")
+    p.add_argument("--dt", type=float, default=1e-3, help="step [s]")
+    p.add_argument("--duration", type=float, default=1.0, help="simulated time [s]")
     p.add_argument("--torque", action="append", default=[], metavar="JOINT=VALUE",
                    help="constant motor effort on a tree joint [N m or N] (repeatable)")
     p.add_argument("--torque-script", metavar="CSV", help="efforts over time: header time,JOINT,... (held)")
-    p.add_argument("--q", nargs="+", type=float, help="start configuration, Pinocchio order (loops then closed)")
-    p.add_argument("--v", nargs="+", type=float, help="start joint velocities (must satisfy the loop closures)")
-    p.add_argument("--gravity", nargs=3, type=float, default=(0.0, 0.0, -9.81), metavar=("GX", "GY", "GZ"))
+    p.add_argument("--q", nargs="+", type=float, help="start configuration, Pinocchio order (loops then closed; "
+                   "default: the neutral configuration)")
+    p.add_argument("--v", nargs="+", type=float, help="start joint velocities (must satisfy the loop closures; "
+                   "default: at rest)")
+    p.add_argument("--gravity", nargs=3, type=float, default=(0.0, 0.0, -9.81), metavar=("GX", "GY", "GZ"),
+                   help="gravity [m/s^2], world axes")
     p.add_argument("--planar", action="store_true", help="in-plane reactions only (xy-plane, rotation about z)")
     p.add_argument("--ignore-drives", action="store_true", help="drop <driving_constraint> elements")
-    p.add_argument("--reactions-at", choices=("step", "state"), default="step",
-                   help="Taylor runs: 'step' = λ of eq. (36), held over the step (the paper); 'state' = the "
-                        "reactions of the sampled state (acceleration-level limit of the same system)")
-    p.add_argument("--samples", type=int, default=500, help="samples kept per run (default 500)")
-    p.add_argument("--max-steps", type=int, default=200_000, help=f"refuse longer runs (hard cap {DEFAULT_MAX_STEPS})")
+    p.add_argument("--reactions-at", choices=("step", "state"),
+                   help="Taylor runs: 'step' = the lambda of eq. (36), held over the step (the paper); 'state' = "
+                        "the reactions of the sampled state (acceleration-level limit of the same system); "
+                        "default: 'state' for the default run, 'step' when --formulation is given")
+    p.add_argument("--samples", type=int, default=500, help="samples kept per run")
+    p.add_argument("--max-steps", type=int, default=200_000, help="refuse runs with more steps (the core's own cap is the upper limit)")
     p.add_argument("--csv", help="write the time series as CSV")
     p.add_argument("--json", help="write the time series as JSON")
     p.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point; returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
     try:
         return _run(args)
     except OSError as err:
-        print(f"vtm-reactions: error: cannot write the output ({err.strerror})", file=sys.stderr)
+        where = f" {os.path.abspath(err.filename)}" if getattr(err, "filename", None) else ""
+        print(f"vtm-reactions: error: cannot write the output{where} ({err.strerror})", file=sys.stderr)
         return 2
     except (InputError, ValueError) as err:
         print(f"vtm-reactions: error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
@@ -221,7 +262,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    formulations = args.formulation or ["taylor"]
+    import pinocchio as pin
+
+    from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, load_absolute_model
+    from vtm_dynamics.core.reactions.kkt_reactions import simulate_kkt, without_drives
+    from vtm_dynamics.core.reactions.taylor_reactions import DEFAULT_MAX_STEPS, prepare_mechanism, simulate_taylor
+    from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+    formulations = args.formulation or [DEFAULT_FORMULATION]
+    reactions_at = args.reactions_at or ("step" if args.formulation else "state")
     if not (1 <= args.samples <= 100_000):
         raise InputError("--samples: must be between 1 and 100000")
     if not (1 <= args.max_steps <= DEFAULT_MAX_STEPS):
@@ -247,6 +296,9 @@ def _run(args: argparse.Namespace) -> int:
     n_steps = int(round(args.duration / args.dt)) if args.dt > 0 and math.isfinite(args.duration) else 0
     every = max(1, n_steps // args.samples)
     W = {pr.name: pr.wrench_basis for pr in model.pairs}
+    if not args.formulation:
+        print(f"formulation {DEFAULT_FORMULATION}, reactions of the sampled state (the default: second order in "
+              "motion and reactions; --formulation to choose)")
 
     def progress_for(name: str) -> Callable[[float], None] | None:
         if args.quiet or n_steps < 2000:
@@ -267,7 +319,7 @@ def _run(args: argparse.Namespace) -> int:
             runs.append(simulate_taylor(mech, q0, v0, args.dt, args.duration, efforts,
                                         correction={"taylor": "none", "taylor-projected": "project", "taylor-heun": "heun"}[f], every=every,
                                         progress=progress_for(f), max_steps=args.max_steps,
-                                        reactions_at=args.reactions_at))
+                                        reactions_at=reactions_at))
         elif not any(r.formulation == f for r in runs):
             if any(pr.kind == "driving_constraint" for pr in model.pairs):
                 raise InputError(f"--formulation {f}: the model has driving constraints; add --ignore-drives")

@@ -400,19 +400,21 @@ def unique_reactions(
     lam = sol[n:]
     if np.linalg.norm(K @ sol - np.concatenate([rhs, gamma])) > 1e-6 * max(1.0, np.linalg.norm(rhs)):
         raise SolvabilityError("the equations of motion have no solution at this state (inconsistent constraints)")
-    out = []
+    out, mask, W = [], unique_components(report, C), {pr.name: pr.wrench_basis for pr in C.pairs}
     for ps in report.pairs:
         lx = lam[list(ps.rows)]
-        W = next(pr.wrench_basis for pr in C.pairs if pr.name == ps.name)
-        det = [W.T @ np.asarray(d) for d in ps.determined_directions]  # back to row coordinates
-        values = tuple(float(e @ lx) for e in det)
-        comps: list[float | None] = []
-        for i in range(len(ps.rows)):
-            e = np.zeros(len(ps.rows))
-            e[i] = 1.0
-            if ps.solvable or (det and np.linalg.norm(e - np.array(det).T @ (np.array(det) @ e)) < 1e-8):
-                comps.append(float(lx[i]))
-            else:
-                comps.append(None)
-        out.append(PairReaction(ps.name, ps.solvable, ps.labels, tuple(comps), values))
+        values = tuple(float((W[ps.name].T @ np.asarray(d)) @ lx) for d in ps.determined_directions)
+        out.append(PairReaction(ps.name, ps.solvable, ps.labels, tuple(float(x) if ok else None for x, ok in
+                                                                       zip(lx, mask[ps.name])), values))
     return ReactionReport(tuple(out), tuple(float(x) for x in sol[:n]))
+
+
+def unique_components(report: SolvabilityReport, C: AbsoluteConstraintMatrix) -> dict[str, tuple[bool, ...]]:
+    """Per pair, which of its components (rows of C: ``Fx``, ``Mz``, ...) are unique: all of a solvable pair, else
+    those whose row lies in the span of the pair's determined directions (Wojtyra & Frączek 2013, Sect. 3.3)."""
+    out, W = {}, {pr.name: pr.wrench_basis for pr in C.pairs}
+    for ps in report.pairs:
+        det = np.array([W[ps.name].T @ np.asarray(d) for d in ps.determined_directions]).reshape(-1, len(ps.rows))
+        out[ps.name] = tuple(bool(ps.solvable or (det.size and np.linalg.norm(e - det.T @ (det @ e)) < 1e-8))
+                             for e in np.eye(len(ps.rows)))
+    return out
