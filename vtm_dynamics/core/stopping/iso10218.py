@@ -77,7 +77,8 @@ class StoppingPoint:
     (the extension: payload frame to the extension axis) and ``extension_actual`` (reach / 100 % reach: above the
     level where folding cannot reach it); nominal stopping ``angle`` [rad] and ``time`` [s] of the tested joint, the
     band ``angle_min``/``angle_max``/``time_min``/``time_max`` over the envelope corners, and ``stopped`` (every
-    case came to rest within the horizon)."""
+    case came to rest within the horizon); ``tcp_distance`` [m], the straight-line distance the payload frame
+    travels from the stop command to rest (nominal), and ``tcp_distance_max`` [m], its largest over the band."""
 
     category: int
     joint: str
@@ -97,6 +98,8 @@ class StoppingPoint:
     time_min: float
     time_max: float
     stopped: bool
+    tcp_distance: float = math.nan
+    tcp_distance_max: float = math.nan
 
 
 def _axis_distance(robot: RobotModel, q: np.ndarray, joint: str, frame: str) -> float:
@@ -235,12 +238,13 @@ def stopping_points(
         others = [name for name in model.joint_names if name != joint]
         locks = [LockEvent(0.0, others)] if spec.hold_others else []
         c1 = CategoryOne(deceleration=spec.category1_deceleration) if cat == 1 else None
-        angles, times, stopped = [], [], True
+        angles, times, tcp, stopped = [], [], [], True
         for tf, df, _ in envelope_samples(EnvelopeSpec(torque_factor=spec.torque_factor,
                                                        delay_factor=spec.delay_factor)):
             p = predict_stop(model, brakes.scaled(torque_factor=tf, delay_factor=df), q, v, category=cat,
-                             category_one=c1, lock_events=locks)
+                             category_one=c1, lock_events=locks, tcp_frame=spec.payload_frame)
             angles.append(abs(float(p.stopping_angles[i])))
+            tcp.append(float(p.tcp_straight_distance))
             times.append(float(p.joint_stop_times[i]) if p.stopped else math.inf)
             stopped = stopped and p.stopped
         out.append(StoppingPoint(
@@ -249,6 +253,7 @@ def stopping_points(
             reach=reach, extension_actual=reach / full[j] if full[j] > 0 else 1.0, angle=angles[0], time=times[0],
             angle_min=min(angles), angle_max=max(angles),
             time_min=min(times), time_max=max(times), stopped=stopped,
+            tcp_distance=tcp[0], tcp_distance_max=max(tcp),
         ))
         if progress is not None:
             progress(n + 1, len(cells))
