@@ -29,29 +29,19 @@ import sys
 from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
+from vtm_dynamics.cli.arguments import Parser
 from vtm_dynamics.cli.predict import ROBOTS, default_brakes_path, load_robot
+from vtm_dynamics.cli.recording_options import add_recording_options
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
 from vtm_dynamics.core.estop.identification import (
     DEFAULT_FIELDS, Identification, compare_stops, default_parameters, identify_brakes,
 )
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.recordings.bag_files import DEFAULT_JOINT_TOPIC, read_recording
+from vtm_dynamics.recordings.bag_files import read_recording
 from vtm_dynamics.recordings.stops import find_stops
 from vtm_dynamics.recordings.trigger import rule_from_parameters
 
 PROG = "vtm-calibrate"
-
-
-def add_recording_options(ap: argparse.ArgumentParser) -> None:
-    """The options that say where the joint states and the trigger are in a bag (shared with vtm-predict)."""
-    ap.add_argument("--joint-topic", default=DEFAULT_JOINT_TOPIC, help="sensor_msgs/JointState topic")
-    ap.add_argument("--trigger-topic", default="/estop", help="trigger topic (default /estop)")
-    ap.add_argument("--trigger-type", default="std_msgs/msg/Bool", help="trigger type <pkg>/msg/<Type>")
-    ap.add_argument("--trigger-field", default="data", help="field of the trigger type (dotted path)")
-    ap.add_argument("--trigger-values", nargs="+", default=["true"],
-                    help="values of the field that mean stopping (true/false, numbers or constant names)")
-    ap.add_argument("--rest-tolerance", type=float, default=1e-3, help="rest: every joint within this [rad] ...")
-    ap.add_argument("--rest-hold", type=float, default=0.2, help="... for this long [s]")
 
 
 def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) -> list:
@@ -82,7 +72,7 @@ def parse_assumed(items: Sequence[str]) -> dict[str, float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
+    ap = Parser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
     ap.add_argument("bags", nargs="+", help="rosbag2 directories (sqlite3 or MCAP storage)")
     ap.add_argument("--robot", default="ur5", help=f"robot: {' | '.join(ROBOTS)} (ignored with --urdf)")
     ap.add_argument("--urdf", help="URDF file of another robot (then --prior is required)")
@@ -90,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
     ap.add_argument("--prior", help="brake YAML to start from (default: the robot's shipped brakes)")
     ap.add_argument("--fields", nargs="+", default=list(DEFAULT_FIELDS),
-                    help="brake fields to fit (default: %(default)s)")
+                    help="brake fields to fit")
     ap.add_argument("--noise", type=float, default=1e-4, help="position noise of the recording, 1-sigma [rad]")
     ap.add_argument("--assume", nargs="+", default=[], metavar="FIELD=REL",
                     help="fields not fitted whose prior value is uncertain by REL (relative 1-sigma), e.g. "
