@@ -60,25 +60,23 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
     loops_closed,
     preferred_basis,
 )
+from vtm_dynamics.core.reactions.analysis_settings import (  # noqa: F401 - part of this module's interface
+    DEFAULT_MAX_REACTION_BODIES,
+    DEFAULT_MAX_SOLVABILITY_BODIES,
+    DEFAULT_RANK_RTOL,
+    METHODS,
+)
 from vtm_dynamics.core.reactions.model_limits import (  # noqa: F401 - part of this module's interface
     MAX_TREE_DEPTH,
     URDF_BYTES_PER_BODY,
     load_for_analysis,
 )
 
-DEFAULT_RANK_RTOL = 1e-9
-# Moving links accepted by default (checked while the URDF text is parsed, before Pinocchio sees the text, which
-# crashed the process on a 10,000-link chain). The sparse path handles thousands of bodies in seconds
-# (bench_solvability); callers with such a model raise ``max_bodies`` (the command line's ``--max-bodies``)
-# knowingly, and the byte and degree-of-freedom caps follow it (load_for_analysis).
-DEFAULT_MAX_SOLVABILITY_BODIES = 50
-# unique_reactions solves the dense KKT system and Pinocchio's Data costs ~66 B x nv^3: small models only.
-DEFAULT_MAX_REACTION_BODIES = 50
+
 CROSS_CHECK_MAX_ROWS = 400  # the rank criterion costs one SVD per pair: O(pairs m n^2)
 _LOG = logging.getLogger(__name__)
 DENSE_MAX_ROWS = 400  # method "auto": the dense SVD path (with the rank cross-check) up to here, sparse above
 DENSE_FALLBACK_ROWS = 3000  # ... and the dense path up to here if the sparse one needs the missing SuiteSparseQR
-METHODS = ("auto", "dense", "sparse")
 
 
 class SolvabilityError(AbsoluteModelError):
