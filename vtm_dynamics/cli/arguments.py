@@ -23,7 +23,9 @@ class HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if (default in (None, False, argparse.SUPPRESS) or default == [] or "default" in text.lower()
+        if (default is None or default is False or default is argparse.SUPPRESS or (isinstance(default, list)
+                                                                                    and not default)
+                or "default" in text.lower()
                 or "%(default)" in text or (not action.option_strings and action.nargs not in ("?", "*"))):
             return text
         shown = " ".join(str(x) for x in default) if isinstance(default, (list, tuple)) else "%(default)s"
