@@ -179,35 +179,74 @@ def write_json(path: str, runs: list[ReactionRun]) -> None:
         json.dump({"runs": data}, fh)
 
 
-def write_plots(out_dir: str, runs: list[ReactionRun], W: Mapping[str, np.ndarray]) -> list[str]:
-    from vtm_dynamics.cli.plots import _pyplot, _save
+def write_plots(out_dir: str, runs: list[ReactionRun], W: Mapping[str, np.ndarray], model_name: str = "",
+                source: str | None = None) -> list[str]:
+    """reactions.png (|F| [N] and |M| [N m] per pair over time, one panel column each), energy.png (change of
+    mechanical energy since the start) and constraint_gap.png; returns the files written."""
+    from vtm_dynamics.cli.plots import _pyplot, _save, legend_outside, new_figure, overlap_note
 
     plt = _pyplot()
     os.makedirs(out_dir, exist_ok=True)
     files = []
     names = list(runs[0].columns)
-    fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.8 * len(names) + 1), sharex=True, squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
-        for run in runs:
-            f, m = magnitudes(run, W)[name]
-            ax.plot(run.times, f, label=f"{run.formulation} |F|")
-            if np.any(W[name][3:]):
-                ax.plot(run.times, m, ls="--", label=f"{run.formulation} |M|")
-        ax.set_ylabel(f"{name}\nN, N m")
-    axes[0, 0].legend(fontsize=7, ncol=2)
-    axes[-1, 0].set_xlabel("time [s]")
-    files.append(_save(plt, fig, out_dir, "reactions.png"))
-    for key, unit, fname in (("energy", "J", "energy.png"), ("gap_position", "m", "constraint_gap.png")):
-        fig, ax = plt.subplots(figsize=(8, 3.5))
+    mags = {run.formulation: magnitudes(run, W) for run in runs}
+    with_moments = any(np.isfinite(m[n][1]).any() for m in mags.values() for n in names)  # a unique moment
+    ncols = 2 if with_moments else 1
+    fig, axes = new_figure(plt, 11.0 if with_moments else 9.0, 1.9 * len(names) + 1.2, len(names), ncols,
+                           sharex=True, squeeze=False)
+    notes, partial = [], []
+    for row, name in enumerate(names):
+        for col, (kind, unit) in enumerate((("|F|", "N"), ("|M|", "N m"))[:ncols]):
+            ax = axes[row, col]
+            curves = []
+            for run in runs:
+                y = mags[run.formulation][name][col]
+                ax.plot(run.times, y, label=run.formulation)
+                curves.append((run.formulation, run.times, y))
+            ax.ticklabel_format(useOffset=False)
+            ax.grid(alpha=0.3)
+            if not any(np.isfinite(c[2]).any() for c in curves):
+                has = bool(np.any(W[name][3:] if col else W[name][:3]))
+                ax.text(0.5, 0.5, f"{name}: no {'moment' if col else 'force'} component "
+                        + ("unique" if has else "(the pair transmits none)"),
+                        transform=ax.transAxes, ha="center", va="center", fontsize=8, color="0.35")
+                ax.set_yticks([])
+            ax.set_ylabel(f"{name} {kind} [{unit}]")
+            notes += [f"{name} {kind}: {n}" for n in overlap_note(ax, curves)]
+        if any(not run.unique.get(name, True) for run in runs):
+            partial.append(name)
+    for col, what in enumerate(("reaction force on the child link", "reaction moment on the child link")[:ncols]):
+        axes[0, col].set_title(what, fontsize=9)
+        axes[-1, col].set_xlabel("time [s]")
+    legend_outside(axes[0, -1], title="formulation")
+    fig.suptitle(f"{model_name}: joint reaction magnitudes along the motion", fontsize=10)
+    if partial:
+        notes.append(f"{', '.join(partial)}: not unique (redundant constraints); magnitudes over the unique "
+                     "components only, the others are left empty (vtm-solvability says which)"
+                     + ("" if with_moments else "; no moment component is unique, so no moment panels") + ".")
+    files.append(_save(plt, fig, out_dir, "reactions.png", source=source, notes=notes))
+    for key, label, fname in (("energy", "change of mechanical energy since t = 0 [J]", "energy.png"),
+                              ("gap_position", "largest constraint gap [m]", "constraint_gap.png")):
+        fig, ax = new_figure(plt, 9.0, 4.0)
+        curves = []
         for run in runs:
             y = getattr(run, key)
-            ax.plot(run.times, y if key == "energy" else np.maximum(y, 1e-16), label=run.formulation)
+            y = y - y[0] if key == "energy" else np.maximum(y, 1e-16)
+            ax.plot(run.times, y, label=run.formulation)
+            curves.append((run.formulation, run.times, y))
         if key != "energy":
             ax.set_yscale("log")
         ax.set_xlabel("time [s]")
-        ax.set_ylabel(f"{key.replace('_', ' ')} [{unit}]")
-        ax.legend(fontsize=8)
-        files.append(_save(plt, fig, out_dir, fname))
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.set_title(f"{model_name}: " + ("energy drift (no input: should stay 0)" if key == "energy" else
+                                           "constraint gap, largest over every pair"), fontsize=10)
+        legend_outside(ax, title="formulation")
+        extra = overlap_note(ax, curves) if key == "energy" else []
+        if key != "energy":
+            extra.append("kkt and aghili runs: the largest loop-closure residual [m or rad]; gaps below 1e-16 are "
+                         "drawn at 1e-16.")
+        files.append(_save(plt, fig, out_dir, fname, source=source, notes=extra))
     return files
 
 
@@ -332,7 +371,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(args.json, runs)
     if args.plots:
-        for path in write_plots(args.plots, runs, W):
+        from vtm_dynamics.cli import provenance
+
+        source = (f"{model.name} (URDF sha256 {provenance.text_sha256(text)[:12]}), dt {args.dt:g} s; "
+                  f"{provenance.software_line()}")
+        for path in write_plots(args.plots, runs, W, model.name, source):
             print(f"wrote {path}")
     return 0
 
