@@ -44,6 +44,7 @@ def _atomic_write(path: str, write: Any) -> None:
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=folder)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; the run's files are read like any other output
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -51,6 +52,20 @@ def _atomic_write(path: str, write: Any) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read from /proc where it is, else set and restored)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def table_of(columns: dict[str, np.ndarray], digest: str, chunk: int | None) -> pa.Table:
