@@ -117,3 +117,17 @@ def test_a_file_is_named_by_its_full_path_and_a_text_file_is_not_called_a_path(t
     urdf = os.path.join(REPO_ROOT, "urdf", "planar_3r.urdf")
     assert predict(["--urdf", urdf, "--brakes", "nope.yaml"]) == 2
     assert f"brakes: file not found: '{tmp_path / 'nope.yaml'}'" in capsys.readouterr().err
+
+
+def test_files_written_through_a_rename_keep_the_usual_mode(tmp_path):
+    """The brake YAML and reports of vtm-calibrate were 0600 (mkstemp's mode kept through the rename)."""
+    import stat
+
+    from vtm_dynamics.cli.stop_report import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        path = write_atomic(str(tmp_path / "fitted.yaml"), "brakes: {}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
