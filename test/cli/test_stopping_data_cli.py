@@ -127,3 +127,21 @@ def test_a_urdf_robot_gets_its_tested_joints_and_an_elbow_like_fold_joint_comput
     assert _fold_joint(planar, [0.0] * 3, joints, "link3", None) == "joint2"
     with pytest.raises(StopInputError, match="^extension: turning joint3 within its limits cannot bring link3"):
         _fold_joint(planar, [0.0] * 3, joints, "link3", "joint3")
+
+
+def test_a_stated_category1_deceleration_is_named_and_identical_joints_share_one_chart():
+    from dataclasses import replace
+
+    from vtm_dynamics.cli.stopping_data import category1_page
+    from vtm_dynamics.core.stopping.iso10218 import StoppingPoint, StoppingTestSpec
+
+    spec = StoppingTestSpec(joints=("a", "b", "c"), fold_joints=("c",) * 3, max_speeds=(3.0,) * 3, max_payload=1.0,
+                            payload_frame="tool", base_pose=(0.0,) * 3, categories=(0, 1),
+                            category1_deceleration=4.0)
+    base = StoppingPoint(1, "a", 1.0, 1.0, 1.0, 3.0, 1.0, 1.0, (0.0,) * 3, 0.5, 1.0, 9 / 8, 0.75, 1.1, 1.2, 0.7,
+                         0.8, True)
+    same = [replace(base, joint=j) for j in "abc"]
+    note, charted = category1_page(spec, same)
+    assert "STATED deceleration: 4 rad/s^2" in note[0] and charted == {0: ("a", "b", "c"), 1: ("a",)}
+    differ = same[:2] + [replace(base, joint="c", angle=1.3)]
+    assert category1_page(spec, differ)[1][1] == ("a", "b", "c")
