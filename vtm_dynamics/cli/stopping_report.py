@@ -67,8 +67,10 @@ def points_table(points: Sequence[Any]) -> list[str]:
     cols = (("cat", 3), ("joint", 20), ("speed", 17), ("extension", 15), ("payload", 14), ("angle", 8),
             ("band", 13), ("time", 7), ("band", 10), ("TCP", 7), ("band max", 9), ("safety: angle/time/TCP", 24))
     units = ("", "", "% / rad/s", "% / m", "% / kg", "rad", "rad", "ms", "ms", "mm", "mm", "rad / ms / mm")
-    head = "".join(f"{name:>{w}} " if k else f"{name:>{w}} " for k, (name, w) in enumerate(cols))
-    unit = "".join(f"{u:>{w}} " for u, (_, w) in zip(units, cols))
+    def line(cells) -> str:  # the joint name left-aligned, the numbers right-aligned
+        return "".join(f"{c:<{w}} " if k == 1 else f"{c:>{w}} " for k, (c, (_, w)) in enumerate(zip(cells, cols)))
+
+    head, unit = line([name for name, _ in cols]), line(units)
     out = [head, unit, "-" * len(head)]
     for p in points:
         ext = f"{p.extension_fraction:.0%} {p.reach:.3f}" + ("*" if abs(p.extension_actual - p.extension_fraction)
@@ -78,7 +80,7 @@ def points_table(points: Sequence[Any]) -> list[str]:
                  _fmt_ms(p.time), f"{_fmt_ms(p.time_min)}-{_fmt_ms(p.time_max)}", f"{1e3 * p.tcp_distance:.0f}",
                  f"{1e3 * p.tcp_distance_max:.0f}",
                  f"{p.angle_max:.3f} / {_fmt_ms(p.time_max)} / {1e3 * p.tcp_distance_max:.0f}")
-        out.append("".join(f"{c:>{w}} " for c, (_, w) in zip(cells, cols)))
+        out.append(line(cells))
     return out
 
 
@@ -88,7 +90,7 @@ def safety_table(rows: Sequence[dict]) -> list[str]:
         return ["No published figures for this robot: no comparison."]
     head = (f"{'joint':<21}{'published':>18}{'nominal (model)':>19}{'error':>17}{'band (envelope)':>26}"
             f"{'value for safety calc.':>24}  flag")
-    out = [head, "-" * (len(head) + 40)]
+    out = [head, "-" * (len(head) + 30)]
     for r in rows:
         flags = []
         if r["nominal_below_published"]["angle"]:
@@ -158,9 +160,9 @@ def write_pdf(path: str, control: DocumentControl, summary_lines: list[str], bra
     for start in range(0, len(summary_lines), 56):
         builders.append(("Summary and document control", lambda fig, s=start: _text(fig, summary_lines[s:s + 56])))
     conditions = brake_lines + [""] + assumption_lines
-    for start in range(0, len(conditions), 56):
+    for start in range(0, len(conditions), 60):
         builders.append(("Brakes, test conditions and assumptions",
-                         lambda fig, c=conditions[start:start + 56]: _text(fig, c)))
+                         lambda fig, c=conditions[start:start + 60]: _text(fig, c, size=6.9)))
     builders.append(("Test poses", pose))
     builders += list(chart_pages)
     if category1_note:
