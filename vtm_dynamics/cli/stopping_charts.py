@@ -32,12 +32,17 @@ def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: st
 
 
 def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, title: str = "", fig: Any = None,
-                 published: Any = None, source: str | None = None) -> Any:
+                 published: Any = None, notes: list[str] | None = None) -> Any:
     """2 x 2 axes (stopping angle / time against speed; by extension at 100 % payload / by payload at 100 %
     extension), each level with its absolute value (m, kg), the envelope band shaded (its upper edge is the value
     for safety calculations), the speed also in rad/s on the top axis, the ``published`` figure (an object with
-    ``angle`` [rad] and ``time`` [s]) marked at 100 %. Drawn into ``fig`` (a report page) or a new figure."""
+    ``angle`` [rad] and ``time`` [s]) marked at 100 %. Drawn into ``fig`` (a report page) or a new figure;
+    curves that lie on top of each other are named in ``notes`` (and on the page)."""
+    from vtm_dynamics.cli.plots import overlap_note
+
     plt = _pyplot()
+    hidden: list[str] = []
+    curves: dict[tuple[int, int], list] = {}
     own = fig is None
     if own:
         fig = plt.figure(figsize=(11.0, 8.0), layout="constrained")
@@ -61,7 +66,9 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
             for row, (val, lo, hi, scale) in enumerate((("angle", "angle_min", "angle_max", 1.0),
                                                         ("time", "time_min", "time_max", 1e3))):
                 ax = axes[row][col]
-                line, = ax.plot(x, [scale * getattr(p, val) for p in pts], marker="o", label=label)
+                y = np.array([scale * getattr(p, val) for p in pts])
+                line, = ax.plot(x, y, marker="o", label=label)
+                curves.setdefault((row, col), []).append((f"{vary} {label.split(' ')[0]}", np.array(x, float), y))
                 ax.fill_between(x, [scale * getattr(p, lo) for p in pts], [scale * getattr(p, hi) for p in pts],
                                 color=line.get_color(), alpha=0.15)
         if published is not None:
@@ -84,12 +91,18 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
                                                                   lambda w, v=full_speed: 100 * w / v))
             top.set_xlabel("speed [rad/s]", fontsize=8)
             top.tick_params(labelsize=7)
+    for (row, col), drawn in curves.items():
+        what = ("angle", "time")[row]
+        hidden += [f"{what}: {n}" for n in overlap_note(axes[row][col], drawn)]
+    if notes is not None:
+        notes.extend(hidden)
     heading = title or f"stop category {category}, {joint}"
     if own:
         fig.suptitle(heading, fontsize=10)
     else:
         fig.text(0.04, 0.885, heading, fontsize=10, va="top")
-        fig.text(0.04, 0.045, "Note: " + BAND_NOTE, fontsize=7.5)
+        fig.text(0.04, 0.045, "Note: " + BAND_NOTE + ("" if not hidden else " Curves on top of each other: "
+                                                        + "; ".join(hidden) + "."), fontsize=7.5, wrap=True)
     return fig
 
 
@@ -108,10 +121,12 @@ def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name
     for cat, joints in charted.items():
         for joint in joints:
             pub = (published or {}).get(joint) if cat == 0 else None
+            hidden: list[str] = []
             fig = vendor_chart(points, cat, joint, f"{robot_name}: stop category {cat}, {joint} (simulated)",
-                               published=pub)
+                               published=pub, notes=hidden)
             path = os.path.join(out_dir, f"{robot_name}_cat{cat}_{joint}.png")
-            files.append(save_figure(plt, fig, path, source, [BAND_NOTE], dpi=100))
+            files.append(save_figure(plt, fig, path, source, [BAND_NOTE] + [f"on top of each other: {h}"
+                                                                            for h in hidden], dpi=100))
     return files
 
 
