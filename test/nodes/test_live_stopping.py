@@ -51,7 +51,7 @@ def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envel
     robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     spec = EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload=(0.0, 2.0), payload_frame="tool0")
     env = stop_envelope(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, spec, tcp_frame="tool0",
-                        settings=StopSettings(step=0.004, t_max=5.0))
+                        settings=StopSettings(t_max=5.0))  # the node predicts with the core's step
     assert msg.envelope_cases == len(envelope_samples(spec)) == len(env.cases)
     assert msg.worst_distance == pytest.approx(env.worst_distance.tcp_straight_distance, abs=1e-9)
     assert msg.worst_time == pytest.approx(env.worst_time.stop_time, abs=1e-9)
