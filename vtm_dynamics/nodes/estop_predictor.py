@@ -180,8 +180,7 @@ PARAMETERS = (
                     "makes that stop's prediction success=false naming the field.",
                     P.all_of(P.positive, P.in_range(0.0, 60.0)), constraint="0 < delay <= 60 s"),
     P.ParameterSpec("integration_step", INTEGRATION_STEP, "Maximum Runge-Kutta step (Dormand-Prince 5) of the "
-                    "prediction "
-                    "between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
+                    "prediction between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
                     constraint="1e-6 .. 0.1 s"),
     P.ParameterSpec("category1_deceleration", CATEGORY1_DECELERATION, "Category 1: joint deceleration limit of the "
                     "controlled ramp "
