@@ -58,14 +58,14 @@ def test_the_figure_is_drawn(runs, tmp_path):
     shown = []
     import vtm_dynamics.cli.plots as plots
 
-    original = plots.save_figure
+    original = plots.save_figure_at
 
     def keep(plt, fig, path, source=None, notes=(), dpi=110):
         shown.append(fig)
         return original(plt, fig, path, source, notes, dpi)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(plots, "save_figure", keep)
+    mp.setattr(plots, "save_figure_at", keep)
     try:
         figure(consistent, naive, str(tmp_path / "sec7.png"))
     finally:
