@@ -43,3 +43,12 @@ def _loopback_init(init):
 
 
 rclpy.init = _loopback_init(rclpy.init)
+
+
+def pytest_report_header(config):
+    """The floating-point kernels of this run (OpenBLAS core type, numpy SIMD): a figure that fails on one machine
+    and not on another is read against this line (``tools/rerun_with_other_kernels.sh`` reruns the sensitive
+    tests under others)."""
+    from test.numeric_kernels import summary
+
+    return summary()

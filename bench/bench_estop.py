@@ -1,7 +1,8 @@
-"""Benchmark: full category-0 stop predictions (UR5 with calibrated brakes, 7-DOF Panda), wall time per prediction,
-speed-up over real time, ratio against MuJoCo simulating the same stop in the same run, accuracy against a fine
-reference (scipy DOP853 at rtol 1e-12 restarted at every event: the straightforward implementation, also timed),
-and a cProfile summary.
+"""Benchmark: full category-0 stop predictions (UR5 with the shipped brakes, 7-DOF Panda), CPU time per prediction,
+the same stops with the Python engine (the path before the compiled one, ``StopSettings(engine="python")``) and
+with MuJoCo in the same run, accuracy of both engines against an independent tight reference (scipy DOP853 at
+rtol 1e-12 restarted at every event, with its own brake law: :mod:`vtm_dynamics.core.estop.reference_stop`, also
+timed), and a cProfile summary.
 
 Run: python bench/bench_estop.py [--repeat 30] [--states 5]
 """
@@ -19,7 +20,6 @@ import time
 
 import numpy as np
 import pinocchio as pin
-import scipy.integrate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(REPO, "test", "core"))  # the MuJoCo peer helper
 from mujoco_stop import mujoco_full_stop, mujoco_model_from_urdf  # noqa: E402
 from vtm_dynamics.core.estop.brakes import brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop import StopSettings, predict_stop  # noqa: E402
-from vtm_dynamics.core.estop.event_loop import BrakingEngine  # noqa: E402
+from vtm_dynamics.core.estop.reference_stop import reference_stop  # noqa: E402
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf  # noqa: E402
 
 UR5 = "ur_description/urdf/ur5_robot.urdf"
@@ -69,58 +69,6 @@ def moving_states(robot: RobotModel, n: int, seed: int, speed: float = 0.7):
     return out
 
 
-def scipy_reference(robot, brakes, q0, v0, rtol=1e-12, t_max=5.0):
-    """The straightforward implementation: scipy DOP853 with event functions, restarted at every event, same
-    brake law and stick/slip decisions as vtm_dynamics (engine internals reused for the decision only)."""
-    eng = BrakingEngine(robot, brakes, StopSettings(t_max=t_max))
-    nv = robot.nv
-    engage = sorted(set(float(d) for d in brakes.engage_delay[brakes.braked]))
-    t, q, v = 0.0, q0.copy(), v0.copy()
-    events = []
-
-    def rhs(_, y):
-        a, _, tau = eng._f(y[:nv], y[nv:2 * nv])
-        return np.concatenate([y[nv:2 * nv], a, [tau @ y[nv:2 * nv]]])
-
-    W = 0.0
-    while not eng.locked.all() and t < t_max:
-        while engage and engage[0] <= t + 1e-12:
-            d = engage.pop(0)
-            idx = np.flatnonzero(brakes.braked & (brakes.engage_delay == d))
-            eng.engaged[idx] = True
-            for i in idx:
-                if v[i] != 0:
-                    eng.s[i] = np.sign(v[i])
-            eng._set_phase()
-            eng._decide(t, q, v)
-            events.append((t, "engage"))
-        t_next = engage[0] if engage else t_max
-        fns = []
-        for i in eng.slide_idx:
-            f = (lambda i: lambda _, y: y[nv + i])(int(i))
-            f.terminal, f.direction = True, -eng.s[i]
-            fns.append(f)
-        for i in eng.release_idx:
-            k = int(np.flatnonzero(eng.L == i)[0])
-            g = (lambda i, k: lambda _, y: abs(eng._f(y[:nv], y[nv:2 * nv])[1][k]) - eng.cap[i])(int(i), k)
-            g.terminal, g.direction = True, 1
-            fns.append(g)
-        sol = scipy.integrate.solve_ivp(rhs, (t, t_next), np.concatenate([q, v, [W]]), method="DOP853",
-                                        rtol=rtol, atol=1e-12, events=fns or None)
-        hit = [(te[0], k) for k, te in enumerate(sol.t_events or []) if te.size]
-        if hit:
-            te, k = min(hit)
-            y = sol.y_events[k][0]
-            t, q, v, W = te, y[:nv].copy(), y[nv:2 * nv].copy(), y[-1]
-            if k < len(eng.slide_idx):
-                v[eng.slide_idx[k]] = 0.0
-            eng._decide(t, q, v)
-            events.append((t, "stick/slip"))
-        else:
-            t, q, v, W = sol.t[-1], sol.y[:nv, -1], sol.y[nv:2 * nv, -1], sol.y[-1, -1]
-    return q, eng.rest_since.copy(), events
-
-
 def median_time(fn, repeat: int) -> float:
     """Median CPU time of ``fn`` (process time: on a shared machine wall time mostly measures the neighbours)."""
     ts = []
@@ -131,32 +79,67 @@ def median_time(fn, repeat: int) -> float:
     return float(np.median(ts))
 
 
+PYTHON_ENGINE = StopSettings(engine="python")
+
+
 def bench_robot(label, robot, brakes, mj_model, states, repeat):
     print(f"\n== {label}: {robot.nv} DOF, {len(states)} moving states, median CPU time of {repeat} runs ==")
-    hdr = (f"{'state':>5} {'stop [s]':>9} {'events':>6} {'evals':>6} {'ours [ms]':>10} {'x real':>8} "
-           f"{'MuJoCo [ms]':>12} {'MJ/ours':>8} {'scipy [ms]':>11} {'scipy/ours':>10} {'|dq| ref':>9} {'|dt| ref':>9}")
+    hdr = (f"{'state':>5} {'stop [s]':>9} {'events':>6} {'evals':>6} {'ours [ms]':>10} {'x real':>7} "
+           f"{'before [ms]':>11} {'evals':>6} {'bef/ours':>8} {'MuJoCo [ms]':>12} {'MJ/ours':>8} {'ref [ms]':>9} "
+           f"{'|dq| ours':>9} {'|dt| ours':>9} {'|dq| bef':>9} {'|dt| bef':>9}")
     print(hdr)
     rows = []
     for k, (q, v) in enumerate(states):
-        p = predict_stop(robot, brakes, q, v, tcp_frame=None)
+        p = predict_stop(robot, brakes, q, v)
+        old = predict_stop(robot, brakes, q, v, settings=PYTHON_ENGINE)
         t_ours = median_time(lambda: predict_stop(robot, brakes, q, v), repeat)
+        t_old = median_time(lambda: predict_stop(robot, brakes, q, v, settings=PYTHON_ENGINE), max(3, repeat // 3))
         t_mj = median_time(lambda: mujoco_full_stop(mj_model, brakes, q, v, t_end=p.stop_time + 0.02, dt=2e-4),
                            max(3, repeat // 10))
         t0 = time.process_time()
-        qr, stops_r, _ = scipy_reference(robot, brakes, q, v)
-        t_sp = time.process_time() - t0
-        dq = float(np.max(np.abs(qr - p.q_final)))
-        dt = float(np.nanmax(np.abs(stops_r - p.joint_stop_times)))
-        rows.append((p.stop_time, t_ours, t_mj, t_sp, dq, dt))
+        ref = reference_stop(robot, brakes, q, v)
+        t_ref = time.process_time() - t0
+        acc = []
+        for pred in (p, old):
+            acc.append(float(np.max(np.abs(ref.q_final - pred.q_final))))
+            acc.append(float(np.nanmax(np.abs(ref.joint_stop_times - pred.joint_stop_times))))
+        rows.append((p.stop_time, t_ours, t_old, t_mj, t_ref, *acc))
         print(f"{k:>5} {p.stop_time:>9.4f} {len(p.events):>6} {p.n_evaluations:>6} {t_ours * 1e3:>10.3f} "
-              f"{p.stop_time / t_ours:>8.1f} {t_mj * 1e3:>12.2f} {t_mj / t_ours:>8.1f} {t_sp * 1e3:>11.1f} "
-              f"{t_sp / t_ours:>10.1f} {dq:>9.1e} {dt:>9.1e}")
+              f"{p.stop_time / t_ours:>7.0f} {t_old * 1e3:>11.3f} {old.n_evaluations:>6} {t_old / t_ours:>8.1f} "
+              f"{t_mj * 1e3:>12.2f} {t_mj / t_ours:>8.1f} {t_ref * 1e3:>9.1f} "
+              + " ".join(f"{x:>9.1e}" for x in acc))
     r = np.array(rows)
-    print(f"median: ours {np.median(r[:, 1]) * 1e3:.3f} ms per stop, {np.median(r[:, 0] / r[:, 1]):.0f}x faster than "
-          f"real time, MuJoCo (frictionloss, 0.2 ms steps) {np.median(r[:, 2] / r[:, 1]):.1f}x slower, scipy "
-          f"restart-at-events {np.median(r[:, 3] / r[:, 1]):.1f}x slower; worst |dq| {r[:, 4].max():.1e} rad, "
-          f"worst |dt| {r[:, 5].max():.1e} s vs the scipy rtol 1e-12 reference")
+    print(f"median: ours {np.median(r[:, 1]) * 1e3:.3f} ms per stop ({np.median(r[:, 0] / r[:, 1]):.0f}x faster than "
+          f"real time), before {np.median(r[:, 2]) * 1e3:.3f} ms ({np.median(r[:, 2] / r[:, 1]):.1f}x slower), MuJoCo "
+          f"(frictionloss, 0.2 ms steps) {np.median(r[:, 3] / r[:, 1]):.1f}x slower, scipy reference "
+          f"{np.median(r[:, 4] / r[:, 1]):.0f}x slower; worst |dq| {r[:, 5].max():.1e} rad, worst |dt| "
+          f"{r[:, 6].max():.1e} s (before: {r[:, 7].max():.1e} rad, {r[:, 8].max():.1e} s) against the reference")
     return rows
+
+
+def batch_throughput(robot, brakes, states, repeat):
+    """Stops per second per core (CPU time) of one predict_stops call over the states x the envelope's corners
+    (torque 0.9 / 1.1, delay 1.0 / 1.5, and nominal), against the same stops as single predict_stop calls."""
+    from vtm_dynamics.core.estop.batch import predict_stops
+    from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
+
+    corners = envelope_samples(EnvelopeSpec())
+    q = [s[0] for s in states for _ in corners]
+    v = [s[1] for s in states for _ in corners]
+    tf = [c[0] for _ in states for c in corners]
+    df = [c[1] for _ in states for c in corners]
+    n = len(q)
+
+    def singles():
+        for k in range(n):
+            predict_stop(robot, brakes.scaled(tf[k], df[k]), q[k], v[k])
+
+    t_batch = median_time(lambda: predict_stops(robot, brakes, q, v, torque_factors=tf, delay_factors=df), repeat)
+    t_single = median_time(singles, repeat)
+    print(f"\n== batch: {len(states)} states x {len(corners)} envelope cases = {n} UR5 stops, median CPU time of "
+          f"{repeat} runs ==")
+    print(f"predict_stops: {n / t_batch:.0f} stops/s per core ({1e3 * t_batch / n:.3f} ms each); single calls: "
+          f"{n / t_single:.0f} stops/s ({t_single / t_batch:.2f}x the batch's time)")
 
 
 def profile_summary(robot, brakes, states, n=20):
@@ -182,12 +165,16 @@ def main(argv=None) -> int:
     ur5 = RobotModel.from_urdf_file(example_robot_urdf(UR5))
     ur5_brakes = brakes_from_config(ur5, os.path.join(REPO, "config", "ur5_brakes.yaml"))
     ur5_states = moving_states(ur5, args.states, seed=1)
-    bench_robot("UR5, calibrated brakes (config/ur5_brakes.yaml)", ur5, ur5_brakes,
+    load = os.getloadavg()
+    print(f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start "
+          "(CPU times: other processes inflate them less than wall times)")
+    bench_robot("UR5, shipped brakes (config/ur5_brakes.yaml: Stribeck, rise, armature)", ur5, ur5_brakes,
                 mujoco_model_from_urdf(example_robot_urdf(UR5)), ur5_states, args.repeat)
     panda = panda_model()
     bench_robot("Panda (fingers fixed), assumed brakes", panda, panda_brakes(panda),
                 mujoco_model_from_urdf(example_robot_urdf(PANDA), fixed_joints=PANDA_FINGERS),
                 moving_states(panda, args.states, seed=2), args.repeat)
+    batch_throughput(ur5, ur5_brakes, ur5_states, max(3, args.repeat // 3))
     profile_summary(ur5, ur5_brakes, ur5_states)
     return 0
 

@@ -25,7 +25,8 @@ def main() -> None:
 
     from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
     from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, load_for_analysis
-    from vtm_dynamics.core.reactions.sparse_solvability import largest_singular_value, sparse_constraint_matrix
+    from vtm_dynamics.core.reactions.row_basis import largest_singular_value
+    from vtm_dynamics.core.reactions.sparse_solvability import sparse_constraint_matrix
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", choices=["comb", "random"], default="random")

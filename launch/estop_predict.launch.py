@@ -9,8 +9,9 @@
 
 Starts: robot_state_publisher (the robot's TF and /robot_description; ``robot_state_publisher:=false`` if the
 robot's driver runs one), a second robot_state_publisher in namespace ``ghost`` with ``frame_prefix: ghost/`` fed by
-/predicted_joint_states (the predicted rest pose) and a static transform anchoring ``ghost/<root>`` at ``<root>``
-(both ``ghost:=true``), ``estop_predictor``, optionally ``robot_sim`` (the plant and safety controller,
+/predicted_joint_states (the predicted rest pose) and a static transform anchoring ``ghost/<root>`` at ``<root>``,
+a third one in namespace ``ghost_replay`` with ``frame_prefix: replay/`` fed by /predicted_motion (the predicted
+stopping motion replayed at true time) anchored likewise (all with ``ghost:=true``), ``estop_predictor``, optionally ``robot_sim`` (the plant and safety controller,
 ``sim:=true``) and optionally RViz (``rviz:=true``). With ``rviz:=false ghost:=false robot_state_publisher:=false``
 only the vtm_dynamics nodes start, so neither robot_state_publisher, tf2_ros nor rviz2 needs to be installed; a
 package that is needed but missing makes ``ros2 launch`` stop at once with "package '<name>' not found". Parameters come from ``params_file``
@@ -28,6 +29,7 @@ from launch_ros.substitutions import FindPackageShare
 
 PACKAGE = "vtm_dynamics"
 GHOST_PREFIX = "ghost/"
+REPLAY_PREFIX = "replay/"  # the ghost that replays the predicted stopping motion (estop_predictor's predicted_motion)
 
 
 def _nodes(context, *args, **kwargs):
@@ -86,6 +88,18 @@ def _nodes(context, *args, **kwargs):
             condition=IfCondition(LaunchConfiguration("ghost")),
         ),
         Node(
+            package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
+            namespace="ghost_replay", parameters=[{"robot_description": description, "frame_prefix": REPLAY_PREFIX},
+                                                  sim_time],
+            remappings=[("joint_states", "/predicted_motion")], output="screen",
+            condition=IfCondition(LaunchConfiguration("ghost")),
+        ),
+        Node(
+            package="tf2_ros", executable="static_transform_publisher", name="replay_anchor",
+            arguments=["--frame-id", root, "--child-frame-id", REPLAY_PREFIX + root], parameters=[sim_time],
+            output="log", condition=IfCondition(LaunchConfiguration("ghost")),
+        ),
+        Node(
             package=PACKAGE, executable="estop_predictor", name="estop_predictor",
             parameters=[params_file, predictor_params, sim_time], output="screen",
         ),
@@ -124,8 +138,10 @@ def generate_launch_description() -> LaunchDescription:
                                           "robot's driver already runs one; robot_sim then publishes "
                                           "/robot_description)."),
         DeclareLaunchArgument("ghost", default_value="true", choices=["true", "false"],
-                              description="Show the predicted rest pose as a ghost robot: a robot_state_publisher "
-                                          "in namespace ghost and a tf2_ros static transform."),
+                              description="Show the predicted rest pose as a ghost robot and a second ghost that "
+                                          "replays the predicted stopping motion: robot_state_publishers in "
+                                          "namespaces ghost and ghost_replay, each anchored by a tf2_ros static "
+                                          "transform."),
         DeclareLaunchArgument("use_sim_time", default_value="false", choices=["true", "false"],
                               description="Every node takes its clock from /clock (a simulator such as Gazebo "
                                           "publishes it): stamps, trigger instants and ages are then simulated "

@@ -27,6 +27,16 @@ def ros_subprocess_env() -> dict[str, str]:
     return env
 
 
+def default_signals() -> None:
+    """``preexec_fn`` of a child that a test stops with SIGINT: the default disposition, unblocked. A child
+    inherits ignored and blocked signals from the test process, and what earlier tests in the same worker left
+    there (a library's handler set to ignore, a blocked mask) would make it deaf to Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def python_executable() -> str:
     return sys.executable
 

@@ -90,6 +90,18 @@ else
   stamp_set vtm_dynamics "$pkg_hash"
 fi
 
+# --- the E-stop engine's compiled kernels: Numba compiles them once into its on-disk cache (tens of seconds), so
+# that no test and no first prediction pays for it; later processes load them from the cache
+kernels_hash="$(hash_of "$root"/vtm_dynamics/core/estop/compiled_*.py "$root/requirements.txt")"
+if stamp_ok kernels "$kernels_hash"; then
+  say "compiled E-stop kernels up to date"
+else
+  say "compiling the E-stop kernels (Numba, cached on disk)"
+  "$py" -m vtm_dynamics.core.estop.warm_up > "$log_dir/kernels.log" 2>&1 \
+    || { tail -n 15 "$log_dir/kernels.log" >&2; die "compiling the E-stop kernels failed (see $log_dir/kernels.log)"; }
+  stamp_set kernels "$kernels_hash"
+fi
+
 "$py" -c "import vtm_msgs.msg, vtm_msgs.srv, vtm_dynamics, pinocchio, rclpy" \
   || die "the environment does not import (vtm_msgs, vtm_dynamics, pinocchio, rclpy)"
 say "ready: $venv (activate with: source $venv/bin/activate)"

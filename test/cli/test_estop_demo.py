@@ -10,7 +10,8 @@ from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env
 def test_demo_runs_the_graph_prints_the_comparison_and_writes_plots(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [python_executable(), "-m", "vtm_dynamics.cli.estop_demo", "--output-dir", str(out), "--timeout", "40"],
+        [python_executable(), "-m", "vtm_dynamics.cli.estop_demo", "--output-dir", str(out), "--timeout", "40",
+         "--view", str(tmp_path / "stop.html")],
         cwd=REPO_ROOT, env=ros_subprocess_env(), capture_output=True, text=True, timeout=90,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -27,6 +28,11 @@ def test_demo_runs_the_graph_prints_the_comparison_and_writes_plots(tmp_path):
     assert kinds[0] == "engage" and "stick" in kinds
     for png in ("joint_angles_rates.png", "tcp_path.png"):
         assert os.path.getsize(out / png) > 10_000
+    # the 3-D view: the predicted stop beside the reference plant's own motion of it
+    page = (tmp_path / "stop.html").read_text(encoding="utf-8")
+    scene = json.loads(page.split('id="vtm-scene">', 1)[1].split("</script>", 1)[0])
+    assert [r["name"] for r in scene["robots"]] == ["robot", "start", "rest", "reference"]
+    assert f"wrote {tmp_path / 'stop.html'}" in proc.stdout
 
 
 def test_demo_rejects_a_bad_configuration_with_status_2(tmp_path):

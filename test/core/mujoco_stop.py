@@ -90,7 +90,10 @@ def mujoco_full_stop(model: mujoco.MjModel, brakes, q0, v0, t_end: float, dt: fl
     """Whole category-0 stop in MuJoCo with the Coulomb part as joint ``frictionloss`` (MuJoCo's soft dry-friction
     constraint: stick and slip, static = sliding capacity) engaged at each brake's delay, the viscous part as
     damping; implicit-fast integrator. The friction constraint is made stiff (time constant 2 dt, 20 no-slip
-    iterations); with MuJoCo's default soft friction the joints creep for a further ~0.2 s. Returns (times, q, v)."""
+    iterations); with MuJoCo's default soft friction the joints creep for a further ~0.2 s. The extended brake
+    terms as MuJoCo can take them: the reflected rotor inertias as ``dof_armature``, the torque rise as a factor
+    r(t) on the friction level and the damping, the Stribeck rise of the friction level at the velocity of the
+    step start (explicit); without those terms the stop is the plain Coulomb + viscous one. Returns (times, q, v)."""
     m = model
     m.opt.timestep = dt
     m.opt.noslip_iterations = 20
@@ -98,18 +101,30 @@ def mujoco_full_stop(model: mujoco.MjModel, brakes, q0, v0, t_end: float, dt: fl
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     m.dof_damping[:] = 0.0
     m.dof_frictionloss[:] = 0.0
-    m.dof_armature[:] = 0.0
+    m.dof_armature[:] = np.where(brakes.braked, brakes.armature, 0.0)
     d = mujoco.MjData(m)
     d.qpos[:] = q0
     d.qvel[:] = v0
     mujoco.mj_forward(m, d)
     ts, tl, vl = [0.0], [d.qpos.copy()], [d.qvel.copy()]
+    stribeck = brakes.stribeck
+    amplitude = np.where(stribeck, brakes.breakaway_torque - brakes.sliding_torque, 0.0)
+    v_s = np.where(stribeck, brakes.stribeck_velocity, 1.0)
+    rise = np.where(brakes.braked, brakes.rise_time, 0.0)
+    extended = bool(stribeck.any() or np.any(rise > 0.0))
     steps = int(round(t_end / dt))
     for k in range(steps):
         t = k * dt
         on = brakes.braked & (t >= brakes.engage_delay - 1e-12)
-        m.dof_frictionloss[:] = np.where(on, brakes.sliding_torque, 0.0)
-        m.dof_damping[:] = np.where(on, brakes.viscous, 0.0)
+        if extended:
+            r = np.where(rise > 0.0, np.clip((t - brakes.engage_delay) / np.where(rise > 0.0, rise, 1.0), 0.0, 1.0),
+                         1.0)
+            level = brakes.sliding_torque + amplitude * np.exp(-(d.qvel / v_s) ** 2)
+            m.dof_frictionloss[:] = np.where(on, r * level, 0.0)
+            m.dof_damping[:] = np.where(on, r * brakes.viscous, 0.0)
+        else:
+            m.dof_frictionloss[:] = np.where(on, brakes.sliding_torque, 0.0)
+            m.dof_damping[:] = np.where(on, brakes.viscous, 0.0)
         mujoco.mj_step(m, d)
         ts.append((k + 1) * dt)
         tl.append(d.qpos.copy())

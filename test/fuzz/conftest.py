@@ -9,6 +9,9 @@
 ``explore`` like ``ci`` but without the explicit examples (the issue's reproduced cases): to survey what the
          generated inputs find when an explicit example already fails (Hypothesis stops at a failing explicit one).
 
+``explicit`` only the explicit examples (the issue's reproduced cases), as ``ci`` otherwise: what
+         ``test/test_suite_clocks.py`` runs with the clock moved between collection and run.
+
 ``HYPOTHESIS_PROFILE`` overrides the choice. ``VTM_FUZZ_SCALE`` (default 1) multiplies every test's example
 count, for a longer search on a developer machine.
 """
@@ -30,6 +33,10 @@ settings.register_profile(
 settings.register_profile(
     "explore", derandomize=True, database=None, deadline=None, print_blob=True, suppress_health_check=_QUIET_CHECKS,
     phases=(Phase.generate,),
+)
+settings.register_profile(
+    "explicit", derandomize=True, database=None, deadline=None, print_blob=True, suppress_health_check=_QUIET_CHECKS,
+    phases=(Phase.explicit,),
 )
 settings.register_profile("dev", database=None, deadline=None, print_blob=True, suppress_health_check=_QUIET_CHECKS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "dev"))

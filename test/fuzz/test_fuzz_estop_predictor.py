@@ -14,7 +14,6 @@ state and brakes, computed once in this module).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,6 @@ from test.fuzz.scale import examples
 from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V, first_positions
 from test.ros_helpers import spin_until
 
-NOW = int(time.time())
 PREDICTION_WAIT_S = 10.0  # [s] generous: a UR5 prediction takes milliseconds
 
 
@@ -52,6 +50,7 @@ class Rig:
     """The predictor, a listener of its predictions, one executor, the log capture and the oracle."""
 
     def __init__(self) -> None:
+        from vtm_dynamics.core.estop import StopSettings, predict_stop
         from vtm_dynamics.core.estop.brakes import brakes_from_config
         from vtm_dynamics.nodes import prediction_io as io
         from vtm_dynamics.nodes.estop_predictor import EstopPredictor
@@ -75,8 +74,8 @@ class Rig:
         assert spin_until(self.executor, lambda: self.sub.get_publisher_count() > 0, 10.0), "predictor not matched"
         self.urdf = load_urdf_text("ur5")
         robot = model_from_urdf_text(self.urdf)
-        self.oracle = io.predict_stop(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, category=0,
-                                      tcp_frame="tool0", horizon=5.0)
+        self.oracle = predict_stop(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, tcp_frame="tool0",
+                                   settings=StopSettings(t_max=5.0))
         self.oracle_angles = np.asarray(io.rest_positions(robot, self.oracle)) - UR5_Q
         self.examples = 0
 
@@ -160,14 +159,15 @@ def no_leak(rig: Rig, outcome: Any, context: str) -> None:
 @given(S.joint_states())
 @example(S.Case(JointState(name=[f"j{k}" for k in range(20_000)], position=[0.0] * 20_000), True,
                 "the issue's 20,000-name joint state"))
-@example(S.Case(S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time(sec=NOW + 10**6)), True,
-                "one joint state 1e6 s in the future"))
-@example(S.Case(S.valid_joint_state(list(S.UR5_JOINTS) + ["x" * 10_000], list(UR5_Q) + [0.0], list(UR5_V) + [0.0],
-                                   Time(sec=NOW)), True, "an unknown joint name of 10,000 characters"))
+@example(S.Case(S.AtRunTime(lambda now: S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time(sec=now + 10**6)),
+                            "stamped now + 1e6 s"), True, "one joint state 1e6 s in the future"))
+@example(S.Case(S.AtRunTime(lambda now: S.valid_joint_state(list(S.UR5_JOINTS) + ["x" * 10_000], list(UR5_Q) + [0.0],
+                                                            list(UR5_V) + [0.0], Time(sec=now)), "stamped now"),
+                True, "an unknown joint name of 10,000 characters"))
 @surveyable
 def test_joint_states(rig, case):
     rig.a.reset_log_limits()
-    out = deliver(rig.a, rig.capture, rig.a.inputs["joint_states"], case.msg)
+    out = deliver(rig.a, rig.capture, rig.a.inputs["joint_states"], S.message_of(case.msg))
     check_outcome(rig.a, "joint_states", out, case.bad, case.note)
     rig.every(100, f"joint_states fuzz ({case.note})")
 
@@ -178,7 +178,8 @@ def test_joint_states(rig, case):
 @example(("brake_events", S.Case(BrakeEvent(joint_names=list(S.UR5_JOINTS), action=BrakeEvent.ENGAGE,
                                             engage_delay=[1e6] * 6), True, "the issue's 1e6 s delay override")))
 @example(("lock_events", S.Case(LockEvent(joint_names=[], action=186), True, "unknown action, no joints")))
-@example(("brake_events", S.Case(BrakeEvent(header=Header(stamp=Time(sec=NOW + 1000)), action=BrakeEvent.ENGAGE),
+@example(("brake_events", S.Case(S.AtRunTime(lambda now: BrakeEvent(header=Header(stamp=Time(sec=now + 1000)),
+                                                                   action=BrakeEvent.ENGAGE), "stamped now + 1,000 s"),
                                 True, "ENGAGE stamped 1,000 s in the future")))
 @example(("brake_events", S.Case(BrakeEvent(joint_names=["no_such_joint"], action=BrakeEvent.RELEASE), True,
                                 "RELEASE of an unknown joint")))
@@ -189,7 +190,7 @@ def test_events(rig, topic_case):
     rig.a.reset_log_limits()
     if topic == "brake_events":  # an ENGAGE needs states to predict from; give it a fresh one
         rig.a.inputs["joint_states"](rig.valid_state())
-    out = deliver(rig.a, rig.capture, rig.a.inputs[topic], case.msg)
+    out = deliver(rig.a, rig.capture, rig.a.inputs[topic], S.message_of(case.msg))
     check_outcome(rig.a, topic, out, case.bad, case.note)
     rig.every(50, f"{topic} fuzz ({case.note})")
 
@@ -197,7 +198,7 @@ def test_events(rig, topic_case):
 @settings(max_examples=examples(250))
 @given(S.predict_stop_requests(UR5_Q, UR5_V))
 @example(S.Case(PredictStop.Request(
-    state=S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time(sec=NOW)), brake_config_yaml="brakes: " + "[" * 1000
+    state=S.valid_joint_state(S.UR5_JOINTS, UR5_Q, UR5_V, Time()), brake_config_yaml="brakes: " + "[" * 1000
     + "]" * 1000), True, "the issue's 1,000-deep YAML", ("brake_config_yaml",)))
 @example(S.Case(PredictStop.Request(state=JointState(name=list(S.UR5_JOINTS), position=[0.0] * 7, velocity=[0.0] * 6)),
                 True, "state with 7 positions for 6 names", ("state",)))

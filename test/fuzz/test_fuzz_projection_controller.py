@@ -53,12 +53,12 @@ class Rig:
         """The slider-crank controller; ``parameters`` are added to its ``urdf_path``."""
         import os
 
-        from vtm_dynamics.nodes.model_source import package_share_dir
+        from vtm_dynamics.core.package_data import package_data_file
         from vtm_dynamics.nodes.projection_controller import ProjectionController
 
         init_ros()
         self.capture = LogCapture().install()
-        path = os.path.join(package_share_dir("urdf"), "slider_crank.urdf")
+        path = package_data_file("urdf", "slider_crank.urdf")
         self.node = ProjectionController(parameter_overrides=[Parameter("urdf_path", value=path), *parameters])
         self.a = projection_controller_adapter(self.node)
         self.cycle = projection_controller_cycle(self.node)
@@ -131,14 +131,14 @@ def huge_target(value: float) -> tuple[str, S.Case]:
 
 @settings(max_examples=examples(300))
 @given(TOPICS)
-@example(("joint_states", S.Case(S.valid_joint_state(S.SLIDER_CRANK_JOINTS + ("x" * 10_000,), [0.0] * 4, [0.0] * 4,
-                                                     Time(sec=int(time.time()))), True,
+@example(("joint_states", S.Case(S.AtRunTime(lambda now: S.valid_joint_state(
+    S.SLIDER_CRANK_JOINTS + ("x" * 10_000,), [0.0] * 4, [0.0] * 4, Time(sec=now)), "stamped now"), True,
                                  "an unknown joint name of 10,000 characters")))
 @example(("lock_events", S.Case(LockEvent(joint_names=["y" * 10_000], action=LockEvent.LOCK), True,
                                 "LOCK of an unknown joint named by 10,000 characters")))
 @example(("lock_events", S.Case(LockEvent(joint_names=[], action=LockEvent.UNLOCK), True, "UNLOCK naming no joint")))
-@example(("joint_states", S.Case(S.valid_joint_state(S.SLIDER_CRANK_JOINTS, BRANCH * THETA, [],
-                                                     Time(sec=int(time.time()) + 1000)),
+@example(("joint_states", S.Case(S.AtRunTime(lambda now: S.valid_joint_state(
+    S.SLIDER_CRANK_JOINTS, BRANCH * THETA, [], Time(sec=now + 1000)), "stamped now + 1,000 s"),
                                  True, "a joint state stamped 1,000 s in the future")))
 @example(huge_target(1e6))
 @example(huge_target(1e300))
@@ -148,7 +148,7 @@ def test_inputs_and_control_cycle(rig, topic_case):
     rig.a.reset_log_limits()
     if topic != "joint_states":  # keep the state fresh so that the control law runs
         rig.a.inputs["joint_states"](rig.valid_state())
-    out = deliver(rig.a, rig.capture, rig.a.inputs[topic], case.msg)
+    out = deliver(rig.a, rig.capture, rig.a.inputs[topic], S.message_of(case.msg))
     check_outcome(rig.a, topic, out, case.bad, case.note)
     rig.run_cycle(f"control cycle after {topic} ({case.note})")
 

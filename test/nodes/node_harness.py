@@ -165,7 +165,10 @@ def ros():
 
 
 @pytest.fixture
-def graph():
-    g = Graph()
+def graph(request):
+    """A predictor and a harness; start parameters of the predictor by indirect parametrization
+    (``@pytest.mark.parametrize("graph", [{"continuous_rate": 50.0}], indirect=True)``): parameters are read-only
+    once the node runs."""
+    g = Graph(getattr(request, "param", None))
     yield g
     g.close()

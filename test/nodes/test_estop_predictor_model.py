@@ -37,8 +37,8 @@ def test_a_heavier_ur5_published_after_start_up_is_ignored_and_predictions_keep_
     assert after.tcp_path_length == pytest.approx(before.tcp_path_length, rel=1e-9)
 
 
+@pytest.mark.parametrize("graph", [{"allow_model_replacement": True}], indirect=True)
 def test_with_replacement_enabled_only_a_model_with_the_same_joints_is_accepted(graph):
-    assert graph.predictor.set_parameters([Parameter("allow_model_replacement", value=True)])[0].successful
     graph.h.pub_desc.publish(String(data=load_urdf_text("planar_3r")))
     assert graph.wait(lambda: graph.h.has_log("new description ignored", "differ from the model"))
     assert graph.predictor.robot.name == "ur5"

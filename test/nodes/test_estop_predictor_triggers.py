@@ -165,16 +165,14 @@ def test_a_trigger_during_a_running_prediction_is_served_right_after_it(graph):
     assert graph.stop_predictions()[1].success
 
 
+@pytest.mark.parametrize("graph", [{"prediction_deadline": 1e-4}], indirect=True)
 def test_a_prediction_over_its_deadline_is_answered_success_false_and_the_node_goes_on(graph):
-    from rclpy.parameter import Parameter
-
-    assert graph.predictor.set_parameters([Parameter("prediction_deadline", value=1e-4)])[0].successful
     graph.feed(graph.h.state())
     pred = graph.trigger()
     assert not pred.success and "prediction_deadline" in pred.message
-    assert graph.predictor.set_parameters([Parameter("prediction_deadline", value=2.0)])[0].successful
     graph.feed(graph.h.state())
-    assert graph.trigger().success
+    again = graph.trigger()  # the next trigger is served (and judged by the same deadline)
+    assert again.scenario_id != pred.scenario_id and not again.success and "prediction_deadline" in again.message
 
 
 def test_a_cyclic_false_on_the_estop_line_does_not_end_a_stop_started_by_a_brake_event(graph):
@@ -189,6 +187,32 @@ def test_a_cyclic_false_on_the_estop_line_does_not_end_a_stop_started_by_a_brake
     assert graph.predictor.stop is not None and graph.predictor.stop.number == 1
     graph.h.pub_brake.publish(BrakeEvent(joint_names=UR5_JOINTS, action=BrakeEvent.RELEASE))
     assert graph.wait(lambda: graph.predictor.stop is None)
+
+
+@pytest.mark.parametrize("graph", [{"max_estop_publishers": 3}], indirect=True)
+def test_other_publishers_sending_false_never_release_the_line_the_plc_holds(graph):
+    """A PLC holds estop=true; more other publishers than the table holds each send false once. Before, the PLC's
+    entry was evicted, the stop ended and the PLC's next cyclic true started a second stop."""
+    graph.feed(graph.h.state())
+    graph.h.pub_estop.publish(Bool(data=True))  # the harness's publisher is the PLC
+    assert graph.wait(lambda: graph.stop_predictions())
+    others = [graph.h.create_publisher(Bool, "estop", EVENTS) for _ in range(5)]
+    try:
+        assert graph.wait(lambda: all(p.get_subscription_count() > 0 for p in others))
+        before = graph.predictor.stats["events"]
+        for p in others:
+            p.publish(Bool(data=False))
+        assert graph.wait(lambda: graph.predictor.stats["events"] >= before + len(others))
+        assert graph.predictor.stop is not None and graph.predictor.line.stopping
+        graph.feed(graph.h.state())
+        graph.h.pub_estop.publish(Bool(data=True))  # the PLC's cyclic true
+        graph.spin_for(0.3)
+        assert [p.scenario_id for p in graph.stop_predictions()] == ["estop-1"]  # no second stop
+        graph.h.pub_estop.publish(Bool(data=False))  # the holder releases it
+        assert graph.wait(lambda: graph.predictor.stop is None)
+    finally:
+        for p in others:
+            graph.h.destroy_publisher(p)
 
 
 def test_on_a_multithreaded_executor_requests_are_answered_and_excess_ones_refused():

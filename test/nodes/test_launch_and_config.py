@@ -141,6 +141,7 @@ def test_launch_function_passes_only_declared_valid_parameters(launch_module, ov
     result = opaque[0].kwargs["function"](_context(**overrides))
     nodes = {(n.kwargs.get("namespace", ""), n.kwargs["name"]): n for n in result if type(n).__name__ == "Node"}
     assert set(nodes) == {("", "robot_state_publisher"), ("ghost", "robot_state_publisher"), ("", "ghost_anchor"),
+                          ("ghost_replay", "robot_state_publisher"), ("", "replay_anchor"),
                           ("", "estop_predictor"), ("", "robot_sim"), ("", "rviz2")}
     ghost = nodes[("ghost", "robot_state_publisher")]
     assert ghost.kwargs["parameters"][0]["frame_prefix"] == "ghost/"
@@ -148,6 +149,11 @@ def test_launch_function_passes_only_declared_valid_parameters(launch_module, ov
     root = "world" if overrides.get("robot", "ur5") == "ur5" and not overrides.get("urdf") else "base_link"
     assert nodes[("", "ghost_anchor")].kwargs["arguments"] == ["--frame-id", root, "--child-frame-id", "ghost/" + root]
     assert nodes[("", "rviz2")].kwargs["arguments"] == ["-d", RVIZ, "-f", root]
+    replay = nodes[("ghost_replay", "robot_state_publisher")]  # the ghost replaying the predicted motion
+    assert replay.kwargs["parameters"][0]["frame_prefix"] == "replay/"
+    assert replay.kwargs["remappings"] == [("joint_states", "/predicted_motion")]
+    assert nodes[("", "replay_anchor")].kwargs["arguments"] == ["--frame-id", root, "--child-frame-id",
+                                                                 "replay/" + root]
     urdf_text = nodes[("", "robot_state_publisher")].kwargs["parameters"][0]["robot_description"].args[0]
     assert "<robot" in urdf_text
     _check_node_parameters(nodes[("", "estop_predictor")], "estop_predictor")
@@ -155,7 +161,8 @@ def test_launch_function_passes_only_declared_valid_parameters(launch_module, ov
     assert nodes[("", "robot_sim")].kwargs["parameters"][1]["publish_robot_description"] is False
     conditions = {key: n.kwargs["condition"].args[0].args[0] for key, n in nodes.items() if "condition" in n.kwargs}
     assert conditions == {("", "robot_state_publisher"): "robot_state_publisher", ("ghost", "robot_state_publisher"):
-                          "ghost", ("", "ghost_anchor"): "ghost", ("", "robot_sim"): "sim", ("", "rviz2"): "rviz"}
+                          "ghost", ("", "ghost_anchor"): "ghost", ("ghost_replay", "robot_state_publisher"): "ghost",
+                          ("", "replay_anchor"): "ghost", ("", "robot_sim"): "sim", ("", "rviz2"): "rviz"}
 
 
 def test_without_its_robot_state_publisher_the_simulated_robot_publishes_the_description(launch_module):
@@ -200,5 +207,6 @@ def test_rviz_config_shows_the_topics_the_nodes_publish():
     assert set(marker["Namespaces"]) == set(markers.NAMESPACES)
     robots = [d for d in displays.values() if d["Class"] == "rviz_default_plugins/RobotModel"]
     assert {(d["Description Topic"]["Value"], d["TF Prefix"]) for d in robots} == {
-        ("/robot_description", ""), ("/ghost/robot_description", "ghost")}
+        ("/robot_description", ""), ("/ghost/robot_description", "ghost"),
+        ("/ghost_replay/robot_description", "replay")}
     assert all(d["Description Topic"]["Durability Policy"] == "Transient Local" for d in robots)

@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from rclpy.parameter import Parameter
 from vtm_msgs.msg import StoppingDistance
 
 from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V, graph, ros  # noqa: F401 - fixtures
@@ -33,10 +32,10 @@ def _stream(graph, got, n=1) -> None:
     assert len(got) >= n, "no stopping_distance message"
 
 
+@pytest.mark.parametrize("graph", [{"stopping_envelope_payload_max": 2.0, "continuous_rate": 20.0,
+                                    "max_start_state_age": 5.0}], indirect=True)
 def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envelope(graph):
     got = _listen(graph)
-    assert graph.predictor.set_parameters([Parameter("stopping_envelope_payload_max", value=2.0),
-                                           Parameter("continuous_rate", value=20.0)])[0].successful
     _stream(graph, got)
     msg = got[0]
     assert msg.success, msg.message
@@ -51,7 +50,7 @@ def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envel
     robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     spec = EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload=(0.0, 2.0), payload_frame="tool0")
     env = stop_envelope(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, spec, tcp_frame="tool0",
-                        settings=StopSettings(step=0.004, t_max=5.0))
+                        settings=StopSettings(t_max=5.0))  # the node's step: the core's default
     assert msg.envelope_cases == len(envelope_samples(spec)) == len(env.cases)
     assert msg.worst_distance == pytest.approx(env.worst_distance.tcp_straight_distance, abs=1e-9)
     assert msg.worst_time == pytest.approx(env.worst_time.stop_time, abs=1e-9)
@@ -59,20 +58,19 @@ def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envel
     assert msg.worst_distance > msg.distance and msg.worst_time > msg.time > 0
 
 
+@pytest.mark.parametrize("graph", [{"prediction_deadline": 1e-6, "continuous_rate": 20.0}], indirect=True)
 def test_a_failed_prediction_is_published_as_failure_with_its_reason(graph):
     got = _listen(graph)
-    assert graph.predictor.set_parameters([Parameter("prediction_deadline", value=1e-6),
-                                           Parameter("continuous_rate", value=20.0)])[0].successful
     _stream(graph, got)
     msg = got[0]
     assert not msg.success and "prediction_deadline" in msg.message
     assert math.isnan(msg.distance) and math.isnan(msg.worst_distance)
 
 
+@pytest.mark.parametrize("graph", [{"stopping_envelope": False, "continuous_rate": 20.0, "max_start_state_age": 5.0}],
+                         indirect=True)
 def test_envelope_off_reports_the_nominal_as_worst(graph):
     got = _listen(graph)
-    assert graph.predictor.set_parameters([Parameter("stopping_envelope", value=False),
-                                           Parameter("continuous_rate", value=20.0)])[0].successful
     _stream(graph, got)
     msg = got[0]
     assert msg.success and msg.envelope_cases == 1

@@ -58,35 +58,33 @@ def test_a_bad_start_value_stops_the_node_with_a_reason_naming_the_parameter(nam
     assert "\n" not in str(err.value)
 
 
-def test_runtime_changes_are_validated_and_rejected_with_a_reason():
+def test_after_start_up_only_the_live_parameters_change_and_within_their_range():
     node = _predictor()
     try:
-        r = node.set_parameters([Parameter("horizon", value=float("nan"))])[0]
-        assert not r.successful and r.reason.startswith("horizon: must be a finite number > 0")
-        assert node.get_parameter("horizon").value == 5.0
-        r = node.set_parameters([Parameter("tcp_frame", value="no_such_frame")])[0]
-        assert not r.successful and r.reason == "tcp_frame: 'no_such_frame' is not a frame of 'ur5'"
-        r = node.set_parameters([Parameter("robot", value="planar_3r")])[0]
-        assert not r.successful  # read-only after start-up
-        r = node.set_parameters([Parameter("horizon", value="long")])[0]
-        assert not r.successful  # wrong type
-        r = node.set_parameters([Parameter("horizon", value=2.5), Parameter("continuous_rate", value=10.0)])
-        assert all(x.successful for x in r)
-        assert node.p["horizon"] == 2.5 and node.continuous_timer is not None
-        r = node.set_parameters([Parameter("tcp_frame", value="wrist_3_link")])[0]
-        assert r.successful and node.tcp_frame() == "wrist_3_link"
+        for name, value in (("horizon", 2.5), ("trigger_on_brake_event", False), ("max_start_state_age", 10.0),
+                            ("brake_config", "/etc/hostname"), ("allow_model_replacement", True),
+                            ("robot", "planar_3r"), ("tcp_frame", "wrist_3_link"), ("use_sim_time", True)):
+            r = node.set_parameters([Parameter(name, value=value)])[0]
+            assert not r.successful and name in r.reason, (name, r.reason)
+        assert node.p["horizon"] == 5.0 and node.p["trigger_on_brake_event"] and node.p["brake_config"] == TEST_BRAKES
+        assert not node.get_parameter("use_sim_time").value
+        r = node.set_parameters([Parameter("marker_force_scale", value=float("nan"))])[0]
+        assert not r.successful and r.reason.startswith("marker_force_scale: must lie in")
+        r = node.set_parameters([Parameter("marker_force_scale", value=0.01)])[0]
+        assert r.successful and node.p["marker_force_scale"] == 0.01
+        r = node.set_parameters([Parameter("marker_force_scale", value=None)])[0]  # a deletion
+        assert not r.successful and "cannot be" in r.reason
+        assert node.has_parameter("marker_force_scale")
     finally:
         node.destroy_node()
 
 
-def test_a_brake_file_for_another_robot_is_rejected_at_runtime(tmp_path):
-    other = tmp_path / "brakes.yaml"
-    other.write_text("brakes:\n  joints:\n    joint1: {sliding_torque: 1.0}\n")
+def test_the_parameter_policy_names_every_live_parameter_with_its_reason():
     node = _predictor()
     try:
-        r = node.set_parameters([Parameter("brake_config", value=str(other))])[0]
-        assert not r.successful and r.reason.startswith("brakes.joints.joint1: unknown joint of 'ur5'")
-        assert node.brakes is not None and node.p["brake_config"] == TEST_BRAKES
+        assert set(node.parameter_policy.live) == {"marker_force_scale", "marker_torque_scale"}
+        for s in PREDICTOR_PARAMETERS:
+            assert node.describe_parameter(s.name).read_only == (s.name not in node.parameter_policy.live), s.name
     finally:
         node.destroy_node()
 

@@ -18,7 +18,8 @@ from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import controller_io as io
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import FIELDS, TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
-from vtm_dynamics.core.projection.desired_trajectory import TrajectoryError, TrajectoryLimits, check_limits
+from vtm_dynamics.core.projection.desired_trajectory import (TrajectoryError, TrajectoryLimits, check_limits,
+                                                             joint_trajectory_limits)
 
 PLANAR_3R = f"{REPO_ROOT}/urdf/planar_3r.urdf"
 
@@ -136,7 +137,7 @@ def test_limit_checks_name_point_field_and_joint(times, positions, velocities, m
 
 def test_the_urdf_limits_are_read_from_the_model():
     robot = RobotModel.from_urdf_file(PLANAR_3R)  # +-100 rad, 100 rad/s, 1000 N m per joint
-    lim = io.trajectory_limits(robot, 7, 8.0)
+    lim = joint_trajectory_limits(robot, 7, 8.0)
     assert lim.names == ("joint1", "joint2", "joint3") and lim.units == ("rad",) * 3
     assert list(lim.lower) == [-100.0] * 3 and list(lim.upper) == [100.0] * 3 and list(lim.velocity) == [100.0] * 3
     assert (lim.max_points, lim.max_duration) == (7, 8.0)
@@ -272,6 +273,20 @@ def test_reactions_are_unique_per_joint_by_the_solvability_of_the_active_constra
     assert list(msg.uniquely_determined) == [True, False]
 
 
+def test_a_urdf_drive_on_a_locked_joint_does_not_make_its_reaction_indeterminate():
+    """The controller's constraints are the loop closures, knife edges and locks, not the URDF's drives: a drive on
+    the locked crank of the point-on-plane slider crank is no second row beside the lock (the analysis once spliced
+    the drives into the text, and two identical rows made the crank's reaction indeterminate)."""
+    with open(os.path.join(REPO_ROOT, "urdf", "slider_crank_point_on_plane.urdf")) as fh:
+        point = fh.read()
+    cut = point.rfind("</robot>")
+    driven = point[:cut] + '<driving_constraint name="drive_crank" joint="crank_joint"/>' + point[cut:]
+    names, q = ["crank_joint", "rod_joint"], np.array([0.6, -1.2])
+    assert io.joint_uniqueness(driven, names, ["crank_joint"], q) == io.joint_uniqueness(point, names,
+                                                                                      ["crank_joint"], q)
+    assert io.joint_uniqueness(driven, names, ["crank_joint"], q) == [True, True]
+
+
 def test_effort_limit_weighting_minimizes_the_torques_relative_to_their_limits():
     """Aghili Sec. 7.2 with W^1/2 = diag(limits): among all torques producing the law's constrained motion it
     returns the one minimizing sum (f_i / limit_i)^2 - checked against a least-squares peer over A^T lambda."""
@@ -294,3 +309,19 @@ def test_effort_limit_weighting_minimizes_the_torques_relative_to_their_limits()
     # peer: minimize |scale * (base + A^T lam)| over lam
     lam = np.linalg.lstsq((scale[:, None] * A.T), -(scale * base), rcond=None)[0]
     np.testing.assert_allclose(tau, base + A.T @ lam, atol=1e-9 * max(1.0, np.abs(tau).max()))
+
+
+def test_trajectory_messages_are_mapped_by_name_and_malformed_ones_rejected_naming_the_field():
+    ab = TrajectoryLimits.unlimited(["a", "b"])
+    msg = JointTrajectory(joint_names=["b", "a"])
+    msg.points = [JointTrajectoryPoint(positions=[1.0, 2.0])]
+    assert list(io.trajectory_from_message(msg, ab).positions[0]) == [2.0, 1.0]  # mapped by name
+    for names, points, field in (
+        (["a"], [JointTrajectoryPoint(positions=[1.0])], "joint_names"),
+        (["a", "b", "c"], [JointTrajectoryPoint(positions=[1.0, 2.0, 3.0])], "joint_names"),
+        (["a", "b"], [JointTrajectoryPoint(positions=[1.0])], r"points\[0\].positions"),
+        (["a", "b"], [JointTrajectoryPoint(positions=[1.0, 2.0], velocities=[1.0])], r"points\[0\].velocities"),
+        (["a", "b"], [], "points"),
+    ):
+        with pytest.raises(TrajectoryError, match=f"^{field}:"):
+            io.trajectory_from_message(JointTrajectory(joint_names=names, points=points), ab)

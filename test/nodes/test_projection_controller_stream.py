@@ -61,7 +61,7 @@ def test_a_long_trajectory_does_not_stall_the_command_stream(ros, tmp_path, cap,
     node, executor = ros
     name, controller = f"pc_long_{'ok' if accepted else 'cap'}", "long_effort"
     params = [f"urdf_path:={PLANAR_3R}", f"controller_name:={controller}", "diagnostic_period:=0.1",
-              "rate_hz:=250.0", "state_timeout:=0.0"]
+              "rate_hz:=250.0", "state_timeout:=2.0"]  # the longest timeout: a loaded machine delays states
     if cap is not None:
         params.append(f"max_trajectory_points:={cap}")
     proc = ControllerProcess(tmp_path, name, *params)

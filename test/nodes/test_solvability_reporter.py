@@ -31,9 +31,11 @@ def _urdf(name: str) -> str:
 
 
 @pytest.fixture()
-def graph():
+def graph(request):
+    """The reporter (start parameters by indirect parametrization: read-only once it runs) and a probe node."""
     rclpy.init()
-    reporter = SolvabilityReporter()
+    reporter = SolvabilityReporter(parameter_overrides=[Parameter(k, value=v)
+                                                        for k, v in getattr(request, "param", {}).items()])
     probe = rclpy.create_node("solvability_probe")
     executor = SingleThreadedExecutor()
     executor.add_node(reporter)
@@ -129,15 +131,28 @@ def test_the_service_answers_bad_urdf_with_a_reason_not_a_crash(graph):
     assert not future.result().success and future.result().message.startswith("positions:")
 
 
-def test_parameters_are_validated_and_a_change_re_analyses_the_description(graph):
+@pytest.mark.parametrize("graph", [{"planar": True}], indirect=True)
+def test_the_planar_analysis_is_chosen_at_start_up_and_no_parameter_changes_later(graph):
     reporter, _, executor, description, got = graph
     _publish_and_wait(executor, description, got, _urdf("parallelogram_4bar.urdf"), 1)
-    result = reporter.set_parameters([Parameter("relative_tolerance", value=-1.0)])[0]
-    assert not result.successful and result.reason.startswith("relative_tolerance:")
-    assert reporter.set_parameters([Parameter("planar", value=True)])[0].successful
-    assert spin_until(executor, lambda: len(got["reports"]) >= 2, 20.0)
     planar = got["reports"][-1]
     assert planar.planar and planar.redundancy == 0  # the parallelogram is not redundant as a planar model
+    for name, value in (("planar", False), ("relative_tolerance", 1e-3), ("max_links", 100000),
+                        ("analysis_deadline", 3600.0), ("max_description_bytes", 1_000_000_000)):
+        result = reporter.set_parameters([Parameter(name, value=value)])[0]
+        assert not result.successful and name in result.reason
+    assert reporter.p["planar"] and reporter.p["max_links"] == 500
+    assert reporter.set_parameters([Parameter("marker_size", value=0.05)])[0].successful  # drawing only
+
+
+def test_a_bad_start_value_refuses_to_start_with_the_parameter_named():
+    rclpy.init()
+    try:
+        with pytest.raises(ParameterError) as err:
+            SolvabilityReporter(parameter_overrides=[Parameter("relative_tolerance", value=-1.0)])
+        assert str(err.value).startswith("relative_tolerance:")
+    finally:
+        rclpy.shutdown()
 
 
 def test_a_missing_urdf_file_refuses_to_start_with_one_line():

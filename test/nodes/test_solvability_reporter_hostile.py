@@ -7,6 +7,7 @@ Expected answers come from the papers' examples (test/core/reactions/test_solvab
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
@@ -18,8 +19,7 @@ import uuid
 import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rcl_interfaces.msg import Log, Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.msg import Log
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -88,21 +88,21 @@ def _status_kb(pid: int, field: str) -> int:
 
 
 class Client:
-    """The test side: service and parameter clients, report/diagnostics/rosout recorders."""
+    """The test side: the service client, report/diagnostics/rosout recorders of the node called ``name``."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = NODE) -> None:
+        self.name = name
         self.node = rclpy.create_node(f"solvability_hostile_probe_{uuid.uuid4().hex[:8]}")
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self.reports: list[SolvabilityReport] = []
         self.diagnostics: list[DiagnosticArray] = []
         self.logs: list[Log] = []
-        self.node.create_subscription(SolvabilityReport, f"{NODE}/report", self.reports.append, LATCHED)
+        self.node.create_subscription(SolvabilityReport, f"{name}/report", self.reports.append, LATCHED)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, 50)
         self.node.create_subscription(Log, "/rosout", self.logs.append, ROSOUT)
         self.description = self.node.create_publisher(String, "robot_description", LATCHED)
-        self.analyze = self.node.create_client(AnalyzeSolvability, f"{NODE}/analyze")
-        self.params = self.node.create_client(SetParameters, f"{NODE}/set_parameters")
+        self.analyze = self.node.create_client(AnalyzeSolvability, f"{name}/analyze")
 
     def call(self, request: AnalyzeSolvability.Request, timeout: float = 60.0) -> tuple[AnalyzeSolvability.Response, float]:
         start = time.monotonic()
@@ -110,26 +110,8 @@ class Client:
         assert spin_until(self.executor, future.done, timeout), "no answer from ~/analyze"
         return future.result(), time.monotonic() - start
 
-    def set_double(self, name: str, value: float) -> bool:
-        param = Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value))
-        future = self.params.call_async(SetParameters.Request(parameters=[param]))
-        assert spin_until(self.executor, future.done, 20.0)
-        return future.result().results[0].successful
-
-    def set_int(self, name: str, value: int) -> bool:
-        param = Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value))
-        future = self.params.call_async(SetParameters.Request(parameters=[param]))
-        assert spin_until(self.executor, future.done, 20.0)
-        return future.result().results[0].successful
-
-    def set_string(self, name: str, value: str) -> bool:
-        param = Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
-        future = self.params.call_async(SetParameters.Request(parameters=[param]))
-        assert spin_until(self.executor, future.done, 20.0)
-        return future.result().results[0].successful
-
     def node_lines(self) -> list[str]:
-        return [m.msg for m in self.logs if m.name == "solvability_reporter"]
+        return [m.msg for m in self.logs if m.name == self.name.lstrip("/")]
 
     def everything_said(self) -> str:
         """Every text the node has put on the graph: reports, diagnostics (messages and values), log lines."""
@@ -145,26 +127,50 @@ class Client:
         self.node.destroy_node()
 
 
-@pytest.fixture(scope="module")
-def reporter(tmp_path_factory):
-    """The node process (analysis_memory_limit 1 GB, other parameters at their defaults) and a client."""
+@contextlib.contextmanager
+def _reporter_process(tmp_path_factory, *params: str, name: str = NODE):
+    """A node process called ``name`` with ``analysis_memory_limit`` 1 GB and the given start parameters
+    (``name:=value``; they are read-only once the node runs), and a client."""
     secrets = tmp_path_factory.mktemp(f"secret_{uuid.uuid4().hex[:8]}")
     record = secrets.parent / f"{secrets.name}_opened.txt"
     record.write_text("")
-    cmd = [python_executable(), "-c", LAUNCHER, str(record), secrets.name,
-           "--ros-args", "-p", f"analysis_memory_limit:={1 * GB}"]
+    args = ["--ros-args", "-p", f"analysis_memory_limit:={1 * GB}"]
+    for p in params:
+        args += ["-p", p]
+    if name != NODE:
+        args += ["-r", f"__node:={name.lstrip('/')}"]
+    cmd = [python_executable(), "-c", LAUNCHER, str(record), secrets.name, *args]
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=ros_subprocess_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     if not rclpy.ok():
         rclpy.init()
-    client = Client()
+    client = Client(name)
     try:
         assert spin_until(client.executor, client.analyze.service_is_ready, 60.0), "node did not start"
         yield proc, client, secrets, record
     finally:
         client.close()
         stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def reporter(tmp_path_factory):
+    """The node process with the other parameters at their defaults."""
+    try:
+        with _reporter_process(tmp_path_factory) as started:
+            yield started
+    finally:
         rclpy.try_shutdown()
+
+
+@pytest.fixture(scope="module")
+def quick_deadline(reporter, tmp_path_factory):
+    """A second node process whose analyses may take 0.5 s (started after ``reporter``, which owns rclpy)."""
+    # it hears no robot_description: its (failing) analyses of the descriptions other tests publish would put
+    # ERRORs on /diagnostics beside those of the node under test
+    with _reporter_process(tmp_path_factory, "analysis_deadline:=0.5", "robot_description_topic:=''",
+                           name="/solvability_quick") as started:
+        yield started
 
 
 def _assert_answers_the_parallelogram(client: Client) -> None:
@@ -227,29 +233,21 @@ def test_a_description_larger_than_the_byte_cap_is_refused(reporter):
     assert not response.success and "max_description_bytes" in response.message
 
 
-def test_an_analysis_past_the_deadline_is_stopped_and_the_next_request_is_served(reporter):
-    proc, client, _, _ = reporter
-    assert client.set_double("analysis_deadline", 0.5)
-    try:
-        # 80 bodies: far below max_links, but seconds of analysis (100 bodies measured at 9 s)
-        response, seconds = client.call(AnalyzeSolvability.Request(urdf=chain_urdf(80)), timeout=60.0)
-        print(f"80-link request stopped after {seconds:.2f} s")
-        assert not response.success and "deadline" in response.message and "\n" not in response.message
-    finally:
-        assert client.set_double("analysis_deadline", 10.0)
+def test_an_analysis_past_the_deadline_is_stopped_and_the_next_request_is_served(quick_deadline):
+    proc, client, _, _ = quick_deadline
+    # 80 bodies: far below max_links, but seconds of analysis (100 bodies measured at 9 s)
+    response, seconds = client.call(AnalyzeSolvability.Request(urdf=chain_urdf(80)), timeout=60.0)
+    print(f"80-link request stopped after {seconds:.2f} s")
+    assert not response.success and "deadline" in response.message and "\n" not in response.message
     assert proc.poll() is None
     _assert_answers_the_parallelogram(client)
 
 
-def test_requests_beyond_max_pending_are_refused_at_once(reporter):
-    proc, client, _, _ = reporter
-    assert client.set_double("analysis_deadline", 0.5)
-    try:
-        # max_pending_requests 4 (default): four 80-body requests wait or run, the fifth and sixth are refused
-        futures = [client.analyze.call_async(AnalyzeSolvability.Request(urdf=chain_urdf(80))) for _ in range(6)]
-        assert spin_until(client.executor, lambda: all(f.done() for f in futures), 120.0)
-    finally:
-        assert client.set_double("analysis_deadline", 10.0)
+def test_requests_beyond_max_pending_are_refused_at_once(quick_deadline):
+    proc, client, _, _ = quick_deadline
+    # max_pending_requests 4 (default): four 80-body requests wait or run, the fifth and sixth are refused
+    futures = [client.analyze.call_async(AnalyzeSolvability.Request(urdf=chain_urdf(80))) for _ in range(6)]
+    assert spin_until(client.executor, lambda: all(f.done() for f in futures), 120.0)
     messages = [f.result().message for f in futures]
     assert not any(f.result().success for f in futures)
     assert sum("max_pending_requests" in m for m in messages) == 2, messages
@@ -258,17 +256,18 @@ def test_requests_beyond_max_pending_are_refused_at_once(reporter):
     _assert_answers_the_parallelogram(client)
 
 
-def test_an_analysis_beyond_the_memory_limit_fails_and_the_node_memory_stays_flat(reporter):
-    proc, client, _, _ = reporter
-    _assert_answers_the_parallelogram(client)
-    before = _status_kb(proc.pid, "VmHWM")
-    assert client.set_int("max_links", 2500)  # 2000 closures pass the caps: the memory limit must stop them
-    assert client.set_string("analysis_method", "dense")  # the sparse path needs far less (next test)
-    try:
+def test_an_analysis_beyond_the_memory_limit_fails_and_the_node_memory_stays_flat(reporter, tmp_path_factory):
+    # 2000 closures pass the caps (max_links 2500): the memory limit must stop them; the sparse path needs far
+    # less (next test), so this node analyses densely
+    with _reporter_process(tmp_path_factory, "max_links:=2500", "analysis_method:=dense",
+                           name="/solvability_dense") as (proc, client, _, _):
+        _assert_answers_the_parallelogram(client)
+        before = _status_kb(proc.pid, "VmHWM")
         response, seconds = client.call(AnalyzeSolvability.Request(urdf=welded_urdf(2000)), timeout=60.0)
-    finally:
-        assert client.set_int("max_links", 500)
-        assert client.set_string("analysis_method", "auto")
+        _assert_stopped_by_the_memory_limit(proc, client, response, seconds, before)
+
+
+def _assert_stopped_by_the_memory_limit(proc, client, response, seconds, before) -> None:
     print(f"memory-hungry request failed after {seconds:.2f} s; node peak RSS {before} kB -> "
           f"{_status_kb(proc.pid, 'VmHWM')} kB")
     assert not response.success and "memory limit" in response.message
@@ -277,15 +276,15 @@ def test_an_analysis_beyond_the_memory_limit_fails_and_the_node_memory_stays_fla
     assert _status_kb(proc.pid, "VmHWM") - before < 100_000  # kB; the GB-sized matrix lived in the worker
 
 
-def test_the_same_large_request_succeeds_by_the_sparse_path_within_the_limits(reporter):
+def test_the_same_large_request_succeeds_by_the_sparse_path_within_the_limits(reporter, tmp_path_factory):
     # 2,000 bodies welded by 2,000 closures: the dense path needs GBs (previous test); auto picks the sparse path
-    proc, client, _, _ = reporter
-    before = _status_kb(proc.pid, "VmHWM")
-    assert client.set_int("max_links", 2500)
-    try:
+    with _reporter_process(tmp_path_factory, "max_links:=2500", name="/solvability_sparse") as (proc, client, _, _):
+        before = _status_kb(proc.pid, "VmHWM")
         response, seconds = client.call(AnalyzeSolvability.Request(urdf=welded_urdf(2000)), timeout=60.0)
-    finally:
-        assert client.set_int("max_links", 500)
+        _assert_sparse_success(proc, client, response, seconds, before)
+
+
+def _assert_sparse_success(proc, client, response, seconds, before) -> None:
     print(f"2,000 welded bodies by the sparse path: {seconds:.2f} s")
     assert response.success, response.message
     assert response.report.redundancy > 0 and len(response.report.pairs) > 2000

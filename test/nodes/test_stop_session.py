@@ -40,15 +40,41 @@ def test_a_new_publisher_starting_true_is_an_edge_and_the_line_stops_while_any_i
     assert not line.stopping
 
 
-def test_the_publisher_table_is_bounded_and_forgets_the_least_recently_heard():
+def test_the_publisher_table_is_bounded_and_forgets_the_least_recently_heard_non_holder():
     line = EstopLine(max_publishers=3)
     for k in range(1000):
         line.update(k, False)
     assert line.publishers == 3 and not line.stopping
-    line.update("x", True)
+    assert line.update("plc", True)
     for k in range(5):
         line.update(("y", k), False)
-    assert not line.stopping  # "x" was forgotten with its true: the count stays consistent
+    assert line.stopping and line.publishers == 3  # "plc" holds the line: never evicted
+    assert not line.update("plc", True)  # its cyclic true is no new edge
+
+
+def test_only_the_holder_releases_the_line_whatever_other_publishers_send():
+    """64 other publishers each sending false once while a PLC holds the line (before: the PLC's entry was
+    evicted, the line released, and the PLC's next true started a second stop)."""
+    line = EstopLine(max_publishers=64)
+    assert line.update("plc", True)
+    for k in range(64):
+        assert not line.update(("other", k), False)
+        assert line.stopping
+    assert not line.update("plc", True)  # no spurious second edge
+    line.update("plc", False)
+    assert not line.stopping
+
+
+def test_a_table_full_of_holders_still_sees_a_new_edge_and_releases_nothing_for_strangers():
+    line = EstopLine(max_publishers=2)
+    assert line.update("a", True) and line.update("b", True)
+    assert line.update("c", True)  # a new publisher's true: an edge, counted unrecorded
+    assert line.unrecorded == 1 and line.publishers == 2
+    assert not line.update("d", False) and line.stopping
+    line.update("a", False)
+    assert line.stopping  # "b" still holds it
+    line.update("b", False)
+    assert not line.stopping
 
 
 # ---------------------------------------------------------------------------------------------- start states

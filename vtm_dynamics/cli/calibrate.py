@@ -37,42 +37,18 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
-from vtm_dynamics.cli.predict import ROBOTS, default_brakes_path, load_robot
+from vtm_dynamics.cli.arguments import Parser
+from vtm_dynamics.cli.recorded_stops import add_recording_options, read_stops
+from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
 from vtm_dynamics.core.estop.identification import (
     DEFAULT_FIELDS, DEFAULT_STARTS, Identification, compare_stops, default_parameters, identify_brakes,
 )
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.stop_comparison import shortfalls
-from vtm_dynamics.recordings.bag_files import DEFAULT_JOINT_TOPIC, read_recording
-from vtm_dynamics.recordings.stops import find_stops
-from vtm_dynamics.recordings.trigger import rule_from_parameters
+from vtm_dynamics.core.robot.catalogue import DEFAULT_ROBOT
 
 PROG = "vtm-calibrate"
-
-
-def add_recording_options(ap: argparse.ArgumentParser) -> None:
-    """The options that say where the joint states and the trigger are in a bag (shared with vtm-predict)."""
-    ap.add_argument("--joint-topic", default=DEFAULT_JOINT_TOPIC, help="sensor_msgs/JointState topic")
-    ap.add_argument("--trigger-topic", default="/estop", help="trigger topic (default /estop)")
-    ap.add_argument("--trigger-type", default="std_msgs/msg/Bool", help="trigger type <pkg>/msg/<Type>")
-    ap.add_argument("--trigger-field", default="data", help="field of the trigger type (dotted path)")
-    ap.add_argument("--trigger-values", nargs="+", default=["true"],
-                    help="values of the field that mean stopping (true/false, numbers or constant names)")
-    ap.add_argument("--rest-tolerance", type=float, default=1e-3, help="rest: every joint within this [rad] ...")
-    ap.add_argument("--rest-hold", type=float, default=0.2, help="... for this long [s]")
-
-
-def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) -> list:
-    """Every stop of every bag, in order, as RecordedStop (errors are RecordingError, one line)."""
-    rule = rule_from_parameters(args.trigger_topic, args.trigger_type, args.trigger_field, args.trigger_values)
-    stops = []
-    for bag in bags:
-        rec = read_recording(bag, rule, args.joint_topic)
-        found = find_stops(rec, robot, rest_tolerance=args.rest_tolerance, rest_hold=args.rest_hold)
-        say(f"{rec.name}: {rec.storage}, {rec.joints.t.size} joint states, {len(found)} stop(s)")
-        stops.extend(found)
-    return stops
 
 
 def parse_assumed(items: Sequence[str]) -> dict[str, float]:
@@ -97,9 +73,9 @@ INADEQUATE = 3.0  # a residual this many times the noise is no fit to use, whate
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
+    ap = Parser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
     ap.add_argument("bags", nargs="+", help="rosbag2 directories (sqlite3 or MCAP storage)")
-    ap.add_argument("--robot", default="ur5", help=f"robot: {' | '.join(ROBOTS)} (ignored with --urdf)")
+    ap.add_argument("--robot", default=DEFAULT_ROBOT, help=f"robot: {ROBOT_HELP} (ignored with --urdf)")
     ap.add_argument("--urdf", help="URDF file of another robot (then --prior is required)")
     ap.add_argument("--payload", type=float, default=0.0,
                     help="payload mass during the recording [kg], a point mass at the robot's payload frame (UR: "
@@ -202,7 +178,7 @@ def run(args: argparse.Namespace, say=print) -> CalibrationRun:
     """The tool's work (files written, verdicts decided); errors are ValueErrors with one line."""
     robot_name = None if args.urdf else args.robot
     _, robot, payload_frame = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame)
-    tcp = args.tcp_frame or (ROBOTS[robot_name][2] if robot_name in ROBOTS else None)
+    tcp = default_tcp_frame(robot_name, args.tcp_frame)
     prior = brakes_from_config(robot, args.prior or default_brakes_path(robot_name, args.urdf))
     if not (0.0 < args.tolerance < 1.0):
         raise ValueError(f"tolerance: {args.tolerance} is not between 0 and 1")

@@ -35,9 +35,12 @@ DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
 
 
 def default_config_path() -> str:
-    from vtm_dynamics.nodes.model_source import package_share_dir
+    from vtm_dynamics.core.package_data import package_data_file
 
-    return os.path.join(package_share_dir("config"), "estop_predict.yaml")
+    path = package_data_file("config", "estop_predict.yaml")
+    if path is None:
+        raise FileNotFoundError("config/estop_predict.yaml not found in this installation; give --config FILE")
+    return path
 
 
 def node_parameters(config: dict, node_name: str) -> dict[str, Any]:
@@ -55,17 +58,28 @@ def parameter_list(values: dict[str, Any]) -> list:
     return [Parameter(name, value=value) for name, value in values.items()]
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="vtm-estop-demo", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    from vtm_dynamics.cli.arguments import Parser
+
+    ap = Parser(prog="vtm-estop-demo", description="The E-stop prediction graph in one process (robot_sim and "
+                "estop_predictor, the nodes of the launch file): waits for the stop, compares the prediction with "
+                "the simulated robot, prints a summary and writes plots.")
     ap.add_argument("--config", default="", help="parameter YAML (default: the package's config/estop_predict.yaml)")
-    ap.add_argument("--robot", choices=ROBOT_NAMES, help="override the robot of both nodes")
+    ap.add_argument("--robot", choices=ROBOT_NAMES, type=str.lower, help="override the robot of both nodes")
     ap.add_argument("--urdf", default="", help="URDF file for both nodes (overrides --robot)")
     ap.add_argument("--brake-config", default="", help="brake YAML for both nodes")
     ap.add_argument("--estop-time", type=float, help="simulated time of the E-stop [s]")
-    ap.add_argument("--output-dir", default=DEFAULT_OUTPUT, help=f"where plots and summary go (default {DEFAULT_OUTPUT})")
+    ap.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="where plots and summary go")
     ap.add_argument("--timeout", type=float, default=60.0, help="give up after this many wall-clock seconds")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    return ap.parse_args(argv)
+    from vtm_dynamics.cli.view_output import add_view_arguments
+
+    add_view_arguments(ap, "the predicted stop beside the reference simulation")
+    return ap
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def build_parameters(args: argparse.Namespace) -> tuple[dict, dict]:
@@ -120,7 +134,7 @@ def prepare_environment(environ: MutableMapping[str, str] | None = None) -> tupl
     return lines, 0
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, pages: list | None = None) -> int:
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
@@ -182,9 +196,17 @@ def run(args: argparse.Namespace) -> int:
             json.dump(summary, f, indent=2)
         written = [] if args.no_plots else plots.prediction_vs_simulation_plots(
             args.output_dir, predictor.robot, predictor.last_result, sim.plant) + \
-            plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.last_result)
+            plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.last_result,
+                                          armature=None if predictor.brakes is None else predictor.brakes.armature)
         for p in [os.path.join(args.output_dir, "summary.json")] + written:
             print(f"wrote {p}")
+        from vtm_dynamics.cli import view_output
+
+        if view_output.wants_view(args):  # served by main once the nodes are gone
+            page = view_output.show_stop(args, predictor.robot, predictor.last_result,
+                                         reference=view_output.reference_motion(sim.plant), serve=False)
+            if pages is not None:
+                pages.append(page)
         return 0
     finally:
         for n in nodes:
@@ -240,7 +262,11 @@ def summarize(sim: Any, predictor: Any) -> dict:
         "joint_names": list(c.joint_names),
         "predicted_events": events,
         "simulated_events": plant_events,
-        "trigger_to_prediction_latency_s": lat[-1] if lat else None,
+        # the first prediction of the stop is the predictor's answer to the trigger; later revisions (states closer
+        # to the trigger instant that arrived meanwhile) are counted from the same trigger, so they include waiting
+        "trigger_to_prediction_latency_s": lat[0] if lat else None,
+        "trigger_to_last_revision_latency_s": lat[-1] if lat else None,
+        "revisions": len(lat),
     }
 
 
@@ -272,7 +298,11 @@ def format_summary(s: dict) -> str:
         f"  energy dissipated: brakes {p['brake_energy_J']:.2f} J, locks {p['impulse_energy_J']:.2f} J",
     ]
     if s["trigger_to_prediction_latency_s"] is not None:
-        lines.append(f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms")
+        line = f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms"
+        if s.get("revisions", 1) > 1:
+            line += (f" (last of {s['revisions']} revisions, for a state closer to the trigger instant: "
+                     f"{1e3 * s['trigger_to_last_revision_latency_s']:.1f} ms after the trigger)")
+        lines.append(line)
     lines += ["", "  predicted events:"]
     for e in s["predicted_events"]:
         extra = f"  (kinetic energy lost {e['energy_loss_J']:.3f} J)" if e["energy_loss_J"] else ""
@@ -282,13 +312,22 @@ def format_summary(s: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except SystemExit as exc:  # the parser printed its one line (or the help)
+        return int(exc.code or 0)
     lines, status = prepare_environment()
     for line in lines:
         print(line, file=sys.stdout if status == 0 else sys.stderr, flush=True)
     if status:
         return status
-    return run(args)
+    pages: list[bytes] = []
+    status = run(args, pages)
+    if status == 0 and args.serve and pages:
+        from vtm_dynamics.views.serve import serve_until_interrupted
+
+        return serve_until_interrupted(pages[0], args.port)
+    return status
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ Units: SI (rad, m, s, N m, N).
 from __future__ import annotations
 
 import math
-from xml.sax.saxutils import quoteattr
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -25,20 +24,19 @@ from trajectory_msgs.msg import JointTrajectory
 from vtm_msgs.msg import JointReactions
 
 from vtm_dynamics.core.excerpt import excerpt
-from vtm_dynamics.core.reactions.solvability import analyze_solvability
+from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.latest_worker import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
 from vtm_dynamics.core.projection.desired_trajectory import (
+    NO_LIMIT,
     PiecewiseTrajectory,
     TrajectoryError,
     TrajectoryLimits,
     check_limits,
 )
 
-#: Beyond this magnitude a Pinocchio limit means "none" (Pinocchio stores a missing limit as +-inf or DBL_MAX).
-_NO_LIMIT = 1e300
 #: Names shown in one log line or error text at most (a message can name any number of joints).
 _SHOWN = 8
 
@@ -51,30 +49,6 @@ def shown(names: Sequence[str]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ joint limits
-def trajectory_limits(robot: RobotModel, max_points: int, max_duration: float) -> TrajectoryLimits:
-    """Position and velocity limits of the model's joints (velocity order) from the URDF, plus the caps.
-
-    Position limits exist for revolute and prismatic joints (a URDF without ``lower``/``upper`` means 0, as the
-    URDF specification says); a continuous joint has none. A velocity limit that is missing, infinite or 0 (the
-    URDF attribute is required, so files often put 0 there) is not checked.
-    """
-    m = robot.model
-    n = robot.nv
-    lower, upper, velocity = np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.inf)
-    units = []
-    for j in robot.joints:
-        units.append("m" if j.prismatic else "rad")
-        if j.nq == 1 and j.nv == 1:
-            lo, hi = float(m.lowerPositionLimit[j.idx_q]), float(m.upperPositionLimit[j.idx_q])
-            lower[j.idx_v] = lo if abs(lo) < _NO_LIMIT else -np.inf
-            upper[j.idx_v] = hi if abs(hi) < _NO_LIMIT else np.inf
-        for k in range(j.idx_v, j.idx_v + j.nv):
-            v = float(m.velocityLimit[k])
-            velocity[k] = v if 0.0 < v < _NO_LIMIT else np.inf
-    return TrajectoryLimits(tuple(robot.joint_names), tuple(units), lower, upper, velocity, int(max_points),
-                            float(max_duration))
-
-
 def with_caps(limits: TrajectoryLimits, max_points: int, max_duration: float) -> TrajectoryLimits:
     return replace(limits, max_points=int(max_points), max_duration=float(max_duration))
 
@@ -95,6 +69,15 @@ class EffortLimits:
     def text(self) -> str:
         """``joint=limit`` pairs for /diagnostics."""
         return ",".join(f"{n}={float(x)!r}" for n, x in zip(self.names, self.limits))
+
+
+def integral_limits(robot: RobotModel, command_joints: Sequence[str], effort: EffortLimits) -> np.ndarray:
+    """Bound [N m, N] per velocity coordinate of the force loop's integral term (anti-windup of the core
+    controller): a commanded joint's effort limit; a passive coordinate (no actuator, but the constraint force acts
+    on it) takes the largest effort limit of the commanded joints."""
+    out = np.full(robot.nv, float(np.max(effort.limits)) if len(effort.limits) else 0.0)
+    out[robot.v_indices(list(command_joints))] = effort.limits
+    return out
 
 
 def parse_effort_overrides(entries: Sequence[str]) -> dict[str, float]:
@@ -134,7 +117,7 @@ def effort_limits(robot: RobotModel, command_joints: Sequence[str], default_effo
         j = robot.joint(name)
         unit = "N" if j.prismatic else "N m"
         urdf = float(robot.model.effortLimit[j.idx_v])
-        if 0.0 < urdf < _NO_LIMIT:
+        if 0.0 < urdf < NO_LIMIT:
             limit, source = urdf, "urdf"
         elif default_effort_limit > 0.0:
             limit, source = float(default_effort_limit), "default_effort_limit"
@@ -294,29 +277,12 @@ def command_message(values: np.ndarray) -> Float64MultiArray:
     return msg
 
 
-def lock_drive_name(joint: str) -> str:
-    return f"lock_{joint}"
-
-
 def joint_uniqueness(urdf_text: str, joint_names: Sequence[str], locked: Sequence[str], q: np.ndarray) -> list[bool]:
-    """Per joint: is its reaction uniquely determined by a rigid-body model with the active constraints?
-
-    The solvability analysis (Wojtyra & Fraczek, ``core.reactions.solvability``) of the URDF's loop closures plus
-    one driving constraint per locked joint (a brake fixes the joint's coordinate as a drive would), at q: joint i
-    is unique iff its pair is solvable and, when locked, so is its brake's row.
-    """
-    drives = "".join(f"<driving_constraint name={quoteattr(lock_drive_name(j))} joint={quoteattr(j)}/>" for j in locked)
-    cut = urdf_text.rfind("</robot>")
-    text = urdf_text[:cut] + drives + urdf_text[cut:] if drives else urdf_text
-    report = analyze_solvability(text, planar=False, q=np.asarray(q, dtype=float), assemble=False)
-    names = {p.name for p in report.pairs}
-    out = []
-    for j in joint_names:
-        ok = report.pair(j).solvable if j in names else True
-        if j in locked and lock_drive_name(j) in names:
-            ok = ok and report.pair(lock_drive_name(j)).solvable
-        out.append(bool(ok))
-    return out
+    """Per joint: is its reaction uniquely determined by a rigid-body model with the active constraints (the
+    URDF's loop closures and knife edges, the ``locked`` joints held) at ``q``? The core's analysis
+    (``core.reactions.held_uniqueness``); a ValueError with one line when it cannot run."""
+    verdict = held_joint_uniqueness(urdf_text, np.asarray(q, dtype=float), locked=tuple(locked))
+    return [bool(verdict.get(j, True)) for j in joint_names]
 
 
 def reactions_message(joint_names: Sequence[str], constraint_force: np.ndarray, unique: bool | Sequence[bool],

@@ -23,6 +23,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from vtm_dynamics.core.excerpt import excerpt, excerpt_list
+from vtm_dynamics.core.robot.joint_velocity import joint_velocity
 from vtm_dynamics.core.robot.model import RobotModel
 
 # Positions no joint state can plausibly report: a full joint range beyond either limit (limited joints), or
@@ -158,9 +159,6 @@ def parse_joint_state(msg: JointState, known_names: Sequence[str], *,
     return ParsedJointState(stamp_to_seconds(msg.header.stamp), positions, velocities, efforts, tuple(unknown))
 
 
-VELOCITY_SOURCES = ("measured", "estimated", "unavailable")
-
-
 @dataclass(frozen=True)
 class JointStateSnapshot:
     """The robot state assembled from joint state messages, in the model's velocity order.
@@ -210,9 +208,10 @@ class JointStateTracker:
     """Merges JointState messages (possibly subsets, any order) into the latest state of a model's joints.
 
     Positions outside :func:`plausible_position_bands` reject the message (nothing of it is merged).
-    Velocities: taken from the message when it has them ("measured"); otherwise estimated by a backward difference
-    of positions over the stamps when the stamp is non-zero and newer than the joint's previous one ("estimated");
-    otherwise "unavailable" (the snapshot says so; the old value is not passed off as an estimate).
+    Velocities: per joint by :func:`vtm_dynamics.core.robot.joint_velocity.joint_velocity`: taken from the message
+    when it has them ("measured"); otherwise a backward difference of positions over the stamps when the stamp is
+    non-zero and newer than the joint's previous one ("estimated"); otherwise "unavailable" (the snapshot says so;
+    the old value is not passed off as an estimate).
     """
 
     def __init__(self, robot: RobotModel, *, max_joints: int = DEFAULT_MAX_JOINTS) -> None:
@@ -238,15 +237,9 @@ class JointStateTracker:
                                       f"[{lo:.6g}, {hi:.6g}] (a joint range beyond its limits)")
         t = parsed.stamp
         for name, p in parsed.positions.items():
-            if parsed.velocities is not None:
-                self._vel[name] = parsed.velocities[name]
-                self._source[name] = "measured"
-            elif t > 0.0 and name in self._pos and t > self._stamp[name]:
-                self._vel[name] = (p - self._pos[name]) / (t - self._stamp[name])
-                self._source[name] = "estimated"
-            else:
-                self._vel[name] = 0.0  # placeholder: flagged unavailable, never used as an estimate
-                self._source[name] = "unavailable"
+            previous = (self._pos[name], self._stamp[name]) if name in self._pos else None
+            velocity = joint_velocity(p, t, None if parsed.velocities is None else parsed.velocities[name], previous)
+            self._vel[name], self._source[name] = velocity.value, velocity.source
             self._pos[name] = p
             self._stamp[name] = t
         if parsed.positions:

@@ -19,7 +19,8 @@ Inputs
                          that does not exist makes the node refuse to start with one line. A stopping message
                          from a publisher whose previous value was not stopping (or that is new) is a rising edge
                          and fires a prediction from the newest state *received before the message was received*;
-                         the stop ends when every publisher's latest value is not stopping.
+                         the stop ends when no publisher holds the line any more - only a holder's own "not
+                         stopping" releases it, never the eviction of its entry (``estop_line``).
   ``brake_events``       vtm_msgs/BrakeEvent: ENGAGE fires a prediction too (``trigger_on_brake_event``), from the
                          state stamped at or just before the event stamp (the E-stop instant; one stamped closer
                          to it that arrives only after the prediction revises it); its per-joint arrays
@@ -36,10 +37,17 @@ collapse into one, at most ``event_rate_limit`` revision predictions per second 
 
 Work and priorities
   E-stop predictions run on a dedicated trigger worker thread (its own copy of the model); service requests,
-  continuous predictions and model parsing run on a second worker (another copy). So a service call or a
-  continuous prediction never blocks a trigger, and the callback thread only records inputs. Every prediction is
+  continuous predictions and model parsing run on a second worker (another copy), which pauses while E-stop work
+  is due. So a service call or a continuous prediction never delays a trigger, and the callback thread only
+  records inputs. Every prediction is
   bounded: ``horizon`` (service: at most ``max_horizon``), ``max_engage_delay``; one that still takes longer than
   ``prediction_deadline`` is published as ``success=false`` naming the deadline.
+
+Parameters: read-only after start-up except the marker scales (``parameter_policy``; docs/ros.md lists why).
+
+Continuous mode (``live_freshness``, ``work_priority``): every continuous output carries the age of its input at
+publication and is success=false beyond ``max_start_state_age``; none is published once a trigger has come; the
+achieved rate is on /diagnostics; continuous work, services and model parsing pause while E-stop work is due.
 
 Outputs (on a trigger, and at ``continuous_rate`` Hz when > 0: "where would it stop if the E-stop fired now")
   ``predicted_trajectory``   trajectory_msgs/JointTrajectory (time from the E-stop instant)
@@ -60,6 +68,10 @@ request is answered from the second worker (horizon capped by ``max_horizon``; a
 
 The physics is ``vtm_dynamics.core.estop``; the stop rules are ``stop_session``; this node converts messages,
 moves work to the workers and calls them.
+
+Size: about 1150 lines: one node class still holds the parameters, the model load/replace policy, the receipt
+clocks, the state intake, the trigger and brake events, the trigger worker, the prediction call with its five
+outputs, continuous mode and the diagnostics; they are to become ROS-free parts like ``stop_session``.
 """
 
 from __future__ import annotations
@@ -87,7 +99,10 @@ from visualization_msgs.msg import MarkerArray
 from vtm_msgs.msg import BrakeEvent, JointReactions, LockEvent, StopPrediction
 from vtm_msgs.srv import PredictStop
 
+from vtm_dynamics.core.estop.warm_up import warm_up
+from vtm_dynamics.core.estop import CategoryOne, StopSettings, predict_stop
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import CATEGORY, CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
 from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.nodes import graph
@@ -103,12 +118,15 @@ from vtm_dynamics.nodes.conversions import (
     seconds_to_stamp,
     stamp_to_seconds,
 )
+from vtm_dynamics.nodes.ghost_replay import REPLAY_PARAMETERS, GhostReplay
 from vtm_dynamics.nodes.markers import MarkerScales
 from vtm_dynamics.nodes.model_source import ROBOT_NAMES, default_tcp_frame, load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.live_freshness import ContinuousGate, RateMonitor, input_age, stale_reason
 from vtm_dynamics.nodes.live_stopping import LIVE_PARAMETERS, LiveStopping, StoppingDistance
 from vtm_dynamics.nodes.live_stopping import stopping_distance_message as io_stopping_message
 from vtm_dynamics.nodes.node_main import run_node
 from vtm_dynamics.nodes.trigger_source import trigger_source
+from vtm_dynamics.nodes.work_priority import UrgentWork
 from vtm_dynamics.recordings.trigger import TriggerConfigError, rule_from_parameters
 from vtm_dynamics.nodes.stop_session import (
     STAMP_TOL,
@@ -126,6 +144,8 @@ NODE_NAME = "estop_predictor"
 SWITCH_INTERVAL = 2e-4  # [s] Python thread switch interval while the node runs
 WATCHDOG_PERIOD = 0.05  # [s] granularity of the prediction_deadline check
 HISTORY_LENGTH = 2000  # complete joint states kept (4 s at 500 Hz: a trigger served late still finds its state)
+#: Why the marker scales may change at run time (the only parameters of this node that may).
+MARKERS_ONLY = ("drawing only: the arrow lengths of stop_markers; no prediction, limit or published value changes")
 
 PARAMETERS = (
     P.ParameterSpec("robot", "", "Robot shipped with the package (ur5 | ur3 | planar_3r); empty: use urdf_path or the "
@@ -142,12 +162,13 @@ PARAMETERS = (
     P.ParameterSpec("brake_config", "", "Brake YAML file (vtm_dynamics.core.estop.brakes format). Empty: "
                     "config/<robot>_brakes.yaml of the package.", P.existing_file_or_empty,
                     constraint="an existing file or empty; must name joints of the model"),
-    P.ParameterSpec("stop_category", 0, "IEC 60204-1 stop category predicted on a trigger: 0 (drive power removed, "
+    P.ParameterSpec("stop_category", CATEGORY, "IEC 60204-1 stop category predicted on a trigger: 0 (drive power "
+                    "removed, "
                     "brakes) or 1 (controlled deceleration, then brakes).", P.one_of((0, 1)),
                     constraint="0 or 1"),
     P.ParameterSpec("tcp_frame", "", "Frame whose stopping distance is reported and drawn. Empty: tool0 or the "
                     "robot's tool frame.", constraint="a frame of the model or empty"),
-    P.ParameterSpec("horizon", 5.0, "Maximum predicted time after the E-stop [s].", P.all_of(P.positive,
+    P.ParameterSpec("horizon", HORIZON, "Maximum predicted time after the E-stop [s].", P.all_of(P.positive,
                     P.in_range(0.0, 600.0)), constraint="0 < horizon <= 600 s"),
     P.ParameterSpec("max_horizon", 30.0, "Largest horizon [s] a predict_stop request may ask for; longer "
                     "requests are answered success=false.", P.all_of(P.positive, P.in_range(0.0, 600.0)),
@@ -158,10 +179,11 @@ PARAMETERS = (
     P.ParameterSpec("max_engage_delay", 2.0, "Largest brake engage delay [s] a BrakeEvent may set; a larger one "
                     "makes that stop's prediction success=false naming the field.",
                     P.all_of(P.positive, P.in_range(0.0, 60.0)), constraint="0 < delay <= 60 s"),
-    P.ParameterSpec("integration_step", 0.004, "Maximum Runge-Kutta step (Dormand-Prince 5) of the prediction "
-                    "between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
+    P.ParameterSpec("integration_step", INTEGRATION_STEP, "Maximum Runge-Kutta step (Dormand-Prince 5) of the "
+                    "prediction between events [s] (events are located exactly inside steps).", P.in_range(1e-6, 0.1),
                     constraint="1e-6 .. 0.1 s"),
-    P.ParameterSpec("category1_deceleration", 3.0, "Category 1: joint deceleration limit of the controlled ramp "
+    P.ParameterSpec("category1_deceleration", CATEGORY1_DECELERATION, "Category 1: joint deceleration limit of the "
+                    "controlled ramp "
                     "[rad/s^2].", P.positive, constraint="> 0 rad/s^2"),
     P.ParameterSpec("continuous_rate", 0.0, "Rate [Hz] of continuous 'if the E-stop fired now' predictions while "
                     "no stop is active; 0 disables. Merged: at most one waits at a time.", P.in_range(0.0, 1000.0),
@@ -200,8 +222,8 @@ PARAMETERS = (
                     "'<name>_events' with its own executor thread, so floods on other inputs never delay a trigger.",
                     read_only=True),
     P.ParameterSpec("max_estop_publishers", 64, "Publishers of 'estop' whose latest value is remembered (the "
-                    "least recently heard is forgotten first).", P.in_range(1, 100000), read_only=True,
-                    constraint="1 .. 100000"),
+                    "least recently heard one that does not hold the line is forgotten first; a holder never is).",
+                    P.in_range(1, 100000), read_only=True, constraint="1 .. 100000"),
     P.ParameterSpec("event_rate_limit", 50.0, "Revision predictions (work caused by events during a stop) per "
                     "second; events themselves are never dropped, revisions beyond it are merged into the next.",
                     P.positive, constraint="> 0 per s"),
@@ -214,13 +236,14 @@ PARAMETERS = (
     P.ParameterSpec("ghost_rate", 10.0, "Rate [Hz] at which the predicted rest pose is republished on "
                     "predicted_joint_states (keeps the ghost's TF fresh); 0: publish once per prediction.",
                     P.in_range(0.0, 1000.0), constraint="0 .. 1000 Hz"),
-    P.ParameterSpec("marker_force_scale", 0.002, "Length of reaction-force arrows per newton [m/N].", P.positive,
-                    constraint="> 0"),
+    P.ParameterSpec("marker_force_scale", 0.002, "Length of reaction-force arrows per newton [m/N].",
+                    P.in_range(1e-9, 1e3), constraint="1e-9 .. 1e3", live=MARKERS_ONLY),
     P.ParameterSpec("marker_torque_scale", 0.005, "Length of holding-torque arrows per newton metre [m/(N m)].",
-                    P.positive, constraint="> 0"),
+                    P.in_range(1e-9, 1e3), constraint="1e-9 .. 1e3", live=MARKERS_ONLY),
     P.ParameterSpec("frame_id", "", "Fixed frame of markers and TCP positions. Empty: the URDF root link."),
 )
 PARAMETERS = PARAMETERS + LIVE_PARAMETERS  # live stopping distance (nodes/live_stopping.py)
+PARAMETERS = PARAMETERS + REPLAY_PARAMETERS  # the ghost that replays the predicted stop (nodes/ghost_replay.py)
 
 
 def model_hash(text: str) -> str:
@@ -289,7 +312,9 @@ class EstopPredictor(Node):
         self.last_latency = math.nan
         self.ghost: JointState | None = None
         self.stats = {"joint_states_ok": 0, "joint_states_rejected": 0, "predictions": 0, "triggers": 0,
-                      "events": 0, "refused_work": 0, "rejected_inputs": 0, "model_replacements_refused": 0}
+                      "events": 0, "refused_work": 0, "rejected_inputs": 0, "model_replacements_refused": 0,
+                      "continuous_refused": 0}
+        self.urgent = UrgentWork(max_wait=2.0 * self.p["prediction_deadline"] + 1.0)  # other work pauses for E-stops
         self.model_warning = ""
         self.latencies: list[float] = []
         self._newest_state_wall = math.nan
@@ -326,7 +351,10 @@ class EstopPredictor(Node):
         self.pub_ghost = self.create_publisher(JointState, "predicted_joint_states", graph.OUTPUT_DEPTH)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
         self.live = LiveStopping()  # "if the E-stop fired now" distance beside continuous predictions
+        self.continuous_gate = ContinuousGate(lambda: self.session.active)  # nothing continuous during a stop
+        self.continuous_rate = RateMonitor()
         self.pub_stopping = self.create_publisher(StoppingDistance, "stopping_distance", graph.OUTPUT_DEPTH)
+        self.replay = GhostReplay(self, self.p, self.log)  # predicted_motion(_markers): its own timer
         # an awaiting request holds its callback group until answered: the service gets a group of its own, so
         # the subscriptions (default group) are served meanwhile, and several requests may wait (capped)
         self.create_service(PredictStop, "predict_stop", self._on_predict_stop,
@@ -388,6 +416,8 @@ class EstopPredictor(Node):
 
     def destroy_node(self) -> None:
         self._stopping.set()
+        if getattr(self, "urgent", None) is not None:
+            self.urgent.release()  # paused work goes on to its end: the trigger worker stops settling the flag
         if self._workers:
             self._trigger_wake.set()
             self._aux_queue.put(None)
@@ -423,28 +453,11 @@ class EstopPredictor(Node):
 
     # ================================================================== parameters
     def _on_parameters(self, changes: dict[str, Any]) -> None:
-        """Apply validated runtime changes; raise ValueError to reject a combination the node cannot use."""
-        model = getattr(self, "model", None)
-        if "brake_config" in changes and model is not None:
-            io.load_brakes(model.robot, changes["brake_config"], self.robot_name)  # raises BrakeConfigError
-        if "tcp_frame" in changes and changes["tcp_frame"] and model is not None:
-            if not model.robot.model.existFrame(changes["tcp_frame"]):
-                raise ValueError(f"tcp_frame: {changes['tcp_frame']!r} is not a frame of {model.name!r}")
+        """Apply validated run-time changes: only the live parameters (the marker scales) get here; every other
+        parameter is read-only after start-up (``parameter_policy``)."""
         self.p.update(changes)
-        if "brake_config" in changes and model is not None:
-            brakes, error = self._load_brakes(model.robot)
-            self.model = LoadedModel(model.robot, model.aux, model.text, model.hash, brakes, error)
-        if {"event_rate_limit", "event_burst"} & set(changes) and hasattr(self, "revision_bucket"):
-            self.revision_bucket.rate, self.revision_bucket.burst = self.p["event_rate_limit"], self.p["event_burst"]
-        if {"continuous_rate", "ghost_rate", "diagnostics_rate"} & set(changes) and hasattr(self, "diag_timer"):
-            self._make_timers()
 
     def _make_timers(self) -> None:
-        for name in ("continuous_timer", "ghost_timer", "diag_timer"):
-            timer = getattr(self, name)
-            if timer is not None:
-                self.destroy_timer(timer)
-                setattr(self, name, None)
         if self.p["continuous_rate"] > 0:
             self.continuous_timer = self.create_timer(1.0 / self.p["continuous_rate"],
                                                       graph.guarded(self.log, "continuous")(self._on_continuous))
@@ -469,6 +482,8 @@ class EstopPredictor(Node):
         JointStateTracker(robot)  # raises UnsupportedJointError for joints a JointState cannot describe
         aux = model_from_urdf_text(text)
         brakes, error = self._load_brakes(robot)
+        if brakes is not None:  # the compiled engine loaded now: the first trigger as fast as the hundredth
+            warm_up(robot, brakes)
         return LoadedModel(robot, aux, text, model_hash(text), brakes, error)
 
     def _install_model(self, model: LoadedModel, source: str) -> None:
@@ -512,7 +527,8 @@ class EstopPredictor(Node):
         if current is not None and text == current.text:
             return
         try:
-            model = self._build_model(text)
+            with self.urgent.yielding():  # parsing pauses for E-stop work
+                model = self._build_model(text)
         except (ModelError, UnsupportedJointError, ValueError) as err:
             self.stats["rejected_inputs"] += 1
             keep = f"keeping model {current.name!r}" if current else "no model yet"
@@ -604,7 +620,7 @@ class EstopPredictor(Node):
         if snap is not None:
             self._newest_state_wall = time.monotonic()
             if self.session.closer_start_state(sample, self._newest_state_wall) is not None:
-                self._trigger_wake.set()  # a late state closer to the E-stop instant: revise from it
+                self._wake_trigger_worker()  # a late state closer to the E-stop instant: revise from it
         if parsed.unknown_names:
             self.log("warning", f"joint_states: ignoring joints not in model {self.model.name!r}: "
                                 f"[{excerpt_list(parsed.unknown_names)}]")
@@ -688,17 +704,24 @@ class EstopPredictor(Node):
     def _trigger(self, *, instant: float, stamped: bool, received: float, overrides: dict, problem: str,
                  at_receipt: StateSample | None, source: str) -> None:
         self.stats["triggers"] += 1
-        kind, stop = self.session.trigger(instant=instant, stamped=stamped, received=received, wall=time.monotonic(),
-                                          source=source, overrides=overrides, at_receipt=at_receipt,
-                                          problem=problem)
+        with self.continuous_gate.trigger():  # no continuous output computed before this trigger is published
+            kind, stop = self.session.trigger(instant=instant, stamped=stamped, received=received,
+                                              wall=time.monotonic(), source=source, overrides=overrides,
+                                              at_receipt=at_receipt, problem=problem)
+        self._wake_trigger_worker()
         if kind == "new":
             self.get_logger().info(f"E-stop {stop.number} triggered by {source}")
+
+    def _wake_trigger_worker(self) -> None:
+        """E-stop work is due: other work pauses (``work_priority``) and the trigger worker wakes up."""
+        self.urgent.raise_()
         self._trigger_wake.set()
 
     def _end_stop(self, why: str) -> None:
         stop, republish = self.session.rearm()
         if stop is None:
             return
+        self.continuous_rate.restart()  # nothing continuous ran during the stop: judge its rate afresh
         self.get_logger().info(f"{why}: E-stop {stop.number} ended, re-armed")
         if republish and stop.last_prediction is not None:
             self._publish_final(stop.last_prediction)
@@ -748,13 +771,15 @@ class EstopPredictor(Node):
         moving = [n for n, i in zip(names, idx) if not (result.joint_stop_times[i] <= t_rel + 1e-6)]
         if moving:
             self.session.add_lock(io.estop.LockEvent(max(t_rel, 0.0), tuple(names)), time.monotonic())
-            self._trigger_wake.set()
+            self._wake_trigger_worker()
 
     # ================================================================== trigger worker
     def _trigger_loop(self) -> None:
         while not self._stopping.is_set():
+            epoch = self.urgent.epoch
             job = self.session.take_job()
             if job is None:
+                self.urgent.settle(epoch)  # nothing due: the paused work goes on
                 self._trigger_wake.wait(0.05)
                 self._trigger_wake.clear()
                 continue
@@ -812,7 +837,7 @@ class EstopPredictor(Node):
             with self.state_lock:
                 closer = self.history.stamped_by(job.instant)
             if closer is not None and self.session.closer_start_state(closer, time.monotonic()) is not None:
-                self._trigger_wake.set()
+                self._wake_trigger_worker()
         stop = self.session.current
         if stop is not None and stop.number == job.number and stop.last_result is not None:
             for t, names in self.session.take_deferred_locks(job.number):
@@ -860,12 +885,12 @@ class EstopPredictor(Node):
         if base is None:
             return Outcome(None, model.brake_error, 0.0)
         try:
-            result = io.predict_stop(
+            category = self.p["stop_category"] if category is None else category
+            result = predict_stop(
                 robot, base if not overrides else io.apply_overrides(robot, base, overrides), state.q, state.v,
-                category=self.p["stop_category"] if category is None else category,
-                tcp_frame=tcp_frame or self.tcp_frame(robot), horizon=horizon or self.p["horizon"],
-                step=self.p["integration_step"], deceleration=self.p["category1_deceleration"],
-                lock_events=tuple(locks),
+                category=category, tcp_frame=tcp_frame or self.tcp_frame(robot), lock_events=tuple(locks),
+                category_one=CategoryOne(deceleration=self.p["category1_deceleration"]) if category == 1 else None,
+                settings=StopSettings(step=self.p["integration_step"], t_max=horizon or self.p["horizon"]),
             )
         except ValueError as err:
             return Outcome(None, graph.one_line(err), time.monotonic() - start)
@@ -898,6 +923,7 @@ class EstopPredictor(Node):
         self.ghost = joint_state_message(robot.joint_names, io.rest_positions(robot, result), [0.0] * robot.nv,
                                          stamp=stamp)
         self.pub_ghost.publish(self.ghost)
+        self.replay.offer(robot, result, frame, continuous=scenario == "continuous")  # constant time
         self.last_result, self.last_prediction = result, pred
         self.stats["predictions"] += 1
         if scenario != "continuous":
@@ -963,41 +989,116 @@ class EstopPredictor(Node):
                     if text is not None:
                         self._replace_model(text)
                 elif isinstance(item, _Request):
-                    self._serve(item)
+                    with self.urgent.yielding():  # the E-stop has priority over services
+                        self._serve(item)
             except Exception as err:  # noqa: BLE001 - the worker must survive anything
                 self.log("error", f"worker: unexpected {type(err).__name__}: {graph.one_line(err)}")
 
     def _continuous(self) -> None:
+        """One "if the E-stop fired now" evaluation (nodes/live_freshness.py): computed with pauses for E-stop
+        work, each output published only if no trigger came meanwhile, with the age of its input at publication
+        and refused beyond the E-stop's own age limit. The nominal prediction is published as soon as it is made;
+        the stopping distance follows once its envelope is evaluated."""
         model = self.model
-        if self.session.active or model is None:
+        ticket = self.continuous_gate.ticket()
+        if ticket is None or model is None:
             return
         with self.state_lock:
             sample = self.history.newest()
         if sample is None:
             return
+        started = time.monotonic()
         now = self._now()
         choice = choose_start_state(self.history, instant=now, stamped=False, received=time.time(), now=now,
                                     waited=0.0, limits=self._limits(), at_receipt=sample)
-        if not choice.ok:
-            return  # no fresh state: nothing to say "if it fired now"
-        outcome = self._predict(model, model.aux, sample.state, {})
-        if outcome.result is not None and not self.session.active:
-            self._publish_result(model, outcome.result, "continuous", sample.stamp, choice, 0, False, None)
-        if self.p["stopping_distance"] and not self.session.active:
-            self._publish_stopping_distance(model, sample, outcome)
+        outcome, nominal = Outcome(None, choice.reason, 0.0), None
+        if choice.ok:
+            with self.urgent.yielding():  # pauses while an E-stop prediction is due or running
+                outcome = self._predict(model, model.aux, sample.state, {})
+                nominal = self._continuous_messages(model, sample, outcome)
+        with self.continuous_gate.publishing(ticket) as allowed:
+            if not allowed:
+                return  # a trigger came while this was computed: nothing continuous during a stop
+            self._publish_continuous(model, sample, nominal, outcome.reason)
+        if self.p["stopping_distance"]:
+            with self.urgent.yielding():
+                distance = self._stopping_distance(model, sample, outcome)
+            with self.continuous_gate.publishing(ticket) as allowed:
+                if not allowed:
+                    return
+                age = input_age(self._now(), sample.stamp)
+                reason = stale_reason(age, self.p["max_start_state_age"], self.p["future_stamp_tolerance"])
+                if reason and distance.success:
+                    distance = self._stopping_failure(model, sample, reason)
+                distance.input_age = age
+                self.pub_stopping.publish(distance)
+        self.continuous_rate.record(time.monotonic() - started)
 
-    def _publish_stopping_distance(self, model: LoadedModel, sample: Any, outcome: Outcome) -> None:
-        """The live stopping distance (nodes/live_stopping.py): nominal = this continuous prediction, worst case
-        over the envelope predicted with the same settings; any failure is published as success=false."""
+    def _continuous_messages(self, model: LoadedModel, sample: Any, outcome: Outcome) -> dict[str, Any] | None:
+        """The messages of a continuous prediction, built before publication (the age is set then)."""
+        if outcome.result is None:
+            return None
+        robot = model.aux
+        stamp = seconds_to_stamp(sample.stamp)
+        frame = self.p["frame_id"] or io.root_frame_of(robot)
+        pred = io.stop_prediction_message(robot, outcome.result, stamp, frame, "continuous", self.p["stop_category"],
+                                          self.p["max_trajectory_points"])
+        scales = MarkerScales(force_scale=self.p["marker_force_scale"], torque_scale=self.p["marker_torque_scale"])
+        return {"prediction": pred, "result": outcome.result,
+                "reactions": io.joint_reactions_message(robot, outcome.result, stamp),
+                "markers": io.stop_markers_message(robot, outcome.result, stamp, frame, scales),
+                "ghost": joint_state_message(robot.joint_names, io.rest_positions(robot, outcome.result),
+                                             [0.0] * robot.nv, stamp=stamp)}
+
+    def _publish_continuous(self, model: LoadedModel, sample: Any, nominal: dict[str, Any] | None,
+                            reason: str) -> None:
+        """Publish (under the continuous gate) the nominal prediction with its input age at publication, or
+        success=false naming why there is none (``reason``, or an input older than the E-stop's limit)."""
+        age = input_age(self._now(), sample.stamp)
+        reason = reason or stale_reason(age, self.p["max_start_state_age"], self.p["future_stamp_tolerance"])
+        pred = None if reason or nominal is None else nominal["prediction"]
+        if pred is None:
+            self.stats["continuous_refused"] += 1
+            pred = StopPrediction(scenario_id="continuous", stop_category=self.p["stop_category"], success=False,
+                                  message=reason or "no prediction")
+            pred.header.stamp = seconds_to_stamp(sample.stamp)
+        io.mark_provenance(pred, model_name=model.name, model_hash=model.hash,
+                           start_stamp=sample.header_stamp or sample.stamp, start_age=age,
+                           velocities_estimated=bool(sample.estimated or sample.unavailable), revision=0, final=False)
+        self.pub_pred.publish(pred)
+        self.last_prediction = pred
+        if not pred.success:
+            return
+        self.pub_traj.publish(pred.trajectory)
+        self.pub_react.publish(nominal["reactions"])
+        self.pub_markers.publish(nominal["markers"])
+        self.ghost = nominal["ghost"]
+        self.pub_ghost.publish(self.ghost)
+        self.last_result = nominal["result"]
+        self.stats["predictions"] += 1
+        self.replay.offer(model.aux, nominal["result"], self.p["frame_id"] or io.root_frame_of(model.aux),
+                          continuous=True)  # constant time
+
+    def _stopping_distance(self, model: LoadedModel, sample: Any, outcome: Outcome) -> StoppingDistance:
+        """The live stopping distance (nodes/live_stopping.py): nominal = the continuous prediction, worst case
+        over the envelope predicted with the same settings; any failure is success=false with the reason."""
         tcp = self.tcp_frame(model.aux)
         live = None
         if outcome.result is not None and model.brakes is not None:
             live = self.live.evaluate(model.aux, model.brakes, outcome.result, self.p, tcp,
                                       lambda robot, brakes: self._predict(model, robot, sample.state, {},
                                                                           brakes=brakes))
-        self.pub_stopping.publish(io_stopping_message(live, outcome.reason, stamp=seconds_to_stamp(sample.stamp),
-                                  frame=self.p["frame_id"] or io.root_frame_of(model.aux), model_name=model.name,
-                                  model_hash=model.hash, category=self.p["stop_category"], tcp_frame=tcp))
+            if not live.error and live.worst_rest is not None:
+                self.replay.offer_worst(outcome.result, live.worst_rest)
+        return io_stopping_message(live, outcome.reason, stamp=seconds_to_stamp(sample.stamp),
+                                   frame=self.p["frame_id"] or io.root_frame_of(model.aux), model_name=model.name,
+                                   model_hash=model.hash, category=self.p["stop_category"], tcp_frame=tcp)
+
+    def _stopping_failure(self, model: LoadedModel, sample: Any, reason: str) -> StoppingDistance:
+        return io_stopping_message(None, reason, stamp=seconds_to_stamp(sample.stamp),
+                                   frame=self.p["frame_id"] or io.root_frame_of(model.aux), model_name=model.name,
+                                   model_hash=model.hash, category=self.p["stop_category"],
+                                   tcp_frame=self.tcp_frame(model.aux))
 
     async def _on_predict_stop(self, request: PredictStop.Request,
                                response: PredictStop.Response) -> PredictStop.Response:
@@ -1111,6 +1212,9 @@ class EstopPredictor(Node):
             level, text = DiagnosticStatus.ERROR, model.brake_error
         elif age > 1.0:
             level, text = DiagnosticStatus.WARN, "no complete joint state in the last second"
+        shortfall = "" if self.session.active else self.continuous_rate.shortfall(self.p["continuous_rate"])
+        if shortfall and level == DiagnosticStatus.OK:
+            level, text = DiagnosticStatus.WARN, shortfall
         status.level, status.message = level, text[:300]
         values = {
             "model_name": model.name if model else "",
@@ -1126,6 +1230,14 @@ class EstopPredictor(Node):
             "rejected_inputs": str(self.stats["rejected_inputs"]),
             "events": str(self.stats["events"]),
             "model_replacements_refused": str(self.stats["model_replacements_refused"]),
+            "continuous_rate": f"{self.p['continuous_rate']:g}",
+            "continuous_rate_achieved": f"{self.continuous_rate.achieved():.2f}",
+            "continuous_shortfall": shortfall,
+            "continuous_refused": str(self.stats["continuous_refused"]),
+            "continuous_dropped_for_stop": str(self.continuous_gate.dropped),
+            "paused_for_estop": str(self.urgent.pauses),
+            "estop_line_holders": str(self.line.holders),
+            "estop_unrecorded_holders": str(self.line.unrecorded),
         }
         status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         array = DiagnosticArray()

@@ -14,9 +14,10 @@ LOCALHOST itself) and restored right after, so child processes and tools still s
 from __future__ import annotations
 
 import os
-import sys
 from contextlib import contextmanager
 from typing import Iterator, MutableMapping
+
+from vtm_dynamics.core.package_data import package_data_file
 
 PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
 PROFILE_FILE = "fastdds_localhost.xml"
@@ -27,15 +28,7 @@ STATIC_PEERS_VARIABLE = "ROS_STATIC_PEERS"
 def fastdds_profile_path() -> str:
     """Absolute path of the loopback profile: ``config/`` of a source checkout, else
     ``<prefix>/share/vtm_dynamics/config`` of a pip or colcon install; "" if it is not installed."""
-    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    directories = [os.path.join(checkout, "config"), os.path.join(sys.prefix, "share", "vtm_dynamics", "config")]
-    directories += [os.path.join(prefix, "share", "vtm_dynamics", "config")
-                    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if prefix]
-    for directory in directories:
-        path = os.path.join(directory, PROFILE_FILE)
-        if os.path.isfile(path):
-            return path
-    return ""
+    return package_data_file("config", PROFILE_FILE) or ""
 
 
 def loopback_profile_active(environ: MutableMapping[str, str] | None = None) -> bool:

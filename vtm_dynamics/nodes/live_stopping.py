@@ -21,6 +21,7 @@ from typing import Any, Callable
 from vtm_msgs.msg import StoppingDistance
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.robot.model import RobotModel
@@ -31,13 +32,14 @@ LIVE_PARAMETERS = (
                     "(vtm_msgs/StoppingDistance): nominal and envelope worst-case TCP stopping distance and time."),
     P.ParameterSpec("stopping_envelope", True, "Evaluate the envelope for the worst case; false: worst = nominal "
                     "(envelope_cases 1)."),
-    P.ParameterSpec("stopping_envelope_torque_min", 0.9, "Envelope: smallest brake-torque factor.",
+    P.ParameterSpec("stopping_envelope_torque_min", ENVELOPE_TORQUE_FACTOR[0],
+                    "Envelope: smallest brake-torque factor.",
                     P.in_range(0.01, 10.0), constraint="0.01 .. 10"),
-    P.ParameterSpec("stopping_envelope_torque_max", 1.1, "Envelope: largest brake-torque factor.",
+    P.ParameterSpec("stopping_envelope_torque_max", ENVELOPE_TORQUE_FACTOR[1], "Envelope: largest brake-torque factor.",
                     P.in_range(0.01, 10.0), constraint="0.01 .. 10, >= torque_min (else the message is a failure naming it)"),
-    P.ParameterSpec("stopping_envelope_delay_min", 1.0, "Envelope: smallest engage-delay factor.",
+    P.ParameterSpec("stopping_envelope_delay_min", ENVELOPE_DELAY_FACTOR[0], "Envelope: smallest engage-delay factor.",
                     P.in_range(0.0, 10.0), constraint="0 .. 10"),
-    P.ParameterSpec("stopping_envelope_delay_max", 1.5, "Envelope: largest engage-delay factor.",
+    P.ParameterSpec("stopping_envelope_delay_max", ENVELOPE_DELAY_FACTOR[1], "Envelope: largest engage-delay factor.",
                     P.in_range(0.0, 10.0), constraint="0 .. 10, >= delay_min (else the message is a failure naming it)"),
     P.ParameterSpec("stopping_envelope_payload_max", 0.0, "Envelope: largest payload [kg] at the TCP frame "
                     "(the smallest is 0; the model's own payload, if any, comes on top).", P.in_range(0.0, 1000.0),
@@ -50,7 +52,8 @@ LIVE_PARAMETERS = (
 @dataclass(frozen=True)
 class LiveStop:
     """Nominal ``distance`` / ``path_length`` [m] and ``time`` [s], the worst of each over ``cases``, wall
-    ``seconds``; ``error`` non-empty when some case failed (then the values are not a result)."""
+    ``seconds``; ``error`` non-empty when some case failed (then the values are not a result); ``worst_rest``:
+    the rest configuration of the case with the worst distance (for the replay's worst-case marker)."""
 
     distance: float
     path_length: float
@@ -61,6 +64,7 @@ class LiveStop:
     cases: int
     seconds: float
     error: str = ""
+    worst_rest: Any = None
 
 
 def _values(result: Any) -> tuple[float, float, float]:
@@ -104,6 +108,7 @@ class LiveStopping:
         start = time.monotonic()
         d0, l0, t0 = _values(nominal)
         worst = [d0, l0, t0]
+        worst_rest = nominal.q_final
         cases = 1
         if p["stopping_envelope"]:
             try:
@@ -117,9 +122,12 @@ class LiveStopping:
                     return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start,
                                     f"envelope case (torque x{tf:.3g}, delay x{df:.3g}, payload {mass:.3g} kg): "
                                     f"{outcome.reason}")
-                worst = [max(a, b) for a, b in zip(worst, _values(outcome.result))]
+                values = _values(outcome.result)
+                if values[0] > worst[0]:
+                    worst_rest = outcome.result.q_final
+                worst = [max(a, b) for a, b in zip(worst, values)]
                 cases += 1
-        return LiveStop(d0, l0, t0, *worst, cases, time.monotonic() - start)
+        return LiveStop(d0, l0, t0, *worst, cases, time.monotonic() - start, worst_rest=worst_rest)
 
 
 def stopping_distance_message(live: LiveStop | None, reason: str, *, stamp: Any, frame: str, model_name: str,

@@ -44,15 +44,18 @@ class MarkerScales:
     max_arrow: float = 1.0
 
 
-def _point(p: Sequence[float]) -> Point:
+def point(p: Sequence[float]) -> Point:
+    """A geometry_msgs/Point from three numbers [m]."""
     return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
 
 
-def _color(r: float, g: float, b: float, a: float = 1.0) -> ColorRGBA:
+def color_rgba(r: float, g: float, b: float, a: float = 1.0) -> ColorRGBA:
+    """A std_msgs/ColorRGBA (components 0..1)."""
     return ColorRGBA(r=float(r), g=float(g), b=float(b), a=float(a))
 
 
-def _marker(frame_id: str, stamp: Time, ns: str, mid: int, kind: int) -> Marker:
+def new_marker(frame_id: str, stamp: Time, ns: str, mid: int, kind: int) -> Marker:
+    """An ADD marker of type ``kind`` in namespace ``ns`` with id ``mid``, identity pose."""
     m = Marker()
     m.header.frame_id = frame_id
     m.header.stamp = stamp
@@ -65,13 +68,14 @@ def _marker(frame_id: str, stamp: Time, ns: str, mid: int, kind: int) -> Marker:
     return m
 
 
-def _arrow(frame_id: str, stamp: Time, ns: str, mid: int, start: np.ndarray, vec: np.ndarray, width: float,
-           color: ColorRGBA, max_len: float) -> Marker:
-    m = _marker(frame_id, stamp, ns, mid, Marker.ARROW)
+def arrow_marker(frame_id: str, stamp: Time, ns: str, mid: int, start: np.ndarray, vec: np.ndarray, width: float,
+                 color: ColorRGBA, max_len: float) -> Marker:
+    """An ARROW from ``start`` along ``vec`` [m], shaft ``width`` [m], clipped to ``max_len`` [m]."""
+    m = new_marker(frame_id, stamp, ns, mid, Marker.ARROW)
     length = float(np.linalg.norm(vec))
     if length > max_len:
         vec = vec * (max_len / length)
-    m.points = [_point(start), _point(start + vec)]
+    m.points = [point(start), point(start + vec)]
     m.scale.x = width  # shaft diameter
     m.scale.y = 2.0 * width  # head diameter
     m.scale.z = 0.0  # default head length
@@ -82,7 +86,7 @@ def _arrow(frame_id: str, stamp: Time, ns: str, mid: int, start: np.ndarray, vec
 def _heat(fraction: float) -> ColorRGBA:
     """Blue (small) -> red (largest) for arrow colours."""
     f = float(np.clip(fraction, 0.0, 1.0))
-    return _color(f, 0.2, 1.0 - f, 0.9)
+    return color_rgba(f, 0.2, 1.0 - f, 0.9)
 
 
 def stop_markers(
@@ -110,16 +114,16 @@ def stop_markers(
 
     tcp_path = np.asarray(tcp_path, dtype=float).reshape(-1, 3)
     if len(tcp_path):
-        path = _marker(frame_id, stamp, "tcp_path", 0, Marker.LINE_STRIP)
-        path.points = [_point(p) for p in tcp_path]
+        path = new_marker(frame_id, stamp, "tcp_path", 0, Marker.LINE_STRIP)
+        path.points = [point(p) for p in tcp_path]
         if len(path.points) == 1:
             path.points.append(path.points[0])
         path.scale.x = scales.line_width
-        path.color = _color(1.0, 0.55, 0.0)
+        path.color = color_rgba(1.0, 0.55, 0.0)
         out.markers.append(path)
-        for ns, p, c in (("tcp_start", tcp_path[0], _color(0.1, 0.8, 0.1)), ("tcp_rest", tcp_path[-1], _color(0.9, 0.1, 0.1))):
-            s = _marker(frame_id, stamp, ns, 0, Marker.SPHERE)
-            s.pose.position = _point(p)
+        for ns, p, c in (("tcp_start", tcp_path[0], color_rgba(0.1, 0.8, 0.1)), ("tcp_rest", tcp_path[-1], color_rgba(0.9, 0.1, 0.1))):
+            s = new_marker(frame_id, stamp, ns, 0, Marker.SPHERE)
+            s.pose.position = point(p)
             s.scale.x = s.scale.y = s.scale.z = scales.sphere
             s.color = c
             out.markers.append(s)
@@ -127,17 +131,17 @@ def stop_markers(
     origins = np.asarray(joint_origins_rest, dtype=float).reshape(-1, 3)
     axes = np.asarray(joint_axes_rest, dtype=float).reshape(-1, 3)
     if len(origins):
-        chain = _marker(frame_id, stamp, "rest_pose", 0, Marker.LINE_STRIP)
-        chain.points = [_point(p) for p in origins] + ([_point(tcp_path[-1])] if len(tcp_path) else [])
+        chain = new_marker(frame_id, stamp, "rest_pose", 0, Marker.LINE_STRIP)
+        chain.points = [point(p) for p in origins] + ([point(tcp_path[-1])] if len(tcp_path) else [])
         if len(chain.points) == 1:
             chain.points.append(chain.points[0])
         chain.scale.x = 1.5 * scales.line_width
-        chain.color = _color(0.9, 0.1, 0.1, 0.6)
+        chain.color = color_rgba(0.9, 0.1, 0.1, 0.6)
         out.markers.append(chain)
-        joints = _marker(frame_id, stamp, "rest_pose", 1, Marker.SPHERE_LIST)
-        joints.points = [_point(p) for p in origins]
+        joints = new_marker(frame_id, stamp, "rest_pose", 1, Marker.SPHERE_LIST)
+        joints.points = [point(p) for p in origins]
         joints.scale.x = joints.scale.y = joints.scale.z = 0.75 * scales.sphere
-        joints.color = _color(0.9, 0.1, 0.1, 0.6)
+        joints.color = color_rgba(0.9, 0.1, 0.1, 0.6)
         out.markers.append(joints)
 
     if reaction_forces is not None and len(origins):
@@ -145,21 +149,21 @@ def stop_markers(
         mags = np.linalg.norm(forces, axis=1)
         top = float(mags.max()) if len(mags) and mags.max() > 0 else 1.0
         for k, (o, f) in enumerate(zip(origins, forces)):
-            out.markers.append(_arrow(frame_id, stamp, "reaction_forces", k, o, scales.force_scale * f,
+            out.markers.append(arrow_marker(frame_id, stamp, "reaction_forces", k, o, scales.force_scale * f,
                                       0.5 * scales.line_width * 2, _heat(mags[k] / top), scales.max_arrow))
     if holding_torques is not None and len(origins):
         tau = np.asarray(holding_torques, dtype=float).reshape(-1)
         top = float(np.abs(tau).max()) if len(tau) and np.abs(tau).max() > 0 else 1.0
         for k, (o, a, t) in enumerate(zip(origins, axes, tau)):
-            out.markers.append(_arrow(frame_id, stamp, "holding_torques", k, o, scales.torque_scale * t * a,
-                                      1.5 * scales.line_width, _color(0.6, 0.0, 0.8 * abs(t) / top + 0.2, 0.9),
+            out.markers.append(arrow_marker(frame_id, stamp, "holding_torques", k, o, scales.torque_scale * t * a,
+                                      1.5 * scales.line_width, color_rgba(0.6, 0.0, 0.8 * abs(t) / top + 0.2, 0.9),
                                       scales.max_arrow))
     if summary:
-        text = _marker(frame_id, stamp, "summary", 0, Marker.TEXT_VIEW_FACING)
+        text = new_marker(frame_id, stamp, "summary", 0, Marker.TEXT_VIEW_FACING)
         anchor = tcp_path[-1] if len(tcp_path) else (origins[0] if len(origins) else np.zeros(3))
-        text.pose.position = _point(anchor + np.array([0.0, 0.0, 0.15]))
+        text.pose.position = point(anchor + np.array([0.0, 0.0, 0.15]))
         text.scale.z = 0.06
-        text.color = _color(1.0, 1.0, 1.0)
+        text.color = color_rgba(1.0, 1.0, 1.0)
         text.text = summary
         out.markers.append(text)
     return out

@@ -1,16 +1,16 @@
-"""Where a node's robot model comes from: a robot name the project ships, a URDF path, or URDF text.
+"""Where a node's robot model comes from: a robot of the catalogue by name, a URDF path, or URDF text.
 
-Robot names: ``ur5`` and ``ur3`` (Universal Robots UR5 and UR3 from the ``example-robot-data`` wheel) and ``planar_3r`` (the planar
-3R pendulum of Müller 2026, Sec. 6, in the package's ``urdf/`` directory). The URDF text is also what the nodes
-publish on / read from ``robot_description``. No physics here: models are built by ``vtm_dynamics.core.robot.model``.
+Robot names: those of :mod:`vtm_dynamics.core.robot.catalogue` (``ur5`` and ``ur3`` from the ``example-robot-data``
+wheel, ``planar_3r`` in the package's ``urdf/`` directory). The URDF text is also what the nodes publish on / read
+from ``robot_description``. No physics here: models are built by ``vtm_dynamics.core.robot.model``.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
-from vtm_dynamics.core.robot.model import ModelError, RobotModel, example_robot_urdf
+from vtm_dynamics.core.robot.catalogue import ROBOT_NAMES, ROBOTS
+from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.robot.urdf_extension import (
     DEFAULT_MAX_DOF,
     DEFAULT_MAX_LINKS,
@@ -20,39 +20,24 @@ from vtm_dynamics.core.robot.urdf_extension import (
     parse_urdf_xml,
 )
 
-ROBOT_NAMES = ("ur5", "ur3", "planar_3r")
-_EXAMPLE_ROBOT_URDFS = {"ur5": "ur_description/urdf/ur5_robot.urdf", "ur3": "ur_description/urdf/ur3_robot.urdf"}
-_PACKAGE_URDFS = {"planar_3r": "planar_3r.urdf"}
-DEFAULT_TCP_FRAMES = {"ur5": "tool0", "ur3": "tool0", "planar_3r": "link3"}
+__all__ = ["ROBOT_NAMES", "SIM_OVERRIDES", "default_tcp_frame", "load_urdf_text", "model_from_urdf_text",
+           "robot_urdf_path", "root_frame", "urdf_root_link"]
+
 # robot_sim parameters that differ per robot from the UR5 defaults of config/estop_predict.yaml
 SIM_OVERRIDES = {
-    "planar_3r": {"motion_home": [0.0], "motion_amplitude": [0.6], "motion_phase": [0.0], "tcp_frame": "link3"},
+    robot.name: {"motion_home": list(robot.simulated_motion.home),
+                 "motion_amplitude": list(robot.simulated_motion.amplitude),
+                 "motion_phase": list(robot.simulated_motion.phase), "tcp_frame": robot.tcp_frame}
+    for robot in ROBOTS.values() if robot.simulated_motion is not None
 }
-
-
-def package_share_dir(subdir: str) -> str:
-    """``<package>/<subdir>`` of a source checkout, else ``<prefix>/share/vtm_dynamics/<subdir>`` (installed)."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    candidates = [os.path.join(here, subdir), os.path.join(sys.prefix, "share", "vtm_dynamics", subdir)]
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        if prefix:
-            candidates.append(os.path.join(prefix, "share", "vtm_dynamics", subdir))
-    for c in candidates:
-        if os.path.isdir(c):
-            return c
-    raise ModelError(f"package data directory {subdir!r} not found (looked in {candidates[0]} and the install share)")
 
 
 def robot_urdf_path(robot: str) -> str:
     """URDF file of a named robot (one of ``ROBOT_NAMES``)."""
-    if robot in _EXAMPLE_ROBOT_URDFS:
-        return example_robot_urdf(_EXAMPLE_ROBOT_URDFS[robot])
-    if robot in _PACKAGE_URDFS:
-        path = os.path.join(package_share_dir("urdf"), _PACKAGE_URDFS[robot])
-        if os.path.isfile(path):
-            return path
-        raise ModelError(f"robot: URDF of {robot!r} not found at {path}")
-    raise ModelError(f"robot: unknown robot {robot!r} (known: {', '.join(ROBOT_NAMES)})")
+    spec = ROBOTS.get(robot)
+    if spec is None:
+        raise ModelError(f"robot: unknown robot {robot!r} (known: {', '.join(ROBOT_NAMES)})")
+    return spec.urdf_path()
 
 
 def load_urdf_text(robot: str = "", urdf_path: str = "") -> str:
@@ -86,7 +71,8 @@ def model_from_urdf_text(text: str, *, max_bytes: int = DEFAULT_MAX_URDF_BYTES,
 def default_tcp_frame(robot: RobotModel, robot_name: str = "") -> str:
     """The frame whose stopping distance is reported when none is configured: a known robot's tool frame, else
     ``tool0`` if it exists, else the last frame of the model."""
-    for name in (DEFAULT_TCP_FRAMES.get(robot_name, ""), DEFAULT_TCP_FRAMES.get(robot.name, ""), "tool0"):
+    known = [ROBOTS[n].tcp_frame if n in ROBOTS else "" for n in (robot_name, robot.name)]
+    for name in (*known, "tool0"):
         if name and robot.model.existFrame(name):
             return name
     return robot.model.frames[len(robot.model.frames) - 1].name

@@ -2,9 +2,12 @@
 
 Every node parameter is described once by a :class:`ParameterSpec` (name, default, description, validator). The
 helpers here declare them all with a ``ParameterDescriptor`` (so ``ros2 param describe`` shows the description and
-the constraint), validate the start values (from YAML or overrides) and every later runtime change through
-``add_on_set_parameters_callback``. A rejected value never reaches the node: the set call fails with a reason of the
-form ``"<name>: <what is wrong> (got <value>)"``.
+the constraint) and validate the start values (from YAML or overrides) through ``add_on_set_parameters_callback``.
+After start-up the node's :class:`~vtm_dynamics.nodes.parameter_policy.RuntimePolicy` decides: a parameter is
+read-only (its descriptor says so, and the callback refuses it as well) unless its spec gives ``live``, the reason
+why changing it at run time is safe; changes of the client library's own parameters (``use_sim_time``, ...) and
+deletions are refused too. A rejected value never reaches the node: the set call fails with a reason of the form
+``"<name>: <what is wrong> (got <value>)"``.
 
 No physics here.
 """
@@ -21,6 +24,8 @@ from rclpy.exceptions import InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from vtm_dynamics.nodes.parameter_policy import RuntimePolicy
+
 Validator = Callable[[Any], "str | None"]  # returns None when the value is acceptable, else the reason
 
 
@@ -32,7 +37,9 @@ class ParameterError(ValueError):
 class ParameterSpec:
     """One declared parameter: ``default`` fixes its type; ``validator`` returns a reason string to reject a value.
 
-    ``read_only`` parameters can only be set at start-up (YAML / overrides). ``constraint`` is the human-readable
+    Every parameter is read-only after start-up (set it in YAML / overrides) unless ``live`` says why a change at
+    run time is safe (``docs/ros.md`` lists those); ``read_only`` is kept for the callers that still spell it out
+    and changes nothing (a parameter without ``live`` is read-only either way). ``constraint`` is the human-readable
     constraint text shown by ``ros2 param describe``. ``float_range``/``int_range`` (lo, hi) are informational
     only: they are deliberately NOT exported as descriptor ranges, because rclpy would then reject out-of-range
     values itself, before the validator, with its own message instead of the one-line reason of ``validator``
@@ -47,10 +54,16 @@ class ParameterSpec:
     constraint: str = ""
     float_range: tuple[float, float] | None = None
     int_range: tuple[int, int] | None = None
+    live: str = ""
+
+    @property
+    def changeable(self) -> bool:
+        """May change at run time (``live`` gives the reason)."""
+        return bool(self.live.strip())
 
     def descriptor(self) -> ParameterDescriptor:
         return ParameterDescriptor(
-            name=self.name, description=self.description, read_only=self.read_only,
+            name=self.name, description=self.description, read_only=not self.changeable,
             additional_constraints=self.constraint,
         )
 
@@ -123,6 +136,11 @@ def _finite(value: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- declaration
+def runtime_policy(node_name: str, specs: Iterable[ParameterSpec]) -> RuntimePolicy:
+    """The node's run-time rule: the specs with a ``live`` reason may change, nothing else."""
+    return RuntimePolicy(node_name, {s.name: s.live for s in specs if s.changeable})
+
+
 def declare_validated(
     node: Node,
     specs: Iterable[ParameterSpec],
@@ -132,16 +150,25 @@ def declare_validated(
 
     The validation callback is registered before the declarations, so start values from YAML or overrides pass
     through the same checks; a bad start value raises :class:`ParameterError` naming the parameter. After start-up,
-    accepted changes are passed to ``on_change`` as {name: new value} (after validation, before they are applied,
-    which is the rclpy contract of ``add_on_set_parameters_callback``).
+    a change is refused unless :func:`runtime_policy` lets it through (``live`` specs only; never a parameter the
+    client library declared, never a deletion); accepted changes are passed to ``on_change`` as {name: new value}
+    (after validation, before they are applied, which is the rclpy contract of ``add_on_set_parameters_callback``).
+    The policy is kept as ``node.parameter_policy``.
     """
     specs = list(specs)
     by_name = {s.name: s for s in specs}
     started = {"done": False}
+    policy = runtime_policy(node.get_name(), specs)
+    node.parameter_policy = policy
 
     def validate(params: list[Parameter]) -> SetParametersResult:
         changes: dict[str, Any] = {}
         for p in params:
+            refused = policy.refusal(p.name, declared=node.has_parameter(p.name),
+                                     deleting=p.type_ == Parameter.Type.NOT_SET)
+            if refused is not None:
+                node.get_logger().error(f"rejected parameter change: {refused}")
+                return SetParametersResult(successful=False, reason=refused)
             spec = by_name.get(p.name)
             if spec is None:
                 continue
@@ -186,6 +213,6 @@ def describe(specs: Iterable[ParameterSpec]) -> str:
     lines = ["| parameter | default | description |", "|---|---|---|"]
     for s in specs:
         extra = f" ({s.constraint})" if s.constraint else ""
-        ro = " Read-only at runtime." if s.read_only else ""
+        ro = f" Changeable at run time: {s.live}" if s.changeable else " Read-only after start-up."
         lines.append(f"| `{s.name}` | `{s.default!r}` | {s.description}{extra}{ro} |")
     return "\n".join(lines)

@@ -2,7 +2,6 @@
 
 * brake configuration: a YAML file (``vtm_dynamics.core.estop.brakes`` format), YAML text (PredictStop service) or the
   per-joint overrides carried by a ``vtm_msgs/BrakeEvent`` (NaN / empty arrays keep the configured value);
-* the call: :func:`predict_stop` -> ``core.estop.predict_stop`` (category 0 or 1);
 * out: ``vtm_msgs/StopPrediction`` (with its ``trajectory_msgs/JointTrajectory`` and ``TopologyEvent`` list),
   ``vtm_msgs/JointReactions`` at rest and the RViz ``MarkerArray``.
 
@@ -15,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -30,6 +28,7 @@ from vtm_dynamics.core.excerpt import clip, excerpt
 from vtm_dynamics.core.limited_yaml import DEFAULT_MAX_YAML_BYTES, DEFAULT_MAX_YAML_DEPTH, load_yaml_text
 from vtm_dynamics.core.estop.wrenches import rest_geometry
 from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
+from vtm_dynamics.core.robot.catalogue import ROBOTS, CatalogueError
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes.conversions import (
     JointStateSnapshot,
@@ -40,7 +39,7 @@ from vtm_dynamics.nodes.conversions import (
     seconds_to_stamp,
 )
 from vtm_dynamics.nodes.markers import MarkerScales, stop_markers
-from vtm_dynamics.nodes.model_source import package_share_dir, root_frame
+from vtm_dynamics.nodes.model_source import root_frame
 
 EVENT_KINDS = {
     "engage": TopologyEvent.BRAKE_ENGAGE,
@@ -70,19 +69,14 @@ MAX_OVERRIDE_JOINTS = 256
 
 
 # ---------------------------------------------------------------------------------------------- brakes
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
 def default_brake_config_path(robot_name: str) -> str:
-    """``config/<robot>_brakes.yaml`` of the package, or '' if there is none. Only a plain name (letters, digits,
-    ``_``, ``-``) is looked up: the name may come from a robot_description message, and no message may steer a
-    path."""
-    if not _PLAIN_NAME.fullmatch(robot_name):
-        return ""
+    """The default brake file of a robot of the catalogue, or '' for any other name or when this installation
+    lacks it. The name may come from a robot_description message: it selects a catalogue entry, never a path."""
+    robot = ROBOTS.get(robot_name)
     try:
-        path = os.path.join(package_share_dir("config"), f"{robot_name}_brakes.yaml")
-    except ValueError:
+        return robot.brakes_path() if robot is not None else ""
+    except CatalogueError:
         return ""
-    return path if robot_name and os.path.isfile(path) else ""
 
 
 def load_brakes(robot: RobotModel, path: str, robot_name: str = "") -> BrakeSet:
@@ -181,17 +175,6 @@ def snapshot(robot: RobotModel, stamp: float, positions: np.ndarray, v: np.ndarr
     return JointStateSnapshot(stamp=stamp, positions=np.asarray(positions, dtype=float),
                               q=configuration_from_positions(robot, positions), v=np.asarray(v, dtype=float),
                               estimated_velocity=())
-
-
-def predict_stop(robot: RobotModel, brakes: BrakeSet, q: np.ndarray, v: np.ndarray, *, category: int,
-                 tcp_frame: str, horizon: float, step: float = 0.004, deceleration: float = 3.0,
-                 lock_events: Sequence[estop.LockEvent] = ()) -> estop.StopPrediction:
-    """``core.estop.predict_stop`` with the node's settings (maximum Runge-Kutta ``step`` [s], ``horizon`` [s],
-    category-1 ``deceleration`` [rad/s^2]); its ``StopInputError`` (a ValueError) names the offending field."""
-    settings = estop.StopSettings(step=step, t_max=horizon)
-    c1 = estop.CategoryOne(deceleration=deceleration) if category == 1 else None
-    return estop.predict_stop(robot, brakes, q, v, category=category, category_one=c1, tcp_frame=tcp_frame,
-                              settings=settings, lock_events=tuple(lock_events))
 
 
 # ---------------------------------------------------------------------------------------------- results
@@ -327,33 +310,22 @@ def joint_reactions_message(robot: RobotModel, result: estop.StopPrediction, sta
     return msg
 
 
-_VERDICT_CACHE: dict = {}
-_VERDICT_CACHE_SIZE = 64
-
-
 def held_reaction_verdicts(robot: RobotModel, q_final: Any, names: Sequence[str]) -> tuple[list[bool], str]:
     """Per joint: is the reaction at rest unique, and the ``method`` text of the message.
 
     Kinematic trees: all unique, ``"rnea"``. Models with loop closures or knife edges: the wrenches above come from
     the RNEA of the tree (the loop closures carry no load in it), so the method says so, and uniqueness comes from
-    the solvability analysis of the mechanism held by its brakes (``core.reactions.held_uniqueness``). If that
-    analysis cannot run (e.g. too many bodies), no reaction is claimed unique. Verdicts are cached per model text
-    and rest configuration (rounded to 1e-6).
+    the core's analysis of the mechanism held by its brakes (``core.reactions.held_uniqueness``). If that analysis
+    cannot run (e.g. too many bodies), no reaction is claimed unique.
     """
     ext = robot.extension
     if ext is None or (not ext.loop_closures and not ext.knife_edges):
         return [True] * len(names), "rnea"
     method = "rnea of the tree; loop closures not included"
-    key = (hash(robot.urdf_text), tuple(np.round(np.asarray(q_final, dtype=float), 6)))
-    verdict = _VERDICT_CACHE.get(key)
-    if verdict is None:
-        try:
-            verdict = held_joint_uniqueness(robot.urdf_text, np.asarray(q_final, dtype=float))
-        except ValueError:
-            verdict = {}
-        if len(_VERDICT_CACHE) >= _VERDICT_CACHE_SIZE:
-            _VERDICT_CACHE.clear()
-        _VERDICT_CACHE[key] = verdict
+    try:
+        verdict = held_joint_uniqueness(robot.urdf_text, np.asarray(q_final, dtype=float))
+    except ValueError:
+        verdict = {}
     if not verdict:
         return [False] * len(names), method + "; uniqueness not analysed"
     return [bool(verdict.get(n, False)) for n in names], method

@@ -24,8 +24,9 @@ Inputs
   ``~/task_trajectory``  trajectory_msgs/JointTrajectory of the task coordinates theta (Aghili eqs. (40)-(46)),
                          configured by ``task_joints`` or ``task_frame`` + ``task_components`` (+ ``task_offset``);
                          ``joint_names`` are their names (a joint name, or ``FRAME.x`` ... ``FRAME.angle_z``).
-                         Same pipeline, caps and replacement rules as ``~/trajectory`` (no URDF limits apply to
-                         theta). The closed loop is e'' + kd e' + kp e = 0 in theta exactly (Theorem 4); the
+                         Same pipeline, caps and replacement rules as ``~/trajectory``, and the URDF's limits
+                         carried over to theta (``core.projection.task_limits``: exact for selected joints, the
+                         reach and speed no motion within the joint limits can exceed for a frame point). The closed loop is e'' + kd e' + kp e = 0 in theta exactly (Theorem 4); the
                          joint-space ``~/trajectory`` gives it only while the projector P is constant.
   ``~/constraint_wrench_setpoint``  geometry_msgs/WrenchStamped (with ``force_control``): ``header.frame_id`` a loop
                          closure of the model; the force [N] and moment [N m], world axes, that the closure shall
@@ -119,6 +120,10 @@ interleaves with a control cycle, also under a MultiThreadedExecutor. The trajec
 job and installs the result by one reference assignment under a lock.
 
 Units: SI (rad, m, s, N m, N); gains K_P [1/s^2], K_D [1/s].
+
+Size: about 930 lines: one node class still holds the parameters, the model, the trajectory intake, the control
+cycle with its limits and outputs, and the diagnostics; they are to become stages (configure, activate, update)
+over ROS-free parts.
 """
 
 from __future__ import annotations
@@ -149,6 +154,7 @@ from vtm_dynamics.core.robot.constraints import LoopClosure, constraints_from_ex
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.projection.control import ProjectedControl, ProjectedInverseDynamicsController
 from vtm_dynamics.core.projection.task_coordinates import FramePoint, SelectedJoints, TaskCoordinates
+from vtm_dynamics.core.projection.task_limits import task_trajectory_limits
 from vtm_dynamics.core.projection.projector import RankTolerance, unit_weighting
 from vtm_dynamics.nodes import controller_io as io
 from vtm_dynamics.nodes import graph
@@ -164,7 +170,8 @@ from vtm_dynamics.nodes.conversions import (
 from vtm_dynamics.nodes.latest_worker import LatestWorker
 from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
 from vtm_dynamics.nodes.node_main import run_node
-from vtm_dynamics.core.projection.desired_trajectory import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
+from vtm_dynamics.core.projection.desired_trajectory import (PiecewiseTrajectory, TrajectoryError, TrajectoryLimits,
+                                                             check_start_segment, joint_trajectory_limits)
 
 NODE_NAME = "projection_controller"
 _NAME_RE = re.compile(r"^[A-Za-z_~][A-Za-z0-9_/]*$")
@@ -194,8 +201,8 @@ PARAMETERS = (
     P.ParameterSpec("rate_hz", 250.0, "Control rate [Hz]: one effort command per cycle.",
                     P.in_range(1.0, 2000.0), float_range=(1.0, 2000.0), constraint="1 .. 2000 Hz"),
     P.ParameterSpec("state_timeout", 0.2, "Joint states older than this [s] (node clock, since receipt) stop the "
-                    "control law: zero effort is published and diagnostics report WARN. 0 disables the check.",
-                    P.in_range(0.0, 10.0), float_range=(0.0, 10.0), constraint="0 .. 10 s"),
+                    "control law: zero effort is published and diagnostics report WARN. Always on (no value "
+                    "disables it).", P.in_range(1e-3, 2.0), float_range=(1e-3, 2.0), constraint="1e-3 .. 2 s"),
     P.ParameterSpec("future_stamp_tolerance", 0.05, "Joint states stamped more than this [s] ahead of the node "
                     "clock are rejected (their stamps would corrupt velocity estimates).",
                     P.in_range(0.0, 10.0), float_range=(0.0, 10.0), constraint="0 .. 10 s"),
@@ -330,6 +337,7 @@ class ProjectionController(Node):
         self.tracker: JointStateTracker | None = None
         self.command_index = np.zeros(0, dtype=int)
         self.trajectory_limits: TrajectoryLimits | None = None
+        self.task_limits: TrajectoryLimits | None = None  # the URDF's limits carried over to the task coordinates
         self.effort_limits: io.EffortLimits | None = None
         self.saturation: io.SaturationWindow | None = None
         self.pending: PreparedTrajectory | None = None  # set by the worker, started by the control cycle
@@ -350,6 +358,7 @@ class ProjectionController(Node):
         self.wrench_setpoints: dict[str, np.ndarray] = {}  # loop closure name -> [f; m] [N, N m], world axes
         self.wrench_measured: dict[str, np.ndarray] = {}
         self.last_cycle_time: float | None = None
+        self.saturated_last = False  # the previous cycle's command was saturated (holds the force integral)
         self.uniqueness: tuple[tuple[str, ...], list[bool] | None] | None = None  # (constraint names, per joint)
 
         if self.p["urdf_path"]:
@@ -426,25 +435,11 @@ class ProjectionController(Node):
         return value
 
     def _on_parameters(self, changes: dict[str, Any]) -> None:
-        """Apply validated runtime changes (gains, rates, caps); the controller object is kept."""
+        """Never called after start-up: every parameter of this node (gains, rates, limits, timeouts, caps) is
+        read-only once the node runs (``parameter_policy``); a changed gain needs a restart."""
         self.p.update(changes)
-        if self.controller is not None:
-            n = self.robot.nv
-            if "kp" in changes:
-                self.controller.kp = np.full(n, float(self.p["kp"]))
-            if "kd" in changes:
-                self.controller.kd = np.full(n, float(self.p["kd"]))
-            if "force_gain" in changes:
-                self.controller.force_gain = float(self.p["force_gain"])
-            if "force_integral_gain" in changes:
-                self.controller.force_integral_gain = float(self.p["force_integral_gain"])
-        if {"rate_hz", "diagnostic_period"} & set(changes):
-            self._make_timers()
 
     def _make_timers(self) -> None:
-        for timer in (self.control_timer, self.diag_timer):
-            if timer is not None:
-                self.destroy_timer(timer)
         self.control_timer = self.create_timer(1.0 / self.p["rate_hz"], self._guard("control", self._on_control))
         self.diag_timer = self.create_timer(self.p["diagnostic_period"],
                                             self._guard("diagnostics", self._publish_diagnostics))
@@ -463,7 +458,7 @@ class ProjectionController(Node):
             command_index = self._check_joint_lists(robot)
             effort = io.effort_limits(robot, self._command_joints_of(robot), self.p["default_effort_limit"],
                                       self.effort_overrides)
-            limits = io.trajectory_limits(robot, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
+            limits = joint_trajectory_limits(robot, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
             task = self._task_of(robot)
             controller = self._build_controller(robot, effort, task)
         except (ModelError, UnsupportedJointError, P.ParameterError, ValueError) as err:
@@ -478,6 +473,7 @@ class ProjectionController(Node):
         self.effort_limits, self.saturation, self.trajectory_limits = effort, io.SaturationWindow(effort), limits
         self.controller = controller
         self.task = controller.task
+        self.task_limits = None if self.task is None else task_trajectory_limits(robot, self.task, limits)
         self.model_text = text
         self.model_error = ""
         self.model_rejected = False
@@ -529,6 +525,7 @@ class ProjectionController(Node):
             force_gain=self.p["force_gain"],
             force_integral_gain=self.p["force_integral_gain"],
             task=task,
+            force_integral_limit=io.integral_limits(robot, self._command_joints_of(robot), effort),
         )
 
     @property
@@ -593,9 +590,8 @@ class ProjectionController(Node):
         if too_big:
             self._reject(too_big, self.log)
             return
-        base = self.trajectory_limits
-        if task:  # task coordinates have no URDF limits: only the caps
-            base = TrajectoryLimits.unlimited(self.task.names, ["rad" if a else "m" for a in self.task.angular])
+        # one limit for every way a command comes in: task coordinates are held to the URDF's joint limits too
+        base = self.task_limits if task else self.trajectory_limits
         limits = io.with_caps(base, self.p["max_trajectory_points"], self.p["max_trajectory_duration"])
         with self._lock:
             self._submitted += 1  # supersedes whatever arrived before, prepared or not
@@ -648,8 +644,16 @@ class ProjectionController(Node):
             traj, start = PiecewiseTrajectory([0.0], positions[None, :]), now
         else:
             traj = pending.trajectory
+            from_measured = traj.awaits_start
             traj.set_start(positions, velocities)  # O(joints): the worker made room for it
             start = pending.stamp if pending.stamp > 0 else now
+            if from_measured:  # the segment from the measured state: its limits can be checked only now
+                try:
+                    check_start_segment(traj.positions[0], traj.positions[1], traj.times[1] - (now - start),
+                                        self.task_limits if pending.task else self.trajectory_limits)
+                except TrajectoryError as err:
+                    self._reject(graph.one_line(err, limit=400), self.log)
+                    return
         self.active = ActiveTrajectory(traj, start, pending.points, pending.task)
         with self._lock:
             self.stats["trajectories"] += 1
@@ -787,7 +791,7 @@ class ProjectionController(Node):
             self._publish_zero(io.WARN, f"waiting for joint_states of {io.shown(self.tracker.missing)}")
             return
         timeout = self.p["state_timeout"]
-        if timeout > 0 and self.last_state_time is not None and now - self.last_state_time > timeout:
+        if self.last_state_time is None or now - self.last_state_time > timeout:
             self._publish_zero(io.WARN, f"joint_states older than state_timeout ({timeout} s)")
             return
         pending = self.pending  # one read: the worker may leave a newer one at any time
@@ -804,13 +808,15 @@ class ProjectionController(Node):
             dt = 0.0 if self.last_cycle_time is None else min(max(now - self.last_cycle_time, 0.0),
                                                                 2.0 / self.p["rate_hz"])
             self.last_cycle_time = now
+            hold = self.saturated_last  # anti-windup: no integration while the command is saturated
             if active.task:
                 out = self.controller.update_task(state.q, state.v, sample.positions, sample.velocities,
-                                                  sample.accelerations, force_desired=F_d, force_measured=F_m, dt=dt)
+                                                  sample.accelerations, force_desired=F_d, force_measured=F_m, dt=dt,
+                                                  hold_integral=hold)
             else:
                 q_d = configuration_from_positions(self.robot, sample.positions)
                 out = self.controller.update(state.q, state.v, q_d, sample.velocities, sample.accelerations,
-                                             force_desired=F_d, force_measured=F_m, dt=dt)
+                                             force_desired=F_d, force_measured=F_m, dt=dt, hold_integral=hold)
         except ValueError as err:  # ProjectionInputError, ModelError, ConstraintError, TrajectoryError
             self.log("error", f"control cycle failed, zero effort ({graph.one_line(err)})")
             self._publish_zero(io.ERROR, f"control law failed: {graph.one_line(err)}")
@@ -820,6 +826,7 @@ class ProjectionController(Node):
             self._publish_zero(io.ERROR, "control law returned non-finite effort")
             return
         sat = io.saturate(out.tau[self.command_index], self.effort_limits)
+        self.saturated_last = bool(sat.saturated)
         self.pub_cmd.publish(io.command_message(sat.efforts))
         self.last_output = out
         self.saturation.add(sat)

@@ -10,7 +10,7 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from visualization_msgs.msg import Marker, MarkerArray
 
 from vtm_dynamics.core.reactions.solvability import SolvabilityReport
-from vtm_dynamics.nodes.markers import _arrow, _color, _marker, _point
+from vtm_dynamics.nodes.markers import arrow_marker, color_rgba, new_marker, point
 from vtm_msgs.msg import SolvabilityEntry
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 
@@ -148,14 +148,14 @@ def solvability_markers(placements, frame_id: str, stamp, arrow_length: float, s
         origin = np.asarray(pl.origin, dtype=float)
         rgb = SOLVABLE_COLOR if pl.solvable else (PARTLY_COLOR if pl.unique_forces or pl.unique_moments
                                                   else UNSOLVABLE_COLOR)
-        ball = _marker(frame_id, stamp, "solvability_pairs", i, Marker.SPHERE)
-        ball.pose.position = _point(origin)
+        ball = new_marker(frame_id, stamp, "solvability_pairs", i, Marker.SPHERE)
+        ball.pose.position = point(origin)
         ball.scale.x = ball.scale.y = ball.scale.z = float(sphere)
-        ball.color = _color(*rgb, 0.9)
-        text = _marker(frame_id, stamp, "solvability_labels", i, Marker.TEXT_VIEW_FACING)
-        text.pose.position = _point(origin + np.array([0.0, 0.0, 1.5 * sphere]))
+        ball.color = color_rgba(*rgb, 0.9)
+        text = new_marker(frame_id, stamp, "solvability_labels", i, Marker.TEXT_VIEW_FACING)
+        text.pose.position = point(origin + np.array([0.0, 0.0, 1.5 * sphere]))
         text.scale.z = float(sphere)
-        text.color = _color(*rgb)
+        text.color = color_rgba(*rgb)
         text.text = pl.name if pl.solvable else f"{pl.name} (not unique)"
         out.markers += [ball, text]
         if pl.solvable:
@@ -163,7 +163,7 @@ def solvability_markers(placements, frame_id: str, stamp, arrow_length: float, s
         for ns, dirs in (("solvability_unique_forces", pl.unique_forces),
                          ("solvability_unique_moments", pl.unique_moments)):
             for k, d in enumerate(dirs):
-                out.markers.append(_arrow(frame_id, stamp, ns, i * 8 + k, origin,
+                out.markers.append(arrow_marker(frame_id, stamp, ns, i * 8 + k, origin,
                                           arrow_length * np.asarray(d, dtype=float), 0.15 * sphere,
-                                          _color(*rgb), arrow_length))
+                                          color_rgba(*rgb), arrow_length))
     return out

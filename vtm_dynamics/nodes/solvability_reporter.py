@@ -70,6 +70,9 @@ from vtm_dynamics.nodes.solvability_task import PRELOAD, StateAnalysis, analyze_
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 from vtm_msgs.srv import AnalyzeSolvability
 
+#: Why the marker sizes may change at run time (the only parameters of this node that may).
+MARKERS_ONLY = "drawing only: the sizes in ~/markers of the next report; no analysis, cap or verdict changes"
+
 PARAMETERS = [
     P.ParameterSpec("urdf_path", "", "URDF file to analyse at start-up; empty: wait for the robot_description topic.",
                     P.existing_file_or_empty, read_only=True),
@@ -104,9 +107,9 @@ PARAMETERS = [
                     constraint="0.01 <= value <= 100"),
     P.ParameterSpec("marker_frame", "", "frame_id of ~/markers; empty: the model's root link.", read_only=True),
     P.ParameterSpec("marker_arrow_length", 0.1, "Length of a unique-direction arrow in ~/markers [m].",
-                    P.in_range(1e-4, 100.0), constraint="1e-4 <= value <= 100"),
+                    P.in_range(1e-4, 100.0), constraint="1e-4 <= value <= 100", live=MARKERS_ONLY),
     P.ParameterSpec("marker_size", 0.03, "Diameter of a pair's sphere in ~/markers [m].",
-                    P.in_range(1e-4, 100.0), constraint="1e-4 <= value <= 100"),
+                    P.in_range(1e-4, 100.0), constraint="1e-4 <= value <= 100", live=MARKERS_ONLY),
     P.ParameterSpec("max_pending_requests", 4, "Most ~/analyze calls waiting for the worker; further calls are "
                     "refused at once with success=false.", P.in_range(1, 1000), constraint="1 <= value <= 1000"),
 ]
@@ -207,23 +210,8 @@ class SolvabilityReporter(Node):
 
     # ------------------------------------------------------------------------------------- robot_description
     def _on_change(self, changes: dict) -> None:
+        """Only the live parameters (marker sizes) get here; every other parameter is read-only after start-up."""
         self.p.update(changes)
-        if "analysis_deadline" in changes:
-            self.worker.deadline = float(changes["analysis_deadline"])
-        if "max_update_rate" in changes and hasattr(self, "_state_timer"):
-            self._state_timer.timer_period_ns = int(1e9 / float(changes["max_update_rate"]))
-        if self.urdf_text and ({"planar", "relative_tolerance"} & set(changes)):
-            # parameters are applied after this callback: the job takes them explicitly
-            self._schedule_description(self.urdf_text)
-
-    def _schedule_description(self, text: str) -> None:
-        executor = self.executor
-        if executor is not None:
-            executor.create_task(self._describe, text)
-        else:
-            job = self._admit_description(text)
-            if job is not None:
-                self._publish_outcome(job, self._generation, self._run(job, self._generation))
 
     async def _on_description(self, msg: String) -> None:
         await self._describe(msg.data)

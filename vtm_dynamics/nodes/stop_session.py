@@ -1,14 +1,11 @@
 """The stop-session state machine of ``estop_predictor``: the E-stop line, stops and their revisions, and the
 honest choice of the start state. Plain Python (no rclpy, no messages), so every rule is unit-testable.
 
-E-stop line with several publishers (``estop``, std_msgs/Bool)
-  The node keeps the latest value of every publisher (at most ``max_publishers``; the least recently heard one is
-  forgotten first). The line is *stopping* while any publisher's latest value is true. A ``true`` from a publisher
-  whose previous value was false, or that was never heard, is a rising edge and fires a trigger. A repeated ``true``
-  is not an edge. A publisher cycling ``false`` at any rate therefore neither masks nor fakes another publisher's
-  edge. The stop ends (the session re-arms) when the line is released (it was stopping and now every
-  publisher's latest value is false), or on a brake RELEASE; a ``false`` while the line was not stopping is no
-  release (it does not end a stop that a brake event started).
+E-stop line with several publishers (``estop``): :mod:`.estop_line` (re-exported here). The line is *stopping*
+  while some publisher holds it (its latest value is true); a rising edge of any publisher fires a trigger. The stop
+  ends (the session re-arms) when the line is released by its holders (it was stopping and now none holds it), or
+  on a brake RELEASE; a ``false`` while the line was not stopping is no release (it does not end a stop that a
+  brake event started).
 
 Stops and revisions
   A trigger while no stop is active, or while the active stop's latest prediction failed, starts a new stop
@@ -30,52 +27,25 @@ Start state
 
 Times: stamps and instants in seconds of the node clock (ROS time); receipt times in seconds of the receipt clock
 (one clock for all inputs of a node).
+
+Size: about 450 lines: the E-stop line, the stops with their revisions and the start-state choice are one state
+machine whose rules refer to each other (a trigger joins or starts a stop, a release ends it and republishes its
+last revision, a late state revises it); the docstring states every rule.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping
+from typing import Any, Mapping
+
+from vtm_dynamics.nodes.estop_line import EstopLine  # noqa: F401 - re-exported: part of the stop rules
 
 STAMP_TOL = 2e-6  # [s] stamps as float seconds since 1970 resolve about 0.24 us
 # [s] a late state revises a stop only if it is at least this much closer to the instant than the state used, and
 # at most half as old: a publisher feeding ever-closer stamps causes at most log2(10 s / 1 ms) ~ 14 revisions
 CLOSER_STATE_MIN = 1e-3
-
-
-# ------------------------------------------------------------------------------------------------- the E-stop line
-class EstopLine:
-    """Latest ``estop`` value per publisher; see the module docstring for the semantics."""
-
-    def __init__(self, max_publishers: int = 64) -> None:
-        self.max_publishers = max(1, int(max_publishers))
-        self._latest: OrderedDict[Hashable, bool] = OrderedDict()
-        self._true = 0  # publishers whose latest value is true
-
-    def update(self, publisher: Hashable, value: bool) -> bool:
-        """Record ``value`` from ``publisher``; return whether it is a rising edge."""
-        value = bool(value)
-        previous = self._latest.pop(publisher, None)
-        if previous:
-            self._true -= 1
-        if len(self._latest) >= self.max_publishers:
-            _, old = self._latest.popitem(last=False)  # forget the least recently heard publisher
-            if old:
-                self._true -= 1
-        self._latest[publisher] = value
-        if value:
-            self._true += 1
-        return value and not previous
-
-    @property
-    def stopping(self) -> bool:
-        return self._true > 0
-
-    @property
-    def publishers(self) -> int:
-        return len(self._latest)
 
 
 # ------------------------------------------------------------------------------------------------- joint states

@@ -1,13 +1,14 @@
 """Reading and writing rosbag2 recordings (sqlite3 and MCAP storage) without a ROS installation.
 
-The library is ``rosbags`` (pure Python): it reads both storages of rosbag2, takes the message definitions stored
-in the bag (so a driver's own status type such as ``ur_dashboard_msgs/msg/SafetyMode`` needs no package), and
-writes bags that ``ros2 bag`` reads. This module is file I/O, not physics: it returns plain series and never
-quotes file contents in an error.
+Writing uses the library ``rosbags`` (pure Python; bags that ``ros2 bag`` reads, the message definitions stored in
+them). Reading is :mod:`.bag_storage` - the bag's files opened inside its own folder, sizes, decompression and time
+bounded, counts taken from what is read - with ``rosbags``' type system for the CDR messages, so a driver's own
+status type such as ``ur_dashboard_msgs/msg/SafetyMode`` needs no package (its definition is stored in the bag).
+This module is file I/O, not physics: it returns plain series and never quotes file contents in an error.
 
 * :func:`write_bag` writes messages to a new bag directory atomically (a hidden temporary directory next to it,
   renamed at the end: a failed or interrupted write leaves nothing under the requested name);
-* :func:`bag_summary` lists the topics with type and message count (what ``ros2 bag info`` shows);
+* :func:`bag_summary` lists the topics with type and message count (counted by reading, not from the index);
 * :func:`read_recording` reads the joint-state series and the trigger series (:class:`Recording`).
 
 Times: a joint state's time is its ``header.stamp`` (the instant the robot sampled it) unless that is zero, then
@@ -19,19 +20,21 @@ non-zero, else the receive time. Units: s, rad, rad/s. Errors: :class:`Recording
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 
+from vtm_dynamics.recordings.bag_storage import BagError, BagFolder, BagLimits
 from vtm_dynamics.recordings.trigger import TriggerConfigError, TriggerMatcher, TriggerRule
 
 STORAGES = ("mcap", "sqlite3")
 DEFAULT_JOINT_TOPIC = "/joint_states"
-DEFAULT_MAX_MESSAGES = 5_000_000  # messages read from one bag (about 2.8 h of 500 Hz joint states)
+DEFAULT_MAX_MESSAGES = BagLimits.max_messages  # messages read from one bag (about 2.8 h of 500 Hz joint states)
 
 
 class RecordingError(ValueError):
@@ -107,11 +110,15 @@ def write_bag(path: str, storage: str, topics: dict[str, str], messages: Iterabl
         raise RecordingError(f"{os.path.basename(path)}: exists already (a bag is never overwritten)")
     store = typestore or _typestore()
     parent = os.path.dirname(os.path.abspath(path))
-    tmp_parent = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=parent)
-    tmp = os.path.join(tmp_parent, os.path.basename(path))
+    # the library hands SQLite a URI built from the path: the bag is written under names of our own, reached
+    # through the descriptor of its temporary folder, and renamed at the end - so any legal character in the
+    # requested name or its folders ('#', '?', '%') is never parsed
+    tmp_parent = tempfile.mkdtemp(prefix=".vtm-bag-", suffix=".partial", dir=parent)
+    parent_fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    tmp_fd = os.open(tmp_parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         plugin = StoragePlugin.MCAP if storage == "mcap" else StoragePlugin.SQLITE3
-        with Writer(tmp, version=9, storage_plugin=plugin) as writer:
+        with Writer(Path(f"/proc/self/fd/{tmp_fd}/bag"), version=9, storage_plugin=plugin) as writer:
             conns = {}
             for topic, type_name in topics.items():
                 extra = (msgdefs or {}).get(type_name)
@@ -123,55 +130,84 @@ def write_bag(path: str, storage: str, topics: dict[str, str], messages: Iterabl
                 conn = conns[topic]
                 data = msg if raw else store.serialize_cdr(msg, conn.msgtype)
                 writer.write(conn, int(stamp_ns), data)
-        os.rename(tmp, path)
+        os.rename("bag", os.path.basename(os.path.abspath(path)), src_dir_fd=tmp_fd, dst_dir_fd=parent_fd)
     finally:
+        os.close(tmp_fd)
+        os.close(parent_fd)
         shutil.rmtree(tmp_parent, ignore_errors=True)
     return path
 
 
 # ------------------------------------------------------------------------------------------------- reading
-def _open(path: str):
-    from rosbags.highlevel import AnyReader
+_TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*){1,2}$")
+_FIELD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+MAX_DEFINITION_CHARS = 1_000_000  # one stored message definition (a SafetyMode definition is ~1 kB)
 
-    name = os.path.basename(os.path.normpath(path))
-    if not os.path.isdir(path):
-        raise RecordingError(f"{name}: not a rosbag2 directory (expected a folder with metadata.yaml)")
+
+def _open(path: str, limits: BagLimits = BagLimits()) -> BagFolder:
     try:
-        return AnyReader([Path(path)], default_typestore=_typestore())
-    except Exception as err:  # noqa: BLE001 - the library raises many kinds; each becomes one line
-        raise RecordingError(f"{name}: not a readable rosbag2 recording ({type(err).__name__})") from None
+        return BagFolder(path, limits)
+    except BagError as err:
+        raise RecordingError(str(err)) from None
 
 
-def bag_summary(path: str) -> tuple[TopicSummary, ...]:
-    """The topics of the bag at ``path`` with type and message count (from the bag's index)."""
-    name = os.path.basename(os.path.normpath(path))
-    reader = _open(path)
-    try:
-        with reader:
-            out = {}
-            for c in reader.connections:
-                prev = out.get(c.topic)
-                out[c.topic] = TopicSummary(c.topic, c.msgtype, c.msgcount + (prev.count if prev else 0))
-            return tuple(sorted(out.values(), key=lambda s: s.topic))
-    except RecordingError:
-        raise
-    except Exception as err:  # noqa: BLE001
-        raise RecordingError(f"{name}: corrupt or truncated bag ({type(err).__name__})") from None
+def _typestore_of(bag: BagFolder, topics: Iterable[str]) -> Any:
+    """The Kilted type store plus the definitions the bag stores for the types of ``topics`` it lacks (parsed
+    by the library; every type and field name is checked before the library generates code from it)."""
+    from rosbags.typesys import get_types_from_idl, get_types_from_msg
+
+    store = _typestore()
+    for name in topics:
+        t = bag.topics.get(name)
+        if t is None or t.type_name in store.fielddefs or not t.definition:
+            continue
+        if len(t.definition) > MAX_DEFINITION_CHARS:
+            raise RecordingError(f"{bag.name}: {name}: message definition of more than {MAX_DEFINITION_CHARS} "
+                                 "characters")
+        try:
+            if t.definition_format == "ros2idl":
+                typs: dict = {}
+                for part in re.split(r"^=+\nIDL: [^\n]*\n", t.definition, flags=re.M):
+                    if part.strip():
+                        typs.update(get_types_from_idl(part))
+            else:
+                typs = get_types_from_msg(t.definition, t.type_name)
+        except Exception:  # noqa: BLE001 - the parser's error types; a bad definition is a bad bag
+            raise RecordingError(f"{bag.name}: {name}: the stored message definition of {t.type_name[:80]} cannot "
+                                 "be parsed") from None
+        for type_name, (consts, fields) in typs.items():
+            names = [c[0] for c in consts] + [f[0] for f in fields]
+            if not _TYPE_NAME.match(type_name) or not all(_FIELD_NAME.match(str(n)) for n in names):
+                raise RecordingError(f"{bag.name}: {name}: the stored message definition has names that are not "
+                                     "ROS identifiers")
+        try:
+            store.register({k: v for k, v in typs.items() if k not in store.fielddefs})
+        except Exception:  # noqa: BLE001
+            raise RecordingError(f"{bag.name}: {name}: the stored message definition of {t.type_name[:80]} cannot "
+                                 "be used") from None
+    return store
 
 
-def count_messages(path: str) -> dict[str, int]:
+def bag_summary(path: str, limits: BagLimits = BagLimits()) -> tuple[TopicSummary, ...]:
+    """The topics of the bag at ``path`` with type and message count - counted by reading every message (an
+    index or ``metadata.yaml`` may say anything), within ``limits``."""
+    with _open(path, limits) as bag:
+        counts = _counts(bag)
+        return tuple(TopicSummary(t.name, t.type_name, counts.get(t.name, 0))
+                     for t in sorted(bag.topics.values(), key=lambda t: t.name))
+
+
+def count_messages(path: str, limits: BagLimits = BagLimits()) -> dict[str, int]:
     """Messages per topic counted by reading every message (not the index): a check that the data is there."""
-    name = os.path.basename(os.path.normpath(path))
-    counts: dict[str, int] = {}
+    with _open(path, limits) as bag:
+        return {k: v for k, v in _counts(bag).items() if v}
+
+
+def _counts(bag: BagFolder) -> dict[str, int]:
     try:
-        with _open(path) as reader:
-            for conn, _, _ in reader.messages():
-                counts[conn.topic] = counts.get(conn.topic, 0) + 1
-    except RecordingError:
-        raise
-    except Exception as err:  # noqa: BLE001
-        raise RecordingError(f"{name}: corrupt or truncated bag ({type(err).__name__})") from None
-    return counts
+        return bag.count_messages()
+    except BagError as err:
+        raise RecordingError(str(err)) from None
 
 
 def _stamp(msg: Any, fallback_ns: int) -> float:
@@ -185,90 +221,108 @@ def _stamp(msg: Any, fallback_ns: int) -> float:
 
 
 def read_recording(path: str, rule: TriggerRule = TriggerRule(), joint_topic: str = DEFAULT_JOINT_TOPIC,
-                   max_messages: int = DEFAULT_MAX_MESSAGES) -> Recording:
+                   max_messages: int = DEFAULT_MAX_MESSAGES, limits: BagLimits | None = None) -> Recording:
     """The joint states on ``joint_topic`` and the trigger of ``rule`` in the bag at ``path``.
 
     Joint states must carry the same joint names throughout and finite positions (velocities may be absent in
     all messages). Errors (one line each): not a bag, corrupt or truncated, no joint-state topic, no trigger
     topic, the trigger type in the bag differs from the rule, the trigger field does not exist in the type, more
-    than ``max_messages`` messages, a joint state that changes its names or is not finite.
+    than ``max_messages`` messages on the two topics (counted as read), a joint state that changes its names or
+    is not finite, any limit of ``limits`` (:class:`~vtm_dynamics.recordings.bag_storage.BagLimits`: files inside
+    the bag only, bounded decompression, time).
     """
-    name = os.path.basename(os.path.normpath(path))
-    reader = _open(path)
+    limits = replace(limits or BagLimits(), max_messages=int(max_messages))
     jt, tt = _topic(joint_topic), _topic(rule.topic)
-    try:
-        with reader:
-            by_topic = {}
-            for c in reader.connections:
-                by_topic.setdefault(c.topic, []).append(c)
-            known = ", ".join(sorted(by_topic)) or "none"
-            if jt not in by_topic:
-                raise RecordingError(f"{name}: no joint-state topic {jt!r} in the bag (topics: {known})")
-            if tt not in by_topic:
-                raise RecordingError(f"{name}: no trigger topic {tt!r} in the bag (topics: {known})")
-            trig_types = {c.msgtype for c in by_topic[tt]}
-            if trig_types != {rule.type_name}:
-                raise RecordingError(f"{name}: trigger topic {tt!r} has type {', '.join(sorted(trig_types))}, "
-                                     f"the trigger is configured as {rule.type_name}")
-            joint_types = {c.msgtype for c in by_topic[jt]}
-            if joint_types != {"sensor_msgs/msg/JointState"}:
-                raise RecordingError(f"{name}: joint-state topic {jt!r} has type {', '.join(sorted(joint_types))}, "
-                                     f"expected sensor_msgs/msg/JointState")
-            total = sum(c.msgcount for c in by_topic[jt] + by_topic[tt])
-            if total > max_messages:
-                raise RecordingError(f"{name}: {total} joint-state and trigger messages exceed max_messages "
-                                     f"{max_messages}")
-            names: tuple[str, ...] | None = None
-            t, q, v = [], [], []
-            has_v = True
-            tt_list, stop_list = [], []
-            matcher: TriggerMatcher | None = None
-            for conn, stamp_ns, raw in reader.messages(connections=by_topic[jt] + by_topic[tt]):
-                msg = reader.deserialize(raw, conn.msgtype)
-                if conn.topic == tt:
-                    if matcher is None:
-                        try:
-                            matcher = TriggerMatcher(rule, msg)
-                        except TriggerConfigError as err:
-                            raise RecordingError(f"{name}: {err}") from None
-                    tt_list.append(_stamp(msg, stamp_ns))
-                    stop_list.append(matcher.stopping(msg))
-                    continue
-                these = tuple(msg.name)
-                if names is None:
-                    names = these
-                    if not names or len(set(names)) != len(names):
-                        raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: empty or repeated "
-                                             f"joint names")
-                elif these != names:
-                    raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s changes the joint "
-                                         f"names (first message: {', '.join(names)})")
-                pos = np.asarray(msg.position, dtype=float)
-                if pos.shape != (len(names),) or not np.all(np.isfinite(pos)):
-                    raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: position must be "
-                                         f"{len(names)} finite numbers")
-                vel = np.asarray(msg.velocity, dtype=float)
-                if vel.size == 0:
-                    has_v = False
-                elif vel.shape != (len(names),) or not np.all(np.isfinite(vel)):
-                    raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: velocity must be "
-                                         f"empty or {len(names)} finite numbers")
-                t.append(_stamp(msg, stamp_ns))
-                q.append(pos)
-                v.append(vel if vel.size else np.zeros(len(names)))
-    except RecordingError:
-        raise
-    except Exception as err:  # noqa: BLE001 - truncated chunks, bad CDR, broken sqlite pages ...
-        raise RecordingError(f"{name}: corrupt or truncated bag ({type(err).__name__})") from None
-    if not t:
-        raise RecordingError(f"{name}: no messages on the joint-state topic {jt!r}")
-    if not tt_list:
-        raise RecordingError(f"{name}: no messages on the trigger topic {tt!r}")
-    order = np.argsort(np.asarray(t), kind="stable")
-    joints = JointSeries(names, np.asarray(t)[order], np.asarray(q)[order],
-                         np.asarray(v)[order] if has_v else None)
-    torder = np.argsort(np.asarray(tt_list), kind="stable")
-    trigger = TriggerSeries(np.asarray(tt_list)[torder], np.asarray(stop_list, dtype=bool)[torder])
-    storage = "mcap" if any(f.endswith(".mcap") for f in os.listdir(path)) else "sqlite3"
-    summary = tuple(TopicSummary(tp, cs[0].msgtype, sum(c.msgcount for c in cs)) for tp, cs in sorted(by_topic.items()))
-    return Recording(name, storage, joints, trigger, rule, summary)
+    with _open(path, limits) as bag:
+        name = bag.name
+        known = ", ".join(sorted(bag.topics)) or "none"
+        if jt not in bag.topics:
+            raise RecordingError(f"{name}: no joint-state topic {jt!r} in the bag (topics: {known[:300]})")
+        if tt not in bag.topics:
+            raise RecordingError(f"{name}: no trigger topic {tt!r} in the bag (topics: {known[:300]})")
+        trigger_type = bag.topics[tt].type_name
+        if trigger_type != rule.type_name:
+            raise RecordingError(f"{name}: trigger topic {tt!r} has type {trigger_type[:80]}, the trigger is "
+                                 f"configured as {rule.type_name}")
+        joint_type = bag.topics[jt].type_name
+        if joint_type != "sensor_msgs/msg/JointState":
+            raise RecordingError(f"{name}: joint-state topic {jt!r} has type {joint_type[:80]}, expected "
+                                 f"sensor_msgs/msg/JointState")
+        store = _typestore_of(bag, (tt,))
+        series = _Series(name, rule)
+        try:
+            for topic, stamp_ns, raw in bag.messages({jt, tt}):
+                try:
+                    msg = store.deserialize_cdr(raw, trigger_type if topic == tt else joint_type)
+                except Exception:  # noqa: BLE001 - bad CDR: a corrupt message
+                    raise RecordingError(f"{name}: corrupt message on {topic} at {stamp_ns * 1e-9:.3f} s") from None
+                if topic == tt:
+                    series.trigger(msg, stamp_ns)
+                else:
+                    series.joint(msg, stamp_ns)
+        except BagError as err:
+            raise RecordingError(str(err)) from None
+        storage = bag.storage
+    return series.recording(storage, jt, tt, trigger_type)
+
+
+class _Series:
+    """The joint-state and trigger series of one bag, built message by message (checks in :func:`read_recording`)."""
+
+    def __init__(self, name: str, rule: TriggerRule) -> None:
+        self.name, self.rule = name, rule
+        self.names: tuple[str, ...] | None = None
+        self.t: list[float] = []
+        self.q: list[np.ndarray] = []
+        self.v: list[np.ndarray] = []
+        self.has_v = True
+        self.tt: list[float] = []
+        self.stopping: list[bool] = []
+        self.matcher: TriggerMatcher | None = None
+
+    def trigger(self, msg: Any, stamp_ns: int) -> None:
+        if self.matcher is None:
+            try:
+                self.matcher = TriggerMatcher(self.rule, msg)
+            except TriggerConfigError as err:
+                raise RecordingError(f"{self.name}: {err}") from None
+        self.tt.append(_stamp(msg, stamp_ns))
+        self.stopping.append(self.matcher.stopping(msg))
+
+    def joint(self, msg: Any, stamp_ns: int) -> None:
+        name, these = self.name, tuple(msg.name)
+        if self.names is None:
+            self.names = these
+            if not these or len(set(these)) != len(these):
+                raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: empty or repeated joint names")
+        elif these != self.names:
+            raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s changes the joint names (first "
+                                 f"message: {', '.join(self.names)[:300]})")
+        n = len(self.names)
+        pos = np.asarray(msg.position, dtype=float)
+        if pos.shape != (n,) or not np.all(np.isfinite(pos)):
+            raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: position must be {n} finite "
+                                 "numbers")
+        vel = np.asarray(msg.velocity, dtype=float)
+        if vel.size == 0:
+            self.has_v = False
+        elif vel.shape != (n,) or not np.all(np.isfinite(vel)):
+            raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: velocity must be empty or {n} "
+                                 "finite numbers")
+        self.t.append(_stamp(msg, stamp_ns))
+        self.q.append(pos)
+        self.v.append(vel if vel.size else np.zeros(n))
+
+    def recording(self, storage: str, jt: str, tt: str, trigger_type: str) -> Recording:
+        if not self.t:
+            raise RecordingError(f"{self.name}: no messages on the joint-state topic {jt!r}")
+        if not self.tt:
+            raise RecordingError(f"{self.name}: no messages on the trigger topic {tt!r}")
+        order = np.argsort(np.asarray(self.t), kind="stable")
+        joints = JointSeries(self.names, np.asarray(self.t)[order], np.asarray(self.q)[order],
+                             np.asarray(self.v)[order] if self.has_v else None)
+        torder = np.argsort(np.asarray(self.tt), kind="stable")
+        trigger = TriggerSeries(np.asarray(self.tt)[torder], np.asarray(self.stopping, dtype=bool)[torder])
+        summary = tuple(sorted((TopicSummary(jt, "sensor_msgs/msg/JointState", len(self.t)),
+                                TopicSummary(tt, trigger_type, len(self.tt))), key=lambda s: s.topic))
+        return Recording(self.name, storage, joints, trigger, self.rule, summary)

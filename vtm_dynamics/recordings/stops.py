@@ -27,9 +27,8 @@ import numpy as np
 from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
+from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE, first_rest
 
-REST_TOLERANCE = 1e-3  # [rad]
-REST_HOLD = 0.2  # [s]
 REST_SPEED = 0.01  # [rad/s]
 REST_SPEED_SIGMAS = 5.0  # the stop-time threshold is at least this many sigmas of the recorded velocity noise
 PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state at the trigger
@@ -118,31 +117,22 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         if k < 0:
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): no joint state before the trigger")
         q0, v0, q0_sigma, v0_sigma = state_at_trigger(t, q, v if has_v else None, k, te, window=pre_window)
-        after = np.flatnonzero(t > te)
         nxt = edges[n] if n < edges.size else math.inf
-        end = None
-        for a in after:
-            if t[a] >= nxt:
-                break
-            window = (t >= t[a]) & (t <= t[a] + rest_hold)
-            if t[-1] < t[a] + rest_hold:
-                break
-            if np.all(np.abs(q[window] - q[a]) <= rest_tolerance):
-                end = a
-                break
+        first = int(np.searchsorted(t, te, side="right"))  # the first sample after the trigger
+        end = first_rest(t, q, first, int(np.searchsorted(t, nxt, side="left")), rest_hold, rest_tolerance)
         if end is None:
             moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[-1]) > rest_speed)] or ["?"]
             cause = ("a new trigger came before the arm was at rest" if nxt < math.inf and t[-1] >= nxt
                      else f"cut off by the end of the recording (still moving: {', '.join(moving)})")
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): {cause}")
-        last = int(np.flatnonzero(t <= t[end] + rest_hold)[-1])
-        span = slice(after[0], last + 1)
+        last = int(np.searchsorted(t, t[end] + rest_hold, side="right")) - 1
+        span = slice(first, last + 1)
         threshold = rest_speed
         if has_v:
             resting = v[end:last + 1]
             spread = 1.4826 * float(np.median(np.abs(resting - np.median(resting, axis=0)))) if resting.size else 0.0
             threshold = max(rest_speed, REST_SPEED_SIGMAS * spread)
-        stop_time = (settle_time(t[after[0]:last + 1] - te, v[after[0]:last + 1], threshold) if has_v
+        stop_time = (settle_time(t[first:last + 1] - te, v[first:last + 1], threshold) if has_v
                      else float(t[end] - te))
         stops.append(RecordedStop(label, q0, v0, t[span] - te, q[span], stop_time, float(te), q0_sigma, v0_sigma,
                                   threshold))

@@ -26,11 +26,10 @@ import numpy as np
 
 from vtm_dynamics.core.estop.brakes import BrakeSet, JointBrake
 from vtm_dynamics.core.estop.payload import with_payload
-from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+from vtm_dynamics.core.robot.catalogue import UR5
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.simulated import Sensor, StopStart
 
-UR5_URDF = "ur_description/urdf/ur5_robot.urdf"
-PAYLOAD_FRAME = "tool0"
 # a driver like a real one: 500 Hz, each sample taken up to 0.25 ms from its stamp, a 19-bit joint encoder with
 # 1e-4 rad noise, velocities with 3e-3 rad/s noise, 0.3 % of the messages lost
 DRIVER = Sensor(rate=500.0, jitter=2.5e-4, quantum=2.0 * math.pi / 2**19, noise=1e-4, velocity_noise=3e-3,
@@ -60,8 +59,8 @@ class ValidationSet:
     held_out: bool = False
 
     def robot(self) -> RobotModel:
-        """The UR5 with this set's payload at ``tool0``."""
-        return with_payload(RobotModel.from_urdf_file(example_robot_urdf(UR5_URDF)), self.payload, PAYLOAD_FRAME)
+        """The UR5 of the robot catalogue with this set's payload at its payload frame (``tool0``)."""
+        return with_payload(RobotModel.from_urdf_file(UR5.urdf_path()), self.payload, UR5.payload_frame)
 
     def truth(self, robot: RobotModel) -> BrakeSet:
         return BrakeSet.from_brakes(robot, [

@@ -2,15 +2,23 @@
 
 Layout of a run directory::
 
-    manifest.json              inputs (robot, brakes, map spec), their sha256 ``inputs_hash``, chunk count
-    chunks/chunk-000042.parquet one file per finished chunk (schema metadata: inputs hash, chunk, rows)
+    manifest.json              inputs (robot, brakes, map spec, software and engine settings), their sha256
+                               ``inputs_hash``, chunk count
+    chunks/chunk-000042.parquet one file per finished chunk (schema metadata: inputs hash, chunk, content checksum)
     failures.json              chunks that failed, each with its input and reason (absent when none failed)
     stopping_map.parquet       all rows in state order, written only once every chunk is done
 
 Every file is written to a temporary name in the same directory and renamed (``os.replace`` is atomic on POSIX), so a
 reader never sees half a file under a final name. On resume a chunk file counts only if its metadata carries the
-same inputs hash, its chunk number and the expected row count and the file reads back whole; anything else is
-deleted and recomputed.
+same inputs hash and its chunk number, the expected row count, and the sha256 of its column values equals the
+checksum written with it (a chunk whose values were edited, metadata kept, is recomputed); anything else is
+replaced by a recomputed chunk.
+
+Careful with files: OUT (the user's argument) is opened once; everything inside it is reached through that folder's
+descriptor, never through a path that could lead elsewhere. ``OUT/chunks`` and every file under the names above
+must be what this module writes - a real folder, regular files - or the run stops with one line and touches
+nothing (a symbolic link is never followed, read or deleted). The only files ever deleted are regular files under
+those names and this module's own temporary files (``.<name>.<random>.part``); ``--overwrite`` deletes nothing else.
 """
 
 from __future__ import annotations
@@ -18,16 +26,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import re
+import secrets
+import stat
 from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-FORMAT = "vtm-stopping-map/1"
+FORMAT = "vtm-stopping-map/2"
 _META_HASH = b"vtm_inputs_hash"
 _META_CHUNK = b"vtm_chunk"
+_META_CONTENT = b"vtm_content_sha256"
+CHUNK_NAME = re.compile(r"^chunk-[0-9]{6}\.parquet$")
+TEMP_NAME = re.compile(r"^\.(chunk-[0-9]{6}\.parquet|manifest\.json|failures\.json|stopping_map\.parquet)"
+                       r"\.[A-Za-z0-9_]{1,32}\.part$")
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class StoreError(ValueError):
@@ -40,26 +55,99 @@ def inputs_hash(inputs: dict) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _atomic_write(path: str, write: Any) -> None:
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=folder)
-    os.close(fd)
+def content_hash(columns: dict[str, np.ndarray]) -> str:
+    """sha256 of the columns' names, dtypes and values in order: what a chunk's checksum covers."""
+    h = hashlib.sha256()
+    for name, values in columns.items():
+        arr = np.ascontiguousarray(np.asarray(values))
+        h.update(name.encode("utf-8") + b"\0" + arr.dtype.str.encode("ascii") + b"\0")
+        h.update(len(arr).to_bytes(8, "little"))
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read from /proc where it is, else set and restored)."""
     try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def table_of(columns: dict[str, np.ndarray], digest: str, chunk: int | None) -> pa.Table:
-    """Arrow table of ``columns`` with the run's hash (and chunk number) in the schema metadata."""
+    """Arrow table of ``columns`` with the run's hash, the chunk number and the content checksum as metadata."""
     table = pa.table({k: pa.array(np.asarray(v)) for k, v in columns.items()})
-    meta = {_META_HASH: digest.encode()}
+    meta = {_META_HASH: digest.encode(), _META_CONTENT: content_hash(columns).encode()}
     if chunk is not None:
         meta[_META_CHUNK] = str(chunk).encode()
     return table.replace_schema_metadata(meta)
+
+
+def _columns(table: pa.Table) -> dict[str, np.ndarray]:
+    return {name: table.column(name).to_numpy() for name in table.column_names}
+
+
+class _Folder:
+    """A folder reached through a descriptor: files opened, written, replaced and deleted by name inside it."""
+
+    def __init__(self, fd: int, shown: str) -> None:
+        self.fd, self.shown = fd, shown
+
+    def kind(self, name: str) -> str:
+        """'missing', 'file' (regular), 'folder', 'symbolic link' or 'special file' - links not followed."""
+        try:
+            mode = os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            return "missing"
+        if stat.S_ISREG(mode):
+            return "file"
+        if stat.S_ISDIR(mode):
+            return "folder"
+        return "symbolic link" if stat.S_ISLNK(mode) else "special file"
+
+    def require_file_or_missing(self, name: str) -> bool:
+        """Whether ``name`` exists as a regular file; a StoreError if it is anything else."""
+        kind = self.kind(name)
+        if kind not in ("missing", "file"):
+            raise StoreError(f"out: {self.shown}/{name} is not a regular file (a {kind}); nothing was changed - "
+                             "remove it or choose another directory")
+        return kind == "file"
+
+    def open_read(self, name: str):
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(f"out: {self.shown}/{name} is not a regular file")
+        return os.fdopen(fd, "rb")
+
+    def write_atomic(self, name: str, write: Any) -> None:
+        tmp = f".{name}.{secrets.token_hex(8)}.part"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=self.fd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            if self.kind(tmp) == "file":
+                os.unlink(tmp, dir_fd=self.fd)
+            raise
+
+    def delete_own(self, name: str) -> None:
+        """Delete ``name`` if it is a regular file (only ever called with this module's own names)."""
+        if self.require_file_or_missing(name):
+            os.unlink(name, dir_fd=self.fd)
+
+    def names(self) -> list[str]:
+        return os.listdir(self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 class ChunkStore:
@@ -67,11 +155,15 @@ class ChunkStore:
 
     def __init__(self, root: str, digest: str, n_chunks: int, rows_of: Any) -> None:
         self.root, self.digest, self.n_chunks, self.rows_of = root, digest, n_chunks, rows_of
-        self.chunk_dir = os.path.join(root, "chunks")
+        self._root: _Folder | None = None
+        self._chunks: _Folder | None = None
 
-    # ---------------------------------------------------------------------------- paths
+    # ---------------------------------------------------------------------------- paths (for messages and readers)
+    def chunk_name(self, chunk: int) -> str:
+        return f"chunk-{chunk:06d}.parquet"
+
     def chunk_path(self, chunk: int) -> str:
-        return os.path.join(self.chunk_dir, f"chunk-{chunk:06d}.parquet")
+        return os.path.join(self.root, "chunks", self.chunk_name(chunk))
 
     @property
     def manifest_path(self) -> str:
@@ -85,85 +177,126 @@ class ChunkStore:
     def failures_path(self) -> str:
         return os.path.join(self.root, "failures.json")
 
+    # ---------------------------------------------------------------------------- folders
+    def _folders(self) -> tuple[_Folder, _Folder]:
+        if self._root is None:
+            os.makedirs(self.root, exist_ok=True)
+            root = _Folder(os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), self.root)
+            kind = root.kind("chunks")
+            if kind == "missing":
+                os.mkdir("chunks", 0o755, dir_fd=root.fd)
+            elif kind != "folder":
+                root.close()
+                raise StoreError(f"out: {self.root}/chunks is not a folder (a {kind}); nothing was changed - "
+                                 "remove it or choose another directory")
+            self._root = root
+            self._chunks = _Folder(os.open("chunks", _DIR, dir_fd=root.fd), os.path.join(self.root, "chunks"))
+        return self._root, self._chunks
+
+    def close(self) -> None:
+        for folder in (self._chunks, self._root):
+            if folder is not None:
+                folder.close()
+        self._root = self._chunks = None
+
     # ---------------------------------------------------------------------------- manifest
     def open(self, inputs: dict, overwrite: bool = False) -> None:
         """Create the directory and manifest, or check that an existing run has the same inputs."""
-        os.makedirs(self.chunk_dir, exist_ok=True)
-        if os.path.exists(self.manifest_path):
+        root, chunks = self._folders()
+        for name in ("manifest.json", "stopping_map.parquet", "failures.json"):
+            root.require_file_or_missing(name)
+        for name in chunks.names():
+            if CHUNK_NAME.match(name) or TEMP_NAME.match(name):
+                chunks.require_file_or_missing(name)
+        if root.kind("manifest.json") == "file":
             try:
-                with open(self.manifest_path, encoding="utf-8") as fh:
-                    old = json.load(fh)
+                with root.open_read("manifest.json") as fh:
+                    old = json.loads(fh.read(16 * 1024 * 1024))
             except (OSError, ValueError):
                 old = {}
-            if old.get("inputs_hash") == self.digest:
+            if isinstance(old, dict) and old.get("inputs_hash") == self.digest:
                 return
             if not overwrite:
                 raise StoreError(f"out: {self.root} holds a run with other inputs (use another directory or "
                                  "--overwrite)")
-            for name in os.listdir(self.chunk_dir):
-                os.unlink(os.path.join(self.chunk_dir, name))
-            for path in (self.result_path, self.failures_path):
-                if os.path.exists(path):
-                    os.unlink(path)
+            for name in chunks.names():  # only this module's own names; anything else stays
+                if CHUNK_NAME.match(name) or TEMP_NAME.match(name):
+                    chunks.delete_own(name)
+            for name in ("stopping_map.parquet", "failures.json"):
+                root.delete_own(name)
         manifest = {"format": FORMAT, "inputs_hash": self.digest, "n_chunks": self.n_chunks, "inputs": inputs}
-
-        def write(tmp: str) -> None:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(manifest, fh, indent=1, sort_keys=True)
-        _atomic_write(self.manifest_path, write)
+        root.write_atomic("manifest.json",
+                          lambda f: f.write(json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")))
 
     # ---------------------------------------------------------------------------- chunks
     def write_chunk(self, chunk: int, columns: dict[str, np.ndarray]) -> str:
         table = table_of(columns, self.digest, chunk)
-        path = self.chunk_path(chunk)
-        _atomic_write(path, lambda tmp: pq.write_table(table, tmp))
-        return path
+        _, chunks = self._folders()
+        chunks.write_atomic(self.chunk_name(chunk), lambda f: pq.write_table(table, f))
+        return self.chunk_path(chunk)
 
-    def chunk_is_done(self, chunk: int) -> bool:
-        """True if the chunk's file belongs to this run and reads back whole (else it is removed)."""
-        path = self.chunk_path(chunk)
-        if not os.path.exists(path):
-            return False
+    def _read_chunk(self, chunk: int) -> dict[str, np.ndarray] | None:
+        """The chunk's columns if its file belongs to this run and its values match their checksum, else None."""
+        _, chunks = self._folders()
+        name = self.chunk_name(chunk)
+        if not chunks.require_file_or_missing(name):
+            return None
         try:
-            meta = pq.read_metadata(path)
-            kv = meta.metadata or {}
+            with chunks.open_read(name) as fh:
+                table = pq.read_table(fh)
+            kv = table.schema.metadata or {}
+            columns = _columns(table)
             ok = (kv.get(_META_HASH) == self.digest.encode() and kv.get(_META_CHUNK) == str(chunk).encode()
-                  and meta.num_rows == self.rows_of(chunk))
-            if ok:
-                pq.read_table(path)  # every column page decodes
+                  and table.num_rows == self.rows_of(chunk)
+                  and kv.get(_META_CONTENT) == content_hash(columns).encode())
+        except StoreError:
+            raise
         except Exception:  # noqa: BLE001 - a truncated or foreign file is not a result
             ok = False
-        if not ok:
-            os.unlink(path)
-        return ok
+        return columns if ok else None
+
+    def chunk_is_done(self, chunk: int) -> bool:
+        """True if the chunk's file belongs to this run and its values are intact (else the file is removed)."""
+        if self._read_chunk(chunk) is not None:
+            return True
+        self._folders()[1].delete_own(self.chunk_name(chunk))
+        return False
 
     def done_chunks(self) -> set[int]:
-        for name in os.listdir(self.chunk_dir):  # leftovers of an interrupted write are never results
-            if name.endswith(".part"):
-                os.unlink(os.path.join(self.chunk_dir, name))
+        _, chunks = self._folders()
+        for name in chunks.names():  # leftovers of an interrupted write are never results
+            if TEMP_NAME.match(name):
+                chunks.delete_own(name)
         return {k for k in range(self.n_chunks) if self.chunk_is_done(k)}
 
     def write_failures(self, failures: Iterable[dict]) -> None:
         items = list(failures)
+        root, _ = self._folders()
         if not items:
-            if os.path.exists(self.failures_path):
-                os.unlink(self.failures_path)
+            root.delete_own("failures.json")
             return
-
-        def write(tmp: str) -> None:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump({"inputs_hash": self.digest, "failures": items}, fh, indent=1)
-        _atomic_write(self.failures_path, write)
+        text = json.dumps({"inputs_hash": self.digest, "failures": items}, indent=1).encode("utf-8")
+        root.write_atomic("failures.json", lambda f: f.write(text))
 
     def combine(self) -> str:
-        """Write all chunks, in chunk (= state) order, to the final Parquet file (atomically)."""
-        tables = [pq.read_table(self.chunk_path(k)) for k in range(self.n_chunks)]
-        table = pa.concat_tables(tables).replace_schema_metadata({_META_HASH: self.digest.encode()})
-        _atomic_write(self.result_path, lambda tmp: pq.write_table(table, tmp))
+        """Write all chunks, in chunk (= state) order, to the final Parquet file (atomically); every chunk's values
+        are checked against their checksum once more on the way."""
+        tables = []
+        for k in range(self.n_chunks):
+            columns = self._read_chunk(k)
+            if columns is None:
+                raise StoreError(f"out: {self.chunk_path(k)} changed during the run (checksum or metadata); run again "
+                                 "to recompute it")
+            tables.append(pa.table({n: pa.array(v) for n, v in columns.items()}))
+        table = pa.concat_tables(tables)
+        table = table.replace_schema_metadata({_META_HASH: self.digest.encode(),
+                                               _META_CONTENT: content_hash(_columns(table)).encode()})
+        root, _ = self._folders()
+        root.write_atomic("stopping_map.parquet", lambda f: pq.write_table(table, f))
         return self.result_path
 
 
 def read_result(path: str) -> dict[str, np.ndarray]:
     """Columns of a finished map (numpy arrays)."""
     table = pq.read_table(path)
-    return {name: table.column(name).to_numpy() for name in table.column_names}
+    return _columns(table)

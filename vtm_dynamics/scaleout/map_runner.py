@@ -12,6 +12,12 @@ on disk; Dask reruns the tasks of a lost worker on the others. A chunk whose sta
 with its input (:class:`ChunkFailure`) and the rest completes; the combined file is written only when every chunk
 is done. Results do not depend on the worker count or completion order: each chunk's states come from its own seed
 (:func:`vtm_dynamics.core.stopping.workspace_map.chunk_states`).
+
+Closed to everyone else (:func:`_client`): the local cluster's processes listen on 127.0.0.1 with TLS and credentials
+made for the run, its threads on Dask's in-process transport; the HTTP servers Dask starts serve nothing and listen
+on loopback. An existing scheduler's address is checked strictly and must answer within ``connect_timeout``. The
+inputs hash holds the software that computes the rows (:func:`software_fingerprint`), and every chunk its content
+checksum (:mod:`.chunk_store`).
 """
 
 from __future__ import annotations
@@ -28,15 +34,17 @@ from typing import Any, Callable
 import numpy as np
 
 from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.warm_up import warm_up
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping.workspace_map import (
     ChunkFailure, MapInputError, MapSpec, MapSummary, check_map_spec, evaluate_chunk, summarize,
 )
 from vtm_dynamics.scaleout.chunk_store import ChunkStore, inputs_hash, read_result
+from vtm_dynamics.scaleout.settings import CONNECT_TIMEOUT
 
 WORKER_WAIT = 30.0  # [s] how long a run waits for the first worker of a cluster
-_ADDRESS = re.compile(r"^tcp://(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])"
-                      r":(?P<port>[0-9]{1,5})$")
+_ADDRESS = re.compile(r"(?P<scheme>tcp|tls)://(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|"
+                      r"\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>[0-9]{1,5})")
 
 
 @dataclass(frozen=True)
@@ -48,10 +56,13 @@ class MapJob:
     spec: MapSpec
 
     def inputs(self) -> dict:
+        """What the rows depend on: the model, the brakes, the map, and the software that computes it (the package
+        version, a fingerprint of the physics' source, the numerical libraries and the engine's settings) - so a
+        chunk from another engine is never mixed into a resumed map."""
         import hashlib
 
         return {"urdf_sha256": hashlib.sha256(self.urdf_text.encode()).hexdigest(),
-                "brakes": self.brake_config, "spec": self.spec.as_dict()}
+                "brakes": self.brake_config, "spec": self.spec.as_dict(), "software": software_fingerprint()}
 
 
 @dataclass(frozen=True)
@@ -70,13 +81,72 @@ class MapRun:
     inputs_hash: str
 
 
+def software_fingerprint() -> dict:
+    """The software a map's rows come from: package version, sha256 of the ``vtm_dynamics.core`` sources (the
+    physics), the versions of numpy, scipy and Pinocchio, and the default engine settings the map uses."""
+    import dataclasses
+    import hashlib
+    from importlib import metadata
+
+    import vtm_dynamics
+    from vtm_dynamics.core.estop.inputs import StopSettings
+
+    core = os.path.join(os.path.dirname(os.path.abspath(vtm_dynamics.__file__)), "core")
+    h = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(core)):
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            h.update(os.path.relpath(path, core).encode() + b"\0")
+            with open(path, "rb") as fh:
+                h.update(fh.read())
+    versions = {}
+    for package in ("numpy", "scipy", "pin"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "unknown"
+    return {"vtm_dynamics": vtm_dynamics.__version__, "core_sha256": h.hexdigest(), "libraries": versions,
+            "engine_settings": dataclasses.asdict(StopSettings())}
+
+
 def check_scheduler_address(address: str) -> str:
-    """``tcp://HOST:PORT`` or a one-line :class:`MapInputError`."""
-    m = _ADDRESS.match(address or "")
+    """``tcp://HOST:PORT`` or ``tls://HOST:PORT`` exactly (nothing before or after, no trailing newline), or a
+    one-line :class:`MapInputError`."""
+    m = _ADDRESS.fullmatch(address) if isinstance(address, str) else None
     if m is None or not 1 <= int(m.group("port")) <= 65535:
-        shown = address if len(address or "") <= 80 else address[:80] + "..."
-        raise MapInputError(f"scheduler: expected tcp://HOST:PORT (port 1-65535), got {shown!r}")
+        text = address if isinstance(address, str) else repr(address)
+        shown = text if len(text) <= 80 else text[:80] + "..."
+        raise MapInputError(f"scheduler: expected tcp://HOST:PORT or tls://HOST:PORT (port 1-65535), got {shown!r}")
     return address
+
+
+def probe_scheduler(address: str, timeout: float, security: Any = None) -> None:
+    """Reach the scheduler at ``address`` and hear it answer within ``timeout`` [s] (connection, handshake and an
+    ``identity`` request, all bounded); a one-line :class:`MapInputError` otherwise. distributed's own client
+    waits without end on a server that accepts the connection and stays silent."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def ask() -> Any:
+        kwargs = security.get_connection_args("client") if security is not None else {}
+        comm = await connect(address, timeout=timeout, **kwargs)
+        try:
+            await comm.write({"op": "identity"})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(ask(), timeout))
+    except (OSError, asyncio.TimeoutError, TimeoutError) as err:
+        raise MapInputError(f"scheduler: no answer from {address} within {timeout:g} s "
+                            f"({type(err).__name__})") from None
+    except Exception as err:  # noqa: BLE001 - a server that speaks something else
+        raise MapInputError(f"scheduler: {address} is not a Dask scheduler ({type(err).__name__})") from None
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        raise MapInputError(f"scheduler: {address} is not a Dask scheduler")
 
 
 # ------------------------------------------------------------------------------------------------ worker side
@@ -89,8 +159,10 @@ def _worker_state(job: MapJob, digest: str) -> tuple[RobotModel, Any, dict]:
         cache = _local.jobs = {}
     if digest not in cache:
         robot = RobotModel.from_urdf(job.urdf_text)
+        brakes = brakes_from_config(robot, job.brake_config)
+        warm_up(robot, brakes)  # the compiled engine loaded once per worker, not inside its first chunk
         cache.clear()
-        cache[digest] = (robot, brakes_from_config(robot, job.brake_config), {})
+        cache[digest] = (robot, brakes, {})
     return cache[digest]
 
 
@@ -123,27 +195,50 @@ class Progress:
         self.stream.flush()
 
 
-def _client(scheduler: str | None, workers: int | None, threads: bool) -> Any:
+def _client(scheduler: str | None, workers: int | None, threads: bool,
+            connect_timeout: float = CONNECT_TIMEOUT) -> Any:
+    """A client of the cluster at ``scheduler``, or of a local cluster closed to everyone else:
+
+    * ``threads``: scheduler and workers are threads of this process talking over Dask's in-process transport
+      (``inproc://``: no socket another process could reach);
+    * processes: every listener (scheduler, nannies, workers) on 127.0.0.1 with TLS and temporary credentials made
+      for this run (``Security.temporary``): a client without them - any other process - is refused.
+    In both modes the HTTP servers Dask always starts listen on 127.0.0.1 only and serve no route (no dashboard,
+    no status pages)."""
+    import dask
     from distributed import Client, LocalCluster
+    from distributed.security import Security
 
     if scheduler is not None:
         check_scheduler_address(scheduler)
-        try:
-            return Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as err:
-            raise MapInputError(f"scheduler: cannot connect to {scheduler}: {type(err).__name__}") from None
+        security = Security() if scheduler.startswith("tls://") else None  # credentials from the Dask config
+        probe_scheduler(scheduler, connect_timeout, security)
+        with dask.config.set({"distributed.comm.timeouts.connect": f"{connect_timeout}s"}):
+            try:
+                return Client(scheduler, timeout=f"{connect_timeout}s",
+                              **({"security": security} if security is not None else {}))
+            except (OSError, TimeoutError) as err:
+                raise MapInputError(f"scheduler: cannot connect to {scheduler}: {type(err).__name__}") from None
     n = workers or os.cpu_count() or 1
-    # worker processes talk over loopback TCP; worker threads over Dask's in-process transport (no socket)
-    where = {} if threads else {"host": "127.0.0.1"}
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=not threads, dashboard_address=None,
-                           silence_logs=logging.ERROR, **where)
-    return Client(cluster)
+    # the HTTP servers Dask starts in any case serve nothing here (no dashboard, no routes) and listen on loopback
+    no_routes = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+    loopback_http = {"dashboard_address": None, "worker_dashboard_address": "127.0.0.1:0",
+                     "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"}}
+    with dask.config.set(no_routes):
+        if threads:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=False, protocol="inproc://",
+                                   silence_logs=logging.ERROR, **loopback_http)
+            return Client(cluster)
+        security = Security.temporary()
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
+                               host="127.0.0.1", security=security, silence_logs=logging.ERROR, **loopback_http)
+        return Client(cluster, security=security)
 
 
 def run_map(
     job: MapJob, out_dir: str, *, scheduler: str | None = None, workers: int | None = None, threads: bool = False,
     overwrite: bool = False, progress: Callable[[int, int, int, int], None] | None = None,
-    on_start: Callable[[Any], None] | None = None,
+    on_start: Callable[[Any], None] | None = None, connect_timeout: float = CONNECT_TIMEOUT,
 ) -> MapRun:
     """Run (or resume) the map of ``job`` into ``out_dir``: local cluster with ``workers`` processes (default:
     every core; ``threads`` runs them as threads of this process), or the cluster at ``scheduler``. ``progress``
@@ -164,6 +259,17 @@ def run_map(
         return min(spec.chunk_size, spec.n_states - k * spec.chunk_size)
 
     store = ChunkStore(out_dir, digest, spec.n_chunks, rows_of)
+    try:
+        return _run(job, store, digest, rows_of, scheduler, workers, threads, overwrite, progress, on_start,
+                    connect_timeout)
+    finally:
+        store.close()
+
+
+def _run(job: MapJob, store: ChunkStore, digest: str, rows_of: Callable[[int], int], scheduler: str | None,
+         workers: int | None, threads: bool, overwrite: bool, progress: Any, on_start: Any,
+         connect_timeout: float) -> MapRun:
+    spec = job.spec
     store.open(job.inputs(), overwrite=overwrite)
     done = store.done_chunks()
     todo = [k for k in range(spec.n_chunks) if k not in done]
@@ -174,7 +280,7 @@ def run_map(
     if todo:
         from distributed import as_completed
 
-        client = _client(scheduler, workers, threads)
+        client = _client(scheduler, workers, threads, connect_timeout)
         try:
             try:  # an existing cluster may have no worker yet: wait a little, never forever
                 client.wait_for_workers(1, timeout=WORKER_WAIT)

@@ -2,8 +2,8 @@
 
 Checked against an independent 1-DOF formulation (scipy's solve_ivp with its own event location), against the
 independent fixed-step plant (``braked_plant``) on the 6-DOF UR5, by the energy balance with the rotors' energy,
-and: configurations without the new fields give exactly the predictions of the starting code (figures recorded
-from it before the extension).
+and: configurations without the new fields give the predictions of the starting code (figures recorded from it
+before the extension, compared within the spread of a rounding-level change).
 """
 
 import math
@@ -226,14 +226,49 @@ OLD_UR5_BRAKES = {"brakes": {"defaults": {"engage_delay": 0.010}, "joints": {
     "wrist_3_joint": {"sliding_torque": 28.0, "viscous": 0.0, "holding_torque": 36.4}}}}
 
 
+PYTHON_ENGINE = StopSettings(engine="python")  # the engine the figures were recorded with (fixed steps)
+
+
+def _rounding_tolerance(ur5, brakes, extra, value_of):
+    """How far a quantity may move when only rounding changes (another CPU, another BLAS or SIMD kernel): its
+    spread under input perturbations of a few units in the last place, times 100, and never below 100 ulp of the
+    quantity itself. Any change of the model or the integrator moves these figures by 1e-9 or more."""
+    p0 = value_of(predict_stop(ur5, brakes, Q_MOVING, V_MOVING, settings=PYTHON_ENGINE, **extra))
+    spread = np.zeros_like(np.atleast_1d(p0), dtype=float)
+    for seed in range(4):
+        eps = 4e-16 * np.random.default_rng(seed).standard_normal(6)
+        p = value_of(predict_stop(ur5, brakes, Q_MOVING * (1 + eps), V_MOVING * (1 + eps), settings=PYTHON_ENGINE,
+                                  **extra))
+        spread = np.maximum(spread, np.abs(np.atleast_1d(p) - np.atleast_1d(p0)))
+    return 100 * np.maximum(spread, np.spacing(np.abs(np.atleast_1d(p0))))
+
+
 @pytest.mark.parametrize("extra,stop_time,energy,q_final,samples", BEFORE)
-def test_configurations_without_the_new_fields_predict_bit_identically(ur5, extra, stop_time, energy, q_final,
-                                                                        samples):
+def test_configurations_without_the_new_fields_predict_what_the_starting_code_predicted(ur5, extra, stop_time, energy,
+                                                                                        q_final, samples):
+    """The figures were recorded on one machine: another CPU may differ in the last bits (a rounding change), so
+    each is compared within the spread that a rounding-level change of the inputs causes (``_rounding_tolerance``),
+    not bit for bit. The sample count may differ by one where a sample falls within rounding of the stop's end.
+    The fixed-step Python engine, which recorded them; the compiled engine is held to them in the next test."""
+    brakes = brakes_from_config(ur5, OLD_UR5_BRAKES)
+    p = predict_stop(ur5, brakes, Q_MOVING, V_MOVING, settings=PYTHON_ENGINE, **extra)
+    figures = lambda r: np.concatenate([[r.stop_time, r.brake_energy], r.q_final])  # noqa: E731
+    tol = _rounding_tolerance(ur5, brakes, extra, figures)
+    assert np.all(tol < 1e-9)  # the check still sees any change of the model or the integrator
+    recorded = np.concatenate([[stop_time, energy], q_final])
+    assert np.all(np.abs(figures(p) - recorded) <= tol), (figures(p) - recorded, tol)
+    assert abs(len(p.t) - samples) <= 1
+
+
+@pytest.mark.parametrize("extra,stop_time,energy,q_final,samples", BEFORE)
+def test_compiled_engine_reproduces_the_figures_of_the_starting_code(ur5, extra, stop_time, energy, q_final,
+                                                                     samples):
+    """The compiled engine (error-controlled steps: other step boundaries, other rounding) gives the same stops
+    within 1e-9 s, 1e-8 rad and 1e-6 J."""
     p = predict_stop(ur5, brakes_from_config(ur5, OLD_UR5_BRAKES), Q_MOVING, V_MOVING, **extra)
-    assert p.stop_time == stop_time
-    assert p.brake_energy == energy
-    assert p.q_final.tolist() == q_final
-    assert len(p.t) == samples
+    assert p.stop_time == pytest.approx(stop_time, abs=1e-9)
+    assert p.brake_energy == pytest.approx(energy, abs=1e-6)
+    np.testing.assert_allclose(p.q_final, q_final, atol=1e-8, rtol=0)
 
 
 def test_new_fields_round_trip_and_convert_from_the_motor_side(ur5):

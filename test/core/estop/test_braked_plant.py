@@ -4,25 +4,32 @@ The two are independent formulations of the same category-0 stop: the core locat
 integrates between events with RK4; the plant steps with semi-implicit Euler and resolves events to its step.
 """
 
+import os
+
 import numpy as np
 import pytest
 
+from core_testdata import REPO
+from vtm_dynamics.core.estop import StopSettings, predict_stop
 from vtm_dynamics.core.estop.brakes import brakes_from_config
-from vtm_dynamics.nodes import prediction_io as io
-from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
 from vtm_dynamics.core.estop.braked_plant import BrakedPlant, PlantError, demo_motion
+from vtm_dynamics.core.robot.catalogue import PLANAR_3R, UR5
+from vtm_dynamics.core.robot.model import RobotModel
 
-from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V
+# the brakes and the moving state of the node tests (test/nodes/node_harness.py), which run this plant in robot_sim
+TEST_BRAKES = os.path.join(REPO, "test", "nodes", "data", "ur5_test_brakes.yaml")
+UR5_Q = np.array([0.1, -1.2, 1.4, -1.0, -1.57, 0.2])
+UR5_V = np.array([1.2, -0.8, 0.9, 0.8, -0.7, 1.2])
 
 
 @pytest.fixture(scope="module")
 def ur5():
-    return model_from_urdf_text(load_urdf_text("ur5"))
+    return RobotModel.from_urdf_file(UR5.urdf_path())
 
 
 @pytest.fixture(scope="module")
 def planar():
-    return model_from_urdf_text(load_urdf_text("planar_3r"))
+    return RobotModel.from_urdf_file(PLANAR_3R.urdf_path())
 
 
 def _rest(robot, brakes, q, v, dt):
@@ -45,7 +52,7 @@ PAWL = {"brakes": {"defaults": {"engage_delay": 0.02}, "joints": {
 @pytest.mark.parametrize("config", [TEST_BRAKES, PAWL], ids=["sliding-brakes", "with-pawls"])
 def test_plant_rest_pose_converges_to_the_event_located_prediction(ur5, config):
     brakes = brakes_from_config(ur5, config)
-    pred = io.predict_stop(ur5, brakes, UR5_Q, UR5_V, category=0, tcp_frame="tool0", horizon=5.0, step=1e-3)
+    pred = predict_stop(ur5, brakes, UR5_Q, UR5_V, tcp_frame="tool0", settings=StopSettings(step=1e-3, t_max=5.0))
     assert pred.stopped
     errors = []
     for dt in (1e-3, 2e-4, 4e-5):

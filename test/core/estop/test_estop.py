@@ -12,8 +12,9 @@ from core_testdata import REPO, UR5
 from mujoco_stop import mujoco_full_stop, mujoco_model_from_urdf, mujoco_sliding_phase
 from vtm_dynamics.core.switching import transitions as switching
 from vtm_dynamics.core.estop.brakes import brakes_from_config
-from vtm_dynamics.core.estop.calibration import UR5_PUBLISHED_CAT0, single_joint_stop
+from vtm_dynamics.core.estop.calibration import single_joint_stop
 from vtm_dynamics.core.estop.calibration import TestMotion as StopTestMotion
+from vtm_dynamics.core.robot import catalogue
 from vtm_dynamics.core.robot.constraints import JointLock
 from vtm_dynamics.core.estop import (
     CategoryOne, LockEvent, StopInputError, StopSettings, energy_series, predict_stop,
@@ -260,7 +261,7 @@ def ur5_payload():
     return with_payload(RobotModel.from_urdf_file(example_robot_urdf(UR5)), 5.0, "tool0")
 
 
-@pytest.mark.parametrize("figure", UR5_PUBLISHED_CAT0, ids=lambda f: f.joint)
+@pytest.mark.parametrize("figure", catalogue.UR5.published_stops, ids=lambda f: f.joint)
 def test_ur5_published_category0_figures_are_reproduced(ur5_payload, figure):
     """Universal Robots CB3 manual, Appendix A (cat. 0, 100 % speed/extension, 5 kg), under the 1-DOF calibration's
     test motion: the joint alone at pi rad/s from the stretched pose, the others held (the Coulomb + viscous set;

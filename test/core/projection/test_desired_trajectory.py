@@ -2,12 +2,8 @@
 
 import numpy as np
 import pytest
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from vtm_dynamics.nodes.controller_io import trajectory_from_message
-from vtm_dynamics.core.projection.desired_trajectory import PiecewiseTrajectory, TrajectoryError, TrajectoryLimits
-
-AB = TrajectoryLimits.unlimited(["a", "b"])
+from vtm_dynamics.core.projection.desired_trajectory import PiecewiseTrajectory, TrajectoryError
 
 
 def poly(coeffs, t, d=0):
@@ -52,15 +48,4 @@ def test_malformed_trajectories_are_rejected_naming_the_field():
         PiecewiseTrajectory([0.0, 0.0], [[0.0], [1.0]])
     with pytest.raises(TrajectoryError, match="^positions:"):
         PiecewiseTrajectory([0.0, 1.0], [[0.0], [np.nan]])
-    msg = JointTrajectory(joint_names=["b", "a"])
-    msg.points = [JointTrajectoryPoint(positions=[1.0, 2.0])]
-    assert list(trajectory_from_message(msg, AB).positions[0]) == [2.0, 1.0]  # mapped by name
-    for names, points, field in (
-        (["a"], [JointTrajectoryPoint(positions=[1.0])], "joint_names"),
-        (["a", "b", "c"], [JointTrajectoryPoint(positions=[1.0, 2.0, 3.0])], "joint_names"),
-        (["a", "b"], [JointTrajectoryPoint(positions=[1.0])], r"points\[0\].positions"),
-        (["a", "b"], [JointTrajectoryPoint(positions=[1.0, 2.0], velocities=[1.0])], r"points\[0\].velocities"),
-        (["a", "b"], [], "points"),
-    ):
-        with pytest.raises(TrajectoryError, match=f"^{field}:"):
-            trajectory_from_message(JointTrajectory(joint_names=names, points=points), AB)
+    # JointTrajectory messages (by joint name, field by field): test/nodes/test_projection_controller_io.py

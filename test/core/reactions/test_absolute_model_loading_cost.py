@@ -15,13 +15,13 @@ from vtm_dynamics.core.reactions.mechanism_families import comb_urdf
 @pytest.fixture()
 def counted(monkeypatch):
     calls = []
-    original = ac._complement
+    original = ac.orthogonal_complement
 
     def counting(T):
         calls.append(T.shape)
         return original(T)
 
-    monkeypatch.setattr(ac, "_complement", counting)
+    monkeypatch.setattr(ac, "orthogonal_complement", counting)
     return calls
 
 

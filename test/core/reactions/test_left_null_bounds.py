@@ -86,7 +86,7 @@ def test_sparse_verdicts_and_releasable_rows_equal_those_of_an_orthonormal_left_
     from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
     from vtm_dynamics.core.reactions.model_limits import load_for_analysis
     from vtm_dynamics.core.reactions.sparse_solvability import (
-        _pair_block,
+        pair_block,
         analyze_sparse_constraint_matrix,
         independent_rows,
         sparse_constraint_matrix,
@@ -107,6 +107,6 @@ def test_sparse_verdicts_and_releasable_rows_equal_those_of_an_orthonormal_left_
     assert np.linalg.norm(N.T @ N - np.eye(D.size)) < 1e-6 and np.linalg.norm(A.T @ N) < 1e-6 * report.sigma_max
     releasable = np.linalg.norm(N, axis=1) > 1e-8
     for pr, verdict in zip(C.pairs, report.pairs):
-        exact = np.linalg.norm(_pair_block(A, pr.rows).T @ N[list(pr.rows)]) / report.sigma_max
+        exact = np.linalg.norm(pair_block(A, pr.rows).T @ N[list(pr.rows)]) / report.sigma_max
         assert verdict.solvable == (exact <= 10 * report.rank_rtol), pr.name
         assert verdict.releasable_rows == tuple(pr.labels[i - pr.rows[0]] for i in pr.rows if releasable[i]), pr.name

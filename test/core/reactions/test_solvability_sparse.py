@@ -16,12 +16,8 @@ import pytest
 from vtm_dynamics.core.reactions.absolute_coordinates import assemble_loops, constraint_matrix, load_absolute_model
 from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
 from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix, analyze_solvability
-from vtm_dynamics.core.reactions.sparse_solvability import (
-    analyze_sparse_constraint_matrix,
-    largest_singular_value,
-    row_basis,
-    sparse_constraint_matrix,
-)
+from vtm_dynamics.core.reactions.row_basis import largest_singular_value, row_basis
+from vtm_dynamics.core.reactions.sparse_solvability import analyze_sparse_constraint_matrix, sparse_constraint_matrix
 from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
 
 URDF = Path(__file__).resolve().parents[3] / "urdf"

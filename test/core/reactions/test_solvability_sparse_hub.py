@@ -14,11 +14,8 @@ from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix, 
 from vtm_dynamics.core.reactions.hub_row_basis import hub_columns, hub_row_basis
 from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
 from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix
-from vtm_dynamics.core.reactions.sparse_solvability import (
-    analyze_sparse_constraint_matrix,
-    largest_singular_value,
-    sparse_constraint_matrix,
-)
+from vtm_dynamics.core.reactions.row_basis import largest_singular_value
+from vtm_dynamics.core.reactions.sparse_solvability import analyze_sparse_constraint_matrix, sparse_constraint_matrix
 
 
 def _matrices(text: str, planar: bool = True):

@@ -21,7 +21,11 @@ URDF = Path(__file__).resolve().parents[3] / "urdf"
 
 
 def _moved_slider_crank(planar: bool):
-    model = load_absolute_model(read_urdf_file(str(URDF / "slider_crank_point_on_plane.urdf")), planar=planar)
+    text = read_urdf_file(str(URDF / "slider_crank_point_on_plane.urdf"))
+    if planar:  # the shipped model moves in the world x-z plane; planar mode needs it drawn in x-y (pin on y = 0)
+        text = text.replace('rpy="1.5707963267948966 0 0"', 'rpy="0 0 0"').replace(
+            '<axis xyz="0 0 1"/>\n  </loop_closure>', '<axis xyz="0 1 0"/>\n  </loop_closure>')
+    model = load_absolute_model(text, planar=planar)
     q = pin.neutral(model.pin_model)
     q[0] = 0.7  # crank turned: the piston pin has slid away from the pair frame's origin on the parent
     return model, assemble_loops(model, q)
@@ -45,7 +49,7 @@ def test_point_contact_verdicts_of_both_paths_agree_away_from_the_reference():
 
 def test_stacked_pair_ranks_equal_numerical_rank_block_by_block():
     from vtm_dynamics.core.numerics import numerical_rank
-    from vtm_dynamics.core.reactions.sparse_solvability import _block_ranks
+    from vtm_dynamics.core.reactions.sparse_solvability import block_ranks
 
     rng = np.random.default_rng(5)
     blocks = []
@@ -54,13 +58,13 @@ def test_stacked_pair_ranks_equal_numerical_rank_block_by_block():
         b = rng.standard_normal((k, min(r, k, n))) @ rng.standard_normal((min(r, k, n), n))
         blocks.append(b if rng.random() > 0.1 else np.zeros((k, n)))
     blocks.append(np.zeros((2, 0)))
-    assert _block_ranks(blocks, 1e-9) == [numerical_rank(b, atol=1e-9) for b in blocks]
+    assert block_ranks(blocks, 1e-9) == [numerical_rank(b, atol=1e-9) for b in blocks]
 
 
 def test_the_repair_finds_all_near_dependent_columns_of_r_at_once():
     import scipy.sparse
 
-    from vtm_dynamics.core.reactions.sparse_solvability import _rows_carrying_near_null_space, _sigma_min_triangular
+    from vtm_dynamics.core.reactions.row_basis import rows_carrying_near_null_space, sigma_min_triangular
 
     rng = np.random.default_rng(11)
     n, tol = 60, 1e-9
@@ -68,9 +72,9 @@ def test_the_repair_finds_all_near_dependent_columns_of_r_at_once():
     for j, (a, b) in zip((10, 25, 40), ((1, 2), (3, 4), (5, 6))):  # three columns repeat combinations of others
         M[:, j] = M[:, a] - 2.0 * M[:, b] + 1e-13 * rng.standard_normal(n)
     R = scipy.sparse.csc_matrix(np.linalg.qr(M)[1])
-    smin, vec = _sigma_min_triangular(R)
+    smin, vec = sigma_min_triangular(R)
     assert smin <= tol
-    drop = _rows_carrying_near_null_space(R, vec, tol)
+    drop = rows_carrying_near_null_space(R, vec, tol)
     assert drop.size == 3
     keep = np.setdiff1d(np.arange(n), drop)
     assert np.linalg.svd(M[:, keep], compute_uv=False)[-1] > 1e3 * tol

@@ -15,12 +15,8 @@ from test.core.reactions.test_solvability_sparse import assert_same_verdicts
 from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix
 from vtm_dynamics.core.reactions.mechanism_families import random_mechanism_urdf
 from vtm_dynamics.core.reactions.solvability import SolvabilityError, analyze_constraint_matrix, load_for_analysis
-from vtm_dynamics.core.reactions.sparse_solvability import (
-    analyze_sparse_constraint_matrix,
-    largest_singular_value,
-    row_basis,
-    sparse_constraint_matrix,
-)
+from vtm_dynamics.core.reactions.row_basis import largest_singular_value, row_basis
+from vtm_dynamics.core.reactions.sparse_solvability import analyze_sparse_constraint_matrix, sparse_constraint_matrix
 
 
 @pytest.mark.parametrize("bodies,seed", [(200, 5), (200, 13), (200, 31), (200, 46), (400, 8), (400, 14)])

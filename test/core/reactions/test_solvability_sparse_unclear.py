@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from vtm_dynamics.core.reactions import sparse_solvability
+from vtm_dynamics.core.reactions import row_basis as row_basis_module
 from vtm_dynamics.core.reactions.solvability import SolvabilityError
-from vtm_dynamics.core.reactions.sparse_solvability import largest_singular_value, row_basis
+from vtm_dynamics.core.reactions.row_basis import largest_singular_value, row_basis
 
 
 def _ambiguous_pair(delta: float) -> scipy.sparse.csr_matrix:
@@ -25,8 +25,8 @@ def test_a_repair_that_returns_to_a_candidate_set_stops_at_once_with_the_gap(mon
     s = np.linalg.svd(A.toarray(), compute_uv=False)
     assert s[-1] < tol < 1.8e-9  # the case: farther than tol from each other, yet a singular value below tol
     calls = []
-    real = sparse_solvability._spqr
-    monkeypatch.setattr(sparse_solvability, "_spqr", lambda M: calls.append(M.shape) or real(M))
+    real = row_basis_module.sparse_qr
+    monkeypatch.setattr(row_basis_module, "sparse_qr", lambda M: calls.append(M.shape) or real(M))
     with pytest.raises(SolvabilityError, match="rank decision unclear: the independent rows do not settle, 1 constraint rows added and 1 dropped in turn, 1 of them both ways") as e:
         row_basis(A, tol)
     assert len(calls) <= 4  # the first repeated candidate set ends it (it cycled through 40 QRs before)

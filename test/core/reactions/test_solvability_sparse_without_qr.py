@@ -16,15 +16,12 @@ import pytest
 
 from test.core.reactions.test_solvability_sparse import assert_same_verdicts
 from vtm_dynamics.core.reactions import solvability
-from vtm_dynamics.core.reactions import square_row_basis as square
+from vtm_dynamics.core.reactions import sparse_solvability
 from vtm_dynamics.core.reactions.absolute_coordinates import constraint_matrix
 from vtm_dynamics.core.reactions.mechanism_families import comb_urdf, random_mechanism_urdf
 from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix, analyze_model, load_for_analysis
-from vtm_dynamics.core.reactions.sparse_solvability import (
-    SparseQRUnavailable,
-    analyze_sparse_constraint_matrix,
-    sparse_constraint_matrix,
-)
+from vtm_dynamics.core.reactions.row_basis import SparseQRUnavailable
+from vtm_dynamics.core.reactions.sparse_solvability import analyze_sparse_constraint_matrix, sparse_constraint_matrix
 
 
 @pytest.fixture
@@ -34,7 +31,7 @@ def without_sparse_qr(monkeypatch):
 
 @pytest.fixture
 def square_selection_fails(monkeypatch):
-    monkeypatch.setattr(square, "square_row_basis", lambda *args, **kwargs: None)
+    monkeypatch.setattr(sparse_solvability, "square_row_basis", lambda *args, **kwargs: None)
 
 
 def _model(bodies: int, seed: int):

@@ -9,23 +9,29 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from vtm_dynamics.cli.stopping_robots import STOPPING_ROBOTS, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.brakes import brakes_from_config
-from vtm_dynamics.core.estop.category0_fit import SPECS as CATEGORY0_FITS
+from vtm_dynamics.core.robot.catalogue import ROBOTS
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping import iso10218 as iso
+
+
+def load(name: str):
+    """The catalogue robot ``name`` (no payload) and its default brakes."""
+    robot = RobotModel.from_urdf_file(ROBOTS[name].urdf_path())
+    return robot, brakes_from_config(robot, ROBOTS[name].brakes_path())
 
 
 @pytest.fixture(scope="module")
 def ur5():
-    loaded = load_robot("ur5")
-    return loaded.robot, brakes_from_config(loaded.robot, loaded.brake_config)
+    return load("ur5")
 
 
 def ur5_spec(**kw) -> iso.StoppingTestSpec:
-    d = STOPPING_ROBOTS["ur5"]
-    fields = dict(joints=d.joints, fold_joints=d.fold_joints, max_speeds=d.max_speeds, max_payload=d.max_payload,
-                  payload_frame="tool0", base_pose=d.base_pose)
+    d = ROBOTS["ur5"]
+    t = d.stopping_tests
+    fields = dict(joints=t.joints, fold_joints=t.fold_joints, max_speeds=tuple(map(d.max_speed, t.joints)),
+                  max_payload=d.rated_payload, payload_frame="tool0", base_pose=t.base_pose)
     return iso.StoppingTestSpec(**{**fields, **kw})
 
 
@@ -57,19 +63,19 @@ def test_the_100_percent_category0_points_reproduce_the_published_figures(name):
     """CB3 manual, Appendix A (category 0, 100 % speed / extension / payload) within the 10 % the default brakes
     were fitted to, in the true category-0 test (every joint braked); the envelope's weaker or later brakes stop
     later, stronger ones earlier."""
-    loaded = load_robot(name)
-    d = STOPPING_ROBOTS[name]
-    limit = loaded.robot.model.velocityLimit
-    speeds = tuple(min(s, float(limit[loaded.robot.joint(j).idx_v])) for j, s in zip(d.joints, d.max_speeds))
-    spec = iso.StoppingTestSpec(joints=d.joints, fold_joints=d.fold_joints, max_speeds=speeds,
-                                max_payload=d.max_payload, payload_frame="tool0", base_pose=d.base_pose,
+    robot, brakes = load(name)
+    d = ROBOTS[name]
+    t = d.stopping_tests
+    limit = robot.model.velocityLimit
+    speeds = tuple(min(d.max_speed(j), float(limit[robot.joint(j).idx_v])) for j in t.joints)
+    spec = iso.StoppingTestSpec(joints=t.joints, fold_joints=t.fold_joints, max_speeds=speeds,
+                                max_payload=d.rated_payload, payload_frame="tool0", base_pose=t.base_pose,
                                 categories=(0,), speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,),
                                 hold_others=False)
-    points = {p.joint: p for p in iso.stopping_points(loaded.robot, brakes_from_config(loaded.robot,
-                                                                                     loaded.brake_config), spec)}
-    for fig in CATEGORY0_FITS[name].figures:
+    points = {p.joint: p for p in iso.stopping_points(robot, brakes, spec)}
+    for fig in d.published_stops:
         p = points[fig.joint]
-        assert p.payload == CATEGORY0_FITS[name].payload and p.stopped
+        assert p.payload == d.rated_payload and p.stopped
         assert p.angle == pytest.approx(fig.angle, rel=0.10) and p.time == pytest.approx(fig.time, rel=0.10)
         assert p.angle_min < p.angle < p.angle_max and p.time_min < p.time < p.time_max
 
@@ -125,3 +131,16 @@ def test_an_unreachable_extension_folds_to_the_least_extension_and_says_so():
     scan = min(horizontal(t) for t in np.linspace(-np.pi, np.pi, 20001))
     assert reach == pytest.approx(horizontal(q[2]), abs=1e-9)
     assert reach == pytest.approx(scan, abs=1e-6) and reach > 0.33 * horizontal(0.0)
+
+
+def test_tcp_stopping_distance_of_the_base_test_is_the_chord_of_its_circle(ur5):
+    """Base joint alone, the others held: the payload frame turns on a circle of radius reach about the vertical
+    base axis, so its straight stopping distance is the chord 2 r sin(angle / 2) (nominal and at the band's
+    largest angle)."""
+    robot, brakes = ur5
+    spec = ur5_spec(joints=("shoulder_pan_joint",), fold_joints=("elbow_joint",), max_speeds=(math.pi,),
+                    categories=(0,), speed_levels=(1.0,), extension_levels=(0.66,), payload_levels=(1.0,),
+                    hold_others=True)
+    (p,) = iso.stopping_points(robot, brakes, spec)
+    assert p.tcp_distance == pytest.approx(2 * p.reach * math.sin(p.angle / 2), rel=1e-9)
+    assert p.tcp_distance_max == pytest.approx(2 * p.reach * math.sin(p.angle_max / 2), rel=1e-9)

@@ -7,13 +7,14 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from vtm_dynamics.cli.stopping_robots import load_robot
+from vtm_dynamics.core.robot.catalogue import UR5
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping.workspace_map import MapInputError, MapSpec, check_map_spec, chunk_states
 
 
 @pytest.fixture(scope="module")
 def ur5():
-    return load_robot("ur5").robot
+    return RobotModel.from_urdf_file(UR5.urdf_path())
 
 
 BOX = ((0.2, -0.4, 0.0), (0.6, 0.4, 0.5))

@@ -3,7 +3,8 @@
 Robot makers publish, per joint, the angle and time a joint needs to stop in a category-0 stop (ISO 10218-1 asks
 for them). This module turns such figures into sliding (Coulomb) and viscous brake torques, given an explicitly
 stated test motion (:class:`TestMotion`): the joint under test moves alone at speed ``speed`` through the test pose,
-the other joints are held, the drives are cut at t = 0 and the brake engages after ``engage_delay``.
+the other joints are held, the drives are cut at t = 0 and the brake engages after ``engage_delay``. The figures
+(:class:`~vtm_dynamics.core.robot.catalogue.PublishedStop`) of the shipped robots are in the robot catalogue.
 
 With the other joints held the arm is one rigid body turning about joint i: its inertia about the axis, M_ii, is
 constant, and the equation of motion is the joint-i row of Müller 2026, eq. (3) with the other joints locked:
@@ -26,38 +27,12 @@ import pinocchio as pin
 import scipy.integrate
 import scipy.optimize
 
+from vtm_dynamics.core.robot.catalogue import PublishedStop
 from vtm_dynamics.core.robot.model import RobotModel
 
 
 class CalibrationError(ValueError):
     """Published figures that the assumed test motion cannot reproduce (e.g. would need negative viscous drag)."""
-
-
-@dataclass(frozen=True)
-class PublishedStop:
-    """A published category-0 stopping figure: ``joint`` stops within ``angle`` [rad] and ``time`` [s]."""
-
-    joint: str
-    angle: float
-    time: float
-
-
-# Universal Robots CB3 user manual, Appendix A: stop category 0, 100 % extension, 100 % speed, maximum payload
-# (UR5: 5 kg). Joint names are those of the example-robot-data UR5 URDF (J0 base, J1 shoulder, J2 elbow).
-UR5_PUBLISHED_CAT0 = (
-    PublishedStop("shoulder_pan_joint", 0.31, 0.244),
-    PublishedStop("shoulder_lift_joint", 0.70, 0.530),
-    PublishedStop("elbow_joint", 0.22, 0.164),
-)
-UR5_MAX_PAYLOAD = 5.0  # [kg], same source
-
-# The test motion we ASSUME for those figures (the manual does not give it): the arm stretched horizontally
-# (q = 0 of the example-robot-data UR5 URDF, "100 % extension"), the joint under test alone at 180 deg/s = pi rad/s
-# ("100 % speed": the UR5's joint speed limit; the URDF's velocity limit is 3.15 rad/s), moving the way gravity
-# pulls, the maximum payload as a point mass at the tool0 flange, and a brake engage delay of 10 ms.
-UR5_TEST_MOTION_SPEED = math.pi
-UR5_TEST_ENGAGE_DELAY = 0.010
-UR5_PAYLOAD_FRAME = "tool0"
 
 
 @dataclass(frozen=True)

@@ -256,9 +256,19 @@ def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, s
                     between = caps[(caps > a) & (caps < b)]
                     if between.size:
                         todo.append((k, float(between[between.size // 2])))
-    per_stop = {k: sorted(v.items()) for k, v in per_stop.items()}
     if not per_stop:  # no stop loads it beyond its static friction once held throughout
         return untested
+    return _interval(joint, {k: sorted(v.items()) for k, v in per_stop.items()}, names, source, variance, floor,
+                     prior)
+
+
+def _interval(joint: str, per_stop: dict[int, list[tuple[float, float]]], names: list[str],
+              source: dict[float, tuple[int, float]], variance: float, floor: float,
+              prior: dict[str, float]) -> CapacityInterval:
+    """The interval of ``joint``'s capacity from each stop's cost at the capacities tried (``per_stop``: stop
+    index -> sorted (capacity, cost) steps, the cost holding from one tried capacity to the next): the capacities
+    whose total cost is within ``DELTA_CHI2 * variance`` of the best, widened by ``MODEL_MARGIN``; the stops that
+    bound it from below (held) and above (slipped), with the demands ``source`` that set the ends."""
     grid = sorted({c for steps in per_stop.values() for c, _ in steps})
 
     def cost_at(k: int, c: float) -> float:

@@ -33,23 +33,23 @@ import numpy as np
 import scipy.optimize
 
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
-from vtm_dynamics.core.estop.calibration import PublishedStop
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.estop.prediction import predict_stop
-from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+from vtm_dynamics.core.robot.catalogue import ROBOTS, CatalogueRobot, PublishedStop, UrdfSource
+from vtm_dynamics.core.robot.model import RobotModel
 
 
 @dataclass(frozen=True)
 class Category0Spec:
     """The stated test motion and the fixed (assumed) brake terms of one robot's default brakes (module docstring).
 
-    ``urdf`` relative to example-robot-data; ``payload`` [kg] at ``payload_frame``; ``figures`` J0, J1, J2;
+    ``urdf`` where the model comes from; ``payload`` [kg] at ``payload_frame``; ``figures`` J0, J1, J2;
     ``engage_delay`` / ``rise_time`` [s]; ``breakaway_ratio`` / ``holding_ratio`` [-] of the sliding torque;
     ``stribeck_velocity`` [rad/s]; ``armature`` [kg m^2] per joint; ``wrist_sliding`` [N m];
     ``sliding_margin`` [-] over the gravity load; ``max_speed`` [rad/s] cap of the test speed."""
 
     robot: str
-    urdf: str
+    urdf: UrdfSource
     payload: float
     figures: tuple[PublishedStop, ...]
     armature: tuple[float, ...]
@@ -64,20 +64,15 @@ class Category0Spec:
     max_speed: float = math.pi
 
 
-# Universal Robots CB3 user manual, Appendix A (category 0, 100 % extension, 100 % speed, maximum payload).
-UR5_SPEC = Category0Spec(
-    robot="ur5", urdf="ur_description/urdf/ur5_robot.urdf", payload=5.0,
-    figures=(PublishedStop("shoulder_pan_joint", 0.31, 0.244), PublishedStop("shoulder_lift_joint", 0.70, 0.530),
-             PublishedStop("elbow_joint", 0.22, 0.164)),
-    armature=(2.0, 2.0, 0.5, 0.15, 0.15, 0.15), wrist_sliding=28.0,
-)
-UR3_SPEC = Category0Spec(
-    robot="ur3", urdf="ur_description/urdf/ur3_robot.urdf", payload=3.0,
-    figures=(PublishedStop("shoulder_pan_joint", 0.18, 0.159), PublishedStop("shoulder_lift_joint", 0.20, 0.154),
-             PublishedStop("elbow_joint", 0.15, 0.092)),
-    armature=(0.5, 0.5, 0.15, 0.05, 0.05, 0.05), wrist_sliding=12.0,
-)
-SPECS = {"ur5": UR5_SPEC, "ur3": UR3_SPEC}
+def catalogue_spec(robot: CatalogueRobot) -> Category0Spec:
+    """The stated test of a catalogue robot with published figures: its rated payload at its payload frame, the
+    figures (Universal Robots CB3 user manual, Appendix A, for the URs) and its brake assumptions."""
+    return Category0Spec(robot=robot.name, urdf=robot.urdf, payload=robot.rated_payload,
+                         figures=robot.published_stops, armature=robot.brake_assumptions.armature,
+                         wrist_sliding=robot.brake_assumptions.wrist_sliding, payload_frame=robot.payload_frame)
+
+
+SPECS = {name: catalogue_spec(robot) for name, robot in ROBOTS.items() if robot.published_stops}
 
 
 @dataclass(frozen=True)
@@ -112,7 +107,7 @@ class Category0Fit:
 
 def spec_robot(spec: Category0Spec) -> RobotModel:
     """The robot of ``spec`` with its rated payload."""
-    return with_payload(RobotModel.from_urdf_file(example_robot_urdf(spec.urdf)), spec.payload, spec.payload_frame)
+    return with_payload(RobotModel.from_urdf_file(spec.urdf.resolve()), spec.payload, spec.payload_frame)
 
 
 def brake_config(robot: RobotModel, spec: Category0Spec, sliding: np.ndarray, viscous: np.ndarray,

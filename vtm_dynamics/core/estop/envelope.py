@@ -22,10 +22,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from vtm_dynamics.core.estop.batch import BatchStopError, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop import LockEvent, StopInputError, StopPrediction, StopSettings, predict_stop
+from vtm_dynamics.core.estop import LockEvent, StopInputError, StopSettings, check_stop_state
+from vtm_dynamics.core.estop.defaults import CATEGORY, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
 from vtm_dynamics.core.robot.model import RobotModel
-from vtm_dynamics.core.estop.payload import with_payload
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,8 @@ class EnvelopeSpec:
     """Ranges (min, max): ``torque_factor`` on sliding/holding/viscous torques, ``delay_factor`` on engage delays,
     ``payload`` [kg] at ``payload_frame``; ``n_random`` extra uniform samples with ``seed``."""
 
-    torque_factor: tuple[float, float] = (0.9, 1.1)
-    delay_factor: tuple[float, float] = (1.0, 1.5)
+    torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
+    delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
     payload: tuple[float, float] = (0.0, 0.0)
     payload_frame: str | None = None
     n_random: int = 0
@@ -107,35 +108,36 @@ def stop_envelope(
     v: object,
     spec: EnvelopeSpec = EnvelopeSpec(),
     *,
-    category: int = 0,
+    category: int = CATEGORY,
     lock_events: Iterable[LockEvent] = (),
     tcp_frame: str | None = None,
     settings: StopSettings = StopSettings(),
     progress: Callable[[int, int], None] | None = None,
 ) -> StopEnvelope:
-    """Predict the stop for every sample of ``spec`` (see the module docstring); ``progress(done, total)`` is
-    called after each case. Models with payload are built once per distinct mass."""
+    """Predict the stop for every sample of ``spec`` (see the module docstring) in one batch
+    (:func:`.batch.predict_stops`: the payload models and scaled brakes are built once); ``progress(done, total)``
+    is called after each case."""
     samples = envelope_samples(spec)
     if spec.payload[1] > 0 and spec.payload_frame is None:
         raise StopInputError("envelope.payload_frame: a frame is needed to attach a payload")
-    models: dict[float, RobotModel] = {}
-    locks = tuple(lock_events)
+    check_stop_state(robot, q, v)
+    n = len(samples)
+    try:
+        predictions = predict_stops(
+            robot, brakes, [q] * n, [v] * n, payloads=[m for _, _, m in samples],
+            torque_factors=[tf for tf, _, _ in samples], delay_factors=[df for _, df, _ in samples],
+            payload_frame=spec.payload_frame, category=category, lock_events=tuple(lock_events),
+            tcp_frame=tcp_frame, settings=settings, progress=progress)
+    except BatchStopError as err:  # the cases share the state: report the cause as a single prediction would
+        raise err.__cause__ if isinstance(err.__cause__, StopInputError) else err
     cases = []
-    for n, (tf, df, m) in enumerate(samples):
-        if m not in models:
-            models[m] = robot if m == 0 else with_payload(robot, m, spec.payload_frame)
-        p: StopPrediction = predict_stop(
-            models[m], brakes.scaled(torque_factor=tf, delay_factor=df), q, v, category=category,
-            lock_events=locks, tcp_frame=tcp_frame, settings=settings,
-        )
+    for (tf, df, m), p in zip(samples, predictions):
         cases.append(EnvelopeCase(
             torque_factor=tf, delay_factor=df, payload=m, stop_time=p.stop_time,
             tcp_straight_distance=p.tcp_straight_distance, tcp_path_length=p.tcp_path_length,
             max_stopping_angle=float(np.max(np.abs(p.stopping_angles))), stopping_angles=p.stopping_angles,
             stopped=p.stopped,
         ))
-        if progress is not None:
-            progress(n + 1, len(samples))
 
     def dist(c: EnvelopeCase) -> float:
         return c.tcp_straight_distance if tcp_frame is not None else c.max_stopping_angle

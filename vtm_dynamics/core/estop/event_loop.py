@@ -156,7 +156,8 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
     def run(self, t0: float, q0: np.ndarray, v0: np.ndarray, engage_times: np.ndarray,
             locks: list[ScheduledLock], samples: dict) -> tuple[float, np.ndarray, np.ndarray, float]:
         """Integrate from (t0 [s], q0, v0) until every joint is held or t_max; brake i engages at
-        ``engage_times[i]`` (inf: never). Appends samples; returns the final (t, q, v, W)."""
+        ``engage_times[i]`` (inf: never). Appends samples; returns the final (t, q, v, W). Size: about 185 lines:
+        the steps of one pass (time events, aimed step, crossing, stick/slip) share the state and active set."""
         st = self.st
         t, q, v, W = float(t0), q0.copy(), v0.copy(), 0.0
         W_base = samples["W"][-1] if samples["W"] else 0.0
@@ -385,27 +386,33 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             lf = np.zeros(self.nv)
             lf[self.L] = lam
             return float(np.max(np.abs(lf[ri]) - self._capacity(cap, ri, t0 + tau)))
-        a, b = 0.0, h_max
         lf = np.zeros(self.nv)
         lf[self.L] = k[1]
         ga = float(np.max(np.abs(lf[ri]) - self._capacity(cap, ri, t0)))
-        gb = g(b)
-        if gb <= 0:
-            return math.inf
-        side = 0
-        for _ in range(60):
-            c = (a * gb - b * ga) / (gb - ga)
-            gc = g(c)
-            if gc > 0:
-                b, gb = c, gc
-                if side == -1:
-                    ga *= 0.5
-                side = -1
-            else:
-                a, ga = c, gc
-                if side == 1:
-                    gb *= 0.5
-                side = 1
-            if b - a < 1e-12:
-                break
-        return b
+        return first_positive(g, h_max, ga, 1e-12)
+
+
+def first_positive(g, b: float, ga: float, tol: float) -> float:
+    """The first x in (0, b] where g(x) > 0 (g(0) = ga <= 0), by regula falsi with the Illinois modification to a
+    bracket shorter than ``tol``; inf if g(b) <= 0."""
+    a = 0.0
+    gb = g(b)
+    if gb <= 0:
+        return math.inf
+    side = 0
+    for _ in range(60):
+        c = (a * gb - b * ga) / (gb - ga)
+        gc = g(c)
+        if gc > 0:
+            b, gb = c, gc
+            if side == -1:
+                ga *= 0.5
+            side = -1
+        else:
+            a, ga = c, gc
+            if side == 1:
+                gb *= 0.5
+            side = 1
+        if b - a < tol:
+            break
+    return b

@@ -129,7 +129,15 @@ class Identification:
 
 
 def _check(robot: RobotModel, prior: Sequence[JointBrake], stops: Sequence[RecordedStop],
-           params: Sequence[FitParameter]) -> None:
+           params: Sequence[FitParameter], assumed: Mapping[str, float] | None, confidence: float,
+           starts: int) -> None:
+    for field, rel in (assumed or {}).items():
+        if field not in TYPICAL or not (math.isfinite(rel) and rel > 0):
+            raise IdentificationError(f"assumed.{field}: not a numeric brake field with a relative 1-sigma > 0")
+    if not 0.5 <= confidence < 1.0:
+        raise IdentificationError(f"confidence: {confidence} is not in [0.5, 1)")
+    if starts < 1:
+        raise IdentificationError(f"starts: {starts} is not at least 1")
     if not stops:
         raise IdentificationError("stops: no recorded stop to identify from")
     if robot.nq != robot.nv:
@@ -260,14 +268,7 @@ def identify_brakes(
     say = progress or (lambda _text: None)
     prior = list(prior)
     params = list(params) if params is not None else default_parameters(prior)
-    _check(robot, prior, stops, params)
-    for field, rel in (assumed or {}).items():
-        if field not in TYPICAL or not (math.isfinite(rel) and rel > 0):
-            raise IdentificationError(f"assumed.{field}: not a numeric brake field with a relative 1-sigma > 0")
-    if not 0.5 <= confidence < 1.0:
-        raise IdentificationError(f"confidence: {confidence} is not in [0.5, 1)")
-    if starts < 1:
-        raise IdentificationError(f"starts: {starts} is not at least 1")
+    _check(robot, prior, stops, params, assumed, confidence, starts)
     z = float(scipy.stats.norm.ppf(0.5 + 0.5 * confidence))
     predictor = StopPredictor(robot, settings)
 
@@ -300,15 +301,7 @@ def identify_brakes(
     fit: MultiStartFit | None = None
     message = "nothing to fit"
     if active:
-        rng = np.random.default_rng(seed)
-        start_list = [("direct measurement", x_direct)]
-        if starts > 1:
-            x_prior = x_direct.copy()
-            x_prior[active] = _scaled_start(problem, [dataclasses.replace(b, holding_torque=c.holding_torque)
-                                                      for b, c in zip(prior, problem.base)])[active]
-            start_list.append(("prior", x_prior))
-        while len(start_list) < starts:
-            start_list.append((f"perturbed {len(start_list) - 1}", _perturbed(x_direct, problem, active, rng)))
+        start_list = _start_list(problem, prior, x_direct, active, starts, seed)
         for round_ in range(CAPACITY_ROUNDS):
             fit, variance = _multi_start(problem, start_list, active, fd_step, max_iterations,
                                          r0 if round_ == 0 else None, J0 if round_ == 0 else None, say)
@@ -339,29 +332,10 @@ def identify_brakes(
             if i in late:
                 reasons[i] = late[i] + " (at the fitted values)"
 
-    # uncertainty of the fitted columns
     sigma = np.full(len(smooth), math.nan)
-    cov_phys = np.zeros((len(smooth), len(smooth)))
+    cov = None
     if fit is not None and fit.J.size:
-        J, r = fit.J, fit.r
-        cov = gauss_newton_covariance(J, r)
-        say("identification: effect of the trigger-state estimates")
-        cov = cov + trigger_state_covariance(problem, x, J)
-        unseen = [i for i in reasons if reasons[i].startswith(SLIDE_REASON)]
-        if unseen:
-            say("identification: effect of the friction no sample shows")
-            Jn = problem.jacobian(x, problem.residuals(x), fd_step, unseen)
-            cov = cov + considered(J, Jn, np.diag(np.full(len(unseen), UNSEEN_RELATIVE**2)))
-        cov = cov + assumed_covariance(problem, prior, x, J, fd_step, assumed, say)
-        cov_phys = physical_covariance(problem, fit.active, cov)
-        sigma = np.sqrt(np.maximum(np.diag(cov_phys), 0.0))
-        _, upper = search_box(problem, fit.active)
-        for k, i in enumerate(fit.active):
-            field = problem.params[i].field
-            # a value at 0 is on its physical bound (a brake without a viscous term), not on the search's edge
-            on_edge = x[i] >= upper[k] - 1e-12 or (field in LOWER and x[i] * problem.scale[i] <= LOWER[field] + 1e-12)
-            if on_edge and i not in reasons:
-                reasons[i] = "the fit ran to the edge of its search range (the stops do not bound it)"
+        sigma, cov = _uncertainty(problem, fit, x, reasons, prior, fd_step, assumed, say)
 
     if caps and fit is not None and fit.J.size:
         say("identification: uncertainty of the demands that bound the capacities")
@@ -388,6 +362,51 @@ def identify_brakes(
         residual_c, sum(s.q.size for s in stops), predictor.count, time.perf_counter() - started, message,
         fit.starts if fit is not None else (), noise_rms, confidence, cv, cv_c, direct,
     )
+
+
+def _start_list(problem: OutputError, prior: Sequence[JointBrake], x_direct: np.ndarray, active: list[int],
+                starts: int, seed: int) -> list[tuple[str, np.ndarray]]:
+    """The global fit's ``starts`` starts (scaled vectors, labelled): the direct measurement, the prior's values
+    of the fitted columns (capacities as the stops bracket them), then the direct measurement perturbed
+    (:func:`_perturbed`, drawn with ``seed``)."""
+    rng = np.random.default_rng(seed)
+    start_list = [("direct measurement", x_direct)]
+    if starts > 1:
+        x_prior = x_direct.copy()
+        x_prior[active] = _scaled_start(problem, [dataclasses.replace(b, holding_torque=c.holding_torque)
+                                                  for b, c in zip(prior, problem.base)])[active]
+        start_list.append(("prior", x_prior))
+    while len(start_list) < starts:
+        start_list.append((f"perturbed {len(start_list) - 1}", _perturbed(x_direct, problem, active, rng)))
+    return start_list
+
+
+def _uncertainty(problem: OutputError, fit: MultiStartFit, x: np.ndarray, reasons: dict[int, str],
+                 prior: Sequence[JointBrake], fd_step: float, assumed: Mapping[str, float] | None,
+                 say: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray]:
+    """The 1-sigma of every parameter (physical units; nan where not fitted) and the covariance of the fitted
+    scaled columns: Gauss-Newton plus the trigger-state estimates, the friction no sample shows and the assumed
+    fields (:mod:`.fit_uncertainty`). A fitted value on the edge of its search range gets its reason in
+    ``reasons`` (the covariance of an interior optimum means nothing there)."""
+    J, r = fit.J, fit.r
+    cov = gauss_newton_covariance(J, r)
+    say("identification: effect of the trigger-state estimates")
+    cov = cov + trigger_state_covariance(problem, x, J)
+    unseen = [i for i in reasons if reasons[i].startswith(SLIDE_REASON)]
+    if unseen:
+        say("identification: effect of the friction no sample shows")
+        Jn = problem.jacobian(x, problem.residuals(x), fd_step, unseen)
+        cov = cov + considered(J, Jn, np.diag(np.full(len(unseen), UNSEEN_RELATIVE**2)))
+    cov = cov + assumed_covariance(problem, prior, x, J, fd_step, assumed, say)
+    sigma = np.sqrt(np.maximum(np.diag(physical_covariance(problem, fit.active, cov)), 0.0))
+    _, upper = search_box(problem, fit.active)
+    for k, i in enumerate(fit.active):
+        field = problem.params[i].field
+        # a value at 0 is on its physical bound (a brake without a viscous term), not on the search's edge
+        on_edge = x[i] >= upper[k] - 1e-12 or (field in LOWER and x[i] * problem.scale[i] <= LOWER[field] + 1e-12)
+        if on_edge and i not in reasons:
+            reasons[i] = "the fit ran to the edge of its search range (the stops do not bound it)"
+    return sigma, cov
 
 
 def _best_message(fit: MultiStartFit) -> str:

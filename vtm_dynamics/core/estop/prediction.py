@@ -18,6 +18,7 @@ import pinocchio as pin
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
+from vtm_dynamics.core.estop.compiled_engine import CompiledEngine
 from vtm_dynamics.core.estop.event_loop import BrakingEngine, ScheduledLock
 from vtm_dynamics.core.estop.inputs import (
     CategoryOne, LockEvent, StopInputError, StopSettings, check_stop_state, stop_vector,
@@ -51,6 +52,16 @@ def predict_stop(
     ``tcp_frame`` names the frame whose stopping distance is reported. Pure: numpy in, a frozen dataclass out;
     uses ``robot.data`` as workspace (one RobotModel per thread).
     """
+    return predict_with(robot, brakes, q, v, a=a, tau=tau, category=category, category_one=category_one,
+                        lock_events=lock_events, tcp_frame=tcp_frame, settings=settings)
+
+
+def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a: object | None = None,
+                 tau: object | None = None, category: int = 0, category_one: CategoryOne | None = None,
+                 lock_events: Iterable[LockEvent] = (), tcp_frame: str | None = None,
+                 settings: StopSettings = StopSettings(), engines: dict | None = None) -> StopPrediction:
+    """:func:`predict_stop`, reusing the compiled engines in ``engines`` (one per model and settings; one dict per
+    thread) instead of building one per prediction: the same code path, the same numbers."""
     q0, v0 = check_stop_state(robot, q, v)
     if brakes.joint_names != robot.joint_names:
         raise StopInputError("brakes: built for another robot (joint names differ)")
@@ -62,6 +73,10 @@ def predict_stop(
         raise StopInputError(f"settings.method: must be one of {', '.join(TABLEAUS)}, got {settings.method!r}")
     if not (settings.step > 0 and settings.t_max > 0):
         raise StopInputError("settings.step: step and t_max must be positive")
+    if settings.engine not in ENGINES:
+        raise StopInputError(f"settings.engine: must be one of {', '.join(ENGINES)}, got {settings.engine!r}")
+    if not (settings.rtol > 0 and settings.atol > 0 and settings.atol_velocity > 0):
+        raise StopInputError("settings.rtol: rtol, atol and atol_velocity must be positive")
     pre = None
     if a is not None or tau is not None:
         if a is not None:
@@ -72,7 +87,6 @@ def predict_stop(
         pre = joint_forces(robot.data, robot.model.njoints)
     frame_id = robot.frame_id(tcp_frame) if tcp_frame is not None else None
 
-    engine = BrakingEngine(robot, brakes, settings)
     samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "a", "tau", "drive", "locked", "W", "J")}
     t_off = 0.0
     q_start, v_start = q0, v0
@@ -98,11 +112,22 @@ def predict_stop(
         if not (np.isfinite(ev.time) and ev.time >= 0):
             raise StopInputError(f"lock_events.time: must be finite and >= 0, got {ev.time}")
         locks.append(ScheduledLock(ev.time, idx, np.full(idx.size, ev.holding_torque)))
-    t_fin, q_fin, v_fin, W = engine.run(t_off, q_start, v_start, engage, locks, samples)
-
-    t_arr = np.array(samples["t"])
-    q_arr = np.array(samples["q"])
-    v_arr = np.array(samples["v"])
+    if compiled_engine_applies(robot, settings):
+        key = (id(robot), settings)
+        engine = engines.get(key) if engines is not None else None
+        if engine is None:
+            engine = CompiledEngine(robot, brakes, settings)
+            if engines is not None:
+                engines[key] = engine
+        engine.brakes = brakes
+        t_fin, q_fin, v_fin, W = engine.run(t_off, q_start, v_start, engage, locks,
+                                            samples["W"][-1] if samples["W"] else 0.0)
+        series = _series(samples, engine.samples, robot.nv)
+    else:
+        engine = BrakingEngine(robot, brakes, settings)
+        t_fin, q_fin, v_fin, W = engine.run(t_off, q_start, v_start, engage, locks, samples)
+        series = {k: np.array(x) for k, x in samples.items()}
+    t_arr, q_arr, v_arr = series["t"], series["q"], series["v"]
     stopped = bool(engine.locked.all())
     joint_stop = engine.rest_since.copy()
     if category == 1 and t_off > 0:
@@ -118,13 +143,13 @@ def predict_stop(
     tcp_pos = None
     path = straight = math.nan
     if frame_id is not None:
-        tcp_pos, path = tcp_path(robot, frame_id, t_arr, q_arr, v_arr, np.array(samples["a"]))
+        tcp_pos, path = tcp_path(robot, frame_id, t_arr, q_arr, v_arr, series["a"])
         straight = float(np.linalg.norm(tcp_pos[-1] - tcp_pos[0]))
-    W_arr = np.array(samples["W"])
+    W_arr = series["W"]
     return StopPrediction(
-        joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr, a=np.array(samples["a"]),
-        tau_brake=np.array(samples["tau"]), tau_drive=np.array(samples["drive"]), locked=np.array(samples["locked"]),
-        brake_work=W_arr, impulse_loss=np.array(samples["J"]), events=tuple(engine.events), stopped=stopped,
+        joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr, a=series["a"],
+        tau_brake=series["tau"], tau_drive=series["drive"], locked=series["locked"],
+        brake_work=W_arr, impulse_loss=series["J"], events=tuple(engine.events), stopped=stopped,
         stop_time=stop_time, joint_stop_times=joint_stop, stopping_angles=robot.difference(q0, q_fin),
         q_final=q_fin, brake_energy=float(-W_arr[-1]), impulse_energy=engine.impulse_energy,
         holding_torques=holding, rest_wrenches=rest_w, pre_stop_wrenches=pre, tcp_frame=tcp_frame,
@@ -134,6 +159,31 @@ def predict_stop(
         potential_energy_change=robot.potential_energy(q_fin) - robot.potential_energy(q0),
         n_steps=engine.n_steps, n_evaluations=engine.n_eval,
     )
+
+
+ENGINES = ("compiled", "python")
+
+
+def compiled_engine_applies(robot: RobotModel, settings: StopSettings) -> bool:
+    """Whether the compiled engine runs this prediction: asked for (``settings.engine``), the Dormand-Prince method,
+    and a model whose configuration is a vector (revolute and prismatic joints); else the Python engine does."""
+    return (settings.engine == "compiled" and settings.method == "dp5" and robot.nq == robot.nv
+            and all(j.nq == j.nv for j in robot.joints))
+
+
+def _series(ramp: dict[str, list], rows: np.ndarray, nv: int) -> dict[str, np.ndarray]:
+    """The time series of a prediction from the ramp's samples (category 1, lists) and the compiled engine's sample
+    rows (t, W, J, q, v, a, tau, locked)."""
+    out = {"t": rows[:, 0], "W": rows[:, 1], "J": rows[:, 2], "q": rows[:, 3:3 + nv],
+           "v": rows[:, 3 + nv:3 + 2 * nv], "a": rows[:, 3 + 2 * nv:3 + 3 * nv],
+           "tau": rows[:, 3 + 3 * nv:3 + 4 * nv], "locked": rows[:, 3 + 4 * nv:3 + 5 * nv] > 0.5,
+           "drive": np.zeros((len(rows), nv))}
+    if ramp["t"]:
+        out = {k: np.concatenate([np.array(ramp[k]).reshape((len(ramp["t"]),) + x.shape[1:]).astype(x.dtype), x])
+               for k, x in out.items()}
+    else:
+        out = {k: np.ascontiguousarray(x) for k, x in out.items()}
+    return out
 
 
 def tcp_path(robot: RobotModel, frame_id: int, t: np.ndarray, q: np.ndarray, v: np.ndarray,

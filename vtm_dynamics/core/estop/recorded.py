@@ -1,7 +1,8 @@
-"""A recorded stop as the brake identification sees it, and the one rule by which recorded and predicted stops are
-timed.
+"""A stop as a recording shows it: the data type that recordings produce and the brake identification consumes,
+and the one rule by which recorded and predicted stops are timed.
 
-:class:`RecordedStop` is built from a recording by ``vtm_dynamics.recordings.stops`` (or by hand): the state
+:class:`RecordedStop` is built from a rosbag2 recording by ``vtm_dynamics.recordings.stops`` (or by hand) and fitted
+by :mod:`.identification`; it lives here, beside both, so that neither depends on the other for it: the state
 estimated at the trigger instant with its 1-sigma, and the joint angles sampled after it. Units: s, rad, rad/s.
 """
 

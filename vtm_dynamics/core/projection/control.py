@@ -22,8 +22,17 @@ Control laws implemented here (all at the matrix level in :func:`projected_inver
   shows the term must be Cc q' = M C q' for the force error dynamics (G_F + 1) e_F' + G_I e_F = 0 to hold, which
   is what we implement.)
 * decoupling, Proposition 3 / Appendix D: :func:`decoupling` reports ||(I - P) M P|| and ||mu P||.
+* anti-windup of the force integral (not in the paper: the actuators saturate in practice): the integral does not
+  advance in a cycle whose command the caller reports saturated (``hold_integral``, conditional integration), and
+  ``G_I int e_F`` is clamped per coordinate to +-``force_integral_limit`` [N m, N] (e.g. the effort limits: more
+  than the actuators give cannot be commanded anyway), so a long force error cannot store a demand that keeps the
+  command saturated after the error is gone.
 
 Units: SI (rad, m, s, N m, N); gains K_P [1/s^2], K_D [1/s], G_F [-], G_I [1/s].
+
+Size: about 440 lines because the matrix-level law and the stateful controller (its constraint set and the force
+integral with its anti-windup) are one concept, the projected law of Sec. 7; passive joints and task coordinates
+already live in their own modules.
 """
 
 from __future__ import annotations
@@ -35,23 +44,14 @@ import numpy as np
 
 from vtm_dynamics.core.projection.simulation import ConstraintSet
 from vtm_dynamics.core.projection.passive_joints import (  # noqa: F401 - re-exported: the control API
-    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, _passive_mask, achievable_force_projector,
-    bounded_passive_inversion, controllability)
+    DEFAULT_CONTROLLABILITY_TOLERANCE, ControllabilityReport, achievable_force_projector, bounded_passive_inversion,
+    controllability, passive_mask)
 from vtm_dynamics.core.projection.task_coordinates import TaskCoordinates, TaskDemand, task_acceleration, task_demand
 from vtm_dynamics.core.robot.constraints import Constraint, JointLock
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.projection.projector import (
-    DEFAULT_TOLERANCE,
-    ProjectionInputError,
-    RankTolerance,
-    _constraint_matrix,
-    _mass_matrix,
-    _matrix,
-    _metric_sqrt,
-    _vector,
-    constrained_accelerations,
-    constraint_acceleration,
-    cross_coupling,
+    DEFAULT_TOLERANCE, ProjectionInputError, RankTolerance, checked_constraint_matrix, checked_mass_matrix,
+    checked_matrix, checked_vector, constrained_accelerations, constraint_acceleration, cross_coupling, metric_sqrt,
     null_space_projector,
 )
 
@@ -122,9 +122,9 @@ def decoupling(M: object, P: object, tol: float = 1e-9) -> DecouplingReport:
     The constraint force is independent of the potent input force (mu P = 0, eq. (76)) when N(A) is invariant
     under M, i.e. (I - P) M P = 0. Both quantities are reported; ``decoupled`` is decided on ||mu P|| <= tol.
     """
-    Mm = _mass_matrix(M)
+    Mm = checked_mass_matrix(M)
     n = Mm.shape[0]
-    Pm = _matrix(P, (n, n), "P")
+    Pm = checked_matrix(P, (n, n), "P")
     defect = float(np.linalg.norm((np.eye(n) - Pm) @ Mm @ Pm, 2) / np.linalg.norm(Mm, 2))
     coupling = float(np.linalg.norm(cross_coupling(Mm, Pm) @ Pm, 2))
     return DecouplingReport(defect, coupling, coupling <= tol)
@@ -171,20 +171,20 @@ def projected_inverse_dynamics(
         task: the motion demand in independent coordinates theta (eq. (46), see ``task_coordinates``); the
             joint-space arguments position_error, velocity_error, qdd_desired, kp, kd are then not used.
     """
-    Mm = _mass_matrix(M)
+    Mm = checked_mass_matrix(M)
     n = Mm.shape[0]
-    hv = _vector(h, n, "h")
-    Am = _constraint_matrix(A, n)
-    drift = _vector(Adot_qdot, Am.shape[0], "Adot_qdot")
-    e = _vector(position_error, n, "position_error")
-    ed = _vector(velocity_error, n, "velocity_error")
-    a_des = _vector(qdd_desired, n, "qdd_desired")
+    hv = checked_vector(h, n, "h")
+    Am = checked_constraint_matrix(A, n)
+    drift = checked_vector(Adot_qdot, Am.shape[0], "Adot_qdot")
+    e = checked_vector(position_error, n, "position_error")
+    ed = checked_vector(velocity_error, n, "velocity_error")
+    a_des = checked_vector(qdd_desired, n, "qdd_desired")
     a_d = a_des + _gain(kd, n, "kd") * ed + _gain(kp, n, "kp") * e
-    mask = _passive_mask(passive, n)
+    mask = passive_mask(passive, n)
     force_on = force_desired is not None
 
     if W is not None:
-        S, S_inv = _metric_sqrt(W, n)
+        S, S_inv = metric_sqrt(W, n)
         if mask.any() and np.count_nonzero(S - np.diag(np.diag(S))):
             raise ProjectionInputError("W: must be diagonal when passive joints are given")
     else:
@@ -208,9 +208,10 @@ def projected_inverse_dynamics(
     report = force_error = None
 
     if force_on:
-        Fd_w = S_inv @ _vector(force_desired, n, "force_desired")
-        Fm_w = Fd_w if force_measured is None else S_inv @ _vector(force_measured, n, "force_measured")
-        integral_w = np.zeros(n) if force_integral is None else S_inv @ _vector(force_integral, n, "force_integral")
+        Fd_w = S_inv @ checked_vector(force_desired, n, "force_desired")
+        Fm_w = Fd_w if force_measured is None else S_inv @ checked_vector(force_measured, n, "force_measured")
+        integral_w = (np.zeros(n) if force_integral is None
+                      else S_inv @ checked_vector(force_integral, n, "force_integral"))
         ef_w = Fd_w - Fm_w
         u_F = Q_perp @ (Fd_w + force_gain * ef_w + force_integral_gain * integral_w)  # eq. (52), kept in R(A^T)
         mu = cross_coupling(M_w, P)
@@ -287,6 +288,7 @@ class ProjectedInverseDynamicsController:
         task_kp: object | None = None,
         task_kd: object | None = None,
         controllability_tol: float = DEFAULT_CONTROLLABILITY_TOLERANCE,
+        force_integral_limit: object | None = None,
     ) -> None:
         if not isinstance(robot, RobotModel):
             raise ProjectionInputError("robot: expected a RobotModel")
@@ -295,7 +297,7 @@ class ProjectedInverseDynamicsController:
         n = robot.nv
         self.kp = _gain(kp, n, "kp")
         self.kd = _gain(kd, n, "kd")
-        self.W = None if W is None else _matrix(W, (n, n), "W")
+        self.W = None if W is None else checked_matrix(W, (n, n), "W")
         self.passive_indices = tuple(int(i) for i in robot.v_indices(list(passive_joints))) if passive_joints else ()
         if not (np.isfinite(force_gain) and force_gain >= 0 and np.isfinite(force_integral_gain) and force_integral_gain >= 0):
             raise ProjectionInputError("force_gain: expected finite gains >= 0")
@@ -303,6 +305,8 @@ class ProjectedInverseDynamicsController:
         self.force_integral_gain = float(force_integral_gain)
         self.tolerance = tolerance
         self._force_integral = np.zeros(n)
+        self.force_integral_limit = None if force_integral_limit is None else _gain(force_integral_limit, n,
+                                                                                    "force_integral_limit")
         if not (np.isfinite(controllability_tol) and 0.0 < controllability_tol < 1.0):
             raise ProjectionInputError("controllability_tol: expected a margin in (0, 1)")
         self.controllability_tol = float(controllability_tol)
@@ -330,6 +334,13 @@ class ProjectedInverseDynamicsController:
         """Lock ``joints`` at their values in ``q`` (a brake engaged): their velocity rows join A."""
         self.add_constraint(JointLock(joints, name=name), q)
 
+    def _clamped_integral(self, integral: np.ndarray) -> np.ndarray:
+        """The integral with G_I int e_F inside +-``force_integral_limit`` per coordinate (anti-windup)."""
+        if self.force_integral_limit is None or self.force_integral_gain <= 0.0:
+            return integral
+        bound = self.force_integral_limit / self.force_integral_gain
+        return np.clip(integral, -bound, bound)
+
     # -- one cycle ----------------------------------------------------------------------------------------
     def update(
         self,
@@ -341,20 +352,22 @@ class ProjectedInverseDynamicsController:
         force_desired: object | None = None,
         force_measured: object | None = None,
         dt: float = 0.0,
+        hold_integral: bool = False,
     ) -> ProjectedControl:
         """Torques for the measured state (q, v) tracking (q_d, q'_d, q''_d) [rad, rad/s, rad/s^2].
 
         Joint-space form of eq. (46): the closed loop is P (e'' + K_D e' + K_P e) = 0 for the joint error, which
         is the designed linear error dynamics only while P is constant (see :meth:`update_task`).
         With ``force_desired`` (F_d = A^T lambda_d, n entries) the constraint force loop (51)-(52) runs; its
-        integral advances by ``dt`` [s] with the error F_d - ``force_measured``.
+        integral advances by ``dt`` [s] with the error F_d - ``force_measured``, unless ``hold_integral`` (the
+        previous command was saturated: anti-windup, see the module docstring).
         """
         r = self.robot
         qq, vv = r.check_q(q), r.check_v(v)
         e = r.difference(qq, r.check_q(q_desired, "q_desired"))
         ed = r.check_v(v_desired, "v_desired") - vv
         a = r.check_v(a_desired, "a_desired")
-        return self._law(qq, vv, e, ed, a, None, force_desired, force_measured, dt)
+        return self._law(qq, vv, e, ed, a, None, force_desired, force_measured, 0.0 if hold_integral else dt)
 
     def update_task(
         self,
@@ -366,11 +379,13 @@ class ProjectedInverseDynamicsController:
         force_desired: object | None = None,
         force_measured: object | None = None,
         dt: float = 0.0,
+        hold_integral: bool = False,
     ) -> ProjectedControl:
         """Torques tracking theta_d(t) of the task coordinates given at construction (eqs. (40)-(46)).
 
         Closed loop: e'' + G_D e' + G_P e = 0 for e = theta_d - theta(q) (Theorem 4), with G_P = ``task_kp``,
         G_D = ``task_kd``, as long as theta parametrizes the constrained motion (``task_conditioning`` > 0).
+        ``hold_integral``: as in :meth:`update`.
         """
         if self.task is None:
             raise ProjectionInputError("task: the controller was built without task coordinates")
@@ -379,7 +394,7 @@ class ProjectedInverseDynamicsController:
         demand, _ = task_demand(self.task, r, qq, vv, theta_desired, theta_dot_desired, theta_ddot_desired,
                                 self.task_kp, self.task_kd)
         z = np.zeros(r.nv)
-        return self._law(qq, vv, z, z, z, demand, force_desired, force_measured, dt)
+        return self._law(qq, vv, z, z, z, demand, force_desired, force_measured, 0.0 if hold_integral else dt)
 
     def _law(self, qq: np.ndarray, vv: np.ndarray, e: np.ndarray, ed: np.ndarray, a: np.ndarray,
              task: TaskDemand | None, force_desired: object | None, force_measured: object | None,
@@ -395,7 +410,7 @@ class ProjectedInverseDynamicsController:
                     ef = achievable_force_projector(
                         null_space_projector(self._constraints.jacobian(r, qq), r.nv, self.tolerance).range_basis,
                         self.passive_indices) @ ef
-                self._force_integral = self._force_integral + dt * ef
+                self._force_integral = self._clamped_integral(self._force_integral + dt * ef)
             integral = self._force_integral
         return projected_inverse_dynamics(
             r.mass_matrix(qq),

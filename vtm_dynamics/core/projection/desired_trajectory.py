@@ -27,6 +27,11 @@ from typing import Sequence
 
 import numpy as np
 
+from vtm_dynamics.core.robot.model import RobotModel
+
+#: Beyond this magnitude a Pinocchio limit means "none" (Pinocchio stores a missing limit as +-inf or DBL_MAX).
+NO_LIMIT = 1e300
+
 
 class TrajectoryError(ValueError):
     """A desired trajectory cannot be used; the message names the offending field."""
@@ -128,6 +133,11 @@ class PiecewiseTrajectory:
         new.has_acceleration = np.concatenate([[False], self.has_acceleration])
         new._start_slot = True
         return new
+
+    @property
+    def awaits_start(self) -> bool:
+        """The waypoint at t = 0 of :meth:`with_start_slot` is still to be filled by :meth:`set_start`."""
+        return bool(self._start_slot)
 
     def set_start(self, positions: object, velocities: object | None = None) -> None:
         """Fill the empty waypoint at t = 0 left by :meth:`with_start_slot` with a state [rad, m; rad/s, m/s]
@@ -289,6 +299,25 @@ def check_limits(times: np.ndarray, positions: np.ndarray, velocities: np.ndarra
                                   f"{limits.velocity[j]:g} {limits.units[j]}/s")
 
 
+def check_start_segment(start: np.ndarray, first: np.ndarray, seconds: float, limits: TrajectoryLimits) -> None:
+    """Raise :class:`TrajectoryError` when the segment from the measured ``start`` to the first waypoint ``first``
+    (both in the order of ``limits.names``), due ``seconds`` [s] from now, needs a mean speed beyond a velocity
+    limit: the one segment :func:`check_limits` cannot see, because the start is known only when the trajectory
+    begins (e.g. a task angle, which has no position limit, 1e6 rad away and due in 0.01 s)."""
+    step = np.abs(np.asarray(first, dtype=float) - np.asarray(start, dtype=float))
+    if seconds <= 0.0:
+        hit = _first(step > 0.0)
+        if hit is not None and np.isfinite(limits.velocity[hit]):
+            raise TrajectoryError(f"points[0].positions[{limits.names[hit]}]: due at once but "
+                                  f"{step[hit]:g} {limits.units[hit]} from the measured position")
+        return
+    hit = _first(step > limits.velocity * seconds * (1.0 + 1e-12))
+    if hit is not None:
+        raise TrajectoryError(f"points[0].positions[{limits.names[hit]}]: reached from the measured position at "
+                              f"{step[hit] / seconds:g} {limits.units[hit]}/s, beyond the velocity limit "
+                              f"{limits.velocity[hit]:g} {limits.units[hit]}/s")
+
+
 def _first(mask: np.ndarray) -> int | None:
     return int(np.argmax(mask)) if mask.any() else None
 
@@ -299,3 +328,27 @@ def _first_cell(mask: np.ndarray) -> tuple[int, int] | None:
         return None
     i, j = np.unravel_index(int(np.argmax(mask)), mask.shape)
     return int(i), int(j)
+
+
+def joint_trajectory_limits(robot: RobotModel, max_points: int, max_duration: float) -> TrajectoryLimits:
+    """Position and velocity limits of the model's joints (velocity order) from the URDF, plus the caps.
+
+    Position limits exist for revolute and prismatic joints (a URDF without ``lower``/``upper`` means 0, as the
+    URDF specification says); a continuous joint has none. A velocity limit that is missing, infinite or 0 (the
+    URDF attribute is required, so files often put 0 there) is not checked.
+    """
+    m = robot.model
+    n = robot.nv
+    lower, upper, velocity = np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.inf)
+    units = []
+    for j in robot.joints:
+        units.append("m" if j.prismatic else "rad")
+        if j.nq == 1 and j.nv == 1:
+            lo, hi = float(m.lowerPositionLimit[j.idx_q]), float(m.upperPositionLimit[j.idx_q])
+            lower[j.idx_v] = lo if abs(lo) < NO_LIMIT else -np.inf
+            upper[j.idx_v] = hi if abs(hi) < NO_LIMIT else np.inf
+        for k in range(j.idx_v, j.idx_v + j.nv):
+            v = float(m.velocityLimit[k])
+            velocity[k] = v if 0.0 < v < NO_LIMIT else np.inf
+    return TrajectoryLimits(tuple(robot.joint_names), tuple(units), lower, upper, velocity, int(max_points),
+                            float(max_duration))

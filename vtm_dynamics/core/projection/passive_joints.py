@@ -55,7 +55,8 @@ class ControllabilityReport:
     acceleration_error: float = 0.0
 
 
-def _passive_mask(passive: Sequence[int], n: int) -> np.ndarray:
+def passive_mask(passive: Sequence[int], n: int) -> np.ndarray:
+    """Boolean mask of the passive velocity indices ``passive`` among n (ProjectionInputError for a bad index)."""
     mask = np.zeros(n, dtype=bool)
     for i in passive:
         if not (isinstance(i, (int, np.integer)) and 0 <= int(i) < n):
@@ -91,7 +92,7 @@ def controllability(projector: NullSpaceProjector, passive: Sequence[int],
     singular value of those rows (+inf when N(A) = {0}); ``holds`` is ``margin > tol``.
     """
     n = projector.n
-    mask = _passive_mask(passive, n)
+    mask = passive_mask(passive, n)
     V2 = projector.null_basis
     if V2.shape[1] == 0:
         return True, float("inf")
@@ -108,7 +109,7 @@ def achievable_force_projector(range_basis: np.ndarray, passive: Sequence[int]) 
     F_i = 0 at every passive joint i} (n x n). ``range_basis``: orthonormal basis V1 of R(A^T). With Z an
     orthonormal basis of the null space of V1's passive rows, V1 Z is an orthonormal basis of that set."""
     n = range_basis.shape[0]
-    mask = _passive_mask(passive, n)
+    mask = passive_mask(passive, n)
     if range_basis.shape[1] == 0:
         return np.zeros((n, n))
     rows = range_basis[mask]

@@ -49,7 +49,8 @@ class ProjectionInputError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------------- validation
-def _matrix(x: object, shape: tuple[int | None, int | None], field: str) -> np.ndarray:
+def checked_matrix(x: object, shape: tuple[int | None, int | None], field: str) -> np.ndarray:
+    """``x`` as a finite 2-D float matrix of ``shape`` (None: any size), else ProjectionInputError naming ``field``."""
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -64,19 +65,22 @@ def _matrix(x: object, shape: tuple[int | None, int | None], field: str) -> np.n
     return arr
 
 
-def _vector(x: object, n: int, field: str) -> np.ndarray:
+def checked_vector(x: object, n: int, field: str) -> np.ndarray:
+    """``x`` as n finite floats (a scalar is repeated), else ProjectionInputError naming ``field``."""
     return finite_vector(x, n, field, ProjectionInputError, allow_scalar=True)
 
 
-def _constraint_matrix(A: object, n: int, field: str = "A") -> np.ndarray:
+def checked_constraint_matrix(A: object, n: int, field: str = "A") -> np.ndarray:
+    """The constraint matrix A (m x n, m >= 0; None or empty: no rows), checked like :func:`checked_matrix`."""
     arr = np.asarray(A, dtype=float) if A is not None else np.zeros((0, n))
     if arr.size == 0:
         return np.zeros((0, n))
-    return _matrix(arr, (None, n), field)
+    return checked_matrix(arr, (None, n), field)
 
 
-def _mass_matrix(M: object) -> np.ndarray:
-    arr = _matrix(M, (None, None), "M")
+def checked_mass_matrix(M: object) -> np.ndarray:
+    """The inertia matrix M: non-empty, square, finite and symmetric (returned exactly symmetric)."""
+    arr = checked_matrix(M, (None, None), "M")
     n = arr.shape[0]
     if arr.shape != (n, n) or n == 0:
         raise ProjectionInputError(f"M: expected a non-empty square matrix, got shape {arr.shape}")
@@ -191,7 +195,7 @@ def null_space_projector(A: object, n: int | None = None, tolerance: RankToleran
         if arr.ndim != 2 or arr.shape[1] == 0:
             raise ProjectionInputError("n: give the number of velocities when A is empty or not a matrix")
         n = int(arr.shape[1])
-    A = _constraint_matrix(A, n)
+    A = checked_constraint_matrix(A, n)
     m = A.shape[0]
     if m == 0:
         eye = np.eye(n)
@@ -228,9 +232,9 @@ def unit_weighting(is_prismatic: object, characteristic_length: float) -> np.nda
     return np.diag(w)
 
 
-def _metric_sqrt(W: object, n: int) -> tuple[np.ndarray, np.ndarray]:
+def metric_sqrt(W: object, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(W^{1/2}, W^{-1/2}) of a symmetric positive definite metric (Aghili, eq. (8))."""
-    Wm = _matrix(W, (n, n), "W")
+    Wm = checked_matrix(W, (n, n), "W")
     if np.max(np.abs(Wm - Wm.T)) > 1e-12 * max(1.0, float(np.max(np.abs(Wm)))):
         raise ProjectionInputError("W: the metric must be symmetric")
     if np.count_nonzero(Wm - np.diag(np.diag(Wm))) == 0:
@@ -250,7 +254,7 @@ def constraint_acceleration(projector: NullSpaceProjector, Adot_qdot: object) ->
     ``Adot_qdot`` is the drift A'(q, q') q' (m entries). This is the component (I - P) q'' of every admissible
     acceleration (eq. (13)); for the particle on a circle it is the centripetal acceleration (eqs. (36)-(37)).
     """
-    return -projector.A_pinv @ _vector(Adot_qdot, projector.m, "Adot_qdot")
+    return -projector.A_pinv @ checked_vector(Adot_qdot, projector.m, "Adot_qdot")
 
 
 # ---------------------------------------------------------------------------------------------------- inertia
@@ -279,9 +283,9 @@ def constraint_inertia_matrix(M: object, P: object, method: Method = "Mc", gamma
 
     Here the right-hand-side matrices multiply C q' (so Cc = M C in the paper's notation becomes ``M`` here).
     """
-    Mm = _mass_matrix(M)
+    Mm = checked_mass_matrix(M)
     n = Mm.shape[0]
-    Pm = _matrix(P, (n, n), "P")
+    Pm = checked_matrix(P, (n, n), "P")
     eye = np.eye(n)
     if method == "Mc":
         PM = Pm @ Mm
@@ -361,14 +365,14 @@ def constrained_accelerations(
         W: optional metric (Sec. 2.1.1): the projector is then built for A W^{-1/2}. The accelerations of a
             constraint set of full rank do not depend on W; the rank decision near singularities does.
     """
-    Mm = _mass_matrix(M)
+    Mm = checked_mass_matrix(M)
     n = Mm.shape[0]
-    hv = _vector(h, n, "h")
-    fv = _vector(tau, n, "tau")
-    Am = _constraint_matrix(A, n)
-    drift = _vector(Adot_qdot, Am.shape[0], "Adot_qdot")
+    hv = checked_vector(h, n, "h")
+    fv = checked_vector(tau, n, "tau")
+    Am = checked_constraint_matrix(A, n)
+    drift = checked_vector(Adot_qdot, Am.shape[0], "Adot_qdot")
     if W is not None:
-        S, S_inv = _metric_sqrt(W, n)
+        S, S_inv = metric_sqrt(W, n)
         res = constrained_accelerations(
             S_inv @ Mm @ S_inv, S_inv @ hv, S_inv @ fv, Am @ S_inv, drift, method, gamma, tolerance, None
         )
@@ -421,9 +425,9 @@ def cross_coupling(M: object, P: object, method: Method = "Mc", gamma: float | N
     mu maps the potent force f_par - h_par into the constraint force; by Proposition 3 it vanishes on N(A)
     (mu P = 0) when N(A) is invariant under M.
     """
-    Mm = _mass_matrix(M)
+    Mm = checked_mass_matrix(M)
     n = Mm.shape[0]
-    Pm = _matrix(P, (n, n), "P")
+    Pm = checked_matrix(P, (n, n), "P")
     Mc = constraint_inertia_matrix(Mm, Pm, method, gamma).matrix
     alpha = np.linalg.solve(Mc.T, Mm.T).T  # M Mc^-1
     return (np.eye(n) - Pm) @ alpha
@@ -512,10 +516,10 @@ def project_velocity(v: object, A: object, W: object | None = None, tolerance: R
     if vv.ndim != 1:
         raise ProjectionInputError("v: expected a 1-D velocity vector")
     n = vv.size
-    vv = _vector(vv, n, "v")
-    Am = _constraint_matrix(A, n)
+    vv = checked_vector(vv, n, "v")
+    Am = checked_constraint_matrix(A, n)
     if W is None:
         return null_space_projector(Am, n, tolerance).P @ vv
-    S, S_inv = _metric_sqrt(W, n)
+    S, S_inv = metric_sqrt(W, n)
     PW = null_space_projector(Am @ S_inv, n, tolerance).P
     return S_inv @ (PW @ (S @ vv))

@@ -34,7 +34,6 @@ which each function relies on.
 from __future__ import annotations
 
 import functools
-import math
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -238,7 +237,7 @@ def preferred_basis(A: np.ndarray, tol: float = _SPAN_TOL) -> np.ndarray:
     return basis
 
 
-def _complement(T: np.ndarray) -> np.ndarray:
+def orthogonal_complement(T: np.ndarray) -> np.ndarray:
     """Orthonormal basis (coordinate axes preferred) of the orthogonal complement of span(T) in R^6."""
     if T.shape[1] == 0:
         return np.eye(6)
@@ -352,7 +351,7 @@ _BASIS_CACHE_SIZE = 1024  # distinct (type, axis, mode) triples kept; a large mo
 @functools.lru_cache(maxsize=_BASIS_CACHE_SIZE)
 def _twist_complement(kind: str, axis: tuple[float, ...]) -> np.ndarray:
     """Constraint wrench basis (pair frame, read-only) of a pair type and axis: one SVD per distinct pair shape."""
-    W = _complement(allowed_twists(kind, np.asarray(axis)))
+    W = orthogonal_complement(allowed_twists(kind, np.asarray(axis)))
     W.flags.writeable = False  # shared by every pair of this shape
     return W
 
@@ -373,14 +372,15 @@ def _pair_basis(name: str, kind: str, axis, planar: bool) -> tuple[np.ndarray, t
     try:
         return _cached_pair_basis(kind, key, planar)
     except AbsoluteModelError:
-        W = _complement(allowed_twists(kind, np.asarray(axis)))
+        W = orthogonal_complement(allowed_twists(kind, np.asarray(axis)))
         return _planar_restrict(name, W, planar)
 
 
 def _planar_restrict(name: str, W: np.ndarray, planar: bool) -> tuple[np.ndarray, tuple[str, ...]]:
     """Keep the in-plane wrenches of span(W) (planar mode); reject pairs that couple in- and out-of-plane motion.
 
-    Checked in the pair frame at the reference configuration; valid for pair frames rotated only about world z.
+    Checked in the pair frame; :func:`check_moves_in_plane` makes sure every pair frame keeps world z, so the pair
+    frame's in-plane wrenches are the world's.
     """
     if planar and W.shape[1]:
         inside = _intersection(W, _PLANAR_WRENCH)
@@ -462,8 +462,48 @@ def load_absolute_model(
         pairs.append(PairSpec(dc.name, "driving_constraint", "driving", body(j.parent), body(j.child), body(j.child),
                               Pose(), W, labels, True))
     bodies = tuple(link for link in ext.links if body(link) != GROUND)
-    return AbsoluteModel(ext.robot_name, text, root_link, bodies, tuple(pairs), planar, ext, joints,
-                         _inertial_elements(root))
+    model = AbsoluteModel(ext.robot_name, text, root_link, bodies, tuple(pairs), planar, ext, joints,
+                          _inertial_elements(root))
+    if planar:
+        check_moves_in_plane(model)
+    return model
+
+
+_PLANE_TOL = 1e-6  # |cos| of a frame's z axis to world z, and of a motion to the plane, within this of 1 (resp. 0)
+
+
+def _world(v: np.ndarray) -> str:
+    return "(" + ", ".join(f"{x:.3g}" for x in np.where(np.abs(v) < 1e-12, 0.0, v)) + ")"
+
+
+def check_moves_in_plane(model: AbsoluteModel) -> None:
+    """Refuse, in planar mode, a model that does not move in the world xy-plane (one-line AbsoluteModelError).
+
+    Planar mode (Wojtyra & Frączek 2013, Sect. 4.1, eq. (32)) keeps per body the in-plane coordinates (x, y, φ) of
+    the world xy-plane and per pair the in-plane wrenches (Fx, Fy, Mz) of its pair frame. Both are right only if
+    (i) every pair frame keeps its z axis along world ±z, so that its in-plane wrenches are the world's, and
+    (ii) every joint moves in that plane: a revolute or continuous joint turns about world ±z, a prismatic joint
+    slides in the xy-plane, a planar joint's normal is world ±z. A model that moves in another plane (a slider-crank
+    drawn in x-z) or in space would otherwise get rows of the wrong plane and a meaningless rank and redundancy.
+    Checked at the neutral configuration: rotations about world z keep (i) and (ii), so a model that passes moves
+    in the plane at every configuration. Floating joints carry no rows and are not checked.
+    """
+    poses = neutral_poses(model)
+    hint = "the model is not planar: it does not move in the world xy-plane (analyse it in spatial mode)"
+    for joint in model.tree_joints:
+        R = poses[joint.child][0]
+        axis = R @ np.asarray(joint.axis)
+        if joint.type in ("revolute", "continuous", "planar") and abs(abs(axis[2]) - 1.0) > _PLANE_TOL:
+            what = "turns about" if joint.type != "planar" else "has its normal along"
+            raise AbsoluteModelError(f"planar: joint {excerpt(joint.name)} {what} world {_world(axis)}, not +-z: {hint}")
+        if joint.type == "prismatic" and abs(axis[2]) > _PLANE_TOL:
+            raise AbsoluteModelError(f"planar: joint {excerpt(joint.name)} slides along world {_world(axis)}, out of "
+                                     f"the xy-plane: {hint}")
+    for pair in model.pairs:
+        R, _ = pair_frame(pair, poses)
+        if abs(abs(R[2, 2]) - 1.0) > _PLANE_TOL:
+            raise AbsoluteModelError(f"planar: pair {excerpt(pair.name)}: its frame's z axis is world {_world(R[:, 2])}, "
+                                     f"not +-z: {hint}")
 
 
 # ------------------------------------------------------------------------------------------------------- kinematics
@@ -526,14 +566,14 @@ def body_poses(model: AbsoluteModel, q=None) -> dict[str, tuple[np.ndarray, np.n
     return poses
 
 
-def _pair_frame(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
+def pair_frame(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     R, o = poses[pair.frame_link]
     return R @ pair.frame_offset.rotation(), o + R @ np.asarray(pair.frame_offset.xyz)
 
 
-def _pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
+def pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     """Axes (the pair frame's) and the point [m, world] at which a pair's rows and reactions are evaluated."""
-    R, p = _pair_frame(pair, poses)
+    R, p = pair_frame(pair, poses)
     if pair.contact_offset is not None:
         Rc, oc = poses[pair.child]
         p = oc + Rc @ np.asarray(pair.contact_offset.xyz)
@@ -553,7 +593,7 @@ def constraint_matrix(model: AbsoluteModel, q=None) -> AbsoluteConstraintMatrix:
         if W.shape[1] == 0:
             free.append(pair.name)
             continue
-        R, p = _pair_point(pair, poses)
+        R, p = pair_point(pair, poses)
         Ww = np.vstack([R @ W[:3], R @ W[3:]])  # world axes
         block = np.zeros((W.shape[1], model.n_coordinates))
         for link, sign in ((pair.child, 1.0), (pair.parent, -1.0)):
@@ -586,7 +626,7 @@ def closure_residuals(model: AbsoluteModel, q=None, poses=None) -> np.ndarray:
         poses = body_poses(model, q)
     out = []
     for pair, lc in zip([p for p in model.pairs if p.kind == "loop_closure"], model.extension.loop_closures):
-        Ra, pa = _pair_frame(pair, poses)
+        Ra, pa = pair_frame(pair, poses)
         Rb0, ob = poses[pair.child]
         Rb = Rb0 @ lc.child_origin.rotation()
         pb = ob + Rb0 @ np.asarray(lc.child_origin.xyz)

@@ -2,7 +2,7 @@
 
 A body that many pairs touch (the coupler of a comb of parallelograms, a platform with many legs, a chassis)
 gives C a few dense columns H. Every row touching the hub then meets every other in C Cᵀ, so a QR of Cᵀ (the row
-selection of :func:`~vtm_dynamics.core.reactions.sparse_solvability.row_basis`) fills in as rows²: 10,000 comb
+selection of :func:`~vtm_dynamics.core.reactions.row_basis.row_basis`) fills in as rows²: 10,000 comb
 bodies, 48 s and 2.4 GB. Here the columns are split, C = [S H] (rows of C unchanged), and the hub is eliminated:
 
 1. the verified row basis of S alone (no hub, no fill): independent rows I_S (σ_min(S_IS) > tol), the others D_S
@@ -35,8 +35,8 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 
-from vtm_dynamics.core.reactions.solvability import SolvabilityError
-from vtm_dynamics.core.reactions.sparse_solvability import RANK_GAP, SKETCH_SEED, RowBasis, row_basis
+from vtm_dynamics.core.reactions.row_basis import RANK_GAP, SKETCH_SEED, RowBasis, row_basis
+from vtm_dynamics.core.reactions.solvability_report import SolvabilityError
 
 HUB_MIN_NONZEROS = 64  # a column with this many nonzeros is a hub (ordinary bodies: at most a few dozen)
 MAX_HUB_COLUMNS = 60  # G is p_S × h dense: beyond this many hub columns the split does not pay

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse
 
-from vtm_dynamics.core.reactions.solvability import SolvabilityError
+from vtm_dynamics.core.reactions.solvability_report import SolvabilityError
 
 SKETCH_COLUMNS = 16  # the upper estimate's failure chance is P(χ²_s < s/20): 1e-8 at 16 (module docstring)
 UPPER_FACTOR = np.sqrt(20.0)  # |B_X| ≤ UPPER_FACTOR · |C_X^T Λ0_X| / √s but for that chance

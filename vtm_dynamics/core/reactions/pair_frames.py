@@ -12,8 +12,8 @@ from typing import Mapping
 import numpy as np
 import pinocchio as pin
 
-from vtm_dynamics.core.reactions.absolute_coordinates import AbsoluteModel, _pair_frame, body_poses
-from vtm_dynamics.core.reactions.solvability import SolvabilityReport
+from vtm_dynamics.core.reactions.absolute_coordinates import AbsoluteModel, body_poses, pair_frame
+from vtm_dynamics.core.reactions.solvability_report import SolvabilityReport
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def pair_placements(model: AbsoluteModel, q, report: SolvabilityReport) -> tuple
     specs = {p.name: p for p in model.pairs}
     out = []
     for pair in report.pairs:
-        R, p = _pair_frame(specs[pair.name], poses)
+        R, p = pair_frame(specs[pair.name], poses)
         forces, moments = [], []
         for d in pair.determined_directions:
             d = np.asarray(d, dtype=float)

@@ -40,7 +40,6 @@ others. Indeterminate components are reported as ``None``, never as numbers.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 import numpy as np
 import pinocchio as pin
@@ -51,143 +50,40 @@ from vtm_dynamics.core.numerics import numerical_rank
 from vtm_dynamics.core.reactions.absolute_coordinates import (
     AbsoluteConstraintMatrix,
     AbsoluteModel,
-    AbsoluteModelError,
     absolute_dynamics,
     assemble_loops,
     body_twists,
     constraint_matrix,
-    load_absolute_model,
     loops_closed,
-    preferred_basis,
+)
+from vtm_dynamics.core.reactions import sparse_solvability as sparse
+from vtm_dynamics.core.reactions.row_basis import SPARSE_QR_HINT, SparseQRUnavailable
+from vtm_dynamics.core.reactions.analysis_settings import (  # noqa: F401 - part of this module's interface
+    DEFAULT_MAX_REACTION_BODIES,
+    DEFAULT_MAX_SOLVABILITY_BODIES,
+    DEFAULT_RANK_RTOL,
+    METHODS,
 )
 from vtm_dynamics.core.reactions.model_limits import (  # noqa: F401 - part of this module's interface
     MAX_TREE_DEPTH,
     URDF_BYTES_PER_BODY,
     load_for_analysis,
 )
+from vtm_dynamics.core.reactions.solvability_report import (  # noqa: F401 - the report types: this module's interface
+    PairReaction,
+    PairSolvability,
+    ReactionReport,
+    SolvabilityError,
+    SolvabilityReport,
+    rounded_components,
+    split_directions,
+)
 
-DEFAULT_RANK_RTOL = 1e-9
-# Moving links accepted by default (checked while the URDF text is parsed, before Pinocchio sees the text, which
-# crashed the process on a 10,000-link chain). The sparse path handles thousands of bodies in seconds
-# (bench_solvability); callers with such a model raise ``max_bodies`` (the command line's ``--max-bodies``)
-# knowingly, and the byte and degree-of-freedom caps follow it (load_for_analysis).
-DEFAULT_MAX_SOLVABILITY_BODIES = 50
-# unique_reactions solves the dense KKT system and Pinocchio's Data costs ~66 B x nv^3: small models only.
-DEFAULT_MAX_REACTION_BODIES = 50
+
 CROSS_CHECK_MAX_ROWS = 400  # the rank criterion costs one SVD per pair: O(pairs m n^2)
 _LOG = logging.getLogger(__name__)
 DENSE_MAX_ROWS = 400  # method "auto": the dense SVD path (with the rank cross-check) up to here, sparse above
 DENSE_FALLBACK_ROWS = 3000  # ... and the dense path up to here if the sparse one needs the missing SuiteSparseQR
-METHODS = ("auto", "dense", "sparse")
-
-
-class SolvabilityError(AbsoluteModelError):
-    """Bad input to the solvability analysis (state of the wrong size, velocities violating the constraints, ...)."""
-
-
-@dataclass(frozen=True)
-class PairSolvability:
-    """Verdict for one kinematic pair.
-
-    ``solvable``: the pair's reaction is unique (both tests agree on it; if they disagree, False and
-    ``criteria_agree`` False). ``qr_residual``: ‖B_X‖_F / σ_max(C) (paper eq. (27)). ``rank_criterion``:
-    dim(X∩Y) by ranks (None when skipped for size). ``determined_directions`` / ``indeterminate_directions``:
-    6-vectors [Fx Fy Fz Mx My Mz] in the pair frame (see module docstring). ``releasable_rows``: labels of this
-    pair's rows that can each be deleted without changing the kinematics.
-    """
-
-    name: str
-    kind: str
-    type: str
-    parent: str
-    child: str
-    rows: tuple[int, ...]
-    labels: tuple[str, ...]
-    holonomic: bool
-    solvable: bool
-    qr_residual: float
-    qr_solvable: bool
-    indeterminate_dimension: int
-    rank_criterion_dimension: int | None
-    criteria_agree: bool
-    pair_rank: int
-    determined_directions: tuple[tuple[float, ...], ...]
-    indeterminate_directions: tuple[tuple[float, ...], ...]
-    determined_labels: tuple[str, ...]
-    releasable_rows: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SolvabilityReport:
-    """Solvability analysis of one model at one configuration (Wojtyra & Frączek 2013, Sect. 3-4).
-
-    m: holonomic rows (joints, loop closures, drives), h: Pfaffian rows (knife edges), n: coordinates,
-    rank_holonomic = rank(Φ_q), rank_nonholonomic = rank(Ψ), rank = rank(C), redundancy p = m + h − rank.
-    rank_tolerance = rank_rtol · sigma_max (absolute). release_set: (pair, label) rows whose deletion removes the
-    redundancy. ``pairs`` excludes pairs with no rows, listed in ``free_pairs``.
-    """
-
-    model: str
-    planar: bool
-    n_bodies: int
-    n_coordinates: int
-    m_holonomic: int
-    h_nonholonomic: int
-    rank_holonomic: int
-    rank_nonholonomic: int
-    rank: int
-    redundancy: int
-    rank_rtol: float
-    rank_tolerance: float
-    sigma_max: float
-    smallest_kept_singular_value: float
-    largest_dropped_singular_value: float
-    closure_residual: float
-    cross_checked: bool
-    pairs: tuple[PairSolvability, ...]
-    free_pairs: tuple[str, ...]
-    release_set: tuple[tuple[str, str], ...]
-    q: tuple[float, ...] | None  # Pinocchio order [rad, m]; None: the neutral configuration
-
-    def pair(self, name: str) -> PairSolvability:
-        """The verdict of the pair called ``name``."""
-        for p in self.pairs:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-    @property
-    def unsolvable(self) -> tuple[str, ...]:
-        return tuple(p.name for p in self.pairs if not p.solvable)
-
-
-@dataclass(frozen=True)
-class PairReaction:
-    """Reaction of one pair at one state: components along its row labels [N, N m] on the child, pair frame.
-
-    ``components[i]`` is None when that component is not unique. ``determined_values`` are the values of the
-    pair's determined directions (``PairSolvability.determined_directions``), in the same order.
-    """
-
-    name: str
-    solvable: bool
-    labels: tuple[str, ...]
-    components: tuple[float | None, ...]
-    determined_values: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class ReactionReport:
-    """Unique reactions at a state; ``accelerations`` are the (unique) absolute accelerations ν̇ [m/s², rad/s²]."""
-
-    pairs: tuple[PairReaction, ...]
-    accelerations: tuple[float, ...] = field(repr=False)
-
-    def pair(self, name: str) -> PairReaction:
-        for p in self.pairs:
-            if p.name == name:
-                return p
-        raise KeyError(name)
 
 
 def qr_left_null_space(C: np.ndarray, r: int) -> tuple[np.ndarray, float]:
@@ -195,28 +91,6 @@ def qr_left_null_space(C: np.ndarray, r: int) -> tuple[np.ndarray, float]:
     Q, R, _ = scipy.linalg.qr(C, pivoting=True)
     tail = float(np.max(np.abs(R[r:]), initial=0.0))
     return Q[:, r:], tail
-
-
-def _split_directions(NX: np.ndarray, tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
-    """Bases of range(N_X) (indeterminate) and null(N_X^T) (determined) in the pair's row coordinates.
-
-    N has orthonormal columns, so its entries are O(1) and an absolute tolerance is scale-free.
-    """
-    k = NX.shape[0]
-    if NX.size == 0:
-        return np.zeros((k, 0)), np.eye(k)
-    U, s, _ = np.linalg.svd(NX, full_matrices=True)
-    d = int(np.sum(s > tol))
-    if d == k:  # the whole row space: every coordinate axis lies in it, which preferred_basis would pick
-        return np.eye(k), np.zeros((k, 0))
-    indet = preferred_basis(U[:, :d], tol=1e-8) if d else np.zeros((k, 0))
-    det = preferred_basis(U[:, d:], tol=1e-8) if d < k else np.zeros((k, 0))
-    return indet, det
-
-
-def _vec(x: np.ndarray) -> tuple[float, ...]:
-    """Components rounded to 12 decimals, −0.0 as 0.0 (numpy's rounding, vectorised: one call per direction)."""
-    return tuple((np.round(np.asarray(x, dtype=float), 12) + 0.0).tolist())
 
 
 def analyze_constraint_matrix(
@@ -256,7 +130,7 @@ def analyze_constraint_matrix(
         qr_ok = qr_res <= rank_rtol * 10.0
         rank_x = numerical_rank(CX, atol=tol)
         NX = N[rows]
-        indet, det = _split_directions(NX)
+        indet, det = split_directions(NX)
         if cross_check:
             others = np.setdiff1d(np.arange(m), rows)
             dim_int: int | None = rank_x + numerical_rank(A[others], atol=tol) - r
@@ -273,8 +147,8 @@ def analyze_constraint_matrix(
             solvable=bool(qr_ok and (dim_int is None or dim_int == 0)),
             qr_residual=qr_res, qr_solvable=bool(qr_ok), indeterminate_dimension=int(indet.shape[1]),
             rank_criterion_dimension=dim_int, criteria_agree=bool(agree), pair_rank=rank_x,
-            determined_directions=tuple(_vec(W @ e) for e in det.T),
-            indeterminate_directions=tuple(_vec(W @ e) for e in indet.T),
+            determined_directions=tuple(rounded_components(W @ e) for e in det.T),
+            indeterminate_directions=tuple(rounded_components(W @ e) for e in indet.T),
             determined_labels=det_labels,
             releasable_rows=tuple(pr.labels[i - pr.rows[0]] for i in rows if releasable[i]),
         ))
@@ -332,17 +206,15 @@ def analyze_solvability(
 def analyze_model(model: AbsoluteModel, q, rank_rtol: float = DEFAULT_RANK_RTOL, cross_check: bool | None = None,
                   method: str = "auto") -> SolvabilityReport:
     """Solvability report of a loaded model at an (assembled) configuration ``q``; ``method`` as above."""
-    from vtm_dynamics.core.reactions import sparse_solvability as sparse  # imports this module
-
     Cs = sparse.sparse_constraint_matrix(model, q) if method != "dense" else None
     if method == "sparse" or (method == "auto" and Cs is not None and Cs.shape[0] > DENSE_MAX_ROWS):
         try:
             return sparse.analyze_sparse_constraint_matrix(Cs, rank_rtol=rank_rtol, model_name=model.name)
-        except sparse.SparseQRUnavailable:
+        except SparseQRUnavailable:
             if method == "sparse" or Cs.shape[0] > DENSE_FALLBACK_ROWS:
                 raise
             _LOG.warning("solvability: the sparse path needs the optional SuiteSparseQR for %s (%s); using the "
-                         "dense path (%d rows)", excerpt(model.name), sparse.SPARSE_QR_HINT, Cs.shape[0])
+                         "dense path (%d rows)", excerpt(model.name), SPARSE_QR_HINT, Cs.shape[0])
     C = constraint_matrix(model, q)
     return analyze_constraint_matrix(C, rank_rtol=rank_rtol, cross_check=cross_check, model_name=model.name)
 
@@ -400,19 +272,21 @@ def unique_reactions(
     lam = sol[n:]
     if np.linalg.norm(K @ sol - np.concatenate([rhs, gamma])) > 1e-6 * max(1.0, np.linalg.norm(rhs)):
         raise SolvabilityError("the equations of motion have no solution at this state (inconsistent constraints)")
-    out = []
+    out, mask, W = [], unique_components(report, C), {pr.name: pr.wrench_basis for pr in C.pairs}
     for ps in report.pairs:
         lx = lam[list(ps.rows)]
-        W = next(pr.wrench_basis for pr in C.pairs if pr.name == ps.name)
-        det = [W.T @ np.asarray(d) for d in ps.determined_directions]  # back to row coordinates
-        values = tuple(float(e @ lx) for e in det)
-        comps: list[float | None] = []
-        for i in range(len(ps.rows)):
-            e = np.zeros(len(ps.rows))
-            e[i] = 1.0
-            if ps.solvable or (det and np.linalg.norm(e - np.array(det).T @ (np.array(det) @ e)) < 1e-8):
-                comps.append(float(lx[i]))
-            else:
-                comps.append(None)
-        out.append(PairReaction(ps.name, ps.solvable, ps.labels, tuple(comps), values))
+        values = tuple(float((W[ps.name].T @ np.asarray(d)) @ lx) for d in ps.determined_directions)
+        out.append(PairReaction(ps.name, ps.solvable, ps.labels, tuple(float(x) if ok else None for x, ok in
+                                                                       zip(lx, mask[ps.name])), values))
     return ReactionReport(tuple(out), tuple(float(x) for x in sol[:n]))
+
+
+def unique_components(report: SolvabilityReport, C: AbsoluteConstraintMatrix) -> dict[str, tuple[bool, ...]]:
+    """Per pair, which of its components (rows of C: ``Fx``, ``Mz``, ...) are unique: all of a solvable pair, else
+    those whose row lies in the span of the pair's determined directions (Wojtyra & Frączek 2013, Sect. 3.3)."""
+    out, W = {}, {pr.name: pr.wrench_basis for pr in C.pairs}
+    for ps in report.pairs:
+        det = np.array([W[ps.name].T @ np.asarray(d) for d in ps.determined_directions]).reshape(-1, len(ps.rows))
+        out[ps.name] = tuple(bool(ps.solvable or (det.size and np.linalg.norm(e - det.T @ (det @ e)) < 1e-8))
+                             for e in np.eye(len(ps.rows)))
+    return out

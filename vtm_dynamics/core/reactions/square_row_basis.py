@@ -2,7 +2,7 @@
 
 Wojtyra & Frączek 2013, Sect. 3, ask for rank(C) at a tolerance and for the left null space of Cᵀ (eqs. (24)-(27)).
 Both follow from a set I of independent rows: the other rows D are combinations of C_I. The QR route
-(:func:`~vtm_dynamics.core.reactions.sparse_solvability.row_basis`) picks I greedily and on the random family
+(:func:`~vtm_dynamics.core.reactions.row_basis.row_basis`) picks I greedily and on the random family
 picks ill-conditioned sets that never settle (10,000 bodies: "unclear"). Here the rows are chosen together with
 as many columns J, so that C_IJ (r × r) is square and LU-factorizable, and its conditioning is repaired by swaps
 guided by its exact weak directions:
@@ -26,7 +26,7 @@ guided by its exact weak directions:
 4. Repeat from 2 until no Ritz value is below ``WEAK`` · tol; a round after a few swaps updates the last exact
    LU (:class:`~vtm_dynamics.core.reactions.updated_lu.UpdatedLU`) instead of refactorizing. The certificate
    is the gap rule of the QR route:
-   σ_r(C) ≥ σ_min(C_IJ) (a submatrix's singular values interlace) must reach ``_SIGMA_MARGIN`` · tol, and
+   σ_r(C) ≥ σ_min(C_IJ) (a submatrix's singular values interlace) must reach ``SIGMA_MARGIN`` · tol, and
    σ_(r+1)(C) ≤ |E|, E = C_D − C_DJ C_IJ⁻¹ C_I (C minus a rank-r matrix, Weyl), estimated on random combinations
    of the rows D, must stay below tol / ``RANK_GAP``.
 
@@ -49,9 +49,9 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 
+from vtm_dynamics.core.reactions.row_basis import RANK_GAP, SIGMA_MARGIN, SKETCH_SEED
 from vtm_dynamics.core.reactions.row_column_matching import extended_matching, matched_square
 from vtm_dynamics.core.reactions.updated_lu import UpdatedLU
-from vtm_dynamics.core.reactions.sparse_solvability import _SIGMA_MARGIN, RANK_GAP, SKETCH_SEED
 
 _LOG = logging.getLogger(__name__)
 WEAK = 4.0  # directions of C_IJ with singular values below WEAK · tol are swapped out (above the 2 tol margin)
@@ -219,7 +219,7 @@ class WeakDirections:
     iterations: int
 
 
-def _ritz(S: scipy.sparse.spmatrix, X: np.ndarray, below: float) -> tuple[np.ndarray, np.ndarray]:
+def ritz_pairs(S: scipy.sparse.spmatrix, X: np.ndarray, below: float) -> tuple[np.ndarray, np.ndarray]:
     """Ritz values of S on span(X) (upper bounds of its smallest singular values) and the vectors below ``below``."""
     _, s, Wt = np.linalg.svd(np.asarray(S @ X), full_matrices=False)
     return s, (X @ Wt.T)[:, s < below]
@@ -240,10 +240,10 @@ def _iterate(S, step, b: int, below: float, certify: float, seed: int, provision
         Y = step(X)
         if not np.all(np.isfinite(Y)):
             if it == 1:  # no step taken: the Ritz values of the random start
-                s, weak = _ritz(S, X, below)
+                s, weak = ritz_pairs(S, X, below)
             break
         X, _ = np.linalg.qr(Y)
-        s, weak = _ritz(S, X, below)
+        s, weak = ritz_pairs(S, X, below)
         new_count, new_min = weak.shape[1], float(s[-1])
         settled = new_count == count and (new_min < certify or abs(new_min - smin) <= 1e-3 * new_min)
         settled |= provisional and it >= 2 and new_count > 0 and new_min < certify
@@ -269,7 +269,7 @@ def weak_directions(S: scipy.sparse.csc_matrix, inverse: SquareInverse, block: i
     V, smin, converged, its = np.zeros((r, 0)), np.inf, False, 0
     pivots = inverse.pivot_directions(below)  # a shifted LU: its round is provisional (_iterate)
     if pivots is not None and np.all(np.isfinite(pivots)):
-        s, V = _ritz(S, np.linalg.qr(pivots)[0], below)
+        s, V = ritz_pairs(S, np.linalg.qr(pivots)[0], below)
         smin, converged = float(s[-1]), True
     if V.shape[1] == 0 or smin >= certify:  # no pivot shows them: inverse iteration
         V, smin, converged, its = _iterate(S, inverse.right, b, below, certify, seed, provisional=inverse.shifted)
@@ -416,7 +416,7 @@ def square_row_basis(A: scipy.sparse.spmatrix, tol: float, max_rounds: int = MAX
     AT = A.T.tocsr()
     I, J = matched_square(A) if start is None else extended_matching(A, *start)
     _LOG.debug("square row basis: structural rank %d of %d x %d, %.1f s", I.size, m, n, time.perf_counter() - t0)
-    bar, certify, delta, block, swaps = WEAK * tol, _SIGMA_MARGIN * tol, REGULARIZATION * tol, FIRST_BLOCK, 0
+    bar, certify, delta, block, swaps = WEAK * tol, SIGMA_MARGIN * tol, REGULARIZATION * tol, FIRST_BLOCK, 0
     base = None  # the last exact factorization: (SuperLU, its block, its I, its J)
     for rnd in range(1, max_rounds + 1):
         if I.size == 0:

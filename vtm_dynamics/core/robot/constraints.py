@@ -20,11 +20,13 @@ Units: rows of angular type are in rad/s per unit v, translational rows in m/s; 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 import pinocchio as pin
 
+from vtm_dynamics.core.numerics import cross
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.robot.urdf_extension import LOOP_CLOSURE_ROWS, WORLD_LINK, KnifeEdgeSpec, LoopClosureSpec, Pose
 
@@ -143,7 +145,7 @@ def _pair_kinematics(robot: RobotModel, jid: int, jMp: pin.SE3, nv: int) -> _Pai
     v_p = jMp.actInv(data.v[jid])
     a_p = jMp.actInv(data.a[jid])
     w_loc = np.array(v_p.angular)
-    acc_loc = np.array(a_p.linear) + np.cross(w_loc, np.array(v_p.linear))
+    acc_loc = np.array(a_p.linear) + cross(w_loc, np.array(v_p.linear))
     return _PairKinematics(
         p=np.array(oMp.translation),
         R=R,
@@ -156,14 +158,19 @@ def _pair_kinematics(robot: RobotModel, jid: int, jMp: pin.SE3, nv: int) -> _Pai
     )
 
 
-def _perpendicular_basis(axis: np.ndarray) -> np.ndarray:
-    """Two unit vectors (rows) completing ``axis`` to a right-handed orthonormal basis (n1, n2, axis)."""
-    a = axis / np.linalg.norm(axis)
+@lru_cache(maxsize=256)
+def _perpendicular_basis(axis: tuple[float, float, float]) -> np.ndarray:
+    """Two unit vectors (rows) completing ``axis`` to a right-handed orthonormal basis (n1, n2, axis); computed once
+    per axis (read-only: it is shared between calls)."""
+    a = np.array(axis, dtype=float)
+    a /= np.linalg.norm(a)
     helper = np.array([1.0, 0.0, 0.0]) if abs(a[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    n1 = np.cross(a, helper)
+    n1 = cross(a, helper)
     n1 /= np.linalg.norm(n1)
-    n2 = np.cross(a, n1)
-    return np.vstack([n1, n2])
+    n2 = cross(a, n1)
+    basis = np.vstack([n1, n2])
+    basis.flags.writeable = False
+    return basis
 
 
 def _rows(robot: RobotModel, q: np.ndarray, v: np.ndarray | None, pairs) -> list[_PairKinematics]:
@@ -230,7 +237,7 @@ class LoopClosure:
 
     def _basis(self, A: _PairKinematics) -> np.ndarray:
         """Rows n_1, n_2 (world) of two directions fixed in pair frame A and perpendicular to the axis."""
-        return _perpendicular_basis(np.array(self.spec.axis)) @ A.R.T
+        return _perpendicular_basis(tuple(float(x) for x in self.spec.axis)) @ A.R.T
 
     def jacobian(self, robot: RobotModel, q: np.ndarray) -> np.ndarray:
         A, B = _rows(robot, q, None, self._pairs(robot))
@@ -245,7 +252,7 @@ class LoopClosure:
             return np.vstack([dJv, N @ dJw])
         # axis-type pairs: d/dt[n . d] = n . (v_B - v_A) + (w_A x n) . d = n . dv + (n x d) . w_A
         D = self._directions(A)
-        rows = D @ dJv + np.cross(D, B.p - A.p) @ A.Jw
+        rows = D @ dJv + cross(D, B.p - A.p) @ A.Jw
         if kind == "prismatic":
             return np.vstack([rows, dJw])
         if kind == "cylindrical":
@@ -263,15 +270,15 @@ class LoopClosure:
         if kind == "fixed":
             return np.concatenate([dacc, dalpha])
         N = self._basis(A)
-        Ndot = np.cross(A.omega, N)  # n_k fixed in A rotate with w_A
+        Ndot = cross(A.omega, N)  # n_k fixed in A rotate with w_A
         if kind == "revolute":
             return np.concatenate([dacc, N @ dalpha + Ndot @ dw])
         d = B.p - A.p
         dd = B.vel - A.vel
         # d2/dt2 [n . d] with a = 0 = n . dacc + 2 n' . dd + n'' . d, n'' = alpha_A x n + w_A x (w_A x n)
         D = self._directions(A)
-        Ddot = np.cross(A.omega, D)
-        Dddot = np.cross(A.alpha, D) + np.cross(A.omega, Ddot)
+        Ddot = cross(A.omega, D)
+        Dddot = cross(A.alpha, D) + cross(A.omega, Ddot)
         translational = D @ dacc + 2.0 * Ddot @ dd + Dddot @ d
         if kind == "prismatic":
             return np.concatenate([translational, dalpha])
@@ -338,7 +345,7 @@ class KnifeEdge:
     def drift(self, robot: RobotModel, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         (P,) = _rows(robot, q, v, self._pair(robot))
         a = P.R @ np.array(self.spec.axis)
-        return np.array([a @ P.acc + np.cross(P.omega, a) @ P.vel])
+        return np.array([a @ P.acc + cross(P.omega, a) @ P.vel])
 
     def bind(self, robot: RobotModel, q: np.ndarray) -> "KnifeEdge":
         return self

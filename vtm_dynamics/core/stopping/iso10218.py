@@ -21,8 +21,9 @@ result (:class:`StoppingTestSpec`) and printed in the report:
 * The band: the same point at every corner of the envelope's brake-torque and delay factors
   (:func:`vtm_dynamics.core.estop.envelope.envelope_samples`), min and max of angle and time.
 
-Each point is one :func:`vtm_dynamics.core.estop.predict_stop` (Müller 2026, eq. (3) with joint-lock rows, the
-category-1 ramp, eq. (22) for the locks at t = 0). Units: rad, rad/s, rad/s^2, s, kg, m.
+Each point is one batch of :func:`vtm_dynamics.core.estop.predict_stop` over its band (:mod:`.estop.batch`;
+Müller 2026, eq. (3) with joint-lock rows, the category-1 ramp, eq. (22) for the locks at t = 0).
+Units: rad, rad/s, rad/s^2, s, kg, m.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from typing import Callable, Sequence
 import numpy as np
 import scipy.optimize
 
-from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError, predict_stop
+from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError
+from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
-from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.robot.model import RobotModel
 
 LEVELS = (0.33, 0.66, 1.0)
@@ -64,9 +66,9 @@ class StoppingTestSpec:
     speed_levels: tuple[float, ...] = LEVELS
     extension_levels: tuple[float, ...] = LEVELS
     payload_levels: tuple[float, ...] = LEVELS
-    category1_deceleration: float = 3.0
-    torque_factor: tuple[float, float] = (0.9, 1.1)
-    delay_factor: tuple[float, float] = (1.0, 1.5)
+    category1_deceleration: float = CATEGORY1_DECELERATION
+    torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
+    delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
     hold_others: bool = True
 
 
@@ -77,7 +79,8 @@ class StoppingPoint:
     (the extension: payload frame to the extension axis) and ``extension_actual`` (reach / 100 % reach: above the
     level where folding cannot reach it); nominal stopping ``angle`` [rad] and ``time`` [s] of the tested joint, the
     band ``angle_min``/``angle_max``/``time_min``/``time_max`` over the envelope corners, and ``stopped`` (every
-    case came to rest within the horizon)."""
+    case came to rest within the horizon); ``tcp_distance`` [m], the straight-line distance the payload frame
+    travels from the stop command to rest (nominal), and ``tcp_distance_max`` [m], its largest over the band."""
 
     category: int
     joint: str
@@ -97,6 +100,8 @@ class StoppingPoint:
     time_min: float
     time_max: float
     stopped: bool
+    tcp_distance: float = math.nan
+    tcp_distance_max: float = math.nan
 
 
 def _axis_distance(robot: RobotModel, q: np.ndarray, joint: str, frame: str) -> float:
@@ -212,15 +217,15 @@ def stopping_points(
     cells = list(itertools.product(spec.categories, range(len(spec.joints)), spec.extension_levels,
                                    spec.payload_levels, spec.speed_levels))
     models: dict[float, RobotModel] = {}
+    batch = StopBatch(robot, brakes, spec.payload_frame, models)  # payload models and scaled brakes built once
+    band = envelope_samples(EnvelopeSpec(torque_factor=spec.torque_factor, delay_factor=spec.delay_factor))
     poses: dict[tuple[int, float], tuple[np.ndarray, float]] = {}
     full: dict[int, float] = {}
     out = []
     for n, (cat, j, ext, pay, spd) in enumerate(cells):
         joint = spec.joints[j]
         mass = pay * spec.max_payload
-        if mass not in models:
-            models[mass] = robot if mass == 0 else with_payload(robot, mass, spec.payload_frame)
-        model = models[mass]
+        model = batch.model(mass)
         if (j, ext) not in poses:
             poses[(j, ext)] = extension_pose(robot, spec.base_pose, spec.extension_joint or spec.joints[0],
                                              spec.fold_joints[j], spec.payload_frame, ext, strict=False)
@@ -235,20 +240,24 @@ def stopping_points(
         others = [name for name in model.joint_names if name != joint]
         locks = [LockEvent(0.0, others)] if spec.hold_others else []
         c1 = CategoryOne(deceleration=spec.category1_deceleration) if cat == 1 else None
-        angles, times, stopped = [], [], True
-        for tf, df, _ in envelope_samples(EnvelopeSpec(torque_factor=spec.torque_factor,
-                                                       delay_factor=spec.delay_factor)):
-            p = predict_stop(model, brakes.scaled(torque_factor=tf, delay_factor=df), q, v, category=cat,
-                             category_one=c1, lock_events=locks)
-            angles.append(abs(float(p.stopping_angles[i])))
-            times.append(float(p.joint_stop_times[i]) if p.stopped else math.inf)
-            stopped = stopped and p.stopped
+        try:
+            band_stops = predict_stops(robot, brakes, [q] * len(band), [v] * len(band),
+                                       payloads=[mass] * len(band), torque_factors=[tf for tf, _, _ in band],
+                                       delay_factors=[df for _, df, _ in band], category=cat, category_one=c1,
+                                       lock_events=locks, tcp_frame=spec.payload_frame, batch=batch)
+        except BatchStopError as err:
+            raise err.__cause__ if isinstance(err.__cause__, StopInputError) else err
+        angles = [abs(float(p.stopping_angles[i])) for p in band_stops]
+        times = [float(p.joint_stop_times[i]) if p.stopped else math.inf for p in band_stops]
+        stopped = all(p.stopped for p in band_stops)
+        tcp = [float(p.tcp_straight_distance) for p in band_stops]
         out.append(StoppingPoint(
             category=cat, joint=joint, speed_fraction=spd, extension_fraction=ext, payload_fraction=pay,
             speed=spd * spec.max_speeds[j], payload=mass, direction=direction, q_test=tuple(float(x) for x in q),
             reach=reach, extension_actual=reach / full[j] if full[j] > 0 else 1.0, angle=angles[0], time=times[0],
             angle_min=min(angles), angle_max=max(angles),
             time_min=min(times), time_max=max(times), stopped=stopped,
+            tcp_distance=tcp[0], tcp_distance_max=max(tcp),
         ))
         if progress is not None:
             progress(n + 1, len(cells))

@@ -5,8 +5,8 @@ cell box, or a point of a grid over the joint ranges: ``grid`` points per joint,
 velocity v = s x (w * v_max) with w a random direction in joint space scaled so its largest entry is +-1 (so the
 most loaded joint runs at the speed fraction s of its limit), a payload [kg] (one of the given levels, a point mass
 at the payload frame) and the envelope's brake-torque and engage-delay factors (uniform in their ranges: the
-map samples the tolerances too). Each state is one :func:`vtm_dynamics.core.estop.predict_stop` (Müller 2026,
-eq. (3) with brakes, eq. (22) at abrupt locks).
+map samples the tolerances too). Each state is one :func:`vtm_dynamics.core.estop.predict_stop`, a chunk one
+batch of them (:mod:`vtm_dynamics.core.estop.batch`; Müller 2026, eq. (3) with brakes, eq. (22) at abrupt locks).
 
 Reproducibility: chunk k draws its states from ``numpy.random.default_rng([seed, k])`` alone, so a chunk's rows
 depend only on (inputs, k), never on which worker ran it, how many there are or in which order chunks finished.
@@ -21,9 +21,12 @@ from typing import Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.estop import CategoryOne, StopInputError, predict_stop
+from vtm_dynamics.core.estop import CategoryOne, StopInputError
+from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop.payload import with_payload
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, PAYLOAD,
+)
 from vtm_dynamics.core.robot.model import RobotModel
 
 MAX_STATES = 100_000_000  # a map larger than this is a typo, not a plan
@@ -74,11 +77,11 @@ class MapSpec:
     cell_box: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
     speed_fraction: tuple[float, float] = (0.1, 1.0)
     max_speeds: tuple[float, ...] | None = None
-    payloads: tuple[float, ...] = (0.0,)
-    torque_factor: tuple[float, float] = (0.9, 1.1)
-    delay_factor: tuple[float, float] = (1.0, 1.5)
-    category: int = 0
-    category1_deceleration: float = 3.0
+    payloads: tuple[float, ...] = (PAYLOAD,)
+    torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
+    delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
+    category: int = CATEGORY
+    category1_deceleration: float = CATEGORY1_DECELERATION
     states: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] | None = field(default=None)
     grid: tuple[int, ...] | None = None
 
@@ -325,28 +328,29 @@ RESULT_COLUMNS = ("stop_time_s", "tcp_straight_distance_m", "tcp_path_length_m",
 
 
 def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: int,
-                   models: dict[float, RobotModel] | None = None) -> dict[str, np.ndarray]:
-    """Predict every state of ``chunk``; columns (inputs, then results) keyed by name. ``robot`` carries no
-    payload; ``models`` caches the payload variants between calls (one per thread). Raises
-    :class:`ChunkFailure` naming the first state that could not be predicted."""
+                   models: dict[float, RobotModel] | None = None,
+                   stops: StopBatch | None = None) -> dict[str, np.ndarray]:
+    """Predict every state of ``chunk`` in one batch (:func:`vtm_dynamics.core.estop.batch.predict_stops`);
+    columns (inputs, then results) keyed by name. ``robot`` carries no payload; ``models`` caches the payload
+    variants between calls and ``stops`` the batch set-up (one each per thread). Raises :class:`ChunkFailure`
+    naming the first state that could not be predicted."""
     batch = chunk_states(robot, spec, chunk)
     models = {} if models is None else models
+    models.setdefault(0.0, robot.copy())
+    if stops is None or stops.robot is not robot or stops.brakes is not brakes:
+        stops = StopBatch(robot, brakes, spec.payload_frame, models)
     n = len(batch.index)
     out = {k: np.empty(n) for k in RESULT_COLUMNS}
     out["stopped"] = np.zeros(n, dtype=bool)
     c1 = CategoryOne(deceleration=spec.category1_deceleration) if spec.category == 1 else None
-    for k in range(n):
-        mass = float(batch.payload[k])
-        try:
-            if mass not in models:
-                models[mass] = robot.copy() if mass == 0 else with_payload(robot, mass, spec.payload_frame)
-            p = predict_stop(models[mass], brakes.scaled(torque_factor=float(batch.torque_factor[k]),
-                                                         delay_factor=float(batch.delay_factor[k])),
-                             batch.q[k], batch.v[k], category=spec.category, category_one=c1,
-                             tcp_frame=spec.tcp_frame)
-        except Exception as err:  # noqa: BLE001 - any failure of a state is reported with its input
-            text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ChunkFailure(chunk, int(batch.index[k]), batch.q[k], batch.v[k], text) from None
+    try:
+        predictions = predict_stops(robot, brakes, batch.q, batch.v, payloads=batch.payload,
+                                    torque_factors=batch.torque_factor, delay_factors=batch.delay_factor,
+                                    category=spec.category, category_one=c1, tcp_frame=spec.tcp_frame, batch=stops)
+    except BatchStopError as err:  # any failure of a state is reported with its input
+        k = err.index
+        raise ChunkFailure(chunk, int(batch.index[k]), batch.q[k], batch.v[k], err.reason) from None
+    for k, p in enumerate(predictions):
         out["stop_time_s"][k] = p.stop_time if p.stopped else math.inf
         out["tcp_straight_distance_m"][k] = p.tcp_straight_distance
         out["tcp_path_length_m"][k] = p.tcp_path_length

@@ -18,6 +18,7 @@ from test.recordings.recordings_testdata import REALISTIC, SHIPPED_PRIOR, sample
 from vtm_dynamics.cli import calibrate, predict
 from vtm_dynamics.core.estop import StopSettings, dense_series, predict_stop
 from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.robot.catalogue import PLANAR_3R
 from vtm_dynamics.recordings.bag_files import read_recording
 from vtm_dynamics.recordings.simulated import sample_stops, write_simulated_bag
 from vtm_dynamics.recordings.stops import find_stops
@@ -168,8 +169,8 @@ def test_bad_input_is_one_line_and_leaves_nothing_behind(tmp_path, capsys):
     assert "'stop' does not exist in std_msgs/msg/Bool" in _bad_run(
         tmp_path / "3", [bag, "--trigger-field", "stop"], capsys)
     assert "joints do not match the model" in _bad_run(
-        tmp_path / "4", [bag, "--urdf", os.path.join(predict._PKG_ROOT, "urdf", "planar_3r.urdf"),
-                         "--prior", os.path.join(predict._PKG_ROOT, "config", "planar_3r_brakes.yaml")], capsys)
+        tmp_path / "4", [bag, "--urdf", PLANAR_3R.urdf_path(), "--prior", PLANAR_3R.brakes_path()],
+        capsys)
     cut = write_simulated_bag(str(tmp_path / "cut"), two, "sqlite3", drop_after=two["trigger_times"][-1] + 0.01)
     assert "cut off by the end of the recording" in _bad_run(tmp_path / "5", [cut], capsys)
     (tmp_path / "empty").mkdir()

@@ -1,0 +1,139 @@
+"""Continuous mode tells the truth and never stands in the E-stop's way (nodes/live_freshness.py,
+nodes/work_priority.py): every continuous output carries the age of its input at publication and is
+``success=false`` beyond the E-stop's own age limit; nothing continuous is published once a trigger has come;
+continuous work pauses while an E-stop prediction runs; a rate the node cannot reach is reported on /diagnostics.
+
+Before: stopping_distance values from states 0.3-1.8 s old were published with success=true, eight of them during
+held stops, and continuous work competed with the E-stop prediction for the interpreter.
+
+The slow envelope of these tests is a wrapper around the node's own evaluation that waits first (a loaded machine
+made deterministic); the node, its threads and DDS are real.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from std_msgs.msg import Bool
+from vtm_msgs.msg import StopPrediction, StoppingDistance
+
+from test.nodes.node_harness import graph, ros  # noqa: F401 - fixtures
+
+CONTINUOUS = {"continuous_rate": 20.0, "stopping_envelope": False, "max_start_state_age": 0.15}
+
+
+def _listen(graph) -> tuple[list[StoppingDistance], list[StopPrediction]]:
+    distances: list[StoppingDistance] = []
+    graph.h.create_subscription(StoppingDistance, "stopping_distance", distances.append, 100)
+    return distances, graph.h.predictions
+
+
+def _slow_envelope(graph, before=None, seconds: float = 0.0):
+    """Make the node's envelope evaluation wait ``seconds`` (or for ``before``, an Event) before it runs."""
+    live = graph.predictor.live
+    evaluate = live.evaluate
+    entered = threading.Event()
+
+    def slow(*args, **kwargs):
+        entered.set()
+        if before is not None:
+            before.wait(10.0)
+        else:
+            threading.Event().wait(seconds)
+        return evaluate(*args, **kwargs)
+
+    live.evaluate = slow
+    return entered
+
+
+@pytest.mark.parametrize("graph", [CONTINUOUS], indirect=True)
+def test_an_output_from_an_input_older_than_the_estop_limit_is_refused_with_its_age(graph):
+    distances, predictions = _listen(graph)
+    _slow_envelope(graph, seconds=0.3)  # the input is 0.3 s old when the value is ready
+    for _ in range(10):
+        graph.feed(graph.h.state())
+        graph.spin_for(0.05)
+    assert graph.wait(lambda: len(distances) >= 2)
+    for msg in distances:
+        assert msg.input_age > 0.15 and not msg.success, (msg.input_age, msg.success)
+        assert msg.message.startswith("input state is") and "max_start_state_age 0.15 s" in msg.message
+    continuous = [p for p in predictions if p.scenario_id == "continuous"]
+    assert continuous and all(p.start_state_age <= 0.15 for p in continuous if p.success)
+
+
+@pytest.mark.parametrize("graph", [dict(CONTINUOUS, max_start_state_age=5.0)], indirect=True)
+def test_a_fresh_output_carries_its_input_age(graph):
+    distances, _ = _listen(graph)
+    for _ in range(10):
+        graph.feed(graph.h.state())
+        graph.spin_for(0.05)
+    assert graph.wait(lambda: any(d.success for d in distances))
+    good = [d for d in distances if d.success]
+    assert all(0.0 <= d.input_age <= 5.0 for d in good)
+
+
+@pytest.mark.parametrize("graph", [CONTINUOUS], indirect=True)
+def test_nothing_continuous_is_published_after_a_trigger_came_during_its_computation(graph):
+    distances, predictions = _listen(graph)
+    release = threading.Event()
+    entered = _slow_envelope(graph, before=release)
+    graph.feed(graph.h.state())
+    assert graph.wait(lambda: entered.is_set())  # a continuous evaluation is under way
+    graph.feed(graph.h.state())
+    graph.h.pub_estop.publish(Bool(data=True))
+    assert graph.wait(lambda: graph.stop_predictions())
+    seen = len(distances)
+    release.set()
+    graph.spin_for(0.5)
+    assert graph.predictor.stop is not None
+    assert len(distances) == seen  # the evaluation begun before the trigger was dropped
+    assert graph.predictor.continuous_gate.dropped >= 1
+    graph.h.pub_estop.publish(Bool(data=False))
+    assert graph.wait(lambda: graph.predictor.stop is None)
+
+
+@pytest.mark.parametrize("graph", [CONTINUOUS], indirect=True)
+def test_continuous_work_pauses_while_the_estop_prediction_runs(graph):
+    """The E-stop prediction waits (test instrumentation) until the continuous work running beside it has paused;
+    before the pause points, it would have waited in vain (the prediction then fails on its deadline)."""
+    release = threading.Event()
+    entered = _slow_envelope(graph, before=release)
+    predictor = graph.predictor
+    predict = predictor._predict
+
+    def estop_waits_for_the_pause(*args, **kwargs):
+        if threading.current_thread().name == "estop-trigger-worker":
+            release.set()  # the continuous evaluation goes on now, beside this prediction ...
+            for _ in range(1000):  # ... until it pauses (at most 10 s)
+                if predictor.urgent.pauses:
+                    break
+                threading.Event().wait(0.01)
+        return predict(*args, **kwargs)
+
+    predictor._predict = estop_waits_for_the_pause
+    graph.feed(graph.h.state())
+    assert graph.wait(lambda: entered.is_set())
+    graph.feed(graph.h.state())
+    graph.h.pub_estop.publish(Bool(data=True))
+    assert graph.wait(lambda: graph.stop_predictions(), timeout=15.0)
+    assert predictor.urgent.pauses >= 1
+    assert graph.stop_predictions()[0].success, graph.stop_predictions()[0].message
+    graph.h.pub_estop.publish(Bool(data=False))
+
+
+@pytest.mark.parametrize("graph", [dict(CONTINUOUS, continuous_rate=1000.0, diagnostics_rate=5.0)], indirect=True)
+def test_a_continuous_rate_the_node_cannot_reach_is_reported_on_diagnostics(graph):
+    statuses = []
+    graph.h.create_subscription(DiagnosticArray, "/diagnostics", lambda m: statuses.extend(m.status), 50)
+    _slow_envelope(graph, seconds=0.05)  # at most 20 evaluations per second
+
+    def reported() -> bool:
+        graph.feed(graph.h.state())
+        return any("below continuous_rate 1000 Hz" in s.message for s in statuses)
+
+    assert graph.wait(reported, timeout=15.0)
+    status = next(s for s in statuses if "below continuous_rate" in s.message)
+    values = {kv.key: kv.value for kv in status.values}
+    assert float(values["continuous_rate_achieved"]) < 900.0 and values["continuous_rate"] == "1000"

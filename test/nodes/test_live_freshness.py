@@ -1,0 +1,115 @@
+"""The rules of honest continuous outputs and of E-stop priority, without ROS: the age rule shared with the E-stop,
+the gate that keeps continuous outputs out of a stop, the achieved-rate report, and other work pausing while an
+E-stop prediction is due."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from vtm_dynamics.core.excerpt import clip
+from vtm_dynamics.nodes.live_freshness import ContinuousGate, RateMonitor, input_age, stale_reason
+from vtm_dynamics.nodes.work_priority import UrgentWork
+
+
+def test_a_value_older_than_the_estop_limit_or_from_the_future_is_no_value():
+    assert input_age(10.5, 10.0) == 0.5
+    assert stale_reason(0.04, 0.05, 0.05) == ""
+    assert stale_reason(0.4, 0.05, 0.05).startswith("input state is 0.400 s old at publication "
+                                                    "(max_start_state_age 0.05 s")
+    assert "ahead of the node clock" in stale_reason(-1.0, 0.05, 0.05)
+
+
+def test_work_begun_before_a_trigger_is_never_published_and_none_begins_during_a_stop():
+    active = {"stop": False}
+    gate = ContinuousGate(lambda: active["stop"])
+    ticket = gate.ticket()
+    with gate.publishing(ticket) as ok:
+        assert ok
+    with gate.trigger():
+        active["stop"] = True
+    with gate.publishing(ticket) as ok:
+        assert not ok  # computed before the trigger
+    assert gate.ticket() is None and gate.dropped == 1
+    active["stop"] = False  # the stop ended
+    late = gate.ticket()
+    with gate.publishing(ticket) as ok:
+        assert not ok  # still the old ticket: its inputs came before the stop
+    with gate.publishing(late) as ok:
+        assert ok
+
+
+def test_a_trigger_waits_for_a_publication_in_progress_so_none_follows_it():
+    active = {"stop": False}
+    gate = ContinuousGate(lambda: active["stop"])
+    order: list[str] = []
+    inside = threading.Event()
+
+    def trigger() -> None:
+        inside.wait(5.0)
+        with gate.trigger():
+            active["stop"] = True
+            order.append("trigger")
+
+    t = threading.Thread(target=trigger)
+    t.start()
+    with gate.publishing(gate.ticket()) as ok:
+        assert ok
+        inside.set()
+        time.sleep(0.05)  # the trigger thread is blocked on the gate meanwhile
+        order.append("published")
+    t.join(5.0)
+    assert order == ["published", "trigger"]
+
+
+def test_the_rate_shortfall_is_reported_with_the_cost_of_one_evaluation():
+    now = {"t": 0.0}
+    monitor = RateMonitor(window=2.0, clock=lambda: now["t"])
+    assert monitor.shortfall(100.0) == ""  # not judged before a whole window
+    for _ in range(5):
+        now["t"] += 0.4
+        monitor.record(0.4)
+    assert monitor.achieved() == 2.5
+    assert monitor.shortfall(100.0) == ("continuous outputs at 2.5 Hz, below continuous_rate 100 Hz; one evaluation "
+                                        "takes 400 ms")
+    assert monitor.shortfall(2.5) == ""
+    monitor.restart()
+    assert monitor.shortfall(100.0) == ""
+
+
+def test_work_inside_yielding_pauses_at_the_next_call_into_the_core_while_an_estop_is_due():
+    urgent = UrgentWork(max_wait=30.0)
+    calls = {"n": 0}
+    stop = threading.Event()
+
+    def other_work() -> None:
+        with urgent.yielding():
+            while not stop.is_set():
+                clip("x")  # a call into vtm_dynamics.core: a pause point
+                calls["n"] += 1
+
+    t = threading.Thread(target=other_work, daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 10.0
+        while calls["n"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        epoch_before = urgent.epoch
+        urgent.raise_()
+        while urgent.pauses == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert urgent.pauses == 1
+        frozen = calls["n"]
+        time.sleep(0.05)
+        assert calls["n"] == frozen  # blocked, not computing
+        urgent.settle(epoch_before)  # an old epoch: work raised since is still due
+        time.sleep(0.05)
+        assert calls["n"] == frozen
+        urgent.settle(urgent.epoch)
+        while calls["n"] == frozen and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert calls["n"] > frozen
+    finally:
+        stop.set()
+        urgent.settle(urgent.epoch)
+        t.join(5.0)

@@ -1,0 +1,77 @@
+"""Where a recorded stop comes to rest (recordings/rest.py): the same sample as the rule read literally, on random
+recordings with repeated stamps and noise; and the work grows linearly with a stop that never settles (counted in
+array elements the computation touches, so the check does not depend on the machine's speed). Before, 80,000
+samples of a stop that never settled took 35 s (quadratic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vtm_dynamics.recordings.bag_files import JointSeries, Recording, RecordingError, TriggerSeries
+from vtm_dynamics.recordings.rest import first_rest
+from vtm_dynamics.recordings.stops import find_stops
+from vtm_dynamics.recordings.trigger import TriggerRule
+
+
+def literal_rest(t, q, first, stop, hold, tol):
+    """The rule of recordings/stops.py, read literally (one candidate at a time, whole-window comparison)."""
+    for a in range(first, stop):
+        if t[-1] < t[a] + hold:
+            return None
+        window = (t >= t[a]) & (t <= t[a] + hold)
+        if np.all(np.abs(q[window] - q[a]) <= tol):
+            return a
+    return None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_rest_sample_is_the_one_the_literal_rule_finds(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 400))
+    t = np.sort(np.round(rng.uniform(0, 2.0, n), 2))  # repeated stamps included
+    decay = np.exp(-rng.uniform(1, 8) * t)[:, None]
+    q = decay * rng.normal(0, 0.05, (1, 3)) + rng.normal(0, rng.choice([1e-5, 3e-4, 2e-3]), (n, 3))
+    first, stop = int(rng.integers(0, n)), int(rng.integers(0, n + 1))
+    hold, tol = float(rng.uniform(0.05, 0.4)), float(rng.choice([1e-4, 1e-3, 5e-3]))
+    assert first_rest(t, q, first, stop, hold, tol) == literal_rest(t, q, first, stop, hold, tol)
+
+
+class Counted(np.ndarray):
+    """An array that adds up the elements every numpy operation on it touches (a measure of work)."""
+
+    touched = 0
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        Counted.touched += sum(np.size(x) for x in inputs if isinstance(x, np.ndarray))
+        plain = [np.asarray(x) if isinstance(x, Counted) else x for x in inputs]
+        return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def _never_settling(n: int) -> Recording:
+    t = 1.0 + 0.002 * np.arange(n)
+    q = np.column_stack([0.5 * np.sin(t), 0.3 * t])  # moving to the end of the recording
+    trigger = TriggerSeries(np.array([1.01]), np.array([True]))
+    joints = JointSeries(("joint1", "joint2"), t.view(Counted), q, np.column_stack([0.5 * np.cos(t), 0.3 + 0 * t]))
+    return Recording("never", "mcap", joints, trigger, TriggerRule(), ())
+
+
+def _work(n: int) -> int:
+    Counted.touched = 0
+    rec = _never_settling(n)
+    with pytest.raises(RecordingError, match="cut off by the end of the recording"):
+        find_stops(rec, _TwoJoints())
+    return Counted.touched
+
+
+class _TwoJoints:
+    """The parts of a robot model find_stops reads: joint names and coordinate counts (two revolute joints)."""
+
+    name, nq, nv = "two", 2, 2
+    joint_names = ("joint1", "joint2")
+
+
+def test_a_stop_that_never_settles_costs_linear_work():
+    small, large = _work(5_000), _work(20_000)
+    assert large < 6 * small, (small, large)  # 4 x the samples: about 4 x the work (quadratic: 16 x)
+    assert large < 100 * 20_000

@@ -1,0 +1,123 @@
+"""What a view draws of a robot: the URDF's visuals on Pinocchio's frames, a stick figure where a body has none,
+and mesh files read only inside trusted roots and within their caps (views/robot_geometry.py)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from test.ros_helpers import REPO_ROOT
+from test.views.views_testdata import ur5_geometry, ur5_stop
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.views.robot_geometry import frame_positions, link_poses, robot_geometry
+
+MESH_URDF = """<robot name="probe">
+  <link name="base"/>
+  <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+  <link name="arm">
+    <inertial><origin xyz="0.25 0 0"/><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><geometry><mesh filename="{name}"/></geometry></visual>
+  </link>
+</robot>"""
+OBJ = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
+
+
+def _probe(tmp_path, name: str, **limits):
+    text = MESH_URDF.format(name=name)
+    robot = RobotModel.from_urdf(text)
+    return robot, robot_geometry(robot.model, text, urdf_dir=str(tmp_path / "robot"), package_roots=[], **limits)
+
+
+@pytest.fixture()
+def robot_dir(tmp_path):
+    (tmp_path / "robot" / "meshes").mkdir(parents=True)
+    (tmp_path / "robot" / "meshes" / "arm.obj").write_text(OBJ)
+    (tmp_path / "secret.obj").write_text(OBJ)
+    return tmp_path
+
+
+def test_the_ur5_is_drawn_from_its_seven_visual_meshes_each_read_once():
+    robot, _, _ = ur5_stop()
+    g = ur5_geometry()
+    assert [link.name for link in g.links] == ["base_link", "shoulder_link", "upper_arm_link", "forearm_link",
+                                               "wrist_1_link", "wrist_2_link", "wrist_3_link"]
+    assert len(g.meshes) == 7 and all(m.format == "dae" and m.data.lstrip().startswith(b"<?xml") for m in g.meshes)
+    assert g.notes == ()
+
+
+def test_link_poses_are_the_frames_world_placements():
+    robot, p, _ = ur5_stop()
+    g = ur5_geometry()
+    q = p.q[len(p.q) // 2]
+    poses = link_poses(robot.model, g, q[None, :])[0]
+    for link, pose in zip(g.links, poses):
+        M = robot.frame_placement(q, link.frame_id)  # the model's own API, not the view's
+        x, y, z, w = pose[3:]
+        R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        np.testing.assert_allclose(pose[:3], M.translation, atol=1e-12)
+        np.testing.assert_allclose(R, M.rotation, atol=1e-9)
+    np.testing.assert_allclose(frame_positions(robot.model, "tool0", p.q[:3]), p.tcp_positions[:3], atol=1e-9)
+
+
+def test_a_robot_without_visuals_is_drawn_as_bones_to_its_child_joints_and_frames():
+    robot = RobotModel.from_urdf_file(os.path.join(REPO_ROOT, "urdf", "planar_3r.urdf"))
+    g = robot_geometry(robot.model, robot.urdf_text)
+    bones = {link.name: sorted(round(v.length, 9) for v in link.visuals if v.radius < 0.05) for link in g.links}
+    # each 1 m bar reaches the next joint (the third one its tip frame); the short cylinders are the joints
+    assert bones == {"joint1": [1.0], "joint2": [1.0], "joint3": [1.0]}
+
+
+def test_a_loop_closure_attachment_is_part_of_its_link_stick_figure():
+    from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+    text = read_urdf_file(os.path.join(REPO_ROOT, "urdf", "parallelogram_4bar.urdf"))
+    model = pin.buildModelFromXML(text)
+    g = robot_geometry(model, text)
+    coupler = next(link for link in g.links if link.name == "A1")
+    ends = [v.origin[:3, 3] * 2 for v in coupler.visuals if v.length > 0.1]  # bone centres are half-way
+    assert any(np.allclose(e, [0.4, 0.0, 0.0]) for e in ends)  # the closing pair A2 on the coupler
+    ground = next(link for link in g.links if link.name == "universe")
+    assert [round(v.length, 9) for v in ground.visuals] == [0.4]  # O1 - O2
+
+
+def test_a_mesh_beside_the_urdf_file_is_read(robot_dir):
+    _, g = _probe(robot_dir, "meshes/arm.obj")
+    assert len(g.meshes) == 1 and g.meshes[0].data.decode() == OBJ and g.notes == ()
+
+
+@pytest.mark.parametrize("name, why", [
+    ("../secret.obj", "leaves its root"),
+    ("meshes/../../secret.obj", "leaves its root"),
+    ("file:///etc/hostname.obj", "outside the trusted roots"),
+    ("http://example.org/arm.obj", "outside the trusted roots"),
+    ("package://unknown_pkg/arm.obj", "outside the trusted roots"),
+    ("meshes/arm.ply", "only .dae, .obj and .stl"),
+    ("meshes/missing.obj", "not found"),
+])
+def test_a_mesh_outside_the_trusted_roots_is_not_read_and_the_link_becomes_a_stick(robot_dir, name, why):
+    robot, g = _probe(robot_dir, name)
+    assert g.meshes == ()
+    assert len(g.notes) == 1 and why in g.notes[0]
+    assert any(link.visuals and link.visuals[0].kind == "cylinder" for link in g.links)  # still drawn
+
+
+def test_symbolic_links_special_files_and_oversized_meshes_are_refused(robot_dir):
+    os.symlink(robot_dir / "secret.obj", robot_dir / "robot" / "meshes" / "link.obj")
+    assert "leaves its root" in _probe(robot_dir, "meshes/link.obj")[1].notes[0]
+    os.mkfifo(robot_dir / "robot" / "meshes" / "fifo.obj")
+    assert "not a regular file" in _probe(robot_dir, "meshes/fifo.obj")[1].notes[0]
+    assert "over max_mesh_bytes" in _probe(robot_dir, "meshes/arm.obj", max_mesh_bytes=10)[1].notes[0]
+    assert "max_total_bytes" in _probe(robot_dir, "meshes/arm.obj", max_total_bytes=10)[1].notes[0]
+
+
+def test_package_names_resolve_inside_the_given_package_roots_only(robot_dir):
+    text = MESH_URDF.format(name="package://robot/meshes/arm.obj")
+    robot = RobotModel.from_urdf(text)
+    g = robot_geometry(robot.model, text, package_roots=[str(robot_dir)])
+    assert len(g.meshes) == 1 and g.notes == ()

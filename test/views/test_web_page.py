@@ -1,0 +1,120 @@
+"""The written view is one self-contained HTML file (views/web_page.py): everything it needs inside it, nothing
+that could load from elsewhere, its Content-Security-Policy forbidding any request, each mesh file embedded once,
+and scene text that cannot break out of its element."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html.parser
+import json
+
+import numpy as np
+import pytest
+
+from test.views.views_testdata import ur5_geometry, ur5_stop
+from vtm_dynamics.views.robot_geometry import MeshData, RobotGeometry
+from vtm_dynamics.views.scene import Label
+from vtm_dynamics.views.stop_view import stop_scene
+from vtm_dynamics.views.web_page import page_html, scene_payload
+
+URL_ATTRIBUTES = {"src", "href", "srcset", "action", "data", "poster", "formaction", "background", "ping"}
+FETCHING_TAGS = {"link", "img", "iframe", "object", "embed", "base", "video", "audio", "source", "frame", "form"}
+
+
+class _Page(html.parser.HTMLParser):
+    """Collects elements, URL-valued attributes and the text of every script element."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.scripts: list[tuple[dict, str]] = []
+        self._in_script: dict | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag == "script":
+            self._in_script = a
+            self.scripts.append((a, ""))
+
+    def handle_data(self, data):
+        if self._in_script is not None:
+            attrs, text = self.scripts[-1]
+            self.scripts[-1] = (attrs, text + data)
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self._in_script = None
+
+
+@pytest.fixture(scope="module")
+def scene():
+    robot, p, env = ur5_stop()
+    return stop_scene(robot, p, envelope=env, geometry=ur5_geometry())
+
+
+@pytest.fixture(scope="module")
+def page(scene):
+    text = page_html(scene)
+    parsed = _Page()
+    parsed.feed(text)
+    return text, parsed
+
+
+def test_the_content_security_policy_comes_first_and_forbids_every_request(page):
+    text, parsed = page
+    meta = [a for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert len(meta) == 1
+    assert text.index("Content-Security-Policy") < text.index("<script")
+    directives = dict(d.strip().split(" ", 1) for d in meta[0]["content"].split(";"))
+    assert directives["default-src"] == "'none'"
+    for name, sources in directives.items():  # nothing may name a host, a scheme of the network, or the page's own
+        assert not any(s in sources for s in ("http", "https", "ws", "*", "'self'", "file:")), (name, sources)
+
+
+def test_nothing_in_the_page_points_anywhere_else(page):
+    _, parsed = page
+    assert not [t for t, _ in parsed.tags if t in FETCHING_TAGS]
+    assert not [(t, k) for t, a in parsed.tags for k in a if k in URL_ATTRIBUTES]
+    assert parsed.scripts and all("src" not in a for a, _ in parsed.scripts)
+
+
+def test_the_scene_data_round_trips_and_each_mesh_is_embedded_once(scene, page):
+    _, parsed = page
+    data = json.loads(next(text for a, text in parsed.scripts if a.get("id") == "vtm-scene"))
+    assert [r["name"] for r in data["robots"]] == ["robot", "start", "rest", "worst"]
+    robot = data["robots"][0]
+    poses = np.frombuffer(base64.b64decode(robot["poses"]), dtype="<f4").reshape(robot["frames"], -1, 7)
+    np.testing.assert_allclose(poses, scene.robots[0].poses, atol=2e-6)  # float32 on the page
+    meshes = [(a, text) for a, text in parsed.scripts if a.get("id", "").startswith("vtm-mesh-")]
+    assert len(meshes) == len(scene.geometry.meshes) == 7  # four robots, seven mesh files, seven blocks
+    for (attrs, text), mesh in zip(meshes, scene.geometry.meshes):
+        assert attrs["data-encoding"] == "text" and text.encode() == mesh.data
+    assert data["meshes"][0] == {"format": "dae", "element": "vtm-mesh-0", "encoding": "text"}
+
+
+def test_hostile_text_stays_inside_its_element(scene):
+    evil = "</script><script>alert(1)</script><!--"
+    hostile = dataclasses.replace(scene, title=evil, info=(evil,), labels=(Label(evil, (0.0, 0.0, 0.0)),))
+    mesh = MeshData("obj", b"v 0 0 0\n# </script><script>alert(2)</script>\nf 1 1 1\n", "evil.obj")
+    g = RobotGeometry(scene.geometry.links, (mesh,) + scene.geometry.meshes[1:], ())
+    text = page_html(dataclasses.replace(hostile, geometry=g))
+    parsed = _Page()
+    parsed.feed(text)
+    benign = _Page()
+    benign.feed(page_html(scene))
+    assert len(parsed.scripts) == len(benign.scripts)  # no element was added or cut short
+    data = json.loads(next(t for a, t in parsed.scripts if a.get("id") == "vtm-scene"))
+    assert data["title"] == evil and data["labels"][0]["text"] == evil
+    attrs, block = next((a, t) for a, t in parsed.scripts if a.get("id") == "vtm-mesh-0")
+    assert attrs["data-encoding"] == "base64" and base64.b64decode(block) == mesh.data
+    assert "<title>&lt;/script&gt;" in text
+
+
+def test_the_payload_names_every_layer_the_legend_toggles(scene):
+    payload, _ = scene_payload(scene)
+    names = {r["name"] for r in payload["robots"]} | {s["name"] for s in payload["shapes"]} | \
+        {ln["name"] for ln in payload["lines"]}
+    toggled = {n for entry in payload["legend"] for n in entry["toggles"]}
+    assert toggled <= names and {"robot", "start", "rest", "worst", "tcp_path"} <= toggled

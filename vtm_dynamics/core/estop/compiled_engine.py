@@ -1,0 +1,318 @@
+"""The braking engine on compiled kernels: event-driven integration of one stop from the power-off state (Müller
+2026, Secs. 6-7), with Pinocchio computing M(q) (CRBA) and h(q, v) (``nonLinearEffects``) and everything else
+compiled (:mod:`.compiled_dynamics`, :mod:`.compiled_decision`, :mod:`.compiled_steps`, :mod:`.compiled_events`).
+
+The physics and the events are those of :mod:`.event_loop` (the engine in Python, kept for the classical RK4
+method, for models whose configuration is not a vector, and as the reference path of the benchmarks):
+eq. (3) with the held joints as unit constraint rows between events; time events (brake engagement, end of a
+brake's torque rise, abrupt locks with the jump of eq. (22)) are step boundaries; a sliding joint reaching zero
+velocity and a held joint whose needed torque reaches its capacity are state events, followed by the stick/slip
+decision over all resting joints. What differs is the numerics: Dormand-Prince 5(4) with error control
+(``StopSettings.rtol``, ``atol``, at most ``step``) instead of fixed steps shortened near the Stribeck region, and
+both kinds of state events located on the step's continuous extension (crossings by polynomial roots, releases by
+regula falsi on evaluations at extension states) instead of re-integrated steps.
+
+One evaluation is two Pinocchio calls and one compiled call; the inner loop is written for that (locals, no
+attribute look-ups per stage). Units: SI (rad, rad/s, rad/s^2, N m, J, s).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pinocchio as pin
+
+from vtm_dynamics.core.estop import compiled_events as ce
+from vtm_dynamics.core.estop import compiled_steps as cs
+from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.compiled_decision import RELEASED, SLIPPING, STUCK
+from vtm_dynamics.core.estop.compiled_dynamics import (
+    ARMATURE, BRAKE_ROWS, HOLD, INVERSE_STRIBECK_SPEED, RISE, brake_table,
+)
+from vtm_dynamics.core.estop.event_loop import ScheduledLock, first_positive
+from vtm_dynamics.core.estop.inputs import StopSettings
+from vtm_dynamics.core.estop.results import StopEvent
+from vtm_dynamics.core.estop.wrenches import joint_forces
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.switching import transitions as switching
+
+_EMPTY = np.zeros(0)
+
+
+class CompiledEngine:
+    """State of one stop and its event loop (module docstring). After :meth:`run`: ``locked`` (bool, nv),
+    ``rest_since`` [s], ``events``, ``impulse_energy`` [J], ``samples`` (rows t, W, J, q, v, a, tau, locked; see
+    :func:`.compiled_steps.record`), ``n_steps``, ``n_eval``."""
+
+    def __init__(self, robot: RobotModel, brakes: BrakeSet, settings: StopSettings) -> None:
+        self.robot = robot
+        self.m, self.d = robot.model, robot.data
+        self.nv = robot.nv
+        self.brakes = brakes
+        self.st = settings
+        self.names = robot.joint_names
+        self.X, self.Z, self.R = cs.new_tables(self.nv)
+        self._reset()
+
+    def _reset(self) -> None:
+        """A fresh stop (an engine runs one stop at a time and may be reused for the next)."""
+        self.n_eval = 0
+        self.n_steps = 0
+        self.events: list[StopEvent] = []
+        self.rest_since = np.full(self.nv, np.nan)
+        self.impulse_energy = 0.0
+        self.locked = np.zeros(self.nv, dtype=bool)
+        self._last_event_idle = False
+        self.X.fill(0.0)
+        self.Z.fill(0.0)
+
+    # ---------------------------------------------------------------- evaluations
+    def _evaluate(self):
+        """Pinocchio's (M, h) at the state in rows QS, VST."""
+        self.n_eval += 1
+        qs, vs = self.X[cs.QS], self.X[cs.VST]
+        return pin.crba(self.m, self.d, qs), pin.nonLinearEffects(self.m, self.d, qs, vs)
+
+    def _set_state(self, t: float, q: np.ndarray, v: np.ndarray, W: float) -> None:
+        X = self.X
+        X[cs.QS] = q
+        X[cs.VST] = v
+        M, h = self._evaluate()
+        if not cs.set_state(X, self.Z, t, W, M, h):
+            raise RuntimeError("the mass matrix of the free joints is not positive definite")
+
+    def _ensure_room(self, rows: int) -> None:
+        if self.Z[cs.NSAMP] + rows > self.R.shape[0]:
+            grown = np.zeros((2 * self.R.shape[0] + rows, self.R.shape[1]))
+            grown[:self.R.shape[0]] = self.R
+            self.R = grown
+
+    # ---------------------------------------------------------------- event records
+    def _record_event(self, t, kind, idx, q, v_minus, v_plus, dv=None, impulses=_EMPTY, imp_idx=(), loss=0.0,
+                      imp_wrench=None) -> None:
+        """An event at the step-start state, whose dynamics (rows KS, LAM0) are those after the event."""
+        X = self.X
+        locked = X[cs.LOCKED] > 0.5
+        hold = np.where(locked, X[cs.LAM0], np.nan)
+        pin.rnea(self.m, self.d, q, v_plus, X[cs.KS])
+        names = self.names
+        self.events.append(StopEvent(
+            time=float(t), kind=kind, joints=tuple(names[i] for i in idx), q=q.copy(), v_minus=v_minus.copy(),
+            v_plus=v_plus.copy(), dv=np.zeros(self.nv) if dv is None else dv, impulses=impulses,
+            impulse_joints=tuple(names[i] for i in imp_idx), energy_loss=float(loss), holding_torques=hold,
+            wrenches=joint_forces(self.d, self.m.njoints), impulse_wrenches=imp_wrench,
+        ))
+        if len(self.events) > self.st.max_events:
+            raise RuntimeError(f"more than {self.st.max_events} events (chattering?); raise StopSettings.max_events")
+
+    def _decide(self, force: np.ndarray) -> tuple[list[int], list[int], list[int]]:
+        """Stick/slip decision at the step-start state; returns (stuck, slipping, released) joint indices."""
+        outcome = np.zeros(self.nv, dtype=np.int64)
+        if cs.decide_at_start(self.X, self.Z, force, outcome) < 0:
+            raise RuntimeError("stick/slip decision: no consistent split found (check brake capacities)")
+        t = float(self.Z[cs.T0])
+        stuck = np.flatnonzero(outcome == STUCK).tolist()
+        slipping = np.flatnonzero(outcome == SLIPPING).tolist()
+        released = np.flatnonzero(outcome == RELEASED).tolist()
+        self.rest_since[stuck] = t
+        self.rest_since[released] = np.nan
+        return stuck, slipping, released
+
+    def _record_decision(self, t, stuck, slipping, released, q, v_minus, v_plus) -> None:
+        for kind, idx in (("stick", stuck), ("slip", slipping), ("release", released)):
+            if idx:
+                self._record_event(t, kind, idx, q, v_minus, v_plus)
+
+    # ---------------------------------------------------------------- abrupt locks (eq. (22))
+    def _abrupt_lock(self, t: float, lock: ScheduledLock) -> None:
+        """Lock ``lock.joints`` with the momentum-consistent jump (:mod:`.abrupt_lock`, eq. (22)) at the
+        step-start state; the state becomes (q, v+)."""
+        X, n = self.X, self.nv
+        locked = X[cs.LOCKED] > 0.5
+        keep = [k for k, i in enumerate(lock.joints) if not locked[i]]
+        if not keep:
+            return
+        new = np.asarray(lock.joints, dtype=int)[keep]
+        capacity = np.asarray(lock.capacity)[keep]
+        q, v = X[cs.Q0].copy(), X[cs.V0].copy()
+        M = X[cs.MC:cs.MC + n].copy()
+        M = np.triu(M) + np.triu(M, 1).T + np.diag(X[cs.BRAKES + ARMATURE])
+        jump = switching.joint_lock_jump(M, np.flatnonzero(locked), new, v, self.st.jump_method)
+        self.impulse_energy += jump.energy_loss
+        self.Z[cs.J] = self.impulse_energy
+        zero = np.zeros(n)
+        pin.rnea(self.m, self.d, q, zero, jump.dv)
+        f_dv = joint_forces(self.d, self.m.njoints)
+        pin.rnea(self.m, self.d, q, zero, zero)
+        f_imp = f_dv - joint_forces(self.d, self.m.njoints)
+        hold = X[cs.BRAKES + HOLD]
+        for k, i in enumerate(new):
+            X[cs.LOCKED, i] = 1.0
+            X[cs.CAP, i] = max(capacity[k], hold[i] if X[cs.ENGAGED, i] > 0.5 else 0.0)
+            self.rest_since[i] = t
+        self._set_state(t, q, jump.v_plus, float(self.Z[cs.W0]))
+        self._record_event(t, "lock", new, q, v, jump.v_plus, jump.dv, jump.impulses, jump.locked,
+                           jump.energy_loss, f_imp)
+
+    # ---------------------------------------------------------------- main loop
+    def run(self, t0: float, q0: np.ndarray, v0: np.ndarray, engage_times: np.ndarray,
+            locks: list[ScheduledLock], W0: float = 0.0) -> tuple[float, np.ndarray, np.ndarray, float]:
+        """Integrate from (t0 [s], q0, v0; brake work W0 [J]) until every joint is held or t_max; brake i engages at
+        ``engage_times[i]`` (inf: never). Returns the final (t, q, v, W); the samples are in ``samples``."""
+        self._reset()
+        st, X, Z = self.st, self.X, self.Z
+        n = self.nv
+        engage_times = np.asarray(engage_times, dtype=float)
+        X[cs.BRAKES:cs.BRAKES + BRAKE_ROWS] = brake_table(self.brakes, engage_times)
+        self._stribeck = X[cs.BRAKES + INVERSE_STRIBECK_SPEED] > 0.0
+        Z[cs.HNEXT] = Z[cs.MAXSTEP] = st.step
+        Z[cs.RTOL], Z[cs.ATOL], Z[cs.ATOLV] = st.rtol, st.atol, st.atol_velocity
+        Z[cs.KAPPA], Z[cs.KPOST] = cs.STRIBECK_STEP, cs.STRIBECK_LIMIT
+        Z[cs.J] = self.impulse_energy
+        rise = X[cs.BRAKES + RISE]
+        timed: list[tuple[float, int, str, object]] = []
+        for i in np.flatnonzero(np.isfinite(engage_times)):
+            timed.append((float(engage_times[i]), 0, "engage", int(i)))
+            if rise[i] > 0.0:
+                timed.append((float(engage_times[i] + rise[i]), 2, "rise_end", int(i)))
+        for k, lock in enumerate(locks):
+            timed.append((float(lock.time), 1, "lock", lock))
+        timed.sort(key=lambda e: (e[0], e[1]))
+        t_end = t0 + st.t_max
+        self._set_state(t0, q0, v0, W0)
+        self._ensure_room(4)
+        cs.record(X, Z, self.R)
+        t = float(t0)
+        stalled = 0
+        force = np.zeros(n, dtype=bool)
+        no_force = force.copy()
+        m, d = self.m, self.d
+        crba, nle = pin.crba, pin.nonLinearEffects
+        qs, vs = X[cs.QS], X[cs.VST]
+        stage, begin, end_step = cs.stage, cs.begin_step, cs.end_step
+        while True:
+            due = []
+            while timed and timed[0][0] <= t + 1e-12:
+                due.append(timed.pop(0))
+            if due:
+                eng = [e[3] for e in due if e[2] == "engage"]
+                if eng:
+                    hold = X[cs.BRAKES + HOLD]
+                    for i in eng:
+                        X[cs.ENGAGED, i] = 1.0
+                        if X[cs.LOCKED, i] > 0.5:
+                            X[cs.CAP, i] = max(X[cs.CAP, i], hold[i])
+                        elif X[cs.V0, i] != 0.0:
+                            X[cs.DIRECTION, i] = np.sign(X[cs.V0, i])
+                    q, v = X[cs.Q0].copy(), X[cs.V0].copy()
+                    stuck, slip, rel = self._decide(no_force)
+                    self._ensure_room(2)
+                    cs.record(X, Z, self.R)
+                    self._record_event(t, "engage", eng + [i for i in stuck if i not in eng], q, v, v)
+                for lock in (e[3] for e in due if e[2] == "lock"):
+                    self._abrupt_lock(t, lock)
+                    free_eng = (X[cs.ENGAGED] > 0.5) & (X[cs.LOCKED] < 0.5)
+                    X[cs.DIRECTION] = np.where(free_eng & (X[cs.V0] != 0), np.sign(X[cs.V0]), X[cs.DIRECTION])
+                    q, v = X[cs.Q0].copy(), X[cs.V0].copy()
+                    stuck, slip, rel = self._decide(no_force)
+                    self._ensure_room(2)
+                    cs.record(X, Z, self.R)
+                    self._record_decision(t, stuck, slip, rel, q, v, v)
+            if not (X[cs.LOCKED] < 0.5).any() or t >= t_end - 1e-12:
+                break
+            t_next = timed[0][0] if timed else math.inf
+            # steps until a time event or a state event
+            while True:
+                if t_next - t <= st.step or t_end - t <= st.step:
+                    t_limit = min(t_next, t_end)
+                    limit = t_limit - t
+                else:
+                    limit = st.step
+                    t_limit = t + limit
+                self._ensure_room(4)
+                h = begin(X, Z, limit, t_limit)
+                if not h > 1e-15 * max(1.0, abs(t)):
+                    raise RuntimeError(f"step size underflow at t={t:.9g} s")
+                for s_ in range(1, 7):
+                    if not stage(X, Z, crba(m, d, qs), nle(m, d, qs, vs), s_):
+                        raise RuntimeError("the mass matrix of the free joints is not positive definite")
+                self.n_eval += 6
+                flags = end_step(X, Z, self.R)
+                if flags == cs.REJECTED:
+                    continue
+                self.n_steps += 1
+                if flags == cs.ACCEPTED:
+                    t = float(Z[cs.T0])
+                    if t >= t_next - 1e-12 or t >= t_end - 1e-12:
+                        break
+                    continue
+                t = self._state_event(flags, force)
+                stalled = stalled + 1 if self._last_event_idle else 0
+                if stalled > 100:
+                    raise RuntimeError(f"no progress at t={t:.6g} s: an event at this instant changes nothing "
+                                       "(stick/slip threshold reached exactly; check holding vs breakaway torques)")
+                if not (X[cs.LOCKED] < 0.5).any():
+                    break
+        self.locked = X[cs.LOCKED] > 0.5
+        self.samples = self.R[:int(Z[cs.NSAMP])].copy()
+        return t, X[cs.Q0].copy(), X[cs.V0].copy(), float(Z[cs.W0])
+
+    def _state_event(self, flags: int, force: np.ndarray) -> float:
+        """Locate the first state event of the last step on its continuous extension, move there, decide."""
+        X, Z = self.X, self.Z
+        n = self.nv
+        h = float(Z[cs.H])
+        t0 = float(Z[cs.T0])
+        zero = np.zeros(n, dtype=bool)
+        theta_c = ce.locate_crossing(X, Z, self.st.simultaneity_tol, zero) if flags & cs.CROSSING else math.inf
+        theta_r = self._locate_release(h, min(theta_c, 1.0)) if flags & cs.RELEASE else math.inf
+        crossing = theta_c <= theta_r
+        theta = theta_c if crossing else theta_r
+        t = t0 + theta * h
+        if crossing:
+            ce.locate_crossing(X, Z, self.st.simultaneity_tol, zero)
+            if (zero & self._stribeck).any():
+                # a crossing at the end of the Stribeck region: the extension's error inside such a step is several
+                # times the step-end estimate (7e-8 s in the crossing times of the bench's UR5 states, 2e-8 s
+                # with this): the step is recomputed to the crossing and its time polished by a Newton correction
+                cs.restart_step(X, Z, theta * h)
+                m, d, qs, vs = self.m, self.d, X[cs.QS], X[cs.VST]
+                for s_ in range(1, 7):
+                    if not cs.stage(X, Z, pin.crba(m, d, qs), pin.nonLinearEffects(m, d, qs, vs), s_):
+                        raise RuntimeError("the mass matrix of the free joints is not positive definite")
+                self.n_eval += 6
+                t += ce.polish_crossing(X, Z, zero)
+            ce.extension_to_evaluate(X)
+        else:
+            ce.dense_to_evaluate(X, Z, theta)
+        M, hh = self._evaluate()
+        if not cs.set_state(X, Z, t, float(Z[cs.WE]), M, hh):
+            raise RuntimeError("the mass matrix of the free joints is not positive definite")
+        self._ensure_room(2)
+        cs.record(X, Z, self.R)  # before the decision (the active set of the step)
+        if crossing:
+            force[:] = False
+        else:
+            ce.release_force(X, t, force)
+        q, v = X[cs.Q0].copy(), X[cs.V0].copy()
+        stuck, slip, rel = self._decide(force)
+        self._last_event_idle = theta == 0.0 and not (stuck or slip or rel)
+        cs.record(X, Z, self.R)
+        self._record_decision(t, stuck, slip, rel, q, v, v)
+        return t
+
+    _last_event_idle = False
+
+    def _locate_release(self, h: float, theta_max: float) -> float:
+        """Earliest theta in (0, theta_max] where a held joint's needed torque reaches its capacity, by regula
+        falsi (Illinois) on states of the continuous extension; inf if it does not within theta_max."""
+        X, Z = self.X, self.Z
+        t0 = float(Z[cs.T0])
+
+        def g(theta):
+            ce.dense_to_evaluate(X, Z, theta)
+            M, hh = self._evaluate()
+            return ce.release_margin(X, Z, M, hh, t0 + theta * h)
+
+        return first_positive(g, theta_max, ce.start_margin(X, Z), 1e-12 / h)

@@ -1,0 +1,241 @@
+"""What a 3-D view holds: robots as link poses over time, shapes, paths, point clouds and events on a timeline.
+
+Plain frozen dataclasses, no drawing: builders (``stop_view``, ``map_view``, ``solvability_view``,
+``clearance_view``) fill them from core results, ``web_page`` writes them. Every size is checked against the caps
+below when a scene is made (:func:`check_scene`), so a view of any input stays bounded. Units: m, s; poses are
+world placements, quaternions (x, y, z, w); colours RGB in 0..1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vtm_dynamics.views.robot_geometry import RobotGeometry
+
+MAX_FRAMES = 4000  # samples of one animated robot (a 5 s stop at 1.25 ms); longer motions are thinned
+MAX_LAYERS = 16  # robots (animated or ghosts) in one scene
+MAX_SHAPES = 2000  # boxes, cylinders, spheres
+MAX_LINE_POINTS = 20000  # all polylines together
+MAX_CLOUD_POINTS = 50000  # all point clouds together
+MAX_EVENTS = 1000
+MAX_LABELS = 500
+MAX_TEXT = 200  # characters of one label, info line or event text
+MAX_INFO_LINES = 40
+
+Color = tuple[float, float, float]
+
+
+class SceneError(ValueError):
+    """A scene that cannot be drawn (one line naming the field)."""
+
+
+@dataclass(frozen=True)
+class RobotLayer:
+    """One copy of the robot: ``times`` (F,) [s] and ``poses`` (F, L, 7) (position [m], quaternion x y z w) of the
+    geometry's L links; F = 1 is a still pose (a ghost). ``name`` is its key in the page (letters, digits, _),
+    ``label`` what the legend says; ``opacity`` 1 opaque .. 0.05."""
+
+    name: str
+    label: str
+    color: Color
+    opacity: float
+    times: np.ndarray
+    poses: np.ndarray
+
+
+@dataclass(frozen=True)
+class Box:
+    """A box of ``size`` (x, y, z) [m] at ``pose`` (4 x 4); ``wire``: also draw its edges."""
+
+    name: str
+    size: tuple[float, float, float]
+    pose: np.ndarray
+    color: Color
+    opacity: float = 1.0
+    wire: bool = False
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """A cylinder of ``radius`` and ``length`` [m] along the z axis of ``pose`` (4 x 4), centred on its origin."""
+
+    name: str
+    radius: float
+    length: float
+    pose: np.ndarray
+    color: Color
+    opacity: float = 1.0
+
+
+@dataclass(frozen=True)
+class Sphere:
+    """A sphere; ``on_top``: drawn over everything (a marker that must stay visible inside a mesh)."""
+
+    name: str
+    radius: float
+    center: tuple[float, float, float]
+    color: Color
+    opacity: float = 1.0
+    on_top: bool = False
+
+
+@dataclass(frozen=True)
+class Polyline:
+    """A path through ``points`` (N, 3) [m], ``width`` in screen pixels; with ``times`` (N,) [s] a marker follows
+    it during playback (``tracer``)."""
+
+    name: str
+    label: str
+    points: np.ndarray
+    color: Color
+    width: float = 3.0
+    times: np.ndarray | None = None
+    tracer: bool = False
+
+
+@dataclass(frozen=True)
+class PointCloud:
+    """Points (N, 3) [m] with per-point ``colors`` (N, 3), drawn ``size`` [m] wide."""
+
+    name: str
+    label: str
+    points: np.ndarray
+    colors: np.ndarray
+    size: float = 0.01
+
+
+@dataclass(frozen=True)
+class TimelineEvent:
+    """A mark on the timeline at ``time`` [s]: ``kind`` picks its colour, ``text`` is its tooltip."""
+
+    time: float
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class JointTrack:
+    """The joint table beside the animation (follows ``layer``): per frame of that layer the joints' ``angles``
+    since the first frame [rad or m], ``rates`` [rad/s or m/s] and ``held`` (brake holds the joint)."""
+
+    layer: str
+    names: tuple[str, ...]
+    angles: np.ndarray
+    rates: np.ndarray
+    held: np.ndarray
+
+
+@dataclass(frozen=True)
+class Label:
+    """Text beside a point of the scene (a pair's name, a distance), drawn over the 3-D view."""
+
+    text: str
+    position: tuple[float, float, float]
+    color: Color = (0.1, 0.1, 0.1)
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    color: Color
+    text: str
+    toggles: tuple[str, ...] = ()  # names of the layers, shapes, lines or clouds its checkbox shows and hides
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Everything one page shows. ``duration`` [s] of the timeline (0: a still view without player)."""
+
+    title: str
+    geometry: RobotGeometry | None
+    robots: tuple[RobotLayer, ...] = ()
+    shapes: tuple[Box | Cylinder | Sphere, ...] = ()
+    lines: tuple[Polyline, ...] = ()
+    clouds: tuple[PointCloud, ...] = ()
+    events: tuple[TimelineEvent, ...] = ()
+    labels: tuple[Label, ...] = ()
+    joints: JointTrack | None = None
+    info: tuple[str, ...] = ()
+    legend: tuple[LegendEntry, ...] = ()
+    duration: float = 0.0
+    notes: tuple[str, ...] = field(default=())  # what could not be drawn (missing meshes, thinned samples)
+
+
+def _finite(a: np.ndarray, what: str) -> None:
+    if not np.all(np.isfinite(a)):
+        raise SceneError(f"{what}: values must be finite")
+
+
+def _name(name: str, what: str) -> None:
+    if not (isinstance(name, str) and 0 < len(name) <= 64 and name.replace("_", "a").isalnum() and name.isascii()):
+        raise SceneError(f"{what}: name must be 1..64 ASCII letters, digits or _, got {name[:40]!r}")
+
+
+def check_scene(scene: Scene) -> Scene:
+    """``scene`` itself when it is drawable within the caps; else a one-line :class:`SceneError` naming the part."""
+    if not (math.isfinite(scene.duration) and scene.duration >= 0):
+        raise SceneError("duration: must be finite and >= 0")
+    if len(scene.robots) > MAX_LAYERS:
+        raise SceneError(f"robots: at most {MAX_LAYERS} layers, got {len(scene.robots)}")
+    names: set[str] = set()
+    n_links = len(scene.geometry.links) if scene.geometry is not None else 0
+    for layer in scene.robots:
+        _name(layer.name, "robots")
+        if scene.geometry is None:
+            raise SceneError(f"robots.{layer.name}: the scene has no robot geometry")
+        t, p = np.asarray(layer.times), np.asarray(layer.poses)
+        if t.ndim != 1 or not 1 <= len(t) <= MAX_FRAMES or p.shape != (len(t), n_links, 7):
+            raise SceneError(f"robots.{layer.name}: expected 1..{MAX_FRAMES} times and poses of shape "
+                             f"(frames, {n_links}, 7), got {t.shape} and {p.shape}")
+        _finite(t, f"robots.{layer.name}.times")
+        _finite(p, f"robots.{layer.name}.poses")
+        if np.any(np.diff(t) < 0):
+            raise SceneError(f"robots.{layer.name}.times: must not decrease")
+        names.add(layer.name)
+    if len(scene.shapes) > MAX_SHAPES:
+        raise SceneError(f"shapes: at most {MAX_SHAPES}, got {len(scene.shapes)}")
+    for s in scene.shapes:
+        _name(s.name, "shapes")
+        values = [getattr(s, k) for k in ("size", "radius", "length", "center") if hasattr(s, k)]
+        _finite(np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values]), f"shapes.{s.name}")
+        if hasattr(s, "pose"):
+            pose = np.asarray(s.pose, dtype=float)
+            if pose.shape != (4, 4):
+                raise SceneError(f"shapes.{s.name}.pose: expected 4 x 4")
+            _finite(pose, f"shapes.{s.name}.pose")
+    if sum(len(line.points) for line in scene.lines) > MAX_LINE_POINTS:
+        raise SceneError(f"lines: at most {MAX_LINE_POINTS} points in all")
+    for line in scene.lines:
+        _name(line.name, "lines")
+        pts = np.asarray(line.points, dtype=float)
+        if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 1:
+            raise SceneError(f"lines.{line.name}: expected points of shape (N, 3), got {pts.shape}")
+        _finite(pts, f"lines.{line.name}")
+        if line.times is not None and np.asarray(line.times).shape != (len(pts),):
+            raise SceneError(f"lines.{line.name}.times: expected {len(pts)} times")
+    if sum(len(c.points) for c in scene.clouds) > MAX_CLOUD_POINTS:
+        raise SceneError(f"clouds: at most {MAX_CLOUD_POINTS} points in all")
+    for cloud in scene.clouds:
+        _name(cloud.name, "clouds")
+        if np.asarray(cloud.points).shape != np.asarray(cloud.colors).shape or np.ndim(cloud.points) != 2:
+            raise SceneError(f"clouds.{cloud.name}: points and colors must both be (N, 3)")
+        _finite(np.asarray(cloud.points, dtype=float), f"clouds.{cloud.name}")
+    if len(scene.events) > MAX_EVENTS:
+        raise SceneError(f"events: at most {MAX_EVENTS}, got {len(scene.events)}")
+    if len(scene.labels) > MAX_LABELS:
+        raise SceneError(f"labels: at most {MAX_LABELS}, got {len(scene.labels)}")
+    for label in scene.labels:
+        _finite(np.asarray(label.position, dtype=float), "labels")
+    if len(scene.info) > MAX_INFO_LINES:
+        raise SceneError(f"info: at most {MAX_INFO_LINES} lines")
+    if scene.joints is not None and scene.joints.layer not in names:
+        raise SceneError(f"joints.layer: no robot layer named {scene.joints.layer!r}")
+    return scene
+
+
+def clip_text(text: str) -> str:
+    """A label as the page shows it: one line, at most MAX_TEXT characters."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= MAX_TEXT else one[: MAX_TEXT - 1] + "…"

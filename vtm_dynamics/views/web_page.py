@@ -1,0 +1,220 @@
+"""A scene as ONE self-contained HTML file: opens offline in any current browser, loads nothing from anywhere.
+
+The page inlines Drake's Meshcat viewer (``meshcat.js`` from the ``drake`` wheel: three.js with its COLLADA, OBJ
+and STL loaders), the robot's mesh files (text formats verbatim, binary ones in base64; each file once, however
+many ghosts use it), the scene as JSON (arrays as base64 little-endian float32/float64) and the page's own script
+and style (``assets/``). Its Content-Security-Policy (``default-src 'none'``) makes the browser refuse any
+request to the network or the file system, so the file cannot depend on one unnoticed; a
+``securitypolicyviolation`` listener counts attempts, and the page reports its state (ready, meshes loaded, errors,
+violations, current time) in the ``data-vtm-status`` attribute of ``<html>`` for tests and tools.
+
+URL fragment (for links to one instant and for screenshots): ``#t=0.05`` shows that time paused, ``#t=end`` the
+end, ``&speed=0.25`` plays slower, ``&hide=start,rest`` hides those layers.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import importlib.util
+import json
+import os
+import re
+
+import numpy as np
+
+from vtm_dynamics.views.scene import Box, Cylinder, Scene, Sphere, check_scene
+
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
+       "worker-src blob:; base-uri 'none'; form-action 'none'")
+ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
+_UNSAFE_IN_SCRIPT = re.compile(rb"</script|<!--|<script", re.IGNORECASE)
+
+
+class ViewError(RuntimeError):
+    """The page cannot be written (the viewer script is missing, the file cannot be written)."""
+
+
+@functools.lru_cache(maxsize=1)
+def meshcat_script() -> str:
+    """Drake's Meshcat browser viewer, read from the installed ``drake`` wheel without importing pydrake."""
+    spec = importlib.util.find_spec("pydrake")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for base in locations:
+        path = os.path.join(base, "share", "drake", "geometry", "meshcat.js")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            if "</script" in text.lower():
+                raise ViewError("drake: meshcat.js contains '</script' and cannot be inlined")
+            return text
+    raise ViewError("drake: Meshcat's viewer (pydrake/share/drake/geometry/meshcat.js) is not installed; "
+                    "install the drake wheel of requirements.txt")
+
+
+@functools.lru_cache(maxsize=2)
+def _asset(name: str) -> str:
+    with open(os.path.join(ASSETS, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _b64(array: np.ndarray, dtype: str) -> str:
+    return base64.b64encode(np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode()
+
+
+def _hex(color) -> str:
+    r, g, b = (int(round(255 * min(max(float(c), 0.0), 1.0))) for c in color[:3])
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _matrix(T: np.ndarray) -> list[float]:
+    """A 4 x 4 placement as three.js reads it: column-major."""
+    return [float(x) for x in np.asarray(T, dtype=float).T.ravel()]
+
+
+def _camera(scene: Scene) -> dict:
+    """Where the page's camera starts: looking at the middle of everything drawn, from far enough to see it all,
+    along the normal of the plane the scene lies in when it is flat (a planar mechanism is seen face on)."""
+    pts = [np.asarray(layer.poses, dtype=float)[..., :3].reshape(-1, 3) for layer in scene.robots]
+    pts += [np.asarray(line.points, dtype=float) for line in scene.lines]
+    pts += [np.asarray(c.points, dtype=float) for c in scene.clouds]
+    for s in scene.shapes:
+        if isinstance(s, Sphere):
+            pts.append(np.asarray([s.center], dtype=float))
+        else:
+            half = 0.5 * np.asarray(s.size if isinstance(s, Box) else (s.radius, s.radius, s.length), dtype=float)
+            corners = np.array([[x, y, z, 1.0] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * [*half, 1.0]
+            pts.append((np.asarray(s.pose, dtype=float) @ corners.T).T[:, :3])
+    p = np.concatenate(pts) if pts else np.zeros((1, 3))
+    p = p[np.all(np.isfinite(p), axis=1)] if len(p) else np.zeros((1, 3))
+    lo, hi = p.min(axis=0), p.max(axis=0)
+    center = 0.5 * (lo + hi)
+    radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.15) * 1.1 + 0.05
+    direction = np.array([1.0, -1.2, 1.0])
+    if len(p) >= 3:
+        w, v = np.linalg.eigh(np.cov((p - center).T) + 1e-12 * np.eye(3))
+        if w[0] < 0.05 * w[2]:  # flat: look at its face, from the front (-y) and a little above
+            normal = v[:, 0] * (1.0 if v[:, 0] @ np.array([0.1, -1.0, 0.3]) >= 0 else -1.0)
+            direction = normal + 0.35 * np.array([0.0, 0.0, 1.0]) + 0.2 * np.cross([0.0, 0.0, 1.0], normal)
+    direction = direction / np.linalg.norm(direction)
+    eye = center + direction * radius / np.sin(np.radians(37.0))
+    half = max(1.2 * radius, 0.3)
+    step = next(s for s in (0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0) if half / s <= 12)
+    half = step * np.ceil(half / step)
+    grid = {"center": [float(step * round(c / step)) for c in center[:2]], "half": float(half), "step": step,
+            "z": float(min(0.0, lo[2]) - 0.01 * radius)}  # a floor under everything drawn
+    return {"target": [float(x) for x in center], "position": [float(x) for x in eye], "grid": grid}
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, bytes]]]:
+    """(the JSON-ready scene, the mesh blocks (element id, encoding, UTF-8 content)) of ``scene``: text meshes
+    verbatim when they are UTF-8 and hold nothing that could end their element, else base64."""
+    g = scene.geometry
+    blocks, meshes = [], []
+    for k, mesh in enumerate(g.meshes if g is not None else ()):
+        element = f"vtm-mesh-{k}"
+        verbatim = mesh.format in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(mesh.data) and _is_utf8(mesh.data)
+        encoding = "text" if verbatim else "base64"
+        blocks.append((element, encoding, mesh.data if verbatim else base64.b64encode(mesh.data)))
+        meshes.append({"format": mesh.format, "element": element, "encoding": encoding})
+    links = []
+    for link in g.links if g is not None else ():
+        links.append({"name": link.name, "visuals": [
+            {"kind": v.kind, "origin": _matrix(v.origin), "mesh": v.mesh, "scale": list(v.scale),
+             "size": list(v.size), "radius": v.radius, "length": v.length} for v in link.visuals]})
+    shapes = []
+    for s in scene.shapes:
+        item = {"name": s.name, "color": _hex(s.color), "opacity": float(s.opacity)}
+        if isinstance(s, Box):
+            item.update(kind="box", size=[float(x) for x in s.size], pose=_matrix(s.pose), wire=bool(s.wire))
+        elif isinstance(s, Cylinder):
+            item.update(kind="cylinder", radius=float(s.radius), length=float(s.length), pose=_matrix(s.pose))
+        else:
+            item.update(kind="sphere", radius=float(s.radius), center=[float(x) for x in s.center],
+                        on_top=bool(s.on_top))
+        shapes.append(item)
+    j = scene.joints
+    payload = {
+        "version": 1, "title": scene.title, "info": list(scene.info), "notes": list(scene.notes),
+        "duration": float(scene.duration), "camera": _camera(scene),
+        "legend": [{"color": _hex(e.color), "text": e.text, "toggles": list(e.toggles)} for e in scene.legend],
+        "events": [{"t": float(e.time), "kind": e.kind, "text": e.text} for e in scene.events],
+        "meshes": meshes, "links": links, "shapes": shapes,
+        "robots": [{"name": r.name, "label": r.label, "color": _hex(r.color), "opacity": float(r.opacity),
+                    "frames": int(len(r.times)), "times": _b64(r.times, "f8"), "poses": _b64(r.poses, "f4")}
+                   for r in scene.robots],
+        "lines": [{"name": ln.name, "label": ln.label, "color": _hex(ln.color), "width": float(ln.width),
+                   "n": int(len(ln.points)), "points": _b64(ln.points, "f4"), "tracer": bool(ln.tracer),
+                   "times": None if ln.times is None else _b64(ln.times, "f8")} for ln in scene.lines],
+        "clouds": [{"name": c.name, "label": c.label, "n": int(len(c.points)), "size": float(c.size),
+                    "points": _b64(c.points, "f4"), "colors": _b64(c.colors, "f4")} for c in scene.clouds],
+        "labels": [{"text": lb.text, "position": [float(x) for x in lb.position], "color": _hex(lb.color)}
+                   for lb in scene.labels],
+        "joints": None if j is None else {
+            "layer": j.layer, "names": list(j.names), "angles": _b64(j.angles, "f4"), "rates": _b64(j.rates, "f4"),
+            "held": _b64(np.asarray(j.held, dtype=np.uint8), "u1")},
+    }
+    return payload, blocks
+
+
+def _escape_html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def page_parts(scene: Scene) -> list[bytes]:
+    """The page (module docstring) as UTF-8 pieces, in order: written one after the other, never joined."""
+    check_scene(scene)
+    payload, blocks = scene_payload(scene)
+    # '<' occurs only inside JSON strings, where \u003c means the same: no '</script' or '<!--' can end the block
+    data = json.dumps(payload, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    head = "".join([
+        "<!DOCTYPE html>\n<html lang=\"en\" data-vtm-status=\"loading\"><head><meta charset=\"utf-8\">\n",
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+        f"<title>{_escape_html(scene.title)}</title>\n",
+        "<script>window.vtmViolations=[];document.addEventListener('securitypolicyviolation',"
+        "function(e){window.vtmViolations.push(String(e.blockedURI||e.violatedDirective))});</script>\n",
+        "<style>", _asset("page.css"), "</style></head>\n<body>\n", _asset("page.html"),
+        "<script type=\"application/json\" id=\"vtm-scene\">", data, "</script>\n"])
+    parts = [head.encode("utf-8")]
+    for element, encoding, content in blocks:
+        parts += [f"<script type=\"text/plain\" id=\"{element}\" data-encoding=\"{encoding}\">".encode(), content,
+                  b"</script>\n"]
+    parts += [b"<script>", viewer_bytes(), b"</script>\n<script>", _asset("page.js").encode("utf-8"),
+              b"</script>\n</body></html>\n"]
+    return parts
+
+
+@functools.lru_cache(maxsize=1)
+def viewer_bytes() -> bytes:
+    return meshcat_script().encode("utf-8")
+
+
+def page_bytes(scene: Scene) -> bytes:
+    """The whole page as UTF-8 bytes (for serving)."""
+    return b"".join(page_parts(scene))
+
+
+def page_html(scene: Scene) -> str:
+    """The whole page as text."""
+    return page_bytes(scene).decode("utf-8")
+
+
+def write_page(scene: Scene, path: str) -> str:
+    """Write the page of ``scene`` to ``path`` (a trusted path from the command line); returns ``path``."""
+    parts = page_parts(scene)
+    try:
+        with open(path, "wb") as fh:
+            fh.writelines(parts)
+    except OSError as err:
+        raise ViewError(f"view: cannot write {os.path.basename(path)!r}: {err.strerror or type(err).__name__}") \
+            from None
+    return path
