@@ -15,7 +15,10 @@ residual RMS, the errors of J0-J2 sliding and viscous and of every delay against
 and the held-out stops' errors; then the ratios after / before. The machine is shared by other work: the times
 vary by 2x between runs, the prediction counts do not.
 
-Run: python bench/bench_calibration.py [--before COMMIT]
+Both run on the compiled E-stop engine (the default of ``predict_stop``); the same "after" fit is then run again
+on the Python engine it ran on before the compiled one existed, to show what the cheaper predictions pay for.
+
+Run: python bench/bench_calibration.py [--before COMMIT] [--no-python-engine]
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ def report(label: str, brakes, seconds: float, predictions: int, residual: float
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", default=BEFORE, help="commit of the previous identification (default %(default)s)")
+    ap.add_argument("--no-python-engine", dest="python_engine", action="store_false",
+                    help="skip the same fit on the Python engine (the engine of the fit before the compiled one)")
     args = ap.parse_args()
     print("the machine is shared by other work: times vary with its load; prediction counts do not")
     vs = TUNING_A
@@ -99,11 +104,15 @@ def main() -> int:
     fit, held = stops[:vs.stops], stops[vs.stops:]
     prior = brakes_from_config(robot, PRIOR)
 
-    t0 = time.perf_counter()
-    for s in fit:
-        predict_stop(robot, prior, s.q0, s.v0, settings=StopSettings(step=0.01))
-    t_one = (time.perf_counter() - t0) / len(fit)
-    print(f"one prediction of these stops with the prior (same run): {1e3 * t_one:.1f} ms")
+    predict_stop(robot, prior, fit[0].q0, fit[0].v0, settings=StopSettings(step=0.01))  # loads the kernels
+    t_one = {}
+    for engine in ("compiled", "python"):
+        t0 = time.perf_counter()
+        for s in fit:
+            predict_stop(robot, prior, s.q0, s.v0, settings=StopSettings(step=0.01, engine=engine))
+        t_one[engine] = (time.perf_counter() - t0) / len(fit)
+    print(f"one prediction of these stops with the prior (same run): {1e3 * t_one['compiled']:.1f} ms with the "
+          f"compiled engine (the default), {1e3 * t_one['python']:.1f} ms with the Python engine")
 
     runs = {}
     old = load_before(args.before)
@@ -127,12 +136,27 @@ def main() -> int:
     runs["after"] = report("after", ident.brakes, seconds, ident.n_predictions, ident.residual_rms, robot, truth,
                            held, f"[{cap.lower:.1f}, {cap.upper:.1f}]")
     print(f"  {ident.agreeing} of {len(ident.starts)} starts reached the best optimum")
+    if args.python_engine:
+        t0 = time.perf_counter()
+        slow = identify_brakes(robot, prior.brakes, fit, tcp_frame="tool0",
+                               settings=StopSettings(step=0.01, engine="python"))
+        cap = {c.joint: c for c in slow.capacities}["elbow_joint"]
+        runs["python"] = report("after, on the Python engine", slow.brakes, time.perf_counter() - t0,
+                                slow.n_predictions, slow.residual_rms, robot, truth, held,
+                                f"[{cap.lower:.1f}, {cap.upper:.1f}]")
     if "before" in runs:
         b, a = runs["before"], runs["after"]
         print(f"after / before (same run): time {a['seconds']:.1f} s / {b['seconds']:.1f} s = "
               f"x{a['seconds'] / b['seconds']:.2f}; predictions {a['predictions']} / {b['predictions']} = "
               f"x{a['predictions'] / b['predictions']:.2f}")
-    print(f"identification after = {ident.seconds / t_one:.0f} x one prediction")
+    if "python" in runs:
+        a, p = runs["after"], runs["python"]
+        print(f"compiled / Python engine (same fit, same run): time {a['seconds']:.1f} s / {p['seconds']:.1f} s = "
+              f"x{a['seconds'] / p['seconds']:.2f}")
+    share = ident.n_predictions * t_one["compiled"] / ident.seconds
+    print(f"identification after: its {ident.n_predictions} predictions at the prior's time per prediction would take "
+          f"{100 * share:.0f} % of its time (the rest: longer trial stops, the solver, the covariances, the capacity "
+          f"bookkeeping)")
     return 0
 
 

@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
+from vtm_dynamics.cli.calibrate import INADEQUATE  # noqa: E402
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop.identification import compare_stops, identify_brakes  # noqa: E402
 from vtm_dynamics.recordings.bag_files import read_recording  # noqa: E402
@@ -105,7 +106,10 @@ def summarise(vs, robot, results) -> None:
     truth = {b.joint: b for b in vs.truth(robot).brakes}
     cover = {}  # kind -> [inside 1 sigma, inside 95 %, count]
     caps = [0, 0, 0]  # contains truth, bounded both ways, reported
+    accepted_cover = {}  # the same over the fits vtm-calibrate accepts (converged, residual <= 3 x the noise)
     for seed, (ident, (held, held_cons)) in results:
+        ratio = ident.residual_rms / ident.noise
+        accepted = ident.converged and ratio <= INADEQUATE
         worst = {"sliding": 0.0, "viscous": 0.0, "delay_ms": 0.0}
         for e in ident.estimates:
             true = float(getattr(truth[e.joint], e.field))
@@ -113,10 +117,11 @@ def summarise(vs, robot, results) -> None:
                 continue
             if e.identifiable:
                 kind = e.field
-                c = cover.setdefault(kind, [0, 0, 0])
-                c[0] += abs(e.value - true) <= e.sigma
-                c[1] += e.lower <= true <= e.upper
-                c[2] += 1
+                for table in (cover, accepted_cover) if accepted else (cover,):
+                    c = table.setdefault(kind, [0, 0, 0])
+                    c[0] += abs(e.value - true) <= e.sigma
+                    c[1] += e.lower <= true <= e.upper
+                    c[2] += 1
             if e.joint in MAIN and e.field in ("sliding_torque", "viscous"):
                 rel = abs(e.value - true) / true if e.value is not None else math.inf
                 key = "sliding" if e.field == "sliding_torque" else "viscous"
@@ -136,19 +141,23 @@ def summarise(vs, robot, results) -> None:
                 cap_text.append(f"{c.joint.split('_')[0]}{c.joint.split('_')[1][:1]} [{c.lower:.1f}, {c.upper:.1f}] "
                                 f"truth {true:.1f}{'' if inside else ' OUTSIDE'}")
         def worst_of(comps):
-            return 100 * max(max(abs(h.relative("time")), abs(h.relative("angle")), abs(h.relative("tcp")))
-                             for h in comps)
+            value, label, what = max((abs(h.relative(w)), h.label, w) for h in comps for w in ("time", "angle", "tcp"))
+            return f"{100 * value:.2f} % ({label} {what})"
 
         short = [h for h in held if h.relative("time") < -0.05 or h.relative("tcp") < -0.05]
         short_c = [h for h in held_cons if h.relative("time") < -0.05 or h.relative("tcp") < -0.05]
         print(f"  seed {seed}: J0-J2 sliding {100 * worst['sliding']:.2f} %, viscous {100 * worst['viscous']:.2f} %, "
               f"delays {worst['delay_ms']:.3f} ms; starts {ident.agreeing}/{len(ident.starts)}; held-out stops "
-              f"worst {worst_of(held):.2f} % ({len(short)} short by > 5 %), conservative file "
-              f"{worst_of(held_cons):.2f} % ({len(short_c)} short); {ident.seconds:.0f} s, "
+              f"worst {worst_of(held)}, {len(short)} short by > 5 %; conservative file "
+              f"{worst_of(held_cons)}, {len(short_c)} short; residual {ratio:.1f} x noise"
+              f"{'' if accepted else ' -> vtm-calibrate status 4 (not accepted)'}; {ident.seconds:.0f} s, "
               f"{ident.n_predictions} predictions; capacities: {'; '.join(cap_text) or '-'}", flush=True)
-    print(f"  coverage over {len(results)} seeds (1-sigma: expect 68 %; 95 % interval: expect 95 %):")
+    print(f"  coverage over {len(results)} seeds (1-sigma: expect 68 %; 95 % interval: expect 95 %), all fits | the "
+          "fits vtm-calibrate accepts:")
     for kind, (one, ninety_five, n) in sorted(cover.items()):
-        print(f"    {kind:<16} {100 * one / n:5.1f} %  {100 * ninety_five / n:5.1f} %   ({n} intervals)")
+        a1, a95, an = accepted_cover.get(kind, (0, 0, 0))
+        tail = f"{100 * a1 / an:5.1f} %  {100 * a95 / an:5.1f} %   ({an} intervals)" if an else "-"
+        print(f"    {kind:<16} {100 * one / n:5.1f} %  {100 * ninety_five / n:5.1f} %   ({n} intervals) | {tail}")
     print(f"    capacities: {caps[0]} of {caps[2]} intervals the stops bound contain the truth ({caps[1]} bounded "
           "both ways, the others from below)")
 

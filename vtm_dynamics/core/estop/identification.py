@@ -16,8 +16,8 @@ The steps (each in its own module):
    prior, and the direct measurement perturbed (``starts``); the best optimum is kept and the starts that reached
    it are counted. The capacities are bracketed again at the optimum, and the fit polished if they moved.
 4. **Uncertainty** (:mod:`.fit_uncertainty`): Gauss-Newton covariance plus the effect of the trigger-state
-   estimates and of fields held at uncertain values; each fitted value is reported with its 1-sigma and the
-   interval at ``confidence``.
+   estimates and of fields held at uncertain values, under a misfit no 1-sigma below the jackknife's over stops;
+   each fitted value is reported with its 1-sigma and the interval at ``confidence``.
 5. **Cross-validation** (:mod:`.stop_comparison`): each stop predicted by brakes refitted without it (leave one
    out), with the nominal and with the conservative parameters; a predicted stop time or TCP distance shorter
    than recorded is a non-conservative result.
@@ -52,7 +52,8 @@ from vtm_dynamics.core.estop.brake_estimates import ParameterEstimate
 from vtm_dynamics.core.estop.brakes import JointBrake
 from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals, moved
 from vtm_dynamics.core.estop.fit_uncertainty import (
-    assumed_covariance, considered, gauss_newton_covariance, physical_covariance, trigger_state_covariance,
+    assumed_covariance, considered, gauss_newton_covariance, jackknife_floor as jackknife, physical_covariance,
+    trigger_state_covariance as trigger_states,
 )
 from vtm_dynamics.core.estop.identifiability import (
     SLIDE_REASON, longest_slides, sample_period, sensitivity_screen, unobservable_friction,
@@ -335,7 +336,7 @@ def identify_brakes(
     sigma = np.full(len(smooth), math.nan)
     cov = None
     if fit is not None and fit.J.size:
-        sigma, cov = _uncertainty(problem, fit, x, reasons, prior, fd_step, assumed, say)
+        sigma, cov = _uncertainty(problem, fit, x, reasons, prior, fd_step, assumed, noise_rms, say)
 
     if caps and fit is not None and fit.J.size:
         say("identification: uncertainty of the demands that bound the capacities")
@@ -382,22 +383,23 @@ def _start_list(problem: OutputError, prior: Sequence[JointBrake], x_direct: np.
 
 
 def _uncertainty(problem: OutputError, fit: MultiStartFit, x: np.ndarray, reasons: dict[int, str],
-                 prior: Sequence[JointBrake], fd_step: float, assumed: Mapping[str, float] | None,
+                 prior: Sequence[JointBrake], fd_step: float, assumed: Mapping[str, float] | None, noise: float,
                  say: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray]:
     """The 1-sigma of every parameter (physical units; nan where not fitted) and the covariance of the fitted
-    scaled columns: Gauss-Newton plus the trigger-state estimates, the friction no sample shows and the assumed
-    fields (:mod:`.fit_uncertainty`). A fitted value on the edge of its search range gets its reason in
+    scaled columns (:mod:`.fit_uncertainty`); a fitted value on the edge of its search range gets its reason in
     ``reasons`` (the covariance of an interior optimum means nothing there)."""
     J, r = fit.J, fit.r
     cov = gauss_newton_covariance(J, r)
     say("identification: effect of the trigger-state estimates")
-    cov = cov + trigger_state_covariance(problem, x, J)
+    cov = cov + trigger_states(problem, x, J)
     unseen = [i for i in reasons if reasons[i].startswith(SLIDE_REASON)]
     if unseen:
         say("identification: effect of the friction no sample shows")
         Jn = problem.jacobian(x, problem.residuals(x), fd_step, unseen)
         cov = cov + considered(J, Jn, np.diag(np.full(len(unseen), UNSEEN_RELATIVE**2)))
     cov = cov + assumed_covariance(problem, prior, x, J, fd_step, assumed, say)
+    say("identification: jackknife over stops")
+    cov = jackknife(problem, x, fit.active, J, r, cov, noise)
     sigma = np.sqrt(np.maximum(np.diag(physical_covariance(problem, fit.active, cov)), 0.0))
     _, upper = search_box(problem, fit.active)
     for k, i in enumerate(fit.active):
