@@ -1,6 +1,6 @@
 """Continuous mode of ``estop_predictor``: "where would the robot stop if the E-stop fired now", from the newest
 joint state, at ``continuous_rate``, with outputs that tell the truth and never stand in the E-stop's way. Plain
-Python (no rclpy): the node registers its outputs (what each computes, how it is published) and runs
+Python (no node, no executor): the node registers its outputs (what each computes, how it is published) and runs
 :meth:`ContinuousMode.run` on its auxiliary worker.
 
 One *round* (:class:`ContinuousRound`): a ticket of the continuous gate (none while a stop is active), the newest

@@ -1,7 +1,7 @@
 """The control loop of ``projection_controller`` as a ros2_control controller's stages, over ROS-free inputs:
 *configure* (``controller_setup``: the model and the one controller of the run), *activate* (a prepared trajectory
 starts from the measured state) and *update* (one control cycle: the effort command, its saturation, the
-predicted constraint forces). Plain Python (no rclpy): the node converts messages, calls these and publishes.
+predicted constraint forces). Plain Python (no node, no executor): the node converts messages, calls these and publishes.
 
 Configure: the first usable description builds everything; an unusable one is logged and the loop keeps waiting
 (at start-up, with ``urdf_path``, it raises); a later, different description is logged and ignored: a running

@@ -1,5 +1,6 @@
 """The parameters of ``projection_controller``: one table (name, default, description, validator), read once at
-start-up into :class:`~vtm_dynamics.nodes.control_loop.ControllerSettings`. No rclpy here.
+start-up into the dict of values the node and its parts read (``params.declare_validated``; ``params.values``
+checks the same table without a node).
 
 Every parameter is read-only after start-up (``parameter_policy``): gains, rates, limits, timeouts and caps guard
 the robot, so a changed gain needs a restart. The joint lists (``joints``, ``passive_joints``, ``task_joints``,

@@ -1,6 +1,6 @@
 """The *configure* stage of ``projection_controller`` (as a ros2_control controller's ``on_configure``): from the URDF
 text and the parameters, the model, the joint lists, the limits and the one controller object of the run. Plain
-Python (no rclpy).
+Python (no node, no executor).
 
 :func:`configure` checks the joint lists against the model (``passive_joints`` and ``joints`` name movable joints
 of the model; every model joint is commanded or passive), builds the effort limits (the URDF's, lowered by

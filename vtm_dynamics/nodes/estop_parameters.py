@@ -1,5 +1,5 @@
 """The parameters of ``estop_predictor``: one table (name, default, description, validator, whether it may change
-at run time), and the settings the node's parts take from it. No rclpy here.
+at run time), and the settings the node's parts take from it.
 
 Every parameter is read-only after start-up except the marker scales (``parameter_policy``; docs/ros.md lists
 why). The defaults of the physics (stop category, horizon, integration step, category-1 deceleration) are the

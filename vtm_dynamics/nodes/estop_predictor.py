@@ -1,12 +1,8 @@
 """``estop_predictor`` node: live emergency-stop prediction on a joint-state stream.
 
-A thin node over ROS-free parts: it declares the parameters (``estop_parameters``), converts messages into the
-values the parts take, hands work to its workers and publishes what comes back (``stop_outputs``). The rules live
-in the parts, each with its own docstring and tests: the model and its replacement (``model_slot``), the joint
-states (``state_intake``), the E-stop line and the stops (``estop_line``, ``stop_triggers``, ``stop_session``), the
-prediction of a stop (``stop_worker``), continuous mode (``continuous_mode``, ``live_freshness``,
-``live_stopping``), the service (``stop_request``, ``service_queue``), E-stop priority (``work_priority``) and the
-replay ghost (``ghost_replay``). The physics is ``vtm_dynamics.core.estop``.
+A thin node over ROS-free parts (docs/architecture.md lists them; each states its rules and has its tests): it
+declares the parameters (``estop_parameters``), converts messages into the values the parts take, hands work to
+its workers and publishes what comes back (``stop_outputs``). The physics is ``vtm_dynamics.core.estop``.
 
 Inputs: ``robot_description`` (std_msgs/String, transient-local: URDF text, never a path; or the ``urdf_path`` /
 ``robot`` parameter), ``joint_states`` (best effort: reliable and sensor-data publishers both match), ``estop``
@@ -77,6 +73,7 @@ class EstopPredictor(Node):
         self.log = graph.LogLimiter(self.get_logger())
         self.p = P.declare_validated(self, PARAMETERS, self._on_parameters)
         self.trigger_rule, trigger_type, self.trigger = trigger_of(self.p)
+        self.line_source = f"{self.trigger_rule.topic} topic"
         self.stats = dict.fromkeys(STATS, 0)
         self.settings, limits = prediction_settings(self.p), start_limits(self.p)
         self.models = ModelSlot(self.p["allow_model_replacement"])
@@ -251,14 +248,15 @@ class EstopPredictor(Node):
     def on_estop(self, msg: Any, info: Any = None) -> None:
         self.stats["events"] += 1
         self._act(self.triggers.line_value(publisher_of(info), self.trigger.stopping(msg), receipt_time(info),
-                                           f"{self.trigger_rule.topic} topic"), "E-stop line released")
+                                           self.line_source), "E-stop line released")
 
     def on_brake_event(self, msg: BrakeEvent, info: Any = None) -> None:
         received = receipt_time(info)
         self.stats["events"] += 1
         if msg.action == BrakeEvent.RELEASE:
             self._known(list(msg.joint_names), "brake_events")  # reports unknown names; a release re-arms anyway
-            self._act(self.triggers.end(), "brakes released")
+            if self.session.active:
+                self._act(self.triggers.end(), "brakes released")
             return
         if msg.action != BrakeEvent.ENGAGE:
             self._reject(f"brake_events: unknown action {msg.action} ignored")
@@ -298,9 +296,10 @@ class EstopPredictor(Node):
         return reason
 
     def _act(self, step: TriggerStep, why: str = "") -> None:
-        """Do what an input's step says: count and log a trigger, end a stop, wake the trigger worker."""
-        if step.warning:
-            self.log("warning", step.warning)
+        """Do what an input's step says: wake the trigger worker (first: logging publishes on /rosout), count and
+        log a trigger, end a stop."""
+        if step.wake:
+            self._wake()
         if step.kind in ("new", "joined", "revised"):
             self.stats["triggers"] += 1
         if step.kind == "new":
@@ -310,8 +309,8 @@ class EstopPredictor(Node):
             self.get_logger().info(f"{why}: E-stop {step.stop.number} ended, re-armed")
             if step.final is not None:
                 self.outputs.final(step.final)
-        if step.wake:
-            self._wake()
+        if step.warning:
+            self.log("warning", step.warning)
 
     # -------------------------------------------------------------------------------------------- E-stop work
     def _wake(self) -> None:

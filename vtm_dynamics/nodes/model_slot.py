@@ -1,5 +1,5 @@
 """The robot model of ``estop_predictor``: built once per description, one copy per worker, and the rule whether a
-new description may replace it. Plain Python (no rclpy): the node hands it text and installs what it says.
+new description may replace it. Plain Python (no node, no executor): the node hands it text and installs what it says.
 
 Building (:func:`build_model`): the URDF text is parsed once (``model_source.model_from_urdf_text``: text only,
 sizes capped); the copy for the auxiliary worker (services, continuous mode) is ``RobotModel.copy`` (Pinocchio's

@@ -8,8 +8,9 @@ the service part's ``answer`` with pauses for E-stop work (``work_priority``) un
 already. :meth:`ServiceHost.watchdog` (called from a node timer) answers every request past its deadline with the
 part's ``refuse``. An unexpected exception anywhere is one log line and a failed response (``graph.guarded``).
 
-Wiring a new service of the predictor is one call: ``self.services.offer(SrvType, "~/name", part)`` with a part
-that has ``answer(request, response)`` and ``refuse(response, reason)``.
+Wiring a new service of the predictor is one call: ``self.service_host.offer(SrvType, "~/name", part)`` with a part
+that has ``answer(request, response)`` and ``refuse(response, reason)`` (and, if it needs one, a deadline of its
+own: ``deadline=``, ``late=``).
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ class ServiceHost:
                  late: str, stats: MutableMapping[str, int], log: Callable[[str, str], Any]) -> None:
         self.node, self.worker, self.urgent = node, worker, urgent
         self.max_pending, self.deadline, self.late, self.stats, self.log = max_pending, deadline, late, stats, log
-        self.queues: list[tuple[ServiceQueue, ServicePart]] = []
+        self.queues: list[tuple[ServiceQueue, ServicePart, str]] = []
         self._answered = node.create_guard_condition(lambda: None)  # a worker answered: wake the executor
 
-    def offer(self, srv_type: Any, name: str, part: ServicePart) -> None:
-        """Serve ``name`` (module docstring)."""
-        queue = ServiceQueue(self.max_pending, self.deadline)
-        self.queues.append((queue, part))
+    def offer(self, srv_type: Any, name: str, part: ServicePart, deadline: float | None = None,
+              late: str | None = None) -> None:
+        """Serve ``name`` (module docstring); ``deadline`` [s] and ``late`` (its reason) override the host's."""
+        queue = ServiceQueue(self.max_pending, self.deadline if deadline is None else deadline)
+        self.queues.append((queue, part, self.late if late is None else late))
         answer = graph.guarded(self.log, name, default="response")(part.answer)
 
         def serve(item: PendingRequest) -> None:
@@ -65,8 +67,8 @@ class ServiceHost:
 
     def watchdog(self) -> None:
         """Answer every request past its deadline."""
-        for queue, part in self.queues:
+        for queue, part, late in self.queues:
             for item in queue.overdue():
-                part.refuse(item.response, self.late)
+                part.refuse(item.response, late)
                 self.stats["refused_work"] += 1
                 item.future.set_result(item.response)

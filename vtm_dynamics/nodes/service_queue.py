@@ -1,5 +1,5 @@
 """Service requests of a node that wait for its worker: a cap on how many wait, and a deadline for each. Plain
-Python (no rclpy).
+Python (no node, no executor).
 
 A service callback admits its request (:meth:`ServiceQueue.admit`): while ``max_pending`` requests already wait,
 the request is refused at once (:attr:`ServiceQueue.busy`, the reason naming ``max_pending_requests``); otherwise

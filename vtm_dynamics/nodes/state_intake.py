@@ -1,5 +1,5 @@
 """The joint states of ``estop_predictor`` as they arrive: merged by name, checked, stamped, kept in receipt order.
-Plain Python (no rclpy): the node hands each message with its receipt time and logs what the receipt says.
+Plain Python (no node, no executor): the node hands each message with its receipt time and logs what the receipt says.
 
 * **Receipt clock.** Every input of the node is timed on one clock, the DDS reception stamp of its message info
   (:func:`receipt_time`; the wall clock when the middleware gives none). The node-clock instant of a receipt is

@@ -1,5 +1,5 @@
 """The ``predict_stop`` service of ``estop_predictor`` (vtm_msgs/PredictStop): an on-demand prediction from a given
-state, answered by the node's auxiliary worker (``service_queue``). No rclpy: request in, response out.
+state, answered by the node's auxiliary worker (``service_queue``). No node, no executor: request in, response out.
 
 The request is data: its state names every joint of the model (any order) with positions and velocities, its
 ``stop_category`` is 0 or 1, its ``tcp_frame`` (empty: the node's) a frame of the model, its ``horizon`` (0: the

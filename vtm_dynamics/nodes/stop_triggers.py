@@ -1,5 +1,5 @@
 """What the E-stop line, brake events and lock events do to the stops of ``estop_predictor``. Plain Python (no
-rclpy): the node converts each message into the values here and acts on the :class:`TriggerStep` it gets back
+node, no executor): the node converts each message into the values here and acts on the :class:`TriggerStep` it gets back
 (wake the prediction worker, log, republish a stop's last prediction as final).
 
 * **E-stop line** (:meth:`StopTriggers.line_value`): the value of one publisher (``estop_line``). A rising edge

@@ -1,6 +1,6 @@
 """The prediction worker of ``estop_predictor``: it takes a job of the stop session and returns what the prediction
 gave, with its provenance - the job, the model (name and hash), the start state and its age - and never calls back
-into the node, which turns the result into messages and publishes it. Plain Python (no rclpy).
+into the node, which turns the result into messages and publishes it. Plain Python (no node, no executor).
 
 * :func:`predict` is the one prediction call of the node (E-stops, revisions, services, continuous mode, the
   envelope of the live stopping distance): the core's ``predict_stop`` with the node's settings (stop category,

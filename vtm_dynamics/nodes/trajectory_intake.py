@@ -1,5 +1,5 @@
 """The desired-trajectory intake of ``projection_controller``: serialized ``JointTrajectory`` messages in, checked
-and fitted trajectories out, off the control loop. Plain Python (no rclpy, no executor).
+and fitted trajectories out, off the control loop. Plain Python (no node, no executor).
 
 A trajectory arrives serialized (``~/trajectory`` of the joints, ``~/task_trajectory`` of the task coordinates).
 :meth:`TrajectoryIntake.submit` refuses it at once when there is no model (or no task coordinates), or when its
