@@ -40,6 +40,8 @@ setup(
             "vtm-stopping-map = vtm_dynamics.cli.stopping_map:main",
             "vtm-calibrate = vtm_dynamics.cli.calibrate:main",
             "vtm-record = vtm_dynamics.cli.record:main",
+            "vtm-check-trajectory = vtm_dynamics.cli.check_trajectory:main",
+            "vtm-safety-distance = vtm_dynamics.cli.safety_distance:main",
             # ROS 2 nodes (`ros2 run vtm_dynamics <name>`)
             "estop_predictor = vtm_dynamics.nodes.estop_predictor:main",
             "robot_sim = vtm_dynamics.nodes.robot_sim:main",

@@ -21,7 +21,8 @@ module_sizes = import_graph.load_tool("module_sizes")
 # of the core (input checks, bounded YAML, short excerpts in errors, numerical rank, package data) import only each
 # other.
 LEAVES = {"core.validation", "core.numerics", "core.excerpt", "core.limited_yaml", "core.package_data"}
-GROUPS = {"core.robot", "core.switching", "core.estop", "core.projection", "core.reactions", "core.stopping"}
+GROUPS = {"core.robot", "core.switching", "core.estop", "core.projection", "core.reactions", "core.stopping",
+          "core.stopsafe"}
 ALLOWED = {
     **{leaf: LEAVES - {leaf} for leaf in LEAVES},
     "core.robot": LEAVES,
@@ -30,6 +31,7 @@ ALLOWED = {
     "core.projection": LEAVES | {"core.robot", "core.switching"},
     "core.estop": LEAVES | {"core.robot", "core.switching"},
     "core.stopping": LEAVES | {"core.robot", "core.switching", "core.estop"},
+    "core.stopsafe": LEAVES | {"core.robot", "core.switching", "core.estop", "core.stopping"},  # stop-safe motion
     "recordings": LEAVES | GROUPS,  # rosbag2 files and the stops in them: not physics, not ROS
     "views": LEAVES | GROUPS,  # presentation (3-D views of core results): above the core, never imported by it
     "nodes": LEAVES | GROUPS | {"recordings", "views"},

@@ -1,8 +1,10 @@
 """vtm-predict: summary table, JSON/CSV/PNG outputs, envelope progress, and one-line errors with exit code 2."""
 
 import csv
+import hashlib
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -40,12 +42,47 @@ def test_outputs_match_the_core_prediction(tmp_path, capsys):
     np.testing.assert_allclose(data["stopping_angles_rad"], ref.stopping_angles, atol=1e-12)
     assert data["tcp_straight_distance_m"] == pytest.approx(ref.tcp_straight_distance, abs=1e-12)
     assert [e["kind"] for e in data["events"]][0] == "lock"
-    rows = list(csv.reader(cs.open()))
+    lines = cs.read_text().splitlines()
+    comments = [line for line in lines if line.startswith("#")]
+    rows = list(csv.reader(line for line in lines if not line.startswith("#")))
+    assert comments and all(line.startswith("# vtm-predict ") for line in comments)
     assert rows[0][0] == "t_s" and len(rows) == len(ref.t) + 1
     assert float(rows[-1][1]) == pytest.approx(ref.q_final[0], abs=1e-15)
     for name in ("angles.png", "rates.png", "momenta.png", "energy.png"):
         png = pl / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_every_output_states_what_produced_it(tmp_path, capsys):
+    """--payload 5 printed the same header as no payload; the JSON and CSV named neither brakes nor software."""
+    js, cs = tmp_path / "s.json", tmp_path / "s.csv"
+    assert main(["ur5", "--payload", "5", "--category", "1", "--decel", "2.5", "--json", str(js), "--csv", str(cs),
+                 "--envelope", "1"]) == 0
+    out = capsys.readouterr().out
+    brake_file = os.path.join(REPO, "config", "ur5_brakes.yaml")
+    digest = hashlib.sha256(open(brake_file, "rb").read()).hexdigest()
+    header = out.split("stop time")[0]
+    assert "payload          5 kg at tool0" in header
+    assert f"brakes           {brake_file} (sha256 {digest[:16]})" in header
+    assert "ramp at 2.5 rad/s^2" in header and "max step 0.005 s" in header and "software         vtm_dynamics" in header
+    assert "envelope ranges  brake torque x 0.9-1.1, engage delay x 1-1.5, payload 5-5 kg" in header
+    inputs = json.loads(js.read_text())["inputs"]
+    assert inputs["payload_kg"] == 5.0 and inputs["brakes_sha256"] == digest and inputs["brakes_file"] == brake_file
+    assert inputs["category1"]["deceleration_rad_s2"] == 2.5 and inputs["integration"]["max_step_s"] == 0.005
+    urdf = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf")).urdf_text
+    assert inputs["model_sha256"] == hashlib.sha256(urdf.encode()).hexdigest()
+    assert inputs["software"]["version"] and "git_commit" in inputs["software"]
+    assert inputs["envelope"]["torque_factor"] == [0.9, 1.1] and inputs["envelope"]["n_random"] == 1
+    comments = [line for line in cs.read_text().splitlines() if line.startswith("#")]
+    assert f"# vtm-predict brakes_sha256: \"{digest}\"" in comments and "# vtm-predict payload_kg: 5.0" in comments
+
+
+def test_help_shows_every_default(capsys):
+    assert main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split("options:")[1].split())
+    for option, default in (("--payload", "0.0"), ("--decel", "3.0"), ("--category", "0"), ("--state", "demo")):
+        assert re.search(re.escape(option) + r" \S+ .{0,160}?\(default: " + re.escape(default) + r"\)", text), option
+    assert "the core's, 0.005" in text
 
 
 def test_envelope_reports_progress_on_stderr(capsys):
@@ -77,7 +114,7 @@ def _bad_brakes(tmp_path, entry):
     (lambda t: ["ur5", "--q", "0", "0", "0", "--v", "0", "0", "0"], "q"),
     (lambda t: ["ur5", "--state", "flying"], "state"),
     (lambda t: ["ur5", "--lock", "elbow_joint"], "lock"),
-    (lambda t: ["kuka"], "robot"),
+    (lambda t: ["kuka"], "argument robot: unknown robot 'kuka'"),
     (lambda t: ["--urdf", str(t / "missing.urdf"), "--brakes", "x.yaml"], "urdf"),
 ])
 def test_bad_input_gives_one_error_line_and_exit_code_2(tmp_path, capsys, args_fn, field):

@@ -53,8 +53,35 @@ def test_redundant_model_flags_not_unique(capsys):
     assert main([PARALLELOGRAM, "--ignore-drives", "--dt", "2e-3", "--duration", "0.01", "--q", "0.3", "-0.3",
                  "0.3", "--v", "1", "-1", "1", "--formulation", "taylor", "--formulation", "kkt"]) == 0
     out = capsys.readouterr().out
-    assert "NO (not unique)" in out
+    assert "NO: only Fx, Fy unique" in out
     assert "singular steps" in out
+
+
+def test_non_unique_components_are_empty_in_every_formulation_and_peaks_use_the_unique_ones(tmp_path, capsys):
+    """Spatial parallelogram (p = 3): Fz, Mx, My of the pivots are not unique. docs/reactions.md promises them
+    empty, never picked: the Taylor run filled them with its minimum-norm values, and one empty component made
+    every kkt peak "-" (NaN norm)."""
+    out_csv = tmp_path / "r.csv"
+    assert main([PARALLELOGRAM, "--ignore-drives", "--dt", "2e-3", "--duration", "0.01", "--q", "0.3", "-0.3",
+                 "0.3", "--v", "1", "-1", "1", "--formulation", "kkt", "--formulation", "taylor",
+                 "--csv", str(out_csv)]) == 0
+    out = capsys.readouterr().out
+    with open(out_csv) as fh:
+        table = list(csv.DictReader(fh))
+    for form in ("kkt", "taylor"):
+        rows = [r for r in table if r["formulation"] == form]
+        assert rows and all(r["O1.Fz"] == "" and r["O1.Mx"] == "" and r["O1.My"] == "" for r in rows), form
+        assert all(r["O1.Fx"] != "" and r["O1.Fy"] != "" for r in rows), form
+        peaks = {r[1]: r[2] for r in (line.split() for line in out.splitlines()) if len(r) > 2 and r[0] == form}
+        assert set(peaks) == {"O1", "A1", "O2", "A2"} and all(float(v) > 0 for v in peaks.values()), (form, peaks)
+    assert "over their unique components only" in out
+
+
+def test_the_default_run_is_the_guides_choice_for_sizing(capsys):
+    assert main([PENDULUM, *PLANE, "--dt", "2e-3", "--duration", "0.02"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("formulation taylor-heun, reactions of the sampled state")
+    assert "taylor-heun/state joint1" in out
 
 
 @pytest.mark.parametrize("args, field", [

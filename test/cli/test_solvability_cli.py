@@ -61,6 +61,17 @@ def test_bad_input_exits_with_code_2_and_one_line(capsys, tmp_path):
     assert main([]) == 2  # argparse usage error
 
 
+def test_planar_refuses_a_model_moving_in_another_plane_in_one_line(capsys):
+    """urdf/slider_crank.urdf moves in x-z: --planar printed rank 3, p = 5 and every pair solvable (it is p = 0)."""
+    assert main([str(URDF / "slider_crank.urdf"), "--planar"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert err.startswith("vtm-solvability: error: planar: joint 'crank_joint'") and "\n" not in err, err
+    assert main([str(URDF / "slider_crank.urdf")]) == 0  # spatial analysis of the same file
+    assert "degree of redundancy p = 3" in capsys.readouterr().out
+
+
 def test_the_sparse_method_prints_the_papers_table(capsys):
     assert main([MOBILE, "--planar", "--method", "sparse"]) == 0
     out = capsys.readouterr().out

@@ -10,28 +10,100 @@ import pytest
 from vtm_dynamics.cli.stopping_data import main
 
 
-def test_ur5_category0_data_set_report_and_published_table(tmp_path, capsys):
-    out = tmp_path / "ur5"
-    assert main(["ur5", "--category", "0", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "100 % points (category 0) against Universal Robots CB3 user manual" in printed
-    with open(out / "ur5_stopping_data.csv", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+@pytest.fixture(scope="module")
+def ur5_report(tmp_path_factory):
+    """One default run (category 0, 81 points) with every page of the PDF captured as it is drawn."""
+    import matplotlib.backends.backend_pdf as backend_pdf
+
+    pages = []
+    original = backend_pdf.PdfPages.savefig
+
+    def capture(self, figure=None, **kwargs):
+        fig = figure
+        texts = [t.get_text() for t in fig.texts]
+        for ax in fig.axes:
+            texts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+            legend = ax.get_legend()
+            if legend is not None:
+                texts += [t.get_text() for t in legend.get_texts()]
+        pages.append("\n".join(texts))
+        return original(self, figure, **kwargs)
+
+    out = tmp_path_factory.mktemp("stopping") / "ur5"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(backend_pdf.PdfPages, "savefig", capture)
+    try:
+        assert main(["UR5", "--out", str(out)]) == 0
+    finally:
+        mp.undo()
+    return out, pages
+
+
+def test_ur5_category0_data_set_report_and_published_table(ur5_report, capsys):
+    out, _ = ur5_report
+    lines = (out / "ur5_stopping_data.csv").read_text(encoding="utf-8").splitlines()
+    comments = [line for line in lines if line.startswith("#")]
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
     assert len(rows) == 3 * 27  # three joints x speed x extension x payload
+    assert any(c.startswith("# vtm-stopping-data brakes_sha256:") for c in comments)
     data = json.loads((out / "ur5_stopping_data.json").read_text())
     table = {r["joint"]: r for r in data["published_comparison"]}
     assert set(table) == {"shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint"}
     for r in table.values():  # within the 10 % the default brakes were fitted to (every joint braked)
         assert abs(r["angle_error_rad"]) <= 0.10 * r["published_angle_rad"]
         assert abs(r["time_error_s"]) <= 0.10 * r["published_time_s"]
+        assert r["safety_angle_rad"] == r["band_angle_rad"][1] and r["safety_time_s"] == r["band_time_s"][1]
+    # UR5 J1: 478 ms nominal against 530 ms published: flagged; J0 meets its figure: not flagged
+    assert table["shoulder_lift_joint"]["nominal_below_published"]["time"]
+    assert not any(table["shoulder_pan_joint"]["nominal_below_published"].values())
+    assert data["document"]["statement"].startswith("simulated")
     pdf = (out / "ur5_stopping_data.pdf").read_bytes()
     assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page ") >= 4
     for joint in table:
         assert (out / f"ur5_cat0_{joint}.png").stat().st_size > 10_000
 
 
+def test_every_page_says_simulated_and_carries_the_document_control(ur5_report):
+    out, pages = ur5_report
+    doc = json.loads((out / "ur5_stopping_data.json").read_text())["document"]
+    assert len(pages) >= 7
+    for n, text in enumerate(pages, start=1):
+        assert "SIMULATED DATA, NOT MEASURED" in text and "fitted to three published values per robot" in text
+        assert f"page {n} of {len(pages)}" in text
+        assert doc["brakes_sha256"][:16] in text and doc["model_sha256"][:16] in text
+        assert doc["software"]["version"] in text and doc["date_utc"] in text
+
+
+def test_the_report_holds_every_point_levels_tcp_distance_poses_and_brake_terms(ur5_report):
+    _, pages = ur5_report
+    every = "\n".join(p for p in pages if "Every point (numeric)" in p)
+    assert sum(line.lstrip().startswith("0 ") for line in every.splitlines()) == 81  # one row per point
+    assert "safety: angle/time/TCP" in every and "mm" in every
+    brakes = "\n".join(p for p in pages if "Brakes, test conditions and assumptions" in p)
+    for column in ("breakaway", "v_s", "rise", "armature", "holding", "viscous"):
+        assert column in brakes
+    assert "5.00 kg" in brakes and "0.839 m" in brakes and "3.142 rad/s" in brakes  # absolute levels
+    assert "Category 1: not in this report" in brakes
+    poses = next(p for p in pages if "Test poses" in p)
+    assert poses.count("side view") == 3 and poses.count("top view") == 3
+    chart = next(p for p in pages if "Stop category 0: shoulder_lift_joint" in p)
+    assert "100% (5.00 kg)" in chart and "100% (0.84 m)" in chart and "published (100 %, 100 %)" in chart
+    summary = pages[0]
+    assert "value for safety calc." in summary and "time below published (-9.8 %)" in summary
+
+
+def test_category1_is_left_out_unless_its_deceleration_is_stated(ur5_report, tmp_path, capsys):
+    _, pages = ur5_report
+    cat1 = next(p for p in pages if p.count("Stop category 1") and "LEFT OUT" in p)
+    assert "give none" in cat1 and "--decel" in cat1
+    assert not any("Stop category 1:" in p for p in pages)  # no chart pages of an assumed ramp
+    assert main(["ur5", "--category", "0", "1", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "category 1 needs the controller's deceleration ramp, --decel" in err
+
+
 @pytest.mark.parametrize("argv, words", [
-    (["ur9"], "robot: unknown robot 'ur9'"),
+    (["ur9"], "argument robot: unknown robot 'ur9'"),
     (["ur5", "--max-speeds", "3", "9", "3"], "max_speeds.shoulder_lift_joint: 9 rad/s is above"),
     (["--urdf", "arm.urdf"], "brakes: --brakes FILE is required with --urdf"),
 ])
@@ -55,3 +127,21 @@ def test_a_urdf_robot_gets_its_tested_joints_and_an_elbow_like_fold_joint_comput
     assert fold_joint(planar, [0.0] * 3, joints, "link3", None) == "joint2"
     with pytest.raises(StopInputError, match="^extension: turning joint3 within its limits cannot bring link3"):
         fold_joint(planar, [0.0] * 3, joints, "link3", "joint3")
+
+
+def test_a_stated_category1_deceleration_is_named_and_identical_joints_share_one_chart():
+    from dataclasses import replace
+
+    from vtm_dynamics.cli.stopping_data import category1_page
+    from vtm_dynamics.core.stopping.iso10218 import StoppingPoint, StoppingTestSpec
+
+    spec = StoppingTestSpec(joints=("a", "b", "c"), fold_joints=("c",) * 3, max_speeds=(3.0,) * 3, max_payload=1.0,
+                            payload_frame="tool", base_pose=(0.0,) * 3, categories=(0, 1),
+                            category1_deceleration=4.0)
+    base = StoppingPoint(1, "a", 1.0, 1.0, 1.0, 3.0, 1.0, 1.0, (0.0,) * 3, 0.5, 1.0, 9 / 8, 0.75, 1.1, 1.2, 0.7,
+                         0.8, True)
+    same = [replace(base, joint=j) for j in "abc"]
+    note, charted = category1_page(spec, same)
+    assert "STATED deceleration: 4 rad/s^2" in note[0] and charted == {0: ("a", "b", "c"), 1: ("a",)}
+    differ = same[:2] + [replace(base, joint="c", angle=1.3)]
+    assert category1_page(spec, differ)[1][1] == ("a", "b", "c")

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from test.ros_helpers import REPO_ROOT, inet_sockets, is_loopback, python_executable
-from test.scaleout.test_stopping_map_runs import rows, small_job, ur5  # noqa: F401 - ur5 is a fixture
+from test.scaleout.test_map_runner import rows, small_job, ur5  # noqa: F401 - ur5 is a fixture
 from vtm_dynamics.core.stopping.workspace_map import MapInputError
 from vtm_dynamics.scaleout import map_runner
 from vtm_dynamics.scaleout.chunk_store import StoreError

@@ -29,6 +29,7 @@ import sys
 from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
+from vtm_dynamics.cli.arguments import Parser
 from vtm_dynamics.cli.recorded_stops import add_recording_options, read_stops
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
@@ -57,7 +58,7 @@ def parse_assumed(items: Sequence[str]) -> dict[str, float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
+    ap = Parser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
     ap.add_argument("bags", nargs="+", help="rosbag2 directories (sqlite3 or MCAP storage)")
     ap.add_argument("--robot", default=DEFAULT_ROBOT, help=f"robot: {ROBOT_HELP} (ignored with --urdf)")
     ap.add_argument("--urdf", help="URDF file of another robot (then --prior is required)")
@@ -65,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
     ap.add_argument("--prior", help="brake YAML to start from (default: the robot's shipped brakes)")
     ap.add_argument("--fields", nargs="+", default=list(DEFAULT_FIELDS),
-                    help="brake fields to fit (default: %(default)s)")
+                    help="brake fields to fit")
     ap.add_argument("--noise", type=float, default=1e-4, help="position noise of the recording, 1-sigma [rad]")
     ap.add_argument("--assume", nargs="+", default=[], metavar="FIELD=REL",
                     help="fields not fitted whose prior value is uncertain by REL (relative 1-sigma), e.g. "

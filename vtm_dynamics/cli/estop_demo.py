@@ -58,20 +58,28 @@ def parameter_list(values: dict[str, Any]) -> list:
     return [Parameter(name, value=value) for name, value in values.items()]
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="vtm-estop-demo", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    from vtm_dynamics.cli.arguments import Parser
+
+    ap = Parser(prog="vtm-estop-demo", description="The E-stop prediction graph in one process (robot_sim and "
+                "estop_predictor, the nodes of the launch file): waits for the stop, compares the prediction with "
+                "the simulated robot, prints a summary and writes plots.")
     ap.add_argument("--config", default="", help="parameter YAML (default: the package's config/estop_predict.yaml)")
-    ap.add_argument("--robot", choices=ROBOT_NAMES, help="override the robot of both nodes")
+    ap.add_argument("--robot", choices=ROBOT_NAMES, type=str.lower, help="override the robot of both nodes")
     ap.add_argument("--urdf", default="", help="URDF file for both nodes (overrides --robot)")
     ap.add_argument("--brake-config", default="", help="brake YAML for both nodes")
     ap.add_argument("--estop-time", type=float, help="simulated time of the E-stop [s]")
-    ap.add_argument("--output-dir", default=DEFAULT_OUTPUT, help=f"where plots and summary go (default {DEFAULT_OUTPUT})")
+    ap.add_argument("--output-dir", default=DEFAULT_OUTPUT, help="where plots and summary go")
     ap.add_argument("--timeout", type=float, default=60.0, help="give up after this many wall-clock seconds")
     ap.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     from vtm_dynamics.cli.view_output import add_view_arguments
 
     add_view_arguments(ap, "the predicted stop beside the reference simulation")
-    return ap.parse_args(argv)
+    return ap
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def build_parameters(args: argparse.Namespace) -> tuple[dict, dict]:
@@ -191,7 +199,9 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
             json.dump(summary, f, indent=2)
         written = [] if args.no_plots else plots.prediction_vs_simulation_plots(
             args.output_dir, predictor.robot, predictor.outputs.last_result, sim.plant) + \
-            plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.outputs.last_result)
+            plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.outputs.last_result,
+                                          armature=None if predictor.model.brakes is None
+                                          else predictor.model.brakes.armature)
         for p in [os.path.join(args.output_dir, "summary.json")] + written:
             print(f"wrote {p}")
         from vtm_dynamics.cli import view_output
@@ -306,7 +316,10 @@ def format_summary(s: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)
+    except SystemExit as exc:  # the parser printed its one line (or the help)
+        return int(exc.code or 0)
     lines, status = prepare_environment()
     for line in lines:
         print(line, file=sys.stdout if status == 0 else sys.stderr, flush=True)

@@ -12,6 +12,10 @@ Examples::
 
 Bad input (unknown joint in the brake file, negative torques, NaN or out-of-limit state) prints one line
 ``vtm-predict: error: <field>: <reason>`` and exits with status 2.
+
+The summary, the JSON (``inputs``) and the CSV header state what produced them: robot and model hash, brake file
+and hash, payload, stop category and its parameters, integration step and horizon, the envelope's ranges, the
+software version and commit (:mod:`vtm_dynamics.cli.provenance`).
 """
 
 from __future__ import annotations
@@ -23,38 +27,50 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from vtm_dynamics.cli import plots
-from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
-from vtm_dynamics.core.estop.envelope import EnvelopeSpec, StopEnvelope, stop_envelope
-from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError, StopPrediction, StopSettings, predict_stop
-from vtm_dynamics.core.estop.defaults import CATEGORY, CATEGORY1_DECELERATION, INTEGRATION_STEP, PAYLOAD
-from vtm_dynamics.core.robot.catalogue import DEFAULT_ROBOT, ROBOTS
-from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.cli import provenance
+from vtm_dynamics.cli.arguments import Parser, robot_name
+from vtm_dynamics.cli.prediction_inputs import inputs_lines, plot_source, prediction_inputs
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, INTEGRATION_STEP, PAYLOAD,
+)
+from vtm_dynamics.core.robot.catalogue import DEFAULT_ROBOT, ROBOTS
+
+if TYPE_CHECKING:  # the engine (Pinocchio, Numba) and matplotlib are imported when a prediction runs, not for --help
+    from vtm_dynamics.core.estop import LockEvent, StopPrediction
+    from vtm_dynamics.core.estop.brakes import BrakeSet
+    from vtm_dynamics.core.estop.envelope import StopEnvelope
+    from vtm_dynamics.core.robot.model import RobotModel
 
 PROG = "vtm-predict"
 
 
 @dataclass(frozen=True)
 class PredictionSummary:
-    """What a run produced: the prediction (and envelope), the robot name and the files written."""
+    """What a run produced: the prediction (and envelope), the robot name, the files written and ``inputs``, what
+    produced them (:func:`prediction_inputs`)."""
 
     robot: str
     prediction: StopPrediction
     envelope: StopEnvelope | None
     files: tuple[str, ...]
+    inputs: dict | None = None
 
 
 # ---------------------------------------------------------------------------------------------------- output
-def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: StopEnvelope | None = None) -> str:
-    """Readable plain-text summary of a prediction (the CLI's stdout)."""
+def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: StopEnvelope | None = None,
+                  inputs: dict | None = None) -> str:
+    """Readable plain-text summary of a prediction (the CLI's stdout), headed by its ``inputs``."""
     lines = []
     cat = f"category {p.category}" + (f" (power off at {p.power_off_time:.4f} s)" if p.category == 1 else "")
-    lines.append(f"E-stop prediction: {robot.name}, {cat}, {robot.nv} joints")
+    label = inputs["robot"] if inputs else robot.name
+    lines.append(f"E-stop prediction: {label}, {cat}, {robot.nv} joints")
+    if inputs:
+        lines += inputs_lines(inputs) + [""]
     if p.stopped:
         lines.append(f"stop time        {p.stop_time:9.4f} s   (all joints held)")
     else:
@@ -92,12 +108,14 @@ def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: S
     return "\n".join(lines)
 
 
-def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope | None = None) -> dict:
-    """JSON-ready dict: summary, events and time series (SI units, keys name them)."""
+def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope | None = None,
+                       inputs: dict | None = None) -> dict:
+    """JSON-ready dict: what produced it (``inputs``), summary, events and time series (SI units, keys name them)."""
     def f(x):
         return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
     out = {
+        "inputs": inputs,
         "robot": robot.name, "joint_names": list(robot.joint_names), "category": p.category,
         "stopped": p.stopped, "stop_time_s": f(p.stop_time), "power_off_time_s": p.power_off_time,
         "joint_stop_times_s": [f(float(x)) for x in p.joint_stop_times],
@@ -127,10 +145,14 @@ def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope |
     return out
 
 
-def write_csv(path: str, robot: RobotModel, p: StopPrediction) -> None:
-    """Time series as CSV: t, then q_, v_, tau_brake_, locked_ per joint, then brake work and jump losses."""
+def write_csv(path: str, robot: RobotModel, p: StopPrediction, inputs: dict | None = None) -> None:
+    """Time series as CSV: ``# key: value`` lines stating the inputs, then the header t, q_, v_, tau_brake_,
+    locked_ per joint, brake work and jump losses, then one row per sample."""
     names = robot.joint_names
     with open(path, "w", newline="", encoding="utf-8") as fh:
+        if inputs:
+            fh.write("\n".join(provenance.comment_lines(("vtm-predict " + k, json.dumps(v)) for k, v in
+                                                        inputs.items())) + "\n")
         w = csv.writer(fh)
         qn = [f"q_{n}" for n in names] if robot.nq == robot.nv else [f"q{k}" for k in range(robot.nq)]
         w.writerow(["t_s"] + qn + [f"v_{n}" for n in names] + [f"tau_brake_{n}" for n in names]
@@ -151,9 +173,15 @@ def run_prediction(
     plots_dir: str | None = None, envelope: int | None = None, step: float | None = None, progress=None,
 ) -> tuple[PredictionSummary, RobotModel, BrakeSet]:
     """The CLI's work as a function (numpy in, dataclasses out; files only when paths are given)."""
+    from vtm_dynamics.cli import plots
+    from vtm_dynamics.core.estop import CategoryOne, StopInputError, StopSettings, predict_stop
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.estop.envelope import EnvelopeSpec, stop_envelope
+
     spec = ROBOTS.get(robot_name or "")
     bare, robot, payload_frame = load_robot(robot_name, urdf, payload, tcp_frame)
-    brakes = brakes_from_config(robot, brakes_path or default_brakes_path(robot_name, urdf))
+    brakes_path = brakes_path or default_brakes_path(robot_name, urdf)
+    brakes = brakes_from_config(robot, brakes_path)
     if q is None or v is None:
         named = spec.state(state) if spec else None
         if named is None:
@@ -170,7 +198,7 @@ def run_prediction(
     c1 = CategoryOne(deceleration=deceleration, max_duration=max_duration) if category == 1 else None
     p = predict_stop(robot, brakes, qa, v, category=category, category_one=c1, lock_events=locks,
                      tcp_frame=tcp_frame, settings=settings)
-    env = None
+    env, env_inputs = None, None
     if envelope:
         # the envelope attaches its payload cases to the bare robot: the payload range is the TOTAL payload, so
         # its nominal case (factors 1, least payload) is the main prediction above
@@ -180,17 +208,24 @@ def run_prediction(
                                                               n_random=envelope),
                             category=category, lock_events=locks, tcp_frame=tcp_frame, settings=settings,
                             progress=progress)
+        env_inputs = {"torque_factor": list(ENVELOPE_TORQUE_FACTOR), "delay_factor": list(ENVELOPE_DELAY_FACTOR),
+                      "payload_kg": list(pl), "n_random": int(envelope), "cases": len(env.cases)}
+    inputs = prediction_inputs(robot_name if urdf is None and robot_name else os.path.abspath(urdf or ""), robot,
+                               brakes_path, payload=payload, payload_frame=payload_frame, tcp_frame=tcp_frame,
+                               category=category, deceleration=deceleration, max_duration=max_duration,
+                               settings=settings, envelope=env_inputs, q0=p.q[0], v0=p.v[0])
     files = []
     if json_path:
         with open(json_path, "w", encoding="utf-8") as fh:
-            json.dump(prediction_to_dict(robot, p, env), fh, indent=1)
+            json.dump(prediction_to_dict(robot, p, env, inputs), fh, indent=1)
         files.append(json_path)
     if csv_path:
-        write_csv(csv_path, robot, p)
+        write_csv(csv_path, robot, p, inputs)
         files.append(csv_path)
     if plots_dir:
-        files.extend(plots.prediction_report_plots(plots_dir, robot, p))
-    return PredictionSummary(robot.name, p, env, tuple(files)), robot, brakes
+        files.extend(plots.prediction_report_plots(plots_dir, robot, p, source=plot_source(inputs),
+                                                   armature=brakes.armature))
+    return PredictionSummary(robot.name, p, env, tuple(files), inputs), robot, brakes
 
 
 def run_default_demo(out_dir: str) -> PredictionSummary:
@@ -205,6 +240,8 @@ def run_default_demo(out_dir: str) -> PredictionSummary:
 
 
 def _parse_lock(text: str) -> LockEvent:
+    from vtm_dynamics.core.estop import LockEvent, StopInputError
+
     try:
         joints, time = text.rsplit("@", 1)
         return LockEvent(float(time), joints.split(","))
@@ -213,30 +250,35 @@ def _parse_lock(text: str) -> LockEvent:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Predict an emergency stop (stopping time, angles, TCP "
-                                 "distance, events) of a robot with joint brakes.")
-    ap.add_argument("robot", nargs="?", default=DEFAULT_ROBOT, help=f"robot: {ROBOT_HELP} (ignored with --urdf)")
+    from vtm_dynamics.cli.recorded_stops import add_recording_options
+
+    ap = Parser(prog=PROG, description="Predict an emergency stop (stopping time, angles, TCP distance, events) of a "
+                "robot with joint brakes.")
+    ap.add_argument("robot", nargs="?", default=DEFAULT_ROBOT, type=robot_name(ROBOTS),
+                    help=f"robot: {ROBOT_HELP}, any case (ignored with --urdf)")
     ap.add_argument("--urdf", help="URDF file of another robot (then --brakes is required)")
-    ap.add_argument("--q", type=float, nargs="+", help="joint positions [rad] in model order")
-    ap.add_argument("--v", type=float, nargs="+", help="joint velocities [rad/s] in model order")
-    ap.add_argument("--state", default="demo", help="named default state when --q/--v are not given")
+    ap.add_argument("--q", type=float, nargs="+", help="joint positions [rad] in model order (default: --state's)")
+    ap.add_argument("--v", type=float, nargs="+", help="joint velocities [rad/s] in model order (default: --state's)")
+    ap.add_argument("--state", default="demo", help="named state of the robot used when --q/--v are not given")
     ap.add_argument("--category", type=int, default=CATEGORY, choices=(0, 1), help="IEC 60204-1 stop category")
-    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION,
-                    help="category 1: joint deceleration limit [rad/s^2]")
-    ap.add_argument("--max-duration", type=float, help="category 1: power is cut after this time [s]")
-    ap.add_argument("--brakes", help="brake YAML (default: the robot's config/*_brakes.yaml)")
-    ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported")
+    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION, help="category 1: joint deceleration limit of the controlled "
+                    "ramp [rad/s^2] (an assumption: give your controller's)")
+    ap.add_argument("--max-duration", type=float, help="category 1: power is cut after this time [s] (default: at "
+                    "standstill)")
+    ap.add_argument("--brakes", help="brake YAML (default: the robot's config/<robot>_brakes.yaml)")
+    ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
     ap.add_argument("--payload", type=float, default=PAYLOAD, help="payload mass at the TCP [kg]")
-    ap.add_argument("--lock", action="append", default=[], help="abrupt lock JOINT[,JOINT]@TIME (repeatable)")
-    ap.add_argument("--step", type=float, help=f"integration step [s] (default {INTEGRATION_STEP:g})")
+    ap.add_argument("--lock", action="append", default=[], help="abrupt lock JOINT[,JOINT]@TIME [s] (repeatable)")
+    ap.add_argument("--step", type=float, help=f"maximum integration step [s] (default: the core's, "
+                    f"{INTEGRATION_STEP:g})")
     ap.add_argument("--json", help="write the prediction as JSON")
     ap.add_argument("--csv", help="write the time series as CSV")
     ap.add_argument("--plots", help="directory for PNG plots")
-    ap.add_argument("--envelope", type=int, metavar="N", help="also run an uncertainty envelope with N random cases")
+    ap.add_argument("--envelope", type=int, metavar="N", help="also run an uncertainty envelope with N random cases "
+                    f"(brake torque x {ENVELOPE_TORQUE_FACTOR[0]:g}-{ENVELOPE_TORQUE_FACTOR[1]:g}, delay x "
+                    f"{ENVELOPE_DELAY_FACTOR[0]:g}-{ENVELOPE_DELAY_FACTOR[1]:g}, payload 0-rated)")
     ap.add_argument("--bag", nargs="+", metavar="BAG", help="replay recorded stops (rosbag2): predict each from the "
                     "recorded state at the trigger and compare with what the robot did")
-    from vtm_dynamics.cli.recorded_stops import add_recording_options  # reads rosbag2: only imported when used
-
     add_recording_options(ap)
     from vtm_dynamics.cli.view_output import add_view_arguments
 
@@ -249,6 +291,8 @@ def replay_bags(args: argparse.Namespace, say=print) -> list:
     printed against the recording (angle, time, TCP distance); ``--json`` and ``--plots`` write the comparison."""
     from vtm_dynamics.cli import stop_report
     from vtm_dynamics.cli.recorded_stops import read_stops
+    from vtm_dynamics.core.estop import StopSettings
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
     from vtm_dynamics.core.estop.identification import compare_stops
 
     robot_name = None if args.urdf else args.robot
@@ -310,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
-    print(summary_table(robot, brakes, summary.prediction, summary.envelope))
+    print(summary_table(robot, brakes, summary.prediction, summary.envelope, summary.inputs))
     for f in summary.files:
         print(f"wrote {f}")
     from vtm_dynamics.cli import view_output

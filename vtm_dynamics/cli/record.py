@@ -123,15 +123,17 @@ def record(out: str, topics: dict[str, str], *, storage: str = "mcap", duration:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Record joint states and the E-stop trigger into a rosbag2.")
+    from vtm_dynamics.cli.arguments import Parser
+
+    ap = Parser(prog=PROG, description="Record joint states and the E-stop trigger into a rosbag2.")
     ap.add_argument("out", help="bag directory to create (must not exist)")
-    ap.add_argument("--storage", choices=STORAGES, default="mcap", help="rosbag2 storage (default mcap)")
+    ap.add_argument("--storage", choices=STORAGES, default="mcap", help="rosbag2 storage")
     ap.add_argument("--joint-topic", default="/joint_states", help="sensor_msgs/JointState topic")
     ap.add_argument("--trigger-topic", default="/estop", help="trigger topic")
     ap.add_argument("--trigger-type", default="std_msgs/msg/Bool", help="trigger type <pkg>/msg/<Type>")
     ap.add_argument("--topic", action="append", default=[], metavar="NAME:TYPE", help="another topic to record")
-    ap.add_argument("--duration", type=float, default=60.0, help="recording length [s] (default 60)")
-    ap.add_argument("--max-bytes", type=float, default=5e8, help="stop after this much message data (default 5e8)")
+    ap.add_argument("--duration", type=float, default=60.0, help="recording length [s]")
+    ap.add_argument("--max-bytes", type=float, default=5e8, help="stop after this much message data [bytes]")
     ap.add_argument("--max-messages", type=int, default=10_000_000, help="stop after this many messages")
     ap.add_argument("--use-sim-time", action="store_true", help="receive times from /clock (simulators)")
     return ap

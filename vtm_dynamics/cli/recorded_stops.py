@@ -2,7 +2,8 @@
 
 Shared by ``vtm-calibrate`` (stops to fit) and ``vtm-predict --bag`` (stops to replay): the options name the
 joint-state topic, the trigger (topic, type, field, stopping values) and the rest rule; :func:`read_stops` reads
-every bag (:mod:`vtm_dynamics.recordings`) and finds its stops.
+every bag (:mod:`vtm_dynamics.recordings`) and finds its stops. The bag readers are imported only when stops are
+read, so that a tool builds its parser (``--help``, usage errors) without them.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from vtm_dynamics.recordings.bag_files import DEFAULT_JOINT_TOPIC, read_recording
-from vtm_dynamics.recordings.stops import REST_HOLD, REST_TOLERANCE, find_stops
-from vtm_dynamics.recordings.trigger import rule_from_parameters
 
 
 def add_recording_options(ap: argparse.ArgumentParser) -> None:
     """The options that say where the joint states and the trigger are in a bag."""
+    from vtm_dynamics.recordings.bag_files import DEFAULT_JOINT_TOPIC
+    from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE
+
     ap.add_argument("--joint-topic", default=DEFAULT_JOINT_TOPIC, help="sensor_msgs/JointState topic")
     ap.add_argument("--trigger-topic", default="/estop", help="trigger topic (default /estop)")
     ap.add_argument("--trigger-type", default="std_msgs/msg/Bool", help="trigger type <pkg>/msg/<Type>")
@@ -30,6 +31,10 @@ def add_recording_options(ap: argparse.ArgumentParser) -> None:
 
 def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) -> list:
     """Every stop of every bag, in order, as RecordedStop (errors are RecordingError, one line)."""
+    from vtm_dynamics.recordings.bag_files import read_recording
+    from vtm_dynamics.recordings.stops import find_stops
+    from vtm_dynamics.recordings.trigger import rule_from_parameters
+
     rule = rule_from_parameters(args.trigger_topic, args.trigger_type, args.trigger_field, args.trigger_values)
     stops = []
     for bag in bags:

@@ -8,11 +8,14 @@ one-line :class:`~vtm_dynamics.core.estop.StopInputError`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.defaults import PAYLOAD
-from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.robot.catalogue import ROBOT_NAMES, ROBOTS, CatalogueError, CatalogueRobot
-from vtm_dynamics.core.robot.model import RobotModel
+
+if TYPE_CHECKING:  # Pinocchio is imported when a robot is loaded, not when a tool builds its parser
+    from vtm_dynamics.core.robot.model import RobotModel
 
 ROBOT_HELP = " | ".join(ROBOT_NAMES)
 
@@ -30,6 +33,9 @@ def load_robot(robot_name: str | None, urdf: str | None = None, payload: float =
                tcp_frame: str | None = None) -> tuple[RobotModel, RobotModel, str | None]:
     """(bare robot, robot with ``payload`` [kg] at its payload frame, payload frame) from a robot name of the
     catalogue or a URDF file; without a payload frame in the catalogue, the payload goes to ``tcp_frame``."""
+    from vtm_dynamics.core.estop.payload import with_payload
+    from vtm_dynamics.core.robot.model import RobotModel
+
     spec = named_robot(robot_name, urdf)
     bare = RobotModel.from_urdf_file(urdf if urdf is not None else spec.urdf_path())
     payload_frame = spec.payload_frame if spec and spec.payload_frame else tcp_frame

@@ -15,31 +15,27 @@ partly, red not unique; arrows along the directions that are unique), at the ana
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
 import sys
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from vtm_dynamics.core.reactions.solvability import (
+from vtm_dynamics.cli.arguments import Parser
+from vtm_dynamics.core.reactions.analysis_settings import (
     DEFAULT_MAX_REACTION_BODIES,
+    DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_SOLVABILITY_BODIES,
     DEFAULT_RANK_RTOL,
     METHODS,
-    SolvabilityReport,
-    analyze_solvability,
-    load_for_analysis,
 )
-from vtm_dynamics.core.reactions.solvability_along_motion import (
-    DEFAULT_MAX_SAMPLES,
-    MotionReport,
-    analyze_along,
-    drive_kinematically,
-    paper_steering_drive,
-)
-from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+if TYPE_CHECKING:  # the analysis (Pinocchio, scipy) is imported when it runs, not for --help
+    from vtm_dynamics.core.reactions.solvability import SolvabilityReport
+    from vtm_dynamics.core.reactions.solvability_along_motion import MotionReport
 
 
 def report_to_dict(report: SolvabilityReport) -> dict:
@@ -147,35 +143,68 @@ def format_motion(report: MotionReport, pairs: list[str]) -> str:
     return "\n".join(lines)
 
 
-def plot_motion(report: MotionReport, pairs: list[str], path: str) -> str:
-    """PNG of the chosen pairs' reaction components over time; gaps where a component is not unique."""
-    from vtm_dynamics.cli.plots import pyplot
+def _component_unit(label: str) -> str:
+    return "N m" if label.lstrip("-").startswith("M") else ("N" if label.lstrip("-").startswith("F") else "N or N m")
+
+
+def plot_motion(report: MotionReport, pairs: list[str], path: str, source: str | None = None) -> str:
+    """PNG of the chosen pairs' unique reaction components over time, one panel per pair; gaps where a component
+    is not unique at a sample; pairs with no unique component at any sample get no panel (a note names them)."""
+    from vtm_dynamics.cli.plots import legend_outside, new_figure, pyplot, save_figure_at
 
     plt = pyplot()
-    fig, axes = plt.subplots(len(pairs), 1, figsize=(8, 2.2 * len(pairs)), sharex=True, squeeze=False)
-    for ax, pair in zip(axes[:, 0], pairs):
-        labels = next((c[1] for c in report.samples[0].components if c[0] == pair), ())
-        for lab in labels:
-            t, v = report.series(pair, lab)
+    shown, empty, notes = [], [], []
+    for pair in pairs:
+        labels = next((c[1] for c in report.samples[0].components if c[0] == pair), None)
+        if labels is None:
+            notes.append(f"{pair}: no such pair in the model")
+            continue
+        series = [(lab, *report.series(pair, lab)) for lab in labels]
+        if any(np.isfinite(v).any() for _, _, v in series):
+            shown.append((pair, series))
+        else:
+            empty.append(f"{pair} ({', '.join(labels)})")
+    if empty:
+        notes.append(f"not plotted, no component unique at any sample: {'; '.join(empty)}")
+    if not shown:
+        notes.append("none of the chosen pairs has a unique component along this motion")
+    fig, axes = new_figure(plt, 9.0, 2.3 * max(1, len(shown)) + 1.0, max(1, len(shown)), 1, sharex=True,
+                           squeeze=False)
+    for ax, (pair, series) in zip(axes[:, 0], shown):
+        units = set()
+        for lab, t, v in series:
             unique = np.isfinite(v)
-            if not unique.any():
-                ax.plot([], [], " ", label=f"{lab}: not unique at any sample")
+            if unique.any():
+                ax.plot(t, v, label=lab + ("" if unique.all() else " (gaps: not unique)"))
+                units.add(_component_unit(lab))
             else:
-                ax.plot(t, v, label=f"{lab}" + ("" if unique.all() else " (gaps: not unique)"))
+                ax.plot([], [], " ", label=f"{lab}: not unique")
         for c in report.changes:
             ax.axvline(0.5 * (c.t_before + c.t_after), color="r", ls=":")
-        ax.set_ylabel(f"{pair} [N, N m]")
-        ax.legend(fontsize=7, loc="upper right")
+        ax.set_ylabel(f"{pair} [{', '.join(sorted(units))}]")
+        ax.ticklabel_format(useOffset=False)
+        ax.grid(alpha=0.3)
+        legend_outside(ax)
+    if not shown:
+        axes[0, 0].set_axis_off()
     axes[-1, 0].set_xlabel("t [s]")
-    fig.suptitle(f"{report.model}: unique reaction components along the motion (dotted: verdicts change)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    title = f"{report.model}: unique reaction components along the motion, pair frame"
+    if report.changes:
+        title += " (red dotted: the verdicts change)"
+    fig.suptitle(title, fontsize=10)
+    return save_figure_at(plt, fig, path, source, notes)
 
 
 def _motion(args, parser_error) -> int:
-    model = load_for_analysis(read_urdf_file(args.model), args.planar, args.max_bodies)
+    from vtm_dynamics.cli import provenance
+    from vtm_dynamics.core.reactions.solvability import load_for_analysis
+    from vtm_dynamics.core.reactions.solvability_along_motion import (
+        analyze_along, drive_kinematically, paper_steering_drive,
+    )
+    from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+    text = read_urdf_file(args.model)
+    model = load_for_analysis(text, args.planar, args.max_bodies)
     pm = model.pin_model
     drives = None
     if args.along:
@@ -202,16 +231,18 @@ def _motion(args, parser_error) -> int:
     else:
         print(format_motion(report, pairs))
     if args.plot:
-        print(f"plot: {plot_motion(report, pairs, args.plot)}", file=sys.stderr)
+        source = (f"{report.model} (URDF sha256 {provenance.text_sha256(text)[:12]}), "
+                  f"{'planar' if args.planar else 'spatial'}; {provenance.software_line()}")
+        print(f"plot: {plot_motion(report, pairs, args.plot, source)}", file=sys.stderr)
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point; returns the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="vtm-solvability", description="Reaction solvability analysis of an overconstrained URDF model.")
+def build_parser() -> Parser:
+    parser = Parser(prog="vtm-solvability",
+                    description="Reaction solvability analysis of an overconstrained URDF model.")
     parser.add_argument("model", help="URDF file (with loop_closure / knife_edge / driving_constraint elements)")
-    parser.add_argument("--planar", action="store_true", help="analyse in-plane motion only (x, y, phi per body)")
+    parser.add_argument("--planar", action="store_true", help="analyse in-plane motion only (x, y, phi per body; "
+                        "the model must move in the world xy-plane)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--q", nargs="+", type=float, default=None, metavar="Q",
                         help="configuration in Pinocchio order (default: neutral); loops are then assembled")
@@ -230,13 +261,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=20.0, help="--drive: duration [s]")
     parser.add_argument("--dt", type=float, default=0.25, help="--drive: sample step [s]")
     parser.add_argument("--speed", type=float, default=0.1,
-                        help="--drive: initial velocity of the base's first coordinate [m/s] (paper: 0.1)")
-    parser.add_argument("--pairs", default="", help="along a motion: pairs to tabulate and plot (comma-separated)")
+                        help="--drive: initial velocity of the base's first coordinate [m/s] (the paper's)")
+    parser.add_argument("--pairs", default="", help="along a motion: pairs to tabulate and plot (comma-separated; "
+                        "default: the first four)")
     parser.add_argument("--plot", metavar="PNG", help="along a motion: plot the unique components to this file")
     parser.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, help="along a motion: sample cap")
     from vtm_dynamics.cli import view_output
 
     view_output.add_view_arguments(parser, "the mechanism with its pairs marked by verdict")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point; returns the exit code."""
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
@@ -256,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.along or args.drive:
             return _motion(args, parser_error)
+        from vtm_dynamics.core.reactions.solvability import analyze_solvability
+        from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
         report = analyze_solvability(read_urdf_file(args.model), planar=args.planar, q=args.q, rank_rtol=args.rtol,
                                      assemble=not args.no_assemble, max_bodies=args.max_bodies, method=args.method)
     except (ValueError, OSError) as err:
@@ -265,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report_to_dict(report), indent=2))
     else:
         print(format_report(report))
+    from vtm_dynamics.cli import view_output
+
     if view_output.wants_view(args):
         try:
             view_output.show_solvability(args, read_urdf_file(args.model), report, args.planar, args.max_bodies,

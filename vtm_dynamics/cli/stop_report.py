@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, JointBrake
+from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS
 from vtm_dynamics.core.estop.identification import Identification, StopComparison
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -26,6 +26,9 @@ def write_atomic(path: str, text: str) -> str:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=folder)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600: the YAML and report are read like any other output
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -132,10 +135,12 @@ def write_json(path: str, data: dict) -> str:
 
 
 def overlay_plots(out_dir: str, robot: RobotModel, stops: Sequence[Any], comparisons: Sequence[StopComparison],
-                  max_plots: int = 50) -> list[str]:
+                  max_plots: int = 50, source: str | None = None) -> list[str]:
     """One PNG per stop (at most ``max_plots``): recorded angles (dots) and the prediction (lines) of every joint,
     relative to the trigger."""
-    from vtm_dynamics.cli.plots import pyplot, save_figure
+    from matplotlib.lines import Line2D
+
+    from vtm_dynamics.cli.plots import pyplot, save_figure, legend_outside, new_figure
 
     plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
@@ -143,14 +148,19 @@ def overlay_plots(out_dir: str, robot: RobotModel, stops: Sequence[Any], compari
     for n, (s, c) in enumerate(zip(stops, comparisons)):
         if n >= max_plots:
             break
-        fig, ax = plt.subplots(figsize=(8, 4.5))
+        fig, ax = new_figure(plt, 9.5, 4.8)
+        handles = []
         for i, name in enumerate(robot.joint_names):
-            line, = ax.plot(c.predicted_t, c.predicted_q[:, i] - s.q0[i], lw=1.2, label=name)
+            line, = ax.plot(c.predicted_t, c.predicted_q[:, i] - s.q0[i], lw=1.2)
             ax.plot(s.t, s.q[:, i] - s.q0[i], ".", ms=2, color=line.get_color())
+            handles.append(Line2D([], [], color=line.get_color(), label=name))
+        handles += [Line2D([], [], color="k", lw=1.2, label="predicted"),
+                    Line2D([], [], color="k", marker=".", ls="none", label="recorded")]
         ax.set_xlabel("time after the trigger [s]")
         ax.set_ylabel("angle from the trigger pose [rad]")
-        ax.set_title(f"{c.label}: recorded (dots) vs predicted (lines)")
-        ax.legend(fontsize=7, ncol=2)
+        ax.set_title(f"{c.label}: recorded (dots) vs predicted (lines)", fontsize=10)
+        ax.grid(alpha=0.3)
+        legend_outside(ax, handles)
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in c.label)
-        files.append(save_figure(plt, fig, out_dir, f"stop_{n + 1:02d}_{safe[:60]}.png"))
+        files.append(save_figure(plt, fig, out_dir, f"stop_{n + 1:02d}_{safe[:60]}.png", source=source))
     return files

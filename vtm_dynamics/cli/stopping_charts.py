@@ -1,20 +1,27 @@
 """Charts of stopping data (vendor-manual style) and of workspace stopping maps (matplotlib, Agg backend).
 
-Vendor style: per stop category and tested joint, stopping distance [rad] and stopping time [s] against speed
-[% of maximum], one curve per extension (at 100 % payload) and one per payload (at 100 % extension), the envelope
-band shaded. Maps: heat maps of the worst TCP stopping distance per cell of the TCP's start position (top view
-x-y and side view x-z), and the worst states.
+Vendor style: per stop category and tested joint, stopping angle [rad] and stopping time [ms] against speed
+[% of maximum, and rad/s], one curve per extension (at 100 % payload) and one per payload (at 100 % extension),
+each level with its absolute value, the envelope band shaded. Maps: heat maps of the worst TCP stopping distance per
+cell of the TCP's start position (top view x-y and side view x-z), and the worst states.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from vtm_dynamics.cli.plots import pyplot
-from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
+from vtm_dynamics.core.estop.defaults import ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
+
+if TYPE_CHECKING:
+    from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
+
+BAND_NOTE = (f"shaded: the envelope band (brake torque x {ENVELOPE_TORQUE_FACTOR[0]:g}-{ENVELOPE_TORQUE_FACTOR[1]:g}, "
+             f"engage delay x {ENVELOPE_DELAY_FACTOR[0]:g}-{ENVELOPE_DELAY_FACTOR[1]:g}); its upper edge is the value "
+             "for safety calculations.")
 
 
 def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: str) -> list[tuple[float, list[StoppingPoint]]]:
@@ -26,89 +33,180 @@ def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: st
     return [(lv, sorted((p for p in sel if getattr(p, key) == lv), key=lambda p: p.speed_fraction)) for lv in levels]
 
 
-def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, title: str = "") -> Any:
-    """One figure: 2 x 2 axes (distance / time against speed; by extension / by payload) with envelope bands."""
+def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, title: str = "", fig: Any = None,
+                 published: Any = None, notes: list[str] | None = None) -> Any:
+    """2 x 2 axes (stopping angle / time against speed; by extension at 100 % payload / by payload at 100 %
+    extension), each level with its absolute value (m, kg), the envelope band shaded (its upper edge is the value
+    for safety calculations), the speed also in rad/s on the top axis, the ``published`` figure (an object with
+    ``angle`` [rad] and ``time`` [s]) marked at 100 %. Drawn into ``fig`` (a report page) or a new figure;
+    curves that lie on top of each other are named in ``notes`` (and on the page)."""
+    from vtm_dynamics.cli.plots import overlap_note
+
     plt = pyplot()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
+    hidden: list[str] = []
+    curves: dict[tuple[int, int], list] = {}
+    own = fig is None
+    if own:
+        fig = plt.figure(figsize=(11.0, 8.0), layout="constrained")
+        gs = fig.add_gridspec(2, 2)
+    else:
+        gs = fig.add_gridspec(2, 2, left=0.07, right=0.97, top=0.80, bottom=0.17, hspace=0.12, wspace=0.16)
+    axes = [[fig.add_subplot(gs[r, c]) for c in range(2)] for r in range(2)]
+    for col in range(2):
+        axes[1][col].sharex(axes[0][col])
+    full_speed = None
     for col, vary in enumerate(("extension", "payload")):
         for lv, pts in _curves(points, category, joint, vary):
             x = [100 * p.speed_fraction for p in pts]
-            label = f"{vary} {lv:.0%}"
-            actual = pts[0].extension_actual
-            if vary == "extension" and abs(actual - lv) > 0.005:
-                label += f" (reached {actual:.0%})"
-            for row, (val, lo, hi) in enumerate((("angle", "angle_min", "angle_max"), ("time", "time_min", "time_max"))):
+            full_speed = pts[0].speed / pts[0].speed_fraction
+            if vary == "extension":
+                label = f"{lv:.0%} ({pts[0].reach:.2f} m)"
+                if abs(pts[0].extension_actual - lv) > 0.005:
+                    label = f"{lv:.0%}, reached {pts[0].extension_actual:.0%} ({pts[0].reach:.2f} m)"
+            else:
+                label = f"{lv:.0%} ({pts[0].payload:.2f} kg)"
+            for row, (val, lo, hi, scale) in enumerate((("angle", "angle_min", "angle_max", 1.0),
+                                                        ("time", "time_min", "time_max", 1e3))):
                 ax = axes[row][col]
-                line, = ax.plot(x, [getattr(p, val) for p in pts], marker="o", label=label)
-                ax.fill_between(x, [getattr(p, lo) for p in pts], [getattr(p, hi) for p in pts],
+                y = np.array([scale * getattr(p, val) for p in pts])
+                line, = ax.plot(x, y, marker="o", label=label)
+                curves.setdefault((row, col), []).append((f"{vary} {label.split(' ')[0]}", np.array(x, float), y))
+                ax.fill_between(x, [scale * getattr(p, lo) for p in pts], [scale * getattr(p, hi) for p in pts],
                                 color=line.get_color(), alpha=0.15)
-        axes[0][col].set_title(f"by {vary} (other at 100 %)")
-        axes[0][col].set_ylabel("stopping distance [rad]")
-        axes[1][col].set_ylabel("stopping time [s]")
-        axes[1][col].set_xlabel("speed [% of maximum]")
+        if published is not None:
+            axes[0][col].plot([100], [published.angle], marker="*", ms=12, color="k", ls="none",
+                              label="published (100 %, 100 %)")
+            axes[1][col].plot([100], [1e3 * published.time], marker="*", ms=12, color="k", ls="none")
+        axes[0][col].set_title(f"by {vary} ({'payload' if vary == 'extension' else 'extension'} at 100 %)",
+                               fontsize=9)
+        axes[0][col].set_ylabel("stopping angle of the joint [rad]")
+        axes[1][col].set_ylabel("stopping time [ms]")
+        axes[1][col].set_xlabel("speed of the tested joint [% of maximum]")
         for row in range(2):
             axes[row][col].grid(True, alpha=0.3)
-            axes[row][col].legend(fontsize=8)
-    fig.suptitle(title or f"stop category {category}, {joint} (band: envelope of brake torque and delay)")
-    fig.tight_layout()
+        axes[0][col].tick_params(labelbottom=False)
+        axes[1][col].legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False,
+                            title=vary + " level" + (" (reach)" if vary == "extension" else " (mass)"),
+                            title_fontsize=7.5, handles=axes[0][col].get_legend_handles_labels()[0])
+        if full_speed:
+            top = axes[0][col].secondary_xaxis("top", functions=(lambda pct, v=full_speed: pct * v / 100,
+                                                                  lambda w, v=full_speed: 100 * w / v))
+            top.set_xlabel("speed [rad/s]", fontsize=8)
+            top.tick_params(labelsize=7)
+    for (row, col), drawn in curves.items():
+        what = ("angle", "time")[row]
+        hidden += [f"{what}: {n}" for n in overlap_note(axes[row][col], drawn)]
+    if notes is not None:
+        notes.extend(hidden)
+    heading = title or f"stop category {category}, {joint}"
+    if own:
+        fig.suptitle(heading, fontsize=10)
+    else:
+        fig.text(0.04, 0.885, heading, fontsize=10, va="top")
+        fig.text(0.04, 0.045, "Note: " + BAND_NOTE + ("" if not hidden else " Curves on top of each other: "
+                                                        + "; ".join(hidden) + "."), fontsize=7.5, wrap=True)
     return fig
 
 
-def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name: str) -> list[str]:
-    """PNG per category and joint: ``<robot>_cat<c>_<joint>.png``; returns the paths."""
+def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name: str, published: dict | None = None,
+                       source: str | None = None, charted: dict[int, Sequence[str]] | None = None) -> list[str]:
+    """PNG per category and joint (``charted``: the joints per category; default every one):
+    ``<robot>_cat<c>_<joint>.png``; returns the paths."""
+    from vtm_dynamics.cli.plots import save_figure_at
+
     plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     files = []
-    for cat in sorted({p.category for p in points}):
-        for joint in dict.fromkeys(p.joint for p in points):
-            fig = vendor_chart(points, cat, joint, f"{robot_name}: stop category {cat}, {joint}")
+    if charted is None:
+        charted = {c: tuple(dict.fromkeys(p.joint for p in points if p.category == c))
+                   for c in sorted({p.category for p in points})}
+    for cat, joints in charted.items():
+        for joint in joints:
+            pub = (published or {}).get(joint) if cat == 0 else None
+            hidden: list[str] = []
+            fig = vendor_chart(points, cat, joint, f"{robot_name}: stop category {cat}, {joint} (simulated)",
+                               published=pub, notes=hidden)
             path = os.path.join(out_dir, f"{robot_name}_cat{cat}_{joint}.png")
-            fig.savefig(path, dpi=100)
-            plt.close(fig)
-            files.append(path)
+            files.append(save_figure_at(plt, fig, path, source, [BAND_NOTE] + [f"on top of each other: {h}"
+                                                                            for h in hidden], dpi=100))
     return files
 
 
-def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, top: int = 15) -> list[str]:
-    """``map_top_xy.png``, ``map_side_xz.png`` (worst TCP stopping distance per cell) and ``map_worst_states.png``."""
+def _map_source(summary: dict | None) -> str | None:
+    if not summary or "mapped" not in summary:
+        return None
+    m, sw = summary["mapped"], summary["software"]
+    return (f"{m['robot']} (URDF {m['model_sha256'][:10]}), brakes {os.path.basename(m['brakes_file'])} "
+            f"({m['brakes_sha256'][:10]}), payload {', '.join(f'{x:g}' for x in m['payloads_kg'])} kg, speed "
+            f"{m['speed_fraction'][0]:g}-{m['speed_fraction'][1]:g}, torque x {m['torque_factor'][0]:g}-"
+            f"{m['torque_factor'][1]:g}, delay x {m['delay_factor'][0]:g}-{m['delay_factor'][1]:g}, category "
+            f"{m['category']}, inputs {summary['inputs_hash'][:10]}; {sw['name']} {sw['version']}"
+            + (f" {sw['git_commit']}" if sw["git_commit"] else ""))
+
+
+def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, top: int = 15,
+                 summary: dict | None = None) -> list[str]:
+    """``map_top_xy.png``, ``map_side_xz.png`` (worst TCP stopping distance per cell of the TCP's start position,
+    the robot base and the largest start distance from the base axis drawn, blank cells explained) and
+    ``map_worst_states.png`` (the worst states with their stop time, payload, speed and brake factors)."""
+    from matplotlib.patches import Circle
+
+    from vtm_dynamics.cli.plots import new_figure, save_figure_at
+
     plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     dist = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
+    robot = summary["mapped"]["robot"] if summary and "mapped" in summary else "robot"
+    source = _map_source(summary)
     files = []
     for name, (a, b) in (("map_top_xy.png", ("tcp_x_m", "tcp_y_m")), ("map_side_xz.png", ("tcp_x_m", "tcp_z_m"))):
         x, y = np.asarray(columns[a], float), np.asarray(columns[b], float)
         ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(dist)
-        fig, ax = plt.subplots(figsize=(6.5, 5.5))
+        top_view = b == "tcp_y_m"
+        fig, ax = new_figure(plt, 7.5, 7.0)
         if ok.any():
-            xe = np.linspace(x[ok].min(), x[ok].max() + 1e-9, bins + 1)
-            ye = np.linspace(y[ok].min(), y[ok].max() + 1e-9, bins + 1)
+            reach = float(np.max(np.hypot(x[ok], y[ok]) if top_view else np.abs(x[ok])))
+            lo_x, hi_x = min(x[ok].min(), -0.05 * reach), max(x[ok].max(), 0.05 * reach)
+            lo_y, hi_y = min(y[ok].min(), -0.05 * reach), max(y[ok].max(), 0.05 * reach)
+            xe = np.linspace(lo_x, hi_x + 1e-9, bins + 1)
+            ye = np.linspace(lo_y, hi_y + 1e-9, bins + 1)
             grid = np.full((bins, bins), np.nan)
             ix = np.clip(np.searchsorted(xe, x[ok], side="right") - 1, 0, bins - 1)
             iy = np.clip(np.searchsorted(ye, y[ok], side="right") - 1, 0, bins - 1)
             for i, j, d in zip(ix, iy, dist[ok]):
                 grid[j, i] = d if np.isnan(grid[j, i]) else max(grid[j, i], d)
             mesh = ax.pcolormesh(xe, ye, grid, cmap="viridis", shading="flat")
-            fig.colorbar(mesh, ax=ax, label="worst TCP stopping distance in cell [m]")
-        ax.set_xlabel(f"TCP {a[4]} at the stop [m]")
-        ax.set_ylabel(f"TCP {b[4]} at the stop [m]")
-        ax.set_title(f"worst stopping distance, {'top' if b == 'tcp_y_m' else 'side'} view ({ok.sum()} states)")
+            fig.colorbar(mesh, ax=ax, shrink=0.8, label="worst TCP stopping distance in the cell [m]")
+            ax.plot([0.0], [0.0], marker="P", color="k", ms=10, ls="none", label="robot base (world origin)")
+            if top_view:
+                ax.add_patch(Circle((0.0, 0.0), reach, fill=False, ls="--", color="0.3"))
+                ax.plot([], [], ls="--", color="0.3", label=f"largest start distance from the base axis, "
+                        f"{reach:.2f} m")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=7.5, frameon=False)
+        ax.set_xlabel(f"TCP {a[4]} at the E-stop, world frame [m]")
+        ax.set_ylabel(f"TCP {b[4]} at the E-stop, world frame [m]")
+        ax.set_title(f"{robot}: worst TCP stopping distance, {'top' if top_view else 'side'} view "
+                     f"({ok.sum()} states)", fontsize=10)
         ax.set_aspect("equal", adjustable="box")
-        fig.tight_layout()
-        path = os.path.join(out_dir, name)
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        files.append(path)
+        notes = ["white cells: no sampled state starts there (not a zero distance); each coloured cell shows the "
+                 f"largest distance of the states starting in it ({bins} x {bins} cells)."]
+        files.append(save_figure_at(plt, fig, os.path.join(out_dir, name), source, notes, dpi=100))
     order = np.argsort(-np.where(np.isfinite(dist), dist, -np.inf))[:top]
-    fig, ax = plt.subplots(figsize=(8, 5))
-    labels = [f"#{int(columns['state'][k])} s={columns['speed_fraction'][k]:.2f} m={columns['payload_kg'][k]:.1f}kg"
-              for k in order]
-    ax.barh(range(len(order))[::-1], dist[order])
-    ax.set_yticks(range(len(order))[::-1], labels, fontsize=7)
-    ax.set_xlabel("TCP stopping distance [m]")
-    ax.set_title(f"the {len(order)} worst states (state, speed fraction, payload)")
-    fig.tight_layout()
-    path = os.path.join(out_dir, "map_worst_states.png")
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    files.append(path)
+    fig, ax = new_figure(plt, 10.0, 1.2 + 0.36 * max(len(order), 1))
+    time = np.asarray(columns["stop_time_s"], float)
+    pos = np.arange(len(order))[::-1]
+    ax.barh(pos, dist[order], color="tab:blue")
+    for p_, k in zip(pos, order):
+        t = f"{time[k]:.3f} s" if np.isfinite(time[k]) else "not stopped"
+        ax.text(dist[k], p_, f"  stop {t}, {columns['payload_kg'][k]:.1f} kg, speed x{columns['speed_fraction'][k]:.2f},"
+                f" torque x{columns['torque_factor'][k]:.2f}, delay x{columns['delay_factor'][k]:.2f}",
+                va="center", fontsize=7)
+    ax.set_yticks(pos, [f"state {int(columns['state'][k])}" for k in order], fontsize=7)
+    ax.set_xlabel("TCP straight stopping distance [m]")
+    ax.set_xlim(0.0, 1.9 * float(np.nanmax(dist[order])) if len(order) else 1.0)
+    ax.set_title(f"{robot}: the {len(order)} states with the largest TCP stopping distance", fontsize=10)
+    files.append(save_figure_at(plt, fig, os.path.join(out_dir, "map_worst_states.png"), source,
+                             ["speed x: speed of the most loaded joint as a fraction of its maximum; torque x, delay x:"
+                              " the brake-torque and engage-delay factors of the state; the q and v of each state "
+                              "are in stopping_map.csv (column 'state')."], dpi=100))
     return files

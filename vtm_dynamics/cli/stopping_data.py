@@ -6,44 +6,56 @@ Examples::
     vtm-stopping-data ur3 --out stopping_ur3
     vtm-stopping-data --urdf arm.urdf --brakes arm_brakes.yaml --tcp-frame tool0 --max-payload 4 --out arm
 
-Stop categories 0 and 1; the three joints with the greatest displacement; 33/66/100 % of maximum speed x extension
-x payload; each point with the band of the envelope's brake-torque and delay tolerances. The test motions and every
-assumption are printed in the report (:mod:`vtm_dynamics.core.stopping.iso10218`,
-:mod:`vtm_dynamics.cli.stopping_robots`). For the named robots the 100/100/100 category-0 points are compared with
-the published figures. Bad input prints one line ``vtm-stopping-data: error: <field>: <reason>`` (status 2).
+Stop category 0 (category 1 only from a stated deceleration, ``--category 0 1 --decel X``: the published data
+give none); the three joints with the greatest displacement; 33/66/100 % of maximum speed x extension x payload;
+each point with the band of the envelope's brake-torque and delay tolerances and the TCP's stopping distance. The
+test motions and every assumption are printed in the report (:mod:`vtm_dynamics.core.stopping.iso10218`,
+:mod:`vtm_dynamics.cli.stopping_robots`), every page says that the figures are simulated, and carries the document
+control (:mod:`vtm_dynamics.cli.stopping_report`). For the named robots the 100/100/100 category-0 points are
+compared with the published figures. Bad input prints one line ``vtm-stopping-data: error: <field>: <reason>``
+(status 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
 import os
 import sys
 from dataclasses import asdict
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+from vtm_dynamics.cli import provenance
+from vtm_dynamics.cli.arguments import Parser
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
-from vtm_dynamics.core.estop import StopInputError
-from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
-from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION
-from vtm_dynamics.core.robot.catalogue import ROBOTS
-from vtm_dynamics.core.stopping.iso10218 import (
-    LEVELS, StoppingPoint, StoppingTestSpec, extension_pose, greatest_displacement_joints, stopping_points,
-)
+
+if TYPE_CHECKING:  # the core is imported when the data are computed, not for --help
+    from vtm_dynamics.core.estop.brakes import BrakeSet
+    from vtm_dynamics.core.stopping.iso10218 import StoppingPoint, StoppingTestSpec
 
 PROG = "vtm-stopping-data"
 
-# the published category-0 figures the default brakes were fitted to (one home: core.robot.catalogue)
-PUBLISHED = {name: robot.published_stops for name, robot in ROBOTS.items() if robot.published_stops}
 PUBLISHED_SOURCE = "Universal Robots CB3 user manual, Appendix A (stop category 0, 100 % extension/speed/payload)"
+PUBLISHED_PRECISION = (0.005, 0.0005)  # [rad, s]: half the last digit of the published angles and times
+
+
+def published_figures(name: str) -> tuple:
+    """The published category-0 figures the default brakes of ``name`` were fitted to (one home: the robot
+    catalogue, ``core.robot.catalogue``); empty for a robot without them."""
+    from vtm_dynamics.core.robot.catalogue import ROBOTS
+
+    robot = ROBOTS.get(name)
+    return robot.published_stops if robot is not None else ()
 
 
 def fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, given: str | None) -> str:
     """The joint that folds the arm to lower extensions: ``given``, else the outermost tested joint that can bring
     ``frame`` to the lowest level (then the next one inwards): an elbow where there is one."""
+    from vtm_dynamics.core.estop import StopInputError
+    from vtm_dynamics.core.stopping.iso10218 import LEVELS, extension_pose
+
     candidates = [given] if given else [j for j in reversed(joints[1:])]
     reason, closest = "", None
     for fold in candidates:
@@ -65,6 +77,9 @@ def fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, 
 
 def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     """The stated test for a named robot (its defaults) or for a URDF (computed joints, given payload/speeds)."""
+    from vtm_dynamics.core.estop import StopInputError
+    from vtm_dynamics.core.stopping.iso10218 import StoppingTestSpec, greatest_displacement_joints
+
     robot, d = loaded.robot, loaded.defaults
     frame = args.tcp_frame or (d.tcp_frame if d else None)
     if frame is None:
@@ -72,6 +87,10 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     base = tuple(args.base_pose) if args.base_pose else (d.stopping_tests.base_pose if d else tuple([0.0] * robot.nq))
     if len(base) != robot.nq:
         raise StopInputError(f"base_pose: expected {robot.nq} angles [rad], got {len(base)}")
+    categories = tuple(sorted(set(args.category)))
+    if 1 in categories and args.decel is None:
+        raise StopInputError("category: category 1 needs the controller's deceleration ramp, --decel [rad/s^2]: the "
+                             "published data give none, so the report models category 1 only from a value you state")
     if d is not None:
         joints, folds, payload = d.stopping_tests.joints, d.stopping_tests.fold_joints, d.rated_payload
         limit = robot.model.velocityLimit  # the stated speeds, capped by the URDF (the prediction refuses more)
@@ -88,10 +107,26 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
         speeds = tuple(args.max_speeds)
     if args.max_payload is not None:
         payload = args.max_payload
+    extra = {} if args.decel is None else {"category1_deceleration": args.decel}
     return StoppingTestSpec(joints=tuple(joints), fold_joints=tuple(folds), max_speeds=tuple(speeds),
-                          max_payload=payload, payload_frame=frame, base_pose=base, extension_joint=joints[0],
-                          categories=tuple(args.category), category1_deceleration=args.decel,
-                          hold_others=args.others == "held")
+                            max_payload=payload, payload_frame=frame, base_pose=base, extension_joint=joints[0],
+                            categories=categories, hold_others=args.others == "held", **extra)
+
+
+def level_lines(spec: StoppingTestSpec, points: Sequence[StoppingPoint]) -> list[str]:
+    """The levels as absolute values: speed [rad/s] per joint, reach [m] per joint and extension, payload [kg]."""
+    lines = ["Levels in absolute values:"]
+    for joint, vmax in zip(spec.joints, spec.max_speeds):
+        lines.append(f"  {joint:<22} speed " + ", ".join(f"{lv:.0%} = {lv * vmax:.3f} rad/s" for lv in
+                                                          spec.speed_levels))
+        reach = {p.extension_fraction: (p.reach, p.extension_actual) for p in points if p.joint == joint}
+        lines.append(f"  {'':<22} extension " + ", ".join(
+            f"{lv:.0%} = {reach[lv][0]:.3f} m" + (f" (reached {reach[lv][1]:.0%})"
+                                                   if abs(reach[lv][1] - lv) > 0.005 else "")
+            for lv in spec.extension_levels if lv in reach))
+    lines.append(f"  payload at {spec.payload_frame}: " + ", ".join(f"{lv:.0%} = {lv * spec.max_payload:.2f} kg"
+                                                                    for lv in spec.payload_levels))
+    return lines
 
 
 def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
@@ -111,10 +146,14 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
         "  Maximum speeds: " + ", ".join(f"{j} {s:.4g} rad/s ({s * deg:.0f} deg/s)" for j, s in
                                           zip(spec.joints, spec.max_speeds)) + ".",
         f"  Maximum payload {spec.max_payload:g} kg as a point mass at {spec.payload_frame}.",
-        f"  Category 1: straight ramp of the tested joint at {spec.category1_deceleration:g} rad/s^2, power off at"
-        " standstill, then the brakes engage.",
+        (f"  Category 1: straight ramp of the tested joint at {spec.category1_deceleration:g} rad/s^2 (STATED by the "
+         "user with --decel, not from the robot maker), power off at standstill, then the brakes engage."
+         if 1 in spec.categories else
+         "  Category 1: not in this report (the published data give no category-1 deceleration; give the "
+         "controller's with --category 0 1 --decel X)."),
         f"  Band: every corner of brake torque x {spec.torque_factor} and engage delay x {spec.delay_factor}.",
-        "  Stopping distance = the tested joint's angle travelled after the stop command; time = until it rests.",
+        "  Stopping angle = the tested joint's angle travelled after the stop command; time = until it rests;",
+        f"  TCP distance = straight line of {spec.payload_frame} from the stop command to rest.",
     ]
     short = sorted({(p.joint, p.extension_fraction, round(p.extension_actual, 3)) for p in points
                     if abs(p.extension_actual - p.extension_fraction) > 0.005})
@@ -124,16 +163,36 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
     if loaded.defaults is not None:
         lines += ["  Robot defaults (stated assumptions): see vtm_dynamics/core/robot/catalogue.py: maximum speeds",
                   "  from the vendor's joint speed limits, capped by the URDF velocity limits."]
+    if points:
+        lines += [""] + level_lines(spec, points)
     return lines
 
 
+def _cell(x: float, spec: str) -> str:
+    return format(x, spec) if math.isfinite(x) and x != 0.0 else "-"
+
+
 def brake_lines(loaded: LoadedRobot, brakes: BrakeSet) -> list[str]:
-    lines = [f"Brakes from {os.path.basename(loaded.brake_source)} (joint side):",
-             f"  {'joint':<22}{'delay [s]':>10}{'sliding [N m]':>15}{'viscous [N m s/rad]':>21}{'holding [N m]':>15}"]
+    """Every term of the brake model per braked joint (joint side), then the notes of the brake file."""
+    lines = [f"Brakes from {os.path.abspath(loaded.brake_source)} (joint side; - = term off):",
+             f"  {'joint':<22}{'delay':>8}{'rise':>8}{'sliding':>10}{'breakaway':>11}{'v_s':>8}{'holding':>10}"
+             f"{'viscous':>10}{'armature':>10}{'pawl':>8}",
+             f"  {'':<22}{'[ms]':>8}{'[ms]':>8}{'[N m]':>10}{'[N m]':>11}{'[rad/s]':>8}{'[N m]':>10}"
+             f"{'[N m s]':>10}{'[kg m2]':>10}{'[ms]':>8}"]
     for i, name in enumerate(brakes.joint_names):
         if brakes.braked[i]:
-            lines.append(f"  {name:<22}{brakes.engage_delay[i]:>10.4f}{brakes.sliding_torque[i]:>15.3f}"
-                         f"{brakes.viscous[i]:>21.3f}{brakes.holding_torque[i]:>15.3f}")
+            stribeck = bool(brakes.stribeck[i])
+            lines.append(
+                f"  {name:<22}{1e3 * brakes.engage_delay[i]:>8.1f}{_cell(1e3 * brakes.rise_time[i], '.1f'):>8}"
+                f"{brakes.sliding_torque[i]:>10.2f}"
+                f"{_cell(brakes.breakaway_torque[i] if stribeck else 0.0, '.2f'):>11}"
+                f"{_cell(brakes.stribeck_velocity[i] if stribeck else 0.0, '.3f'):>8}"
+                f"{brakes.holding_torque[i]:>10.2f}{_cell(brakes.viscous[i], '.3f'):>10}"
+                f"{_cell(brakes.armature[i], '.3f'):>10}{_cell(1e3 * brakes.pawl_delay[i], '.1f'):>8}")
+    lines.append("  Model: torque = r(t) [sliding + (breakaway - sliding) exp(-(v/v_s)^2)] + viscous v against the "
+                 "motion, r rising from 0 to 1 over 'rise' after 'delay';")
+    lines.append("  the joint sticks while the load stays within r(t) x holding; armature = rotor inertia reflected "
+                 "to the joint (docs/estop.md, 'Brake model').")
     try:
         with open(loaded.brake_source, encoding="utf-8") as fh:
             notes = [ln.rstrip()[1:].strip() for ln in fh if ln.startswith("#")]
@@ -145,8 +204,10 @@ def brake_lines(loaded: LoadedRobot, brakes: BrakeSet) -> list[str]:
 
 
 def published_table(name: str, points: Sequence[StoppingPoint]) -> list[dict]:
+    """The 100 % category-0 points against the published figures, with the value for safety calculations (the
+    band's upper edge) and whether the nominal is below the published figure."""
     rows = []
-    for fig in PUBLISHED.get(name, ()):
+    for fig in published_figures(name):
         match = [p for p in points if p.category == 0 and p.joint == fig.joint and p.speed_fraction == 1.0
                  and p.extension_fraction == 1.0 and p.payload_fraction == 1.0]
         if not match:
@@ -155,27 +216,30 @@ def published_table(name: str, points: Sequence[StoppingPoint]) -> list[dict]:
         rows.append({"joint": fig.joint, "published_angle_rad": fig.angle, "published_time_s": fig.time,
                      "predicted_angle_rad": p.angle, "predicted_time_s": p.time,
                      "angle_error_rad": p.angle - fig.angle, "time_error_s": p.time - fig.time,
-                     "band_angle_rad": [p.angle_min, p.angle_max], "band_time_s": [p.time_min, p.time_max]})
+                     "band_angle_rad": [p.angle_min, p.angle_max], "band_time_s": [p.time_min, p.time_max],
+                     "safety_angle_rad": p.angle_max, "safety_time_s": p.time_max,
+                     "safety_tcp_distance_m": p.tcp_distance_max,
+                     # below beyond the published figure's own precision (angles to 0.01 rad, times to 1 ms)
+                     "nominal_below_published": {"angle": p.angle < fig.angle - PUBLISHED_PRECISION[0],
+                                                 "time": p.time < fig.time - PUBLISHED_PRECISION[1]}})
     return rows
 
 
 def table_lines(rows: list[dict]) -> list[str]:
+    from vtm_dynamics.cli.stopping_report import safety_table
+
     if not rows:
         return ["No published figures for this robot."]
-    out = [f"100 % points (category 0) against {PUBLISHED_SOURCE}:",
-           f"  {'joint':<22}{'published':>20}{'predicted':>20}{'error':>20}{'band (envelope)':>30}"]
-    for r in rows:
-        out.append(f"  {r['joint']:<22}{r['published_angle_rad']:>9.3f} rad {1e3 * r['published_time_s']:>4.0f} ms"
-                   f"{r['predicted_angle_rad']:>9.3f} rad {1e3 * r['predicted_time_s']:>4.0f} ms"
-                   f"{r['angle_error_rad']:>+9.3f} rad {1e3 * r['time_error_s']:>+4.0f} ms"
-                   f"{r['band_angle_rad'][0]:>9.3f}-{r['band_angle_rad'][1]:.3f} rad "
-                   f"{1e3 * r['band_time_s'][0]:.0f}-{1e3 * r['band_time_s'][1]:.0f} ms")
-    return out
+    return [f"100 % points (category 0) against {PUBLISHED_SOURCE}:"] + ["  " + line for line in safety_table(rows)]
 
 
-def write_csv(path: str, points: Sequence[StoppingPoint]) -> None:
+def write_csv(path: str, points: Sequence[StoppingPoint], document: dict | None = None) -> None:
+    """One row per point (the test pose last), headed by ``# key: value`` lines saying what produced it."""
     keys = [k for k in asdict(points[0]) if k != "q_test"]
     with open(path, "w", newline="", encoding="utf-8") as fh:
+        if document:
+            fh.write("\n".join(provenance.comment_lines((f"vtm-stopping-data {k}", json.dumps(v))
+                                                        for k, v in document.items())) + "\n")
         w = csv.writer(fh)
         w.writerow(keys + ["q_test"])
         for p in points:
@@ -184,83 +248,147 @@ def write_csv(path: str, points: Sequence[StoppingPoint]) -> None:
                        + [" ".join(repr(x) for x in p.q_test)])
 
 
-def _text_page(pdf, title: str, lines: list[str]) -> None:
-    from vtm_dynamics.cli.plots import pyplot
+def category1_page(spec: StoppingTestSpec, points: Sequence[StoppingPoint]) -> tuple[list[str], dict[int, tuple]]:
+    """What the report says about category 1, and the joints charted per category (category 1: one chart when the
+    three joints' points are identical)."""
+    if 1 not in spec.categories:
+        return (["Stop category 1 is LEFT OUT of this report.", "",
+                 "Why: a category-1 stop is a controlled ramp of the drives before the power is cut. Its deceleration "
+                 "is a setting of the robot controller,", "and the published data (the makers' category-0 figures "
+                 "the brakes were fitted to) give none. A chart computed from an assumed",
+                 "deceleration shows the assumption (angle v^2 / 2a and time v / a at every point), not the robot.",
+                 "", "To include it, state your controller's ramp: vtm-stopping-data ... --category 0 1 --decel X "
+                 "(rad/s^2); the report then says", "on its category-1 pages that the deceleration is the value you "
+                 "stated."], {0: tuple(spec.joints)})
+    cat1 = [p for p in points if p.category == 1]
+    by_joint = {}
+    for p in cat1:
+        by_joint.setdefault(p.joint, []).append((p.speed_fraction, p.extension_fraction, p.payload_fraction,
+                                                 round(p.angle, 6), round(p.time, 6)))
+    shapes = {tuple(sorted((a, t) for *_, a, t in v)) for v in by_joint.values()}
+    same = len(shapes) == 1 and len(by_joint) > 1
+    a = spec.category1_deceleration
+    note = [f"Stop category 1 modelled from a STATED deceleration: {a:g} rad/s^2 (--decel, given by the user; not "
+            "from the robot maker).", "", "Each tested joint ramps down at that deceleration (angle v^2 / 2a, time "
+            "v / a), power is removed at standstill and the brakes engage;",
+            "the band shows what the brakes add after power-off (a shoulder or elbow may sag during the engage delay "
+            "and rise)."]
+    if same:
+        note += ["", f"The three joints' category-1 points are identical to 1e-6 (the same ramp for each): one chart "
+                 f"({spec.joints[0]}) stands for all of them."]
+    return note, {0: tuple(spec.joints), 1: tuple(spec.joints[:1]) if same else tuple(spec.joints)}
 
-    plt = pyplot()
-    for start in range(0, max(len(lines), 1), 60):
-        fig = plt.figure(figsize=(11.7, 8.3))
-        fig.text(0.04, 0.96, title, fontsize=13, weight="bold", va="top")
-        fig.text(0.04, 0.92, "\n".join(lines[start:start + 60]), fontsize=7.2, family="monospace", va="top")
-        pdf.savefig(fig)
-        plt.close(fig)
+
+def document_control(loaded: LoadedRobot, argv: Sequence[str] | None) -> dict:
+    """What identifies the data set: robot, URDF hash, brake file and hash, software, date, command line."""
+    return {"robot": loaded.name, "model_sha256": provenance.text_sha256(loaded.text),
+            "brakes_file": os.path.abspath(loaded.brake_source),
+            "brakes_sha256": provenance.file_sha256(loaded.brake_source), "software": provenance.software(),
+            "date_utc": provenance.now_utc(),
+            "command": "vtm-stopping-data " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "statement": "simulated: predictions of the vtm_dynamics model with brakes fitted to three published "
+                         "values per robot; not measured"}
 
 
 def write_report(path: str, loaded: LoadedRobot, brakes: BrakeSet, spec: StoppingTestSpec,
-                 points: Sequence[StoppingPoint], rows: list[dict]) -> None:
-    """One PDF: model, brakes and their source, test motions and assumptions, the published comparison, charts."""
-    from matplotlib.backends.backend_pdf import PdfPages
-
-    from vtm_dynamics.cli.plots import pyplot
+                 points: Sequence[StoppingPoint], rows: list[dict], document: dict) -> int:
+    """The PDF (:mod:`vtm_dynamics.cli.stopping_report`); returns its number of pages."""
+    from vtm_dynamics.cli import stopping_report as report
     from vtm_dynamics.cli.stopping_charts import vendor_chart
+    from vtm_dynamics.core.stopping.iso10218 import LEVELS
 
-    plt = pyplot()
+    sw = document["software"]
+    software = f"{sw['name']} {sw['version']}" + (f" (git {sw['git_commit']})" if sw["git_commit"] else "")
+    control = report.DocumentControl(loaded.name, document["model_sha256"], document["brakes_file"],
+                                     document["brakes_sha256"], software, document["date_utc"], document["command"])
     robot = loaded.robot
-    model = [f"Robot {loaded.name}: URDF model {robot.name!r}, {robot.nv} joints, sha256 "
-             f"{hashlib.sha256(loaded.text.encode()).hexdigest()[:16]}",
-             f"Tested joints (greatest displacement): {', '.join(spec.joints)}",
-             f"Stop categories {', '.join(map(str, spec.categories))}; levels {', '.join(f'{x:.0%}' for x in LEVELS)}"
-             " of speed, extension and payload; prediction: vtm_dynamics E-stop model (multibody, brakes with",
-             "sliding, viscous and holding torque, stick/slip, momentum-consistent locks).", ""]
-    with PdfPages(path) as pdf:
-        _text_page(pdf, f"Stopping data (ISO 10218-1 style): {loaded.name}",
-                   model + brake_lines(loaded, brakes) + [""] + assumptions(loaded, spec, points) + [""]
-                   + table_lines(rows))
-        for cat in spec.categories:
-            for joint in spec.joints:
-                fig = vendor_chart(points, cat, joint, f"{loaded.name}: stop category {cat}, {joint} "
-                                   "(band: brake torque and delay tolerances)")
-                pdf.savefig(fig)
-                plt.close(fig)
-        info = pdf.infodict()
-        info["Title"] = f"Stopping data {loaded.name}"
+    cat1_note, charted = category1_page(spec, points)
+    summary = [
+        f"Robot {loaded.name}: URDF model {robot.name!r}, {robot.nv} joints, sha256 {control.model_sha256}",
+        f"Brakes {control.brake_file}, sha256 {control.brake_sha256}",
+        f"Software {software}; made {control.date}",
+        f"Command: {control.command}",
+        "",
+        "What this document holds: the stopping angle and time of the three joints of greatest displacement (ISO "
+        "10218-1 style), at",
+        f"{', '.join(f'{x:.0%}' for x in LEVELS)} of speed, extension and payload, for stop categor"
+        + ("ies 0 and 1" if 1 in spec.categories else "y 0 (category 1: see its page)")
+        + ", each with the band over the brake tolerances and the TCP's",
+        "stopping distance. Pages: this summary, the brakes and assumptions, the test poses, one chart per joint, "
+        "the numeric table of every point.",
+        f"Tested joints: {', '.join(spec.joints)}; payload frame {spec.payload_frame}; others "
+        f"{'held' if spec.hold_others else 'braked'}.",
+        "",
+        "How the figures were made: each point is one prediction of the multibody E-stop model (rigid links, "
+        "brakes with delay, rise,",
+        "sliding/breakaway/viscous torque, holding capacity, rotor inertia; stick/slip and momentum-consistent "
+        "locks), repeated at every",
+        "corner of the brake band. The brake parameters were FITTED to three published figures per robot; nothing "
+        "here is a measurement.",
+        "",
+    ] + table_lines(rows)
+    charts = [(f"Stop category {cat}: {joint}",
+               lambda fig, c=cat, j=joint: vendor_chart(
+                   points, c, j, f"{loaded.name}, stop category {c}, {j}: stopping angle and time against speed",
+                   fig=fig, published=next((f for f in published_figures(loaded.name if loaded.defaults else "")
+                                            if f.joint == j), None) if c == 0 else None))
+              for cat, joints in charted.items() for joint in joints]
+    return report.write_pdf(path, control, summary, brake_lines(loaded, brakes),
+                            assumptions(loaded, spec, points), charts, report.points_table(points),
+                            lambda fig: report.pose_figure(robot, spec, [p for p in points if p.category == 0]
+                                                           or points, fig),
+                            cat1_note)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="ISO 10218-1 style stopping data: charts, CSV/JSON and a "
-                                 "PDF report.")
-    add_robot_arguments(ap, tcp_help="payload / TCP frame")
-    ap.add_argument("--max-payload", type=float, help="maximum payload [kg]")
-    ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% speed [rad/s] of each tested joint")
+    ap = Parser(prog=PROG, description="ISO 10218-1 style stopping data: charts, CSV/JSON and a PDF report (every "
+                "figure simulated).")
+    add_robot_arguments(ap, tcp_help="payload / TCP frame (default: the robot's)")
+    ap.add_argument("--max-payload", type=float, help="maximum payload [kg] (default: the robot's rated payload)")
+    ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% speed [rad/s] of each tested joint (default: "
+                    "the vendor's joint speed limits, capped by the URDF)")
     ap.add_argument("--fold", help="joint that folds the arm to 33/66 %% extension (default: the elbow-like joint)")
-    ap.add_argument("--base-pose", type=float, nargs="+", help="100 %% extension pose [rad]")
-    ap.add_argument("--category", type=int, nargs="+", default=[0, 1], choices=(0, 1))
+    ap.add_argument("--base-pose", type=float, nargs="+", help="100 %% extension pose [rad] (default: q = 0)")
+    ap.add_argument("--category", type=int, nargs="+", default=[0], choices=(0, 1),
+                    help="stop categories; 1 needs --decel (the published data give no category-1 deceleration)")
     ap.add_argument("--others", choices=("braked", "held"), default="braked",
                     help="the joints not under test: braked like the tested joint (true category 0, the test the "
                     "default brakes were fitted with) or held rigid (locked at t = 0)")
-    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION,
-                    help="category 1: deceleration [rad/s^2] (assumed)")
+    ap.add_argument("--decel", type=float, help="category 1: your controller's deceleration ramp [rad/s^2], stated "
+                    "in the report as its source (no default)")
     ap.add_argument("--out", required=True, help="output directory")
     return ap
 
 
-def run(args: argparse.Namespace, progress=None) -> dict:
+def run(args: argparse.Namespace, progress=None, argv: Sequence[str] | None = None) -> dict:
+    from vtm_dynamics.cli.stopping_charts import save_vendor_charts
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.stopping.iso10218 import stopping_points
+
     loaded = load_robot(None if args.urdf else args.robot, args.urdf, args.brakes)
     brakes = brakes_from_config(loaded.robot, loaded.brake_config)
     spec = spec_for(loaded, args)
     points = stopping_points(loaded.robot, brakes, spec, progress=progress)
-    rows = published_table(loaded.name if loaded.defaults else "", points)
+    name = loaded.name if loaded.defaults else ""
+    rows = published_table(name, points)
+    document = document_control(loaded, argv)
     os.makedirs(args.out, exist_ok=True)
     stem = os.path.join(args.out, f"{loaded.name}_stopping_data")
-    write_csv(stem + ".csv", points)
+    write_csv(stem + ".csv", points, document)
     with open(stem + ".json", "w", encoding="utf-8") as fh:
-        json.dump({"robot": loaded.name, "spec": asdict(spec), "points": [asdict(p) for p in points],
-                   "published_comparison": rows, "assumptions": assumptions(loaded, spec, points)}, fh, indent=1)
-    from vtm_dynamics.cli.stopping_charts import save_vendor_charts
-
-    charts = save_vendor_charts(args.out, points, loaded.name)
-    write_report(stem + ".pdf", loaded, brakes, spec, points, rows)
-    return {"points": points, "rows": rows, "files": [stem + ".csv", stem + ".json", *charts, stem + ".pdf"]}
+        json.dump({"document": document, "robot": loaded.name, "spec": asdict(spec),
+                   "points": [asdict(p) for p in points], "published_comparison": rows,
+                   "assumptions": assumptions(loaded, spec, points)}, fh, indent=1)
+    sw = document["software"]
+    source = (f"{loaded.name} (URDF {document['model_sha256'][:10]}), brakes {os.path.basename(loaded.brake_source)} "
+              f"({document['brakes_sha256'][:10]}); simulated, brakes fitted to published figures; {sw['name']} "
+              f"{sw['version']}" + (f" {sw['git_commit']}" if sw["git_commit"] else "") + f"; {document['date_utc']}")
+    published = {f.joint: f for f in published_figures(name)}
+    charts = save_vendor_charts(args.out, points, loaded.name, published, source,
+                                category1_page(spec, points)[1])
+    pages = write_report(stem + ".pdf", loaded, brakes, spec, points, rows, document)
+    return {"points": points, "rows": rows, "pages": pages,
+            "files": [stem + ".csv", stem + ".json", *charts, stem + ".pdf"]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -277,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.flush()
 
     try:
-        result = run(args, progress)
+        result = run(args, progress, argv)
     except (ValueError, OSError) as err:
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         sys.stderr.write(f"{PROG}: error: {msg}\n")

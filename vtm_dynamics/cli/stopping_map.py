@@ -8,42 +8,47 @@ Examples::
     vtm-stopping-map --urdf arm.urdf --brakes arm_brakes.yaml --tcp-frame tool0 --states 500 --out arm
 
 Run the same command again to resume an interrupted run (finished chunks are skipped). Writes
-``OUT/stopping_map.parquet`` (one row per state with its inputs), ``OUT/summary.json`` and, with ``--plots``, heat
-maps and the worst states. Bad input prints one line ``vtm-stopping-map: error: <field>: <reason>`` (status 2);
+``OUT/stopping_map.parquet`` (one row per state with its inputs), ``OUT/stopping_map.csv`` (the same rows, headed
+by ``# key: value`` lines saying what produced them; readable without pandas), ``OUT/summary.json`` (what was mapped:
+payloads, speed range, brake factors, category; the worst states with their q and v; the software) and, with
+``--plots``, heat maps and the worst states. Bad input prints one line ``vtm-stopping-map: error: <field>: <reason>`` (status 2);
 chunks that failed are listed with their input (status 1) and the rest is kept for the next run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from vtm_dynamics.cli import provenance
+from vtm_dynamics.cli.arguments import Parser
 from vtm_dynamics.cli.stopping_robots import add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.defaults import (
     CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR,
 )
-from vtm_dynamics.core.stopping.workspace_map import MapSpec
-from vtm_dynamics.scaleout.chunk_store import read_result
-from vtm_dynamics.scaleout.map_runner import CONNECT_TIMEOUT, MapJob, MapRun, Progress, run_map
+from vtm_dynamics.scaleout.settings import CONNECT_TIMEOUT
+
+if TYPE_CHECKING:  # the core and the distributed engine are imported when a map runs, not for --help
+    from vtm_dynamics.core.stopping.workspace_map import MapSpec
+    from vtm_dynamics.scaleout.map_runner import MapRun
 
 PROG = "vtm-stopping-map"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description="Workspace stopping map: TCP stopping distance and time "
-                                 "over sampled states, on a local or an existing Dask cluster.")
+    ap = Parser(prog=PROG, description="Workspace stopping map: TCP stopping distance and time over sampled states, "
+                "on a local or an existing Dask cluster.")
     add_robot_arguments(ap, tcp_help="frame whose stopping distance is mapped (default tool0 for UR)")
     ap.add_argument("--out", required=True, help="run directory (created; resumed if it holds the same run)")
     ap.add_argument("--states", type=int, default=1000, help="number of states")
     ap.add_argument("--chunk-size", type=int, default=250, help="states per task")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the state sampling (the same seed, the same states)")
     ap.add_argument("--box", type=float, nargs=6, metavar=("XMIN", "YMIN", "ZMIN", "XMAX", "YMAX", "ZMAX"),
                     help="Cartesian cell box [m] (world frame) the TCP must start in")
     ap.add_argument("--grid", type=int, nargs="+", metavar="N", help="grid of configurations: points per joint "
@@ -55,10 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% joint speeds [rad/s] (default: the "
                     "robot's stated maximum, within the URDF limits)")
     ap.add_argument("--payload", type=float, action="append", help="payload level [kg] (repeatable; default 0)")
-    ap.add_argument("--torque-factor", type=float, nargs=2, default=ENVELOPE_TORQUE_FACTOR, metavar=("MIN", "MAX"))
-    ap.add_argument("--delay-factor", type=float, nargs=2, default=ENVELOPE_DELAY_FACTOR, metavar=("MIN", "MAX"))
-    ap.add_argument("--category", type=int, choices=(0, 1), default=CATEGORY)
-    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION, help="category 1: joint deceleration [rad/s^2]")
+    ap.add_argument("--torque-factor", type=float, nargs=2, default=ENVELOPE_TORQUE_FACTOR, metavar=("MIN", "MAX"),
+                    help="range of the brake-torque factor sampled per state")
+    ap.add_argument("--delay-factor", type=float, nargs=2, default=ENVELOPE_DELAY_FACTOR, metavar=("MIN", "MAX"),
+                    help="range of the engage-delay factor sampled per state")
+    ap.add_argument("--category", type=int, choices=(0, 1), default=CATEGORY, help="IEC 60204-1 stop category")
+    ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION, help="category 1: joint deceleration of the controlled ramp "
+                    "[rad/s^2] (an assumption: give your controller's)")
     ap.add_argument("--scheduler", help="tcp://HOST:PORT (or tls://, credentials from the Dask configuration) of an "
                     "existing Dask scheduler (default: a local cluster on loopback that no other client can join)")
     ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT,
@@ -75,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
+    from vtm_dynamics.core.estop import StopInputError
+    from vtm_dynamics.core.stopping.workspace_map import MapSpec
+
     d = loaded.defaults
     tcp = args.tcp_frame or (d.tcp_frame if d else None)
     if tcp is None:
@@ -98,19 +109,115 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     )
 
 
-def summary_dict(run: MapRun) -> dict:
-    s = run.summary
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
 
-    def f(x: float) -> float | None:
-        return x if math.isfinite(x) else None
 
+def _state_row(columns: dict, state: int, joint_names: tuple[str, ...]) -> dict:
+    """One state of the map with its inputs and results (q [rad], v [rad/s], levels, factors, TCP start)."""
+    k = int(np.flatnonzero(np.asarray(columns["state"]) == state)[0])
+    value = {name: columns[name][k] for name in columns}
     return {
-        "inputs_hash": run.inputs_hash, "rows": s.count, "stopped": s.stopped,
-        "worst_distance": {"state": s.worst_distance_state, "tcp_straight_distance_m": f(s.worst_distance)},
-        "worst_time": {"state": s.worst_time_state, "stop_time_s": f(s.worst_time)},
-        "distance_percentiles_m": dict(zip(("p50", "p90", "p99", "max"), map(f, s.distance_percentiles))),
-        "time_percentiles_s": dict(zip(("p50", "p90", "p99", "max"), map(f, s.time_percentiles))),
+        "state": int(state), "q_rad": [float(value[f"q_{n}"]) for n in joint_names],
+        "v_rad_s": [float(value[f"v_{n}"]) for n in joint_names], "speed_fraction": float(value["speed_fraction"]),
+        "payload_kg": float(value["payload_kg"]), "torque_factor": float(value["torque_factor"]),
+        "delay_factor": float(value["delay_factor"]),
+        "tcp_start_m": [float(value["tcp_x_m"]), float(value["tcp_y_m"]), float(value["tcp_z_m"])],
+        "tcp_straight_distance_m": _finite(float(value["tcp_straight_distance_m"])),
+        "stop_time_s": _finite(float(value["stop_time_s"])), "stopped": bool(value["stopped"]),
     }
+
+
+def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns: dict | None = None) -> dict:
+    """The summary.json of a finished run: what was mapped (robot, model and brake hashes, payloads, speed range,
+    factors, category), the worst states with their q and v, the percentiles, and the software."""
+    s = run.summary
+    out = {
+        "inputs_hash": run.inputs_hash, "rows": s.count, "stopped": s.stopped,
+        "worst_distance": {"state": s.worst_distance_state, "tcp_straight_distance_m": _finite(s.worst_distance)},
+        "worst_time": {"state": s.worst_time_state, "stop_time_s": _finite(s.worst_time)},
+        "distance_percentiles_m": dict(zip(("p50", "p90", "p99", "max"), map(_finite, s.distance_percentiles))),
+        "time_percentiles_s": dict(zip(("p50", "p90", "p99", "max"), map(_finite, s.time_percentiles))),
+    }
+    if loaded is not None and spec is not None:
+        out["mapped"] = {
+            "robot": loaded.name, "model_sha256": provenance.text_sha256(loaded.text),
+            "brakes_file": os.path.abspath(loaded.brake_source),
+            "brakes_sha256": provenance.file_sha256(loaded.brake_source), "tcp_frame": spec.tcp_frame,
+            "payloads_kg": list(spec.payloads), "speed_fraction": list(spec.speed_fraction),
+            "max_speeds_rad_s": None if spec.max_speeds is None else list(spec.max_speeds),
+            "torque_factor": list(spec.torque_factor), "delay_factor": list(spec.delay_factor),
+            "category": spec.category,
+            "category1_deceleration_rad_s2": spec.category1_deceleration if spec.category == 1 else None,
+            "cell_box_m": None if spec.cell_box is None else [list(spec.cell_box[0]), list(spec.cell_box[1])],
+            "seed": spec.seed, "states": spec.n_states,
+        }
+    if columns is not None and loaded is not None:
+        names = loaded.robot.joint_names
+        out["worst_distance"] = _state_row(columns, s.worst_distance_state, names)
+        out["worst_time"] = _state_row(columns, s.worst_time_state, names)
+        out["joint_names"] = list(names)
+    out["software"] = provenance.software()
+    return out
+
+
+def summary_lines(summary: dict) -> list[str]:
+    """What the tool prints after a run: what was mapped, the worst states with q and v, the percentiles."""
+    m = summary.get("mapped", {})
+    lines = []
+    if m:
+        lines.append(f"mapped: {m['robot']} (URDF sha256 {m['model_sha256'][:16]}), brakes {m['brakes_file']} "
+                     f"(sha256 {m['brakes_sha256'][:16]}), TCP {m['tcp_frame']}")
+        lines.append(f"        payload {', '.join(f'{x:g}' for x in m['payloads_kg'])} kg; speed "
+                     f"{m['speed_fraction'][0]:g}-{m['speed_fraction'][1]:g} x the maximum of the most loaded joint; "
+                     f"brake torque x {m['torque_factor'][0]:g}-{m['torque_factor'][1]:g}, delay x "
+                     f"{m['delay_factor'][0]:g}-{m['delay_factor'][1]:g}; category {m['category']}"
+                     + (f" (ramp {m['category1_deceleration_rad_s2']:g} rad/s^2, assumed)" if m["category"] == 1
+                        else ""))
+    for key, what in (("worst_distance", "worst TCP stopping distance"), ("worst_time", "worst stop time")):
+        w = summary[key]
+        value = (f"{w['tcp_straight_distance_m']:.4f} m" if key == "worst_distance" else
+                 (f"{w['stop_time_s']:.4f} s" if w["stop_time_s"] is not None else "not stopped"))
+        lines.append(f"{what} {value} (state {w['state']})")
+        if "q_rad" in w:
+            lines.append(f"    q [rad] = [{', '.join(f'{x:.4f}' for x in w['q_rad'])}]")
+            lines.append(f"    v [rad/s] = [{', '.join(f'{x:.4f}' for x in w['v_rad_s'])}]")
+            lines.append(f"    payload {w['payload_kg']:g} kg, speed fraction {w['speed_fraction']:.3f}, brake torque x "
+                         f"{w['torque_factor']:.3f}, delay x {w['delay_factor']:.3f}, stop time "
+                         + (f"{w['stop_time_s']:.4f} s" if w["stop_time_s"] is not None else "(not stopped)")
+                         + (f", TCP distance {w['tcp_straight_distance_m']:.4f} m"
+                            if w["tcp_straight_distance_m"] is not None else ""))
+    lines.append(f"{summary['stopped']}/{summary['rows']} stopped")
+    d, t = summary["distance_percentiles_m"], summary["time_percentiles_s"]
+    lines.append("distance p50/p90/p99/max [m]: " + " / ".join(f"{d[k]:.4f}" if d[k] is not None else "-" for k in d))
+    lines.append("time     p50/p90/p99/max [s]: " + " / ".join(f"{t[k]:.4f}" if t[k] is not None else "-" for k in t))
+    sw = summary["software"]
+    lines.append(f"software {sw['name']} {sw['version']}" + (f" (git {sw['git_commit']})" if sw["git_commit"] else ""))
+    return lines
+
+
+def write_map_csv(path: str, columns: dict, summary: dict) -> str:
+    """The map's rows as CSV (one row per state, the Parquet file's columns), headed by ``# key: value`` lines: the
+    inputs hash, what was mapped and the software. Written through a temporary file and a rename."""
+    import csv
+    import io
+    import json
+
+    from vtm_dynamics.cli.stop_report import write_atomic
+
+    names = list(columns)
+    buf = io.StringIO()
+    head = [("vtm-stopping-map inputs_hash", summary["inputs_hash"])]
+    head += [(f"vtm-stopping-map {k}", json.dumps(v)) for k, v in summary.get("mapped", {}).items()]
+    head.append(("vtm-stopping-map software", json.dumps(summary["software"])))
+    buf.write("\n".join(provenance.comment_lines(head)) + "\n")
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(names)
+    arrays = [np.asarray(columns[n]) for n in names]
+    for k in range(len(arrays[0]) if arrays else 0):
+        writer.writerow([repr(float(a[k])) if a.dtype.kind == "f" else (int(a[k]) if a.dtype.kind in "iub" else a[k])
+                         for a in arrays])
+    return write_atomic(path, buf.getvalue())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    from vtm_dynamics.scaleout.chunk_store import read_result
+    from vtm_dynamics.scaleout.map_runner import MapJob, Progress, run_map
+
     try:
         loaded = load_robot(None if args.urdf else args.robot, args.urdf, args.brakes)
         spec = spec_from_args(args, loaded)
@@ -139,19 +249,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"chunk {f['chunk']} failed: state {f['state']}: {f['reason']} (q={f['q']}, v={f['v']})")
         print(f"{len(run.failures)} chunk(s) failed; the others are kept in {args.out}/chunks (see failures.json)")
         return 1
-    summary = summary_dict(run)
-    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as fh:
-        json.dump(summary, fh, indent=1)
-    s = run.summary
-    print(f"worst TCP stopping distance {s.worst_distance:.4f} m (state {s.worst_distance_state}), worst stop time "
-          f"{s.worst_time:.4f} s (state {s.worst_time_state}); {s.stopped}/{s.count} stopped")
-    print("distance p50/p90/p99/max [m]: " + " / ".join(f"{x:.4f}" for x in s.distance_percentiles))
-    print("time     p50/p90/p99/max [s]: " + " / ".join(f"{x:.4f}" for x in s.time_percentiles))
+    columns = read_result(run.path)
+    summary = summary_dict(run, spec, loaded, columns)
+    from vtm_dynamics.cli.stop_report import write_json
+
+    write_json(os.path.join(args.out, "summary.json"), summary)
+    print("\n".join(summary_lines(summary)))
     print(f"wrote {run.path}")
+    print(f"wrote {write_map_csv(os.path.join(args.out, 'stopping_map.csv'), columns, summary)}")
+    print(f"wrote {os.path.join(args.out, 'summary.json')}")
     if args.plots:
         from vtm_dynamics.cli.stopping_charts import map_heatmaps
 
-        for path in map_heatmaps(read_result(run.path), args.out):
+        for path in map_heatmaps(columns, args.out, summary=summary):
             print(f"wrote {path}")
     from vtm_dynamics.cli import view_output
 

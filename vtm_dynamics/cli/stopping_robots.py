@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from vtm_dynamics.core.estop import StopInputError
-from vtm_dynamics.core.estop.brakes import load_brake_yaml
+from typing import TYPE_CHECKING
+
+from vtm_dynamics.cli.arguments import robot_name
 from vtm_dynamics.core.robot.catalogue import DEFAULT_ROBOT, ROBOTS, CatalogueError, CatalogueRobot
-from vtm_dynamics.core.robot.model import RobotModel
-from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
+if TYPE_CHECKING:  # the core is imported when a robot is loaded, not when a tool builds its parser
+    from vtm_dynamics.core.robot.model import RobotModel
 
 STOPPING_ROBOTS = tuple(name for name, robot in ROBOTS.items() if robot.stopping_tests is not None)
 
@@ -35,6 +37,11 @@ class LoadedRobot:
 def load_robot(name: str | None, urdf: str | None = None, brakes: str | None = None) -> LoadedRobot:
     """A robot by name (one of :data:`STOPPING_ROBOTS`) or by URDF file + brake YAML; one-line
     ``StopInputError`` otherwise."""
+    from vtm_dynamics.core.estop import StopInputError
+    from vtm_dynamics.core.estop.brakes import load_brake_yaml
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
+
     defaults = None
     if urdf is None:
         defaults = ROBOTS.get(name or "") if name in STOPPING_ROBOTS else None
@@ -57,8 +64,8 @@ def load_robot(name: str | None, urdf: str | None = None, brakes: str | None = N
 
 def add_robot_arguments(ap: argparse.ArgumentParser, tcp_help: str) -> None:
     """The robot options the stopping tools share: a name, or a URDF file with its brake YAML and TCP frame."""
-    ap.add_argument("robot", nargs="?", default=DEFAULT_ROBOT,
-                    help=f"{' | '.join(STOPPING_ROBOTS)} (ignored with --urdf)")
+    ap.add_argument("robot", nargs="?", default=DEFAULT_ROBOT, type=robot_name(STOPPING_ROBOTS),
+                    help=f"{' | '.join(STOPPING_ROBOTS)}, any case (ignored with --urdf)")
     ap.add_argument("--urdf", help="URDF file of another robot (needs --brakes and --tcp-frame)")
-    ap.add_argument("--brakes", help="brake YAML (default: the robot's)")
+    ap.add_argument("--brakes", help="brake YAML (default: the robot's config/<robot>_brakes.yaml)")
     ap.add_argument("--tcp-frame", help=tcp_help)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.robot.model import RobotModel
-from vtm_dynamics.views.robot_geometry import RobotGeometry, default_package_roots, robot_geometry
-from vtm_dynamics.views.scene import Scene
+if TYPE_CHECKING:  # the views and Pinocchio are imported when a view is written, not when a parser is built
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.views.robot_geometry import RobotGeometry
+    from vtm_dynamics.views.scene import Scene
 
 
 def add_view_arguments(ap: argparse.ArgumentParser, what: str) -> None:
@@ -39,6 +40,8 @@ def wants_view(args: argparse.Namespace) -> bool:
 
 def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | None = None) -> RobotGeometry:
     """The robot's drawable geometry with the mesh roots the command line allows."""
+    from vtm_dynamics.views.robot_geometry import default_package_roots, robot_geometry
+
     roots = [os.path.abspath(d) for d in getattr(args, "mesh_dir", []) or []] + default_package_roots()
     return robot_geometry(model, urdf_text, urdf_dir=os.path.dirname(os.path.abspath(urdf_path)) if urdf_path
                           else None, package_roots=roots)

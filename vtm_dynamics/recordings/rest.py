@@ -15,6 +15,11 @@ from collections import deque
 
 import numpy as np
 
+#: The rest rule's defaults: every joint within ``REST_TOLERANCE`` [rad] for ``REST_HOLD`` [s] (here, with numpy
+#: only, so that a command line can show them in its help without importing the bag readers).
+REST_TOLERANCE = 1e-3
+REST_HOLD = 0.2
+
 
 def _window_extreme(x: list[float], lo: np.ndarray, hi: np.ndarray, larger: bool) -> np.ndarray:
     """max (``larger``) or min of ``x[lo[i]:hi[i] + 1]`` for every i; ``lo`` and ``hi`` non-decreasing."""

@@ -25,10 +25,8 @@ from vtm_dynamics.core.estop.identification import settle_time
 from vtm_dynamics.core.estop.recorded import RecordedStop
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
-from vtm_dynamics.recordings.rest import first_rest
+from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE, first_rest
 
-REST_TOLERANCE = 1e-3  # [rad]
-REST_HOLD = 0.2  # [s]
 REST_SPEED = 0.01  # [rad/s]
 PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state at the trigger
 

@@ -66,6 +66,20 @@ def content_hash(columns: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+def _umask() -> int:
+    """The process's file-creation mask (read from /proc where it is, else set and restored)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def table_of(columns: dict[str, np.ndarray], digest: str, chunk: int | None) -> pa.Table:
     """Arrow table of ``columns`` with the run's hash, the chunk number and the content checksum as metadata."""
     table = pa.table({k: pa.array(np.asarray(v)) for k, v in columns.items()})

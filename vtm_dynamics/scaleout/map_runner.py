@@ -40,9 +40,9 @@ from vtm_dynamics.core.stopping.workspace_map import (
     ChunkFailure, MapInputError, MapSpec, MapSummary, check_map_spec, evaluate_chunk, summarize,
 )
 from vtm_dynamics.scaleout.chunk_store import ChunkStore, inputs_hash, read_result
+from vtm_dynamics.scaleout.settings import CONNECT_TIMEOUT
 
 WORKER_WAIT = 30.0  # [s] how long a run waits for the first worker of a cluster
-CONNECT_TIMEOUT = 5.0  # [s] to reach an existing scheduler and hear it answer
 _ADDRESS = re.compile(r"(?P<scheme>tcp|tls)://(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|"
                       r"\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>[0-9]{1,5})")
 

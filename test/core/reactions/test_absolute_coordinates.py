@@ -177,6 +177,40 @@ def test_planar_mode_rejects_a_tilted_revolute():
     assert constraint_matrix(load_absolute_model(xml)).matrix.shape == (5, 6)
 
 
+@pytest.mark.parametrize("name, joint, plane", [
+    ("slider_crank", "crank_joint", "x-z"),  # revolute axes along world y: a planar mechanism, but in x-z
+    ("slider_crank_point_on_plane", "crank_joint", "x-z"),
+    ("huang_stewart_platform", "J8", "space"),  # spatial legs
+    ("planar_3r", "joint1", "x-z"),  # the E-stop arm swings in the vertical plane
+])
+def test_planar_mode_refuses_a_model_that_does_not_move_in_the_world_xy_plane(name, joint, plane):
+    """Planar mode keeps (x, y, phi) of the world xy-plane; a model moving elsewhere gave a rank and p of nothing
+    (slider_crank: rank 3, p = 5, where a planar slider-crank has p = 0)."""
+    text = read_urdf_file(str(URDF / f"{name}.urdf"))
+    with pytest.raises(AbsoluteModelError, match=f"joint '{joint}' turns about world .*not planar") as err:
+        load_absolute_model(text, planar=True)
+    assert "\n" not in str(err.value)
+    load_absolute_model(text, planar=False)  # spatial mode takes it
+
+
+def test_planar_mode_takes_the_same_mechanism_drawn_in_the_xy_plane_and_mirrored_frames():
+    text = read_urdf_file(str(URDF / "slider_crank.urdf")).replace('rpy="1.5707963267948966 0 0"', 'rpy="0 0 0"')
+    model = load_absolute_model(text, planar=True)  # now every joint turns about world z, the slider slides along x
+    assert np.linalg.matrix_rank(constraint_matrix(model).matrix) == 8  # 3 bodies x 3 - 1 degree of freedom
+    flipped = read_urdf_file(str(URDF / "huang_double_pendulum.urdf")).replace(
+        '<origin xyz="0 0 0" rpy="0 0 0"/>', '<origin xyz="0 0 0" rpy="3.141592653589793 0 0"/>')
+    assert constraint_matrix(load_absolute_model(flipped, planar=True)).matrix.shape == (4, 6)  # z -> -z: same plane
+
+
+def test_planar_mode_refuses_a_pair_frame_tilted_out_of_the_plane():
+    xml = """<robot name="tilted_frame"><link name="world"/><link name="a"><inertial><mass value="1"/>
+        <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+      <joint name="weld" type="fixed"><parent link="world"/><child link="a"/><origin rpy="1.5707963267948966 0 0"/>
+      </joint></robot>"""
+    with pytest.raises(AbsoluteModelError, match="pair 'weld': its frame's z axis is world"):
+        load_absolute_model(xml, planar=True)
+
+
 def test_loops_are_assembled_by_newton_with_driven_joints_held():
     model = load_absolute_model(read_urdf_file(str(URDF / "planar_3rrr.urdf")))
     q0 = pin.neutral(model.pin_model)

@@ -21,7 +21,11 @@ URDF = Path(__file__).resolve().parents[3] / "urdf"
 
 
 def _moved_slider_crank(planar: bool):
-    model = load_absolute_model(read_urdf_file(str(URDF / "slider_crank_point_on_plane.urdf")), planar=planar)
+    text = read_urdf_file(str(URDF / "slider_crank_point_on_plane.urdf"))
+    if planar:  # the shipped model moves in the world x-z plane; planar mode needs it drawn in x-y (pin on y = 0)
+        text = text.replace('rpy="1.5707963267948966 0 0"', 'rpy="0 0 0"').replace(
+            '<axis xyz="0 0 1"/>\n  </loop_closure>', '<axis xyz="0 1 0"/>\n  </loop_closure>')
+    model = load_absolute_model(text, planar=planar)
     q = pin.neutral(model.pin_model)
     q[0] = 0.7  # crank turned: the piston pin has slid away from the pair frame's origin on the parent
     return model, assemble_loops(model, q)

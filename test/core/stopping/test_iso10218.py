@@ -131,3 +131,16 @@ def test_an_unreachable_extension_folds_to_the_least_extension_and_says_so():
     scan = min(horizontal(t) for t in np.linspace(-np.pi, np.pi, 20001))
     assert reach == pytest.approx(horizontal(q[2]), abs=1e-9)
     assert reach == pytest.approx(scan, abs=1e-6) and reach > 0.33 * horizontal(0.0)
+
+
+def test_tcp_stopping_distance_of_the_base_test_is_the_chord_of_its_circle(ur5):
+    """Base joint alone, the others held: the payload frame turns on a circle of radius reach about the vertical
+    base axis, so its straight stopping distance is the chord 2 r sin(angle / 2) (nominal and at the band's
+    largest angle)."""
+    robot, brakes = ur5
+    spec = ur5_spec(joints=("shoulder_pan_joint",), fold_joints=("elbow_joint",), max_speeds=(math.pi,),
+                    categories=(0,), speed_levels=(1.0,), extension_levels=(0.66,), payload_levels=(1.0,),
+                    hold_others=True)
+    (p,) = iso.stopping_points(robot, brakes, spec)
+    assert p.tcp_distance == pytest.approx(2 * p.reach * math.sin(p.angle / 2), rel=1e-9)
+    assert p.tcp_distance_max == pytest.approx(2 * p.reach * math.sin(p.angle_max / 2), rel=1e-9)

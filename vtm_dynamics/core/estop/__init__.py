@@ -15,17 +15,36 @@ published stopping figures) and :mod:`.braked_plant` (an independent fixed-step 
 stop, used by ``robot_sim`` and the tests).
 """
 
-from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
-from vtm_dynamics.core.estop.inputs import (
-    CategoryOne, LockEvent, StopInputError, StopSettings, check_stop_state, state_from_joint_names,
-)
-from vtm_dynamics.core.estop.prediction import predict_stop
-from vtm_dynamics.core.estop.results import StopEvent, StopPrediction
-from vtm_dynamics.core.estop.runge_kutta import TABLEAUS
-from vtm_dynamics.core.estop.series import dense_series, energy_series, generalized_momenta
+from __future__ import annotations
 
-__all__ = [
-    "JUMP_METHODS", "TABLEAUS", "CategoryOne", "LockEvent", "StopEvent", "StopInputError", "StopPrediction",
-    "StopSettings", "check_stop_state", "dense_series", "energy_series", "generalized_momenta", "predict_stop",
-    "state_from_joint_names",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: What the group exports, and the module each comes from: loaded on first use (PEP 562), so that importing a light
+#: module of the group (``defaults``, ``inputs``, ``brakes``) does not load the engine and its compiled kernels.
+_EXPORTS = {
+    "JUMP_METHODS": "abrupt_lock", "TABLEAUS": "runge_kutta",
+    "CategoryOne": "inputs", "LockEvent": "inputs", "StopInputError": "inputs", "StopSettings": "inputs",
+    "check_stop_state": "inputs", "state_from_joint_names": "inputs",
+    "StopEvent": "results", "StopPrediction": "results", "predict_stop": "prediction",
+    "dense_series": "series", "energy_series": "series", "generalized_momenta": "series",
+}
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
+    from vtm_dynamics.core.estop.inputs import (
+        CategoryOne, LockEvent, StopInputError, StopSettings, check_stop_state, state_from_joint_names,
+    )
+    from vtm_dynamics.core.estop.prediction import predict_stop
+    from vtm_dynamics.core.estop.results import StopEvent, StopPrediction
+    from vtm_dynamics.core.estop.runge_kutta import TABLEAUS
+    from vtm_dynamics.core.estop.series import dense_series, energy_series, generalized_momenta
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -313,7 +313,8 @@ def load_brake_yaml(path: str, *, max_bytes: int = DEFAULT_MAX_YAML_BYTES, max_d
     one-line ``BrakeConfigError`` naming the file by its base name, never quoting its contents.
     """
     if not isinstance(path, str) or not os.path.isfile(path):
-        raise BrakeConfigError(f"brakes: file not found: {excerpt(path, 200)}")
+        where = os.path.abspath(path) if isinstance(path, str) else path
+        raise BrakeConfigError(f"brakes: file not found: {excerpt(where, 300)}")
     name = os.path.basename(path)
     try:
         if os.path.getsize(path) > max_bytes:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
-from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.validation import finite_vector
+
+if TYPE_CHECKING:  # annotations only: the inputs' checks need no Pinocchio
+    from vtm_dynamics.core.robot.model import RobotModel
 
 
 class StopInputError(ValueError):

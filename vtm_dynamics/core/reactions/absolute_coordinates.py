@@ -34,7 +34,6 @@ which each function relies on.
 from __future__ import annotations
 
 import functools
-import math
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -380,7 +379,8 @@ def _pair_basis(name: str, kind: str, axis, planar: bool) -> tuple[np.ndarray, t
 def _planar_restrict(name: str, W: np.ndarray, planar: bool) -> tuple[np.ndarray, tuple[str, ...]]:
     """Keep the in-plane wrenches of span(W) (planar mode); reject pairs that couple in- and out-of-plane motion.
 
-    Checked in the pair frame at the reference configuration; valid for pair frames rotated only about world z.
+    Checked in the pair frame; :func:`check_moves_in_plane` makes sure every pair frame keeps world z, so the pair
+    frame's in-plane wrenches are the world's.
     """
     if planar and W.shape[1]:
         inside = _intersection(W, _PLANAR_WRENCH)
@@ -462,8 +462,48 @@ def load_absolute_model(
         pairs.append(PairSpec(dc.name, "driving_constraint", "driving", body(j.parent), body(j.child), body(j.child),
                               Pose(), W, labels, True))
     bodies = tuple(link for link in ext.links if body(link) != GROUND)
-    return AbsoluteModel(ext.robot_name, text, root_link, bodies, tuple(pairs), planar, ext, joints,
-                         _inertial_elements(root))
+    model = AbsoluteModel(ext.robot_name, text, root_link, bodies, tuple(pairs), planar, ext, joints,
+                          _inertial_elements(root))
+    if planar:
+        check_moves_in_plane(model)
+    return model
+
+
+_PLANE_TOL = 1e-6  # |cos| of a frame's z axis to world z, and of a motion to the plane, within this of 1 (resp. 0)
+
+
+def _world(v: np.ndarray) -> str:
+    return "(" + ", ".join(f"{x:.3g}" for x in np.where(np.abs(v) < 1e-12, 0.0, v)) + ")"
+
+
+def check_moves_in_plane(model: AbsoluteModel) -> None:
+    """Refuse, in planar mode, a model that does not move in the world xy-plane (one-line AbsoluteModelError).
+
+    Planar mode (Wojtyra & Frączek 2013, Sect. 4.1, eq. (32)) keeps per body the in-plane coordinates (x, y, φ) of
+    the world xy-plane and per pair the in-plane wrenches (Fx, Fy, Mz) of its pair frame. Both are right only if
+    (i) every pair frame keeps its z axis along world ±z, so that its in-plane wrenches are the world's, and
+    (ii) every joint moves in that plane: a revolute or continuous joint turns about world ±z, a prismatic joint
+    slides in the xy-plane, a planar joint's normal is world ±z. A model that moves in another plane (a slider-crank
+    drawn in x-z) or in space would otherwise get rows of the wrong plane and a meaningless rank and redundancy.
+    Checked at the neutral configuration: rotations about world z keep (i) and (ii), so a model that passes moves
+    in the plane at every configuration. Floating joints carry no rows and are not checked.
+    """
+    poses = neutral_poses(model)
+    hint = "the model is not planar: it does not move in the world xy-plane (analyse it in spatial mode)"
+    for joint in model.tree_joints:
+        R = poses[joint.child][0]
+        axis = R @ np.asarray(joint.axis)
+        if joint.type in ("revolute", "continuous", "planar") and abs(abs(axis[2]) - 1.0) > _PLANE_TOL:
+            what = "turns about" if joint.type != "planar" else "has its normal along"
+            raise AbsoluteModelError(f"planar: joint {excerpt(joint.name)} {what} world {_world(axis)}, not +-z: {hint}")
+        if joint.type == "prismatic" and abs(axis[2]) > _PLANE_TOL:
+            raise AbsoluteModelError(f"planar: joint {excerpt(joint.name)} slides along world {_world(axis)}, out of "
+                                     f"the xy-plane: {hint}")
+    for pair in model.pairs:
+        R, _ = pair_frame(pair, poses)
+        if abs(abs(R[2, 2]) - 1.0) > _PLANE_TOL:
+            raise AbsoluteModelError(f"planar: pair {excerpt(pair.name)}: its frame's z axis is world {_world(R[:, 2])}, "
+                                     f"not +-z: {hint}")
 
 
 # ------------------------------------------------------------------------------------------------------- kinematics

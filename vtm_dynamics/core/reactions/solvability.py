@@ -58,13 +58,18 @@ from vtm_dynamics.core.reactions.absolute_coordinates import (
 )
 from vtm_dynamics.core.reactions import sparse_solvability as sparse
 from vtm_dynamics.core.reactions.row_basis import SPARSE_QR_HINT, SparseQRUnavailable
+from vtm_dynamics.core.reactions.analysis_settings import (  # noqa: F401 - part of this module's interface
+    DEFAULT_MAX_REACTION_BODIES,
+    DEFAULT_MAX_SOLVABILITY_BODIES,
+    DEFAULT_RANK_RTOL,
+    METHODS,
+)
 from vtm_dynamics.core.reactions.model_limits import (  # noqa: F401 - part of this module's interface
     MAX_TREE_DEPTH,
     URDF_BYTES_PER_BODY,
     load_for_analysis,
 )
 from vtm_dynamics.core.reactions.solvability_report import (  # noqa: F401 - the report types: this module's interface
-    DEFAULT_RANK_RTOL,
     PairReaction,
     PairSolvability,
     ReactionReport,
@@ -74,18 +79,11 @@ from vtm_dynamics.core.reactions.solvability_report import (  # noqa: F401 - the
     split_directions,
 )
 
-# Moving links accepted by default (checked while the URDF text is parsed, before Pinocchio sees the text, which
-# crashed the process on a 10,000-link chain). The sparse path handles thousands of bodies in seconds
-# (bench_solvability); callers with such a model raise ``max_bodies`` (the command line's ``--max-bodies``)
-# knowingly, and the byte and degree-of-freedom caps follow it (load_for_analysis).
-DEFAULT_MAX_SOLVABILITY_BODIES = 50
-# unique_reactions solves the dense KKT system and Pinocchio's Data costs ~66 B x nv^3: small models only.
-DEFAULT_MAX_REACTION_BODIES = 50
+
 CROSS_CHECK_MAX_ROWS = 400  # the rank criterion costs one SVD per pair: O(pairs m n^2)
 _LOG = logging.getLogger(__name__)
 DENSE_MAX_ROWS = 400  # method "auto": the dense SVD path (with the rank cross-check) up to here, sparse above
 DENSE_FALLBACK_ROWS = 3000  # ... and the dense path up to here if the sparse one needs the missing SuiteSparseQR
-METHODS = ("auto", "dense", "sparse")
 
 
 def qr_left_null_space(C: np.ndarray, r: int) -> tuple[np.ndarray, float]:
@@ -274,19 +272,21 @@ def unique_reactions(
     lam = sol[n:]
     if np.linalg.norm(K @ sol - np.concatenate([rhs, gamma])) > 1e-6 * max(1.0, np.linalg.norm(rhs)):
         raise SolvabilityError("the equations of motion have no solution at this state (inconsistent constraints)")
-    out = []
+    out, mask, W = [], unique_components(report, C), {pr.name: pr.wrench_basis for pr in C.pairs}
     for ps in report.pairs:
         lx = lam[list(ps.rows)]
-        W = next(pr.wrench_basis for pr in C.pairs if pr.name == ps.name)
-        det = [W.T @ np.asarray(d) for d in ps.determined_directions]  # back to row coordinates
-        values = tuple(float(e @ lx) for e in det)
-        comps: list[float | None] = []
-        for i in range(len(ps.rows)):
-            e = np.zeros(len(ps.rows))
-            e[i] = 1.0
-            if ps.solvable or (det and np.linalg.norm(e - np.array(det).T @ (np.array(det) @ e)) < 1e-8):
-                comps.append(float(lx[i]))
-            else:
-                comps.append(None)
-        out.append(PairReaction(ps.name, ps.solvable, ps.labels, tuple(comps), values))
+        values = tuple(float((W[ps.name].T @ np.asarray(d)) @ lx) for d in ps.determined_directions)
+        out.append(PairReaction(ps.name, ps.solvable, ps.labels, tuple(float(x) if ok else None for x, ok in
+                                                                       zip(lx, mask[ps.name])), values))
     return ReactionReport(tuple(out), tuple(float(x) for x in sol[:n]))
+
+
+def unique_components(report: SolvabilityReport, C: AbsoluteConstraintMatrix) -> dict[str, tuple[bool, ...]]:
+    """Per pair, which of its components (rows of C: ``Fx``, ``Mz``, ...) are unique: all of a solvable pair, else
+    those whose row lies in the span of the pair's determined directions (Wojtyra & Frączek 2013, Sect. 3.3)."""
+    out, W = {}, {pr.name: pr.wrench_basis for pr in C.pairs}
+    for ps in report.pairs:
+        det = np.array([W[ps.name].T @ np.asarray(d) for d in ps.determined_directions]).reshape(-1, len(ps.rows))
+        out[ps.name] = tuple(bool(ps.solvable or (det.size and np.linalg.norm(e - det.T @ (det @ e)) < 1e-8))
+                             for e in np.eye(len(ps.rows)))
+    return out

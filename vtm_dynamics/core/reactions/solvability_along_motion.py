@@ -40,7 +40,7 @@ from vtm_dynamics.core.reactions.solvability import (
     unique_reactions,
 )
 
-DEFAULT_MAX_SAMPLES = 10_000  # one analysis per sample: ~10 ms each for a 7-body model
+from vtm_dynamics.core.reactions.analysis_settings import DEFAULT_MAX_SAMPLES  # noqa: F401 - its interface
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vtm_dynamics.core.reactions.absolute_coordinates import AbsoluteModelError, preferred_basis
-
-DEFAULT_RANK_RTOL = 1e-9
+from vtm_dynamics.core.reactions.analysis_settings import DEFAULT_RANK_RTOL  # noqa: F401 - the reports' default
 
 
 class SolvabilityError(AbsoluteModelError):

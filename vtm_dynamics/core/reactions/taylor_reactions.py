@@ -32,7 +32,8 @@ Per step (Fig. 7):
 
 4. one linear system ``G λ = −g₀`` (eq. (36)), solved by SVD least squares; if G is rank-deficient at a step the
    minimum-norm λ is used, the step is counted in ``rank_deficient_steps``, and the pairs whose reactions are not
-   unique (Wojtyra-Frączek solvability of the same C) are flagged ``unique = False``, never silently picked;
+   unique (Wojtyra-Frączek solvability of the same C) are flagged ``unique = False`` and their non-unique
+   components are reported empty (NaN), never silently picked;
 5. advance (the paper says only "using Eqs. (5)-(10)"; our choice, second order per step and orthogonal):
    ``x ← x + vΔt + ½aΔt²``, ``v ← v + aΔt``, ``R ← exp([ωΔt + ½αΔt²]×) R`` (matches eq. (5.b) to O(Δt²)),
    ``ω ← ω + αΔt``.
@@ -53,7 +54,7 @@ same M and C) as Δt → 0, and the right-hand side adds the terms ``2g/Δt² + 
 with gains fixed by Δt). Because the reactions enter the bodies through ``C(q)ᵀ`` at time t, ``G`` is singular
 wherever C loses row rank: the formulation is not regular at a configuration that is genuinely singular.
 
-Size: about 620 lines: the body state, the affine Taylor prediction, the four constraint forms, the step, the
+Size: about 685 lines: the body state, the affine Taylor prediction, the four constraint forms, the step, the
 velocity projection and the run loop share one set of per-pair anchors and one reaction convention.
 """
 
@@ -259,11 +260,15 @@ class _Motion:
             p = self.pair_point(pr)
             Fw = Rw @ pr.W[:3]
             Mw = Rw @ pr.W[3:]
-            for body, sign in ((pr.child, 1.0), (pr.parent, -1.0)):
+            # eq. (11): a pair without relative translation acts on each link at that link's own copy of the joint
+            # point (d'^k); they differ by the position gap. Translating pairs act at the pair point.
+            own = pr.type in ROTATION_PAIRS
+            for body, sign, local in ((pr.child, 1.0, pr.point_in_child), (pr.parent, -1.0, pr.point_in_parent)):
                 if body < 0:
                     continue
+                arm = (self._origin(body) + s.R[body] @ local if own else p) - s.x[body]
                 F[body][:, pr.cols] += sign * Fw
-                T[body][:, pr.cols] += sign * (Mw + _skew(p - s.x[body]) @ Fw)
+                T[body][:, pr.cols] += sign * (Mw + _skew(arm) @ Fw)
         f0, t0 = wrenches[:, :3], wrenches[:, 3:]
         self.a0 = (f0 + mech.mass[:, None] * mech.gravity) / mech.mass[:, None]
         self.A = F / mech.mass[:, None, None]
@@ -287,11 +292,16 @@ class _Motion:
     def _origin(self, b: int) -> np.ndarray:
         return self.s.x[b] - self.s.R[b] @ self.mech.com_local[b]
 
-    def point(self, b: int, local: np.ndarray, ground_point: np.ndarray):
-        """Body-fixed point given in link coordinates: value, rate, acceleration (const, Jacobian)."""
+    def point(self, b: int, local: np.ndarray):
+        """Body-fixed point given in link coordinates: value, rate, acceleration (const, Jacobian).
+
+        The ground's copy of a pair point is its own fixed point (``local``: the ground's link frame is the world),
+        never the moving body's copy: eq. (21) equates the two bodies' copies at t + Δt, so a position gap at a
+        ground pair enters the right-hand side of eq. (23) and is corrected like any other pair's.
+        """
         n = self.mech.n_unknowns
         if b < 0:
-            return ground_point, np.zeros(3), np.zeros(3), np.zeros((3, n))
+            return local, np.zeros(3), np.zeros(3), np.zeros((3, n))
         s = self.s
         d = s.R[b] @ (local - self.mech.com_local[b])
         w = s.w[b]
@@ -321,9 +331,8 @@ def _pair_items(motion: _Motion, pr: _Pair, row: _Row):
     if row.kind == "point_world" or row.kind == "point_body":  # the two points are shared by a pair's rows
         points = motion.cache.get(key)
         if points is None:
-            p = motion.pair_point(pr)
-            points = motion.cache[key] = (motion.point(pr.child, pr.point_in_child, p),
-                                          motion.point(pr.parent, pr.point_in_parent, p))
+            points = motion.cache[key] = (motion.point(pr.child, pr.point_in_child),
+                                          motion.point(pr.parent, pr.point_in_parent))
         pc, pp = points
         if row.kind == "point_world":
             return motion.pair_rotation(pr) @ row.direction, pc, pp
@@ -331,13 +340,6 @@ def _pair_items(motion: _Motion, pr: _Pair, row: _Row):
     if row.kind == "drive":
         u = motion.pair_rotation(pr) @ row.direction
         return u
-    if row.kind in ("point_world", "point_body"):
-        p = motion.pair_point(pr)
-        pc = motion.point(pr.child, pr.point_in_child, p)
-        pp = motion.point(pr.parent, pr.point_in_parent, p)
-        if row.kind == "point_world":
-            return motion.pair_rotation(pr) @ row.direction, pc, pp
-        return motion.vector(pr.parent, pr.rot_in_parent @ row.direction), pc, pp
     return (motion.vector(pr.parent, pr.rot_in_parent @ row.direction),
             motion.vector(pr.child, pr.rot_in_child @ row.other))
 
@@ -611,6 +613,8 @@ def simulate_taylor(
 
     ``efforts``: motor torques/forces per tree joint [N m, N], constant or a function of time (held over a step).
     ``correction``: "none" (the paper), "project" or "heun" (module docstring). Samples every ``every`` steps.
+    Reported components that are not unique (Wojtyra-Frączek analysis of C at q0, as the KKT run) are NaN: the
+    minimum-norm λ still moves the bodies, but it is one of infinitely many and not reported as physics.
     ``reactions_at``: "step" reports λ of eq. (36), the reaction held over [t, t + Δt] (first order in Δt: it
     absorbs the truncation error of the second-order prediction divided by ½Δt²); "state" reports the reactions of
     the sampled state itself, from the acceleration-level limit Δt → 0 of the same system (C M⁻¹Cᵀ λ = ..., the
@@ -618,7 +622,7 @@ def simulate_taylor(
     """
     import time
 
-    from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix
+    from vtm_dynamics.core.reactions.solvability import analyze_constraint_matrix, unique_components
 
     if reactions_at not in ("step", "state"):
         raise TaylorError(f"reactions_at: must be 'step' or 'state', got {excerpt(str(reactions_at))}")
@@ -626,8 +630,13 @@ def simulate_taylor(
         raise TaylorError(f"correction: must be one of {', '.join(CORRECTIONS)}, got {excerpt(str(correction))}")
     n_steps = check_run_size(dt, duration, max_steps)
     every = max(1, int(every))
-    report = analyze_constraint_matrix(constraint_matrix(mech.model, q0))
+    C0 = constraint_matrix(mech.model, q0)
+    report = analyze_constraint_matrix(C0)
     unique = {p.name: p.solvable for p in report.pairs}
+    components = unique_components(report, C0)
+    keep = np.zeros(mech.n_unknowns, dtype=bool)  # reported components: the unique ones (the rest NaN, never picked)
+    for pr in mech.pairs:
+        keep[pr.cols] = components.get(pr.name, (True,) * (pr.cols.stop - pr.cols.start))
     s = state_from_joints(mech, q0, v0)
     drive_target = velocity_rows(mech, s) @ np.concatenate([np.concatenate([v, w]) for v, w in zip(s.v, s.w)])
     is_drive = np.array([r.kind == "drive" for pr in mech.pairs for r in pr.rows], dtype=bool)
@@ -653,7 +662,8 @@ def simulate_taylor(
             if reactions_at == "state":
                 G0, rhs0, _ = assemble_system(mech, s, 0.0, wr)
                 lam = solve_reactions(G0, rhs0)[0]
-            rows.append((t, lam, s.x.copy(), s.R.copy(), mechanical_energy(mech, s), *constraint_gaps(mech, s)))
+            rows.append((t, np.where(keep, lam, np.nan), s.x.copy(), s.R.copy(), mechanical_energy(mech, s),
+                         *constraint_gaps(mech, s)))
             if progress is not None:
                 progress(t)
         if k == n_steps:

@@ -29,7 +29,6 @@ from types import MappingProxyType
 from typing import Mapping
 
 from vtm_dynamics.core.package_data import package_data_file
-from vtm_dynamics.core.robot.model import ModelError, example_robot_urdf
 
 EXAMPLE_ROBOT_DATA = "example-robot-data"  # the wheel's robot descriptions
 PACKAGE_URDF = "vtm_dynamics"  # the package's own urdf/ directory
@@ -49,6 +48,8 @@ class UrdfSource:
 
     def resolve(self) -> str:
         """The absolute path of the URDF file (:class:`~vtm_dynamics.core.robot.model.ModelError` if missing)."""
+        from vtm_dynamics.core.robot.model import ModelError, example_robot_urdf  # Pinocchio: only when loading
+
         if self.package == EXAMPLE_ROBOT_DATA:
             return example_robot_urdf(self.path)
         found = package_data_file("urdf", self.path)

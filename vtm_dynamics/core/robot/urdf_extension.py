@@ -194,15 +194,20 @@ def read_urdf_file(path: str) -> str:
     """The text of a URDF file, for trusted callers only (command lines, node parameters, tests, benches).
 
     Message fields never come here: they are text and go straight to :func:`parse_urdf_xml`. The returned text is
-    not checked; the text entry points check it (once). Raises :class:`URDFExtensionError` (one line, the file's
-    base name and the OS reason, never its contents).
+    checked here only for starting like XML (a file that does not is named as such, not as "text"); the text entry
+    points check the rest (once). Raises :class:`URDFExtensionError` (one line, the file's full path and the OS
+    reason, never its contents).
     """
+    where = os.path.abspath(str(path))
     try:
         with open(path, encoding="utf-8") as handle:
-            return handle.read()
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or type(err).__name__
-        raise URDFExtensionError(f"urdf: cannot read {os.path.basename(str(path))!r}: {reason}") from None
+        raise URDFExtensionError(f"urdf: cannot read {where}: {reason}") from None
+    if not text.lstrip("\ufeff \t\r\n").startswith("<"):
+        raise URDFExtensionError(f"urdf: {where} is not a URDF file (it does not start with XML '<robot ...>')")
+    return text
 
 
 class _LimitedTreeBuilder(ET.TreeBuilder):

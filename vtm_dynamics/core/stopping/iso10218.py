@@ -79,7 +79,8 @@ class StoppingPoint:
     (the extension: payload frame to the extension axis) and ``extension_actual`` (reach / 100 % reach: above the
     level where folding cannot reach it); nominal stopping ``angle`` [rad] and ``time`` [s] of the tested joint, the
     band ``angle_min``/``angle_max``/``time_min``/``time_max`` over the envelope corners, and ``stopped`` (every
-    case came to rest within the horizon)."""
+    case came to rest within the horizon); ``tcp_distance`` [m], the straight-line distance the payload frame
+    travels from the stop command to rest (nominal), and ``tcp_distance_max`` [m], its largest over the band."""
 
     category: int
     joint: str
@@ -99,6 +100,8 @@ class StoppingPoint:
     time_min: float
     time_max: float
     stopped: bool
+    tcp_distance: float = math.nan
+    tcp_distance_max: float = math.nan
 
 
 def _axis_distance(robot: RobotModel, q: np.ndarray, joint: str, frame: str) -> float:
@@ -241,18 +244,20 @@ def stopping_points(
             band_stops = predict_stops(robot, brakes, [q] * len(band), [v] * len(band),
                                        payloads=[mass] * len(band), torque_factors=[tf for tf, _, _ in band],
                                        delay_factors=[df for _, df, _ in band], category=cat, category_one=c1,
-                                       lock_events=locks, batch=batch)
+                                       lock_events=locks, tcp_frame=spec.payload_frame, batch=batch)
         except BatchStopError as err:
             raise err.__cause__ if isinstance(err.__cause__, StopInputError) else err
         angles = [abs(float(p.stopping_angles[i])) for p in band_stops]
         times = [float(p.joint_stop_times[i]) if p.stopped else math.inf for p in band_stops]
         stopped = all(p.stopped for p in band_stops)
+        tcp = [float(p.tcp_straight_distance) for p in band_stops]
         out.append(StoppingPoint(
             category=cat, joint=joint, speed_fraction=spd, extension_fraction=ext, payload_fraction=pay,
             speed=spd * spec.max_speeds[j], payload=mass, direction=direction, q_test=tuple(float(x) for x in q),
             reach=reach, extension_actual=reach / full[j] if full[j] > 0 else 1.0, angle=angles[0], time=times[0],
             angle_min=min(angles), angle_max=max(angles),
             time_min=min(times), time_max=max(times), stopped=stopped,
+            tcp_distance=tcp[0], tcp_distance_max=max(tcp),
         ))
         if progress is not None:
             progress(n + 1, len(cells))

@@ -1,0 +1,123 @@
+"""`vtm-check-trajectory`: a trajectory file and a scene file in, a verdict (exit 0 safe, 1 not), a table, JSON
+with the worst stop as viewer data, CSV, plots and the largest safe speed scaling out; every bad input one line
+and exit status 2."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
+import stopsafe_scenarios as S  # noqa: E402
+from vtm_dynamics.cli.check_trajectory import main  # noqa: E402
+
+FAST = ["--nominal", "--quiet"]
+
+
+def _write(path, data):
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("check")
+    out = {
+        "pan": _write(d / "pan.yaml", S.ur5_pan(0.5, 0.6).as_message_dict()),
+        "down": _write(d / "down.yaml", S.ur5_down(0.22).as_message_dict()),
+        "cell": _write(d / "cell.yaml", S.cell("ur5", table_top=0.12)),
+        "near": _write(d / "near.yaml", {"scene": {"self_collision": False, "obstacles": [
+            {"name": "table", "primitive": {"type": 1, "dimensions": [0.5, 0.9, 0.04]},
+             "pose": {"position": [0.65, 0.0, 0.035]}}]}}),
+        "dir": d,
+    }
+    return out
+
+
+def test_a_safe_trajectory_with_every_output(files, capsys):
+    d = files["dir"]
+    argv = [files["pan"], "--scene", files["cell"], "--rate", "40", "--json", str(d / "r.json"), "--csv",
+            str(d / "r.csv"), "--plots", str(d / "plots"), *FAST]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "RESULT: every predicted stop ends clear" in out and "smallest certified clearance" in out
+    data = json.loads((d / "r.json").read_text())
+    assert data["safe"] and len(data["samples"]) == 21 and data["cases"] == ["cat 0, torque x1, delay x1, payload 0 kg"]
+    worst = data["viewer"]["worst"]
+    assert worst["kind"] in ("scene", "self") and worst["pair"][0].endswith("_link") and len(worst["cases"]) == 1
+    assert len(worst["cases"][0]["tcp_path"]) == len(worst["cases"][0]["t_s"]) and worst["witness_path"]
+    assert {o["name"] for o in data["viewer"]["scene"]["obstacles"]} == {"table", "wall"}
+    assert len((d / "r.csv").read_text().splitlines()) == 22
+    for name in ("clearance.png", "worst_stop.png"):
+        assert os.path.getsize(d / "plots" / name) > 20_000
+
+
+def test_an_unsafe_trajectory_exits_1_and_its_scaled_version_passes_when_checked_again(files, capsys):
+    d = files["dir"]
+    common = ["--scene", files["near"], "--tolerance", "0.02", "--margin", "0.01", *FAST]
+    assert main([files["down"], *common]) == 1
+    assert "RESULT: UNSAFE - first at t =" in capsys.readouterr().out
+    scaled = str(d / "scaled.yaml")
+    assert main([files["down"], *common, "--scale", "--scale-tolerance", "0.25", "--write-scaled", scaled]) == 1
+    out = capsys.readouterr().out
+    assert "largest safe speed scaling" in out and "re-check at it: passes" in out
+    factor = float(out.split("largest safe speed scaling: ")[1].split()[0])
+    assert 0.0 < factor < 1.0
+    assert main([scaled, *common]) == 0
+    assert "every predicted stop ends clear" in capsys.readouterr().out
+
+
+def test_a_trajectory_from_a_bag(files, tmp_path, capsys):
+    from rosbags.typesys import Stores, get_typestore
+
+    from vtm_dynamics.recordings.bag_files import write_bag
+
+    traj = S.ur5_pan(0.5, 0.6)
+    store = get_typestore(Stores.ROS2_KILTED)
+    T = store.types
+    points = [T["trajectory_msgs/msg/JointTrajectoryPoint"](
+        positions=traj.positions[k], velocities=traj.velocities[k], accelerations=np.zeros(0), effort=np.zeros(0),
+        time_from_start=T["builtin_interfaces/msg/Duration"](sec=int(t), nanosec=int(round((t % 1) * 1e9))))
+        for k, t in enumerate(traj.time_from_start)]
+    msg = T["trajectory_msgs/msg/JointTrajectory"](
+        header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=0, nanosec=0), frame_id=""),
+        joint_names=list(traj.joint_names), points=points)
+    bag = str(tmp_path / "plan_bag")
+    write_bag(bag, "mcap", {"/plan": "trajectory_msgs/msg/JointTrajectory"}, [("/plan", 1, msg)], typestore=store)
+    assert main([bag, "--scene", files["cell"], "--rate", "20", *FAST]) in (0, 1)  # (coarse: the bound may fail it)
+    from_bag = capsys.readouterr().out
+    assert main([files["pan"], "--scene", files["cell"], "--rate", "20", *FAST]) in (0, 1)
+    assert "5 points, 0.500 s" in from_bag and from_bag == capsys.readouterr().out
+
+
+def test_bad_inputs_are_one_line_with_status_2(files, tmp_path, capsys):
+    d = files["dir"]
+    unknown = S.ur5_pan(0.5, 0.6).as_message_dict()
+    unknown["joint_names"][2] = "elbow"
+    too_far = S.ur5_pan(0.5, 0.6).as_message_dict()
+    for p in too_far["points"]:
+        p["positions"][2] = 3.3
+    mesh_scene = {"scene": {"obstacles": [{"name": "jig", "mesh_name": "jig"}]}}
+    (tmp_path / "bad.stl").write_bytes(b"solid broken\n")
+    cases = [
+        ([_write(tmp_path / "u.yaml", unknown), "--scene", files["cell"]], "joint_names: 'elbow' is not a movable joint"),
+        ([_write(tmp_path / "f.yaml", too_far), "--scene", files["cell"]], "trajectory: elbow_joint reaches 3.3"),
+        ([files["pan"], "--scene", _write(tmp_path / "e.yaml", {"scene": {"self_collision": False}})],
+         "scene: empty"),
+        ([files["pan"], "--scene", _write(tmp_path / "m.yaml", mesh_scene), "--mesh", f"jig={tmp_path / 'bad.stl'}"],
+         "mesh: cannot read bad.stl"),
+        ([files["pan"], "--scene", files["cell"], "--rate", "5000", "--max-samples", "1000"],
+         "E-stop instants, more than 1000"),
+        ([files["pan"], "--scene", files["cell"], "--tolerance", "0.0001", "--max-minutes", "0.01"],
+         "cost: about"),
+        ([files["pan"], "--scene", files["cell"], "--robot", "ur9"], "robot: must be one of"),
+        ([str(tmp_path), "--scene", files["cell"]], "rosbag2"),
+    ]
+    for argv, words in cases:
+        assert main([*argv, *FAST]) == 2, words
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("vtm-check-trajectory: error:") and words in err and "\n" not in err, (words, err)

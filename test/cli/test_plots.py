@@ -1,0 +1,186 @@
+"""Every plot type the suite writes, rendered from small inputs and checked as the person who prints it would:
+nothing drawn outside the canvas (matplotlib's tight bounding box within the figure's), no legend over the data,
+axis labels with units on every axis that shows values, and the foot line saying what produced the figure."""
+
+from __future__ import annotations
+
+import math
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from test.ros_helpers import REPO_ROOT
+from vtm_dynamics.cli import plots
+
+URDF = os.path.join(REPO_ROOT, "urdf")
+
+
+def layout_problems(fig) -> list[str]:
+    """What a reader of the printed figure would trip over (empty list: none)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)  # the saved figure was closed: draw it again as it was saved
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    problems = []
+    tight = fig.get_tightbbox(renderer)
+    w, h = fig.get_size_inches()
+    eps = 1.5 / fig.dpi
+    if tight.x0 < -eps or tight.y0 < -eps or tight.x1 > w + eps or tight.y1 > h + eps:
+        problems.append(f"text or artists outside the canvas: tight bbox {tight.bounds} vs {w:.2f} x {h:.2f} in")
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            inside = ax.get_window_extent(renderer)
+            for line in ax.get_lines():
+                xy = np.asarray(line.get_xydata(), dtype=float)
+                if xy.size == 0 or not line.get_visible() or line.get_transform() != ax.transData:
+                    continue
+                pts = ax.transData.transform(xy[np.all(np.isfinite(xy), axis=1)])
+                shown = pts[(pts[:, 0] >= inside.x0) & (pts[:, 0] <= inside.x1) & (pts[:, 1] >= inside.y0)
+                            & (pts[:, 1] <= inside.y1)]
+                over = (shown[:, 0] > box.x0) & (shown[:, 0] < box.x1) & (shown[:, 1] > box.y0) & (shown[:, 1] < box.y1)
+                if over.any():
+                    problems.append(f"legend over the data of '{line.get_label()}' in '{ax.get_title()}'")
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.axison or not (ax.get_lines() or ax.collections or ax.patches or ax.images):
+            continue
+        for axis, label in ((ax.xaxis, ax.get_xlabel()), (ax.yaxis, ax.get_ylabel())):
+            ticks = [t.get_text() for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+            numeric = ticks and all(t.replace("\u2212", "-").replace(".", "").replace("-", "").isdigit() for t in ticks)
+            if numeric and not ("[" in label and "]" in label):
+                problems.append(f"axis '{label}' of '{ax.get_title()}' shows values without a unit in brackets")
+    if not any(t.get_text().startswith(("Source:", "Note:")) or "\nSource: " in t.get_text() for t in fig.texts):
+        problems.append("no foot line saying what produced the figure")
+    return problems
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures the plotting functions save, kept for inspection (the files are written as usual)."""
+    seen = []
+    original = plots.save_figure_at
+
+    def keep(plt, fig, path, source=None, notes=(), dpi=110):
+        out = original(plt, fig, path, source, notes, dpi)
+        seen.append((os.path.basename(path), fig))
+        return out
+
+    monkeypatch.setattr(plots, "save_figure_at", keep)
+    return seen
+
+
+def check(figures, expected: set[str]) -> None:
+    names = {name for name, _ in figures}
+    assert expected <= names, names
+    for name, fig in figures:
+        assert layout_problems(fig) == [], name
+
+
+@pytest.fixture(scope="module")
+def planar_stop():
+    from vtm_dynamics.core.estop import LockEvent, predict_stop
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.robot.model import RobotModel
+
+    robot = RobotModel.from_urdf_file(os.path.join(URDF, "planar_3r.urdf"))
+    brakes = brakes_from_config(robot, os.path.join(REPO_ROOT, "config", "planar_3r_brakes.yaml"))
+    q, v = np.full(3, math.pi / 6), np.array([1.0, -0.5, 0.8])
+    p = predict_stop(robot, brakes, q, v, tcp_frame="link3", lock_events=[LockEvent(0.02, ["joint3"])])
+    return robot, brakes, p
+
+
+def test_prediction_report_plots(planar_stop, figures, tmp_path):
+    robot, brakes, p = planar_stop
+    plots.prediction_report_plots(str(tmp_path), robot, p, source="test", armature=brakes.armature)
+    check(figures, {"angles.png", "rates.png", "momenta.png", "energy.png"})
+    energy = dict(figures)["energy.png"]
+    assert "to " in energy.texts[-1].get_text() and "integration check" in energy.texts[-1].get_text()
+
+
+def test_prediction_vs_simulation_plots(planar_stop, figures, tmp_path):
+    from vtm_dynamics.core.estop.braked_plant import BrakedPlant
+
+    robot, brakes, p = planar_stop
+    plant = BrakedPlant(robot, brakes, dt=1e-3)
+    plant.start(p.q[0], p.v[0])
+    plant.advance(float(p.t[-1]))
+    plots.prediction_vs_simulation_plots(str(tmp_path), robot, p, plant)
+    check(figures, {"joint_angles_rates.png", "tcp_path.png"})
+
+
+def test_reaction_plots(figures, tmp_path):
+    from vtm_dynamics.cli.reactions import main
+
+    assert main([os.path.join(URDF, "parallelogram_4bar.urdf"), "--ignore-drives", "--dt", "2e-3", "--duration",
+                 "0.02", "--q", "0.3", "-0.3", "0.3", "--v", "1", "-1", "1", "--formulation", "kkt",
+                 "--formulation", "taylor", "--plots", str(tmp_path)]) == 0
+    check(figures, {"reactions.png", "energy.png", "constraint_gap.png"})
+
+
+def test_solvability_motion_plot_drops_the_pair_with_no_unique_component(figures, tmp_path):
+    from vtm_dynamics.cli.solvability import main
+
+    out = tmp_path / "motion.png"
+    assert main([os.path.join(URDF, "mobile_robot_knife_edges.urdf"), "--planar", "--drive", "H:0.01", "--dt",
+                 "5", "--duration", "10", "--pairs", "B,W3,W5", "--plot", str(out)]) == 0
+    check(figures, {"motion.png"})
+    fig = figures[0][1]
+    assert len([ax for ax in fig.axes if ax.get_visible()]) == 2  # B and W5; W3 is named in the note
+    assert "W3 (Fy)" in " ".join(t.get_text() for t in fig.texts)
+
+
+def _points():
+    """A small synthetic matrix (one joint, 3 x 3 x 3 levels) in the shape vtm-stopping-data produces."""
+    from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
+
+    out = []
+    for ext in (0.33, 0.66, 1.0):
+        for pay in (0.33, 0.66, 1.0):
+            for spd in (0.33, 0.66, 1.0):
+                a = 0.3 * spd * (0.5 + ext) * (0.8 + 0.2 * pay)
+                t = 0.25 * spd * (0.6 + ext)
+                out.append(StoppingPoint(0, "shoulder_lift_joint", spd, ext, pay, 3.14 * spd, 5 * pay, -1.0,
+                                         (0.0,) * 6, 0.84 * ext, ext, a, t, 0.9 * a, 1.2 * a, 0.9 * t, 1.1 * t, True,
+                                         0.8 * ext * a, 0.8 * ext * 1.2 * a))
+    return out
+
+
+def test_vendor_charts(figures, tmp_path):
+    from vtm_dynamics.cli.stopping_charts import save_vendor_charts
+
+    published = {"shoulder_lift_joint": SimpleNamespace(angle=0.70, time=0.530)}
+    save_vendor_charts(str(tmp_path), _points(), "ur5", published, source="test")
+    check(figures, {"ur5_cat0_shoulder_lift_joint.png"})
+
+
+def test_map_plots(figures, tmp_path):
+    from vtm_dynamics.cli.stopping_charts import map_heatmaps
+
+    rng = np.random.default_rng(3)
+    n = 60
+    cols = {"state": np.arange(n), "tcp_x_m": rng.uniform(-0.8, 0.8, n), "tcp_y_m": rng.uniform(-0.8, 0.8, n),
+            "tcp_z_m": rng.uniform(-0.3, 0.9, n), "tcp_straight_distance_m": rng.uniform(0.0, 0.4, n),
+            "stop_time_s": rng.uniform(0.05, 0.5, n), "payload_kg": rng.choice([0.0, 5.0], n),
+            "speed_fraction": rng.uniform(0.1, 1.0, n), "torque_factor": rng.uniform(0.9, 1.1, n),
+            "delay_factor": rng.uniform(1.0, 1.5, n)}
+    map_heatmaps(cols, str(tmp_path), bins=8, top=5)
+    check(figures, {"map_top_xy.png", "map_side_xz.png", "map_worst_states.png"})
+    top = dict(figures)["map_top_xy.png"]
+    text = " ".join(t.get_text() for t in top.texts)
+    assert "white cells: no sampled state starts there" in text
+    assert any("robot base" in t.get_text() for t in top.axes[0].get_legend().get_texts())
+
+
+def test_recorded_stop_overlay(figures, tmp_path):
+    from vtm_dynamics.cli.stop_report import overlay_plots
+
+    t = np.linspace(0, 0.2, 21)
+    robot = SimpleNamespace(joint_names=("j1", "j2"))
+    stop = SimpleNamespace(t=t, q=np.column_stack([0.1 * t, -0.2 * t]), q0=np.zeros(2))
+    comp = SimpleNamespace(label="bag/stop 1", predicted_t=t, predicted_q=np.column_stack([0.1 * t, -0.19 * t]))
+    overlay_plots(str(tmp_path), robot, [stop], [comp])
+    check(figures, {"stop_01_bag_stop_1.png"})

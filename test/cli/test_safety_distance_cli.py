@@ -1,0 +1,85 @@
+"""`vtm-safety-distance`: the worked examples of docs/stopsafe.md come out of the tool (ISO 13855 and ISO/TS 15066,
+every term), the workspace-map table runs, and bad input is one line with status 2."""
+
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from vtm_dynamics.cli.safety_distance import main
+
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs",
+                   "stopsafe.md")
+
+
+def _doc_number(pattern: str) -> float:
+    with open(DOC, encoding="utf-8") as fh:
+        return float(re.search(pattern, fh.read()).group(1))
+
+
+def test_the_iso13855_worked_example_of_the_guide(tmp_path, capsys):
+    out = tmp_path / "iso.json"
+    assert main(["iso13855", "--state", "demo", "--device", "light_curtain", "--d", "30", "--detection-response",
+                 "0.02", "--control-response", "0.015", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    terms = {t["symbol"]: t for t in data["terms"]}
+    assert terms["ts"]["value"] == pytest.approx(_doc_number(r"ts  = ([0-9.]+) s"), abs=5e-5)
+    assert data["S_mm"] == pytest.approx(_doc_number(r"S   = ([0-9.]+) mm"), abs=0.05)
+    assert data["K_mm_s"] == 1600 and data["C_mm"] == 128 and "predicted: worst of 9 cases" in terms["ts"]["source"]
+    assert "S = 534.6 mm" in printed and "6.5" in printed
+
+
+def test_the_iso_ts_15066_worked_example_of_the_guide(tmp_path):
+    out = tmp_path / "ssm.json"
+    assert main(["ssm", "--state", "demo", "--person", "0.3", "0.6", "0.2", "--reaction-time", "0.1",
+                 "--detection-capability", "30", "--zd", "0.05", "--zr", "0.01", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["T_s"] == pytest.approx(_doc_number(r"T_s = ([0-9.]+) s"), abs=5e-5)
+    assert r["v_r"] == pytest.approx(_doc_number(r"v_r = ([0-9.]+) m/s"), abs=5e-5)
+    assert r["S_s"] == pytest.approx(_doc_number(r"S_s = ([0-9.]+) m"), abs=5e-5)
+    assert r["S_p"] == pytest.approx(_doc_number(r"\(([0-9.]+) m unrounded\)"), abs=5e-5)
+    assert r["C"] == pytest.approx(0.128) and r["link"] == "wrist_3_link" and not r["safe"]
+
+
+def test_ssm_over_a_workspace_map(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vtm_dynamics.core.estop.brakes import brakes_from_config, load_brake_yaml
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+    from vtm_dynamics.core.stopping.workspace_map import MapSpec, evaluate_chunk
+
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    repo = os.path.dirname(DOC)[:-len("docs")]
+    brakes = brakes_from_config(robot, load_brake_yaml(os.path.join(repo, "config", "ur5_brakes.yaml")))
+    cols = evaluate_chunk(robot, brakes, MapSpec(n_states=3, tcp_frame="tool0", payload_frame="tool0", chunk_size=3,
+                                                 payloads=(0.0, 5.0)), 0)
+    path = tmp_path / "map.parquet"
+    pq.write_table(pa.table({k: np.asarray(v) for k, v in cols.items()}), path)
+    assert main(["ssm-map", str(path), "--person", "1.0", "0.5", "0.5", "--reaction-time", "0.1", "--csv",
+                 str(tmp_path / "ssm.csv"), "--quiet"]) == 0
+    assert "S_p over 3 map states" in capsys.readouterr().out
+    assert len((tmp_path / "ssm.csv").read_text().splitlines()) == 4
+    assert main(["ssm-map", str(path), "--person", "1", "0", "0", "--reaction-time", "0.1", "--max-rows", "2"]) == 2
+    assert "map: 3 rows, more than --max-rows 2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["iso13855", "--device", "light_curtain", "--d", "80", "--detection-response", "0.02", "--control-response",
+      "0.01", "--nominal"], "detection_capability: 80 mm is above 70 mm"),
+    (["iso13855", "--device", "single_beam", "--detection-response", "-1", "--control-response", "0.01",
+      "--nominal"], "detection_response: expected 0..100 s"),
+    (["ssm", "--person", "1", "0", "0", "--reaction-time", "0.1", "--state", "parked", "--nominal"],
+     "state: 'parked' is not a named state"),
+    (["ssm", "--person", "1", "0", "0", "--reaction-time", "0.1", "--q", "0", "0", "0", "0", "0", "0", "--v",
+      "0", "0", "0", "0", "0", "0", "--joint-names", "a", "b", "c", "d", "e", "f", "--nominal"],
+     "unknown joint 'a'"),
+    (["ssm", "--person", "1", "0", "0", "--reaction-time", "20", "--nominal"], "separation.reaction_time"),
+])
+def test_bad_input_is_one_line(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vtm-safety-distance: error:") and words in err and "\n" not in err

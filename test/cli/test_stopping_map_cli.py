@@ -1,0 +1,58 @@
+"""vtm-stopping-map's record of a run: a summary that says what was mapped and which state was worst (with its q and
+v), the rows as CSV for readers without pandas, and files with the usual permissions."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from vtm_dynamics.cli.stopping_map import main
+
+
+@pytest.fixture(scope="module")
+def small_map(tmp_path_factory):
+    out = tmp_path_factory.mktemp("map") / "run"
+    old = os.umask(0o022)
+    try:
+        assert main(["UR5", "--states", "12", "--chunk-size", "6", "--threads", "--workers", "1", "--payload", "0",
+                     "--payload", "5", "--speed-fraction", "0.5", "1.0", "--out", str(out)]) == 0
+    finally:
+        os.umask(old)
+    return out
+
+
+def test_the_summary_states_what_was_mapped_and_the_worst_states_q_and_v(small_map, capsys):
+    summary = json.loads((small_map / "summary.json").read_text())
+    mapped = summary["mapped"]
+    assert mapped["payloads_kg"] == [0.0, 5.0] and mapped["speed_fraction"] == [0.5, 1.0]
+    assert mapped["torque_factor"] == [0.9, 1.1] and mapped["category"] == 0 and len(mapped["brakes_sha256"]) == 64
+    worst = summary["worst_distance"]
+    assert len(worst["q_rad"]) == 6 and len(worst["v_rad_s"]) == 6 and worst["payload_kg"] in (0.0, 5.0)
+    assert 0.5 <= worst["speed_fraction"] <= 1.0 and 0.9 <= worst["torque_factor"] <= 1.1
+    assert summary["software"]["version"]
+
+
+def test_the_rows_as_csv_match_the_parquet_file(small_map):
+    from vtm_dynamics.scaleout.chunk_store import read_result
+
+    lines = (small_map / "stopping_map.csv").read_text(encoding="utf-8").splitlines()
+    head = [line for line in lines if line.startswith("#")]
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    assert head[0].startswith("# vtm-stopping-map inputs_hash: ") and any("payloads_kg" in h for h in head)
+    columns = read_result(str(small_map / "stopping_map.parquet"))
+    assert len(rows) == 12 and list(rows[0]) == list(columns)
+    np.testing.assert_array_equal([float(r["tcp_straight_distance_m"]) for r in rows],
+                                  columns["tcp_straight_distance_m"])
+
+
+def test_the_run_files_are_readable_like_any_other_output(small_map):
+    """They were 0600 (mkstemp's mode kept through the rename) while every other output is 0644."""
+    files = [small_map / "stopping_map.parquet", small_map / "summary.json", small_map / "manifest.json",
+             small_map / "stopping_map.csv", *sorted((small_map / "chunks").iterdir())]
+    for f in files:
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, f

@@ -1,0 +1,86 @@
+"""ISO/TS 15066 protective separation distance from predicted stops: every term, the closest point's stopping
+travel towards the person recomputed independently (Pinocchio's placements of the material point along the
+predicted stop), the point's approach speed by finite differences, inputs by joint name, and a table over a
+workspace map's rows with each row's own case."""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import stopsafe_scenarios as S
+from vtm_dynamics.core.estop import CategoryOne, StopInputError, predict_stop
+from vtm_dynamics.core.estop.payload import with_payload
+from vtm_dynamics.core.stopping.workspace_map import MapSpec, evaluate_chunk
+from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, SeparationParameters, separation_table
+
+Q = [0.3, -1.2, 1.5, -0.8, 0.5, 0.2]
+V = [1.0, -1.2, 1.4, 0.8, -1.0, 1.5]
+
+
+@pytest.fixture(scope="module")
+def monitor():
+    robot, geometry, setup = S.ur5(envelope=True, step=0.01)
+    params = SeparationParameters(human_speed=1.6, reaction_time=0.12, intrusion=0.05, human_uncertainty=0.03,
+                                  robot_uncertainty=0.01)
+    return SeparationMonitor(setup, geometry, params)
+
+
+def _point(robot, q, joint, local):
+    data = robot.model.createData()
+    pin.forwardKinematics(robot.model, data, q)
+    return data.oMi[joint].act(local)
+
+
+def test_every_term_and_the_closest_points_stopping_travel(monitor):
+    robot = monitor.setup.robot
+    person = np.array([0.3, 0.6, 0.2])  # the wrist approaches it: v_r and S_s are not zero
+    r = monitor(list(robot.joint_names), Q, V, person)
+    assert r.v_r > 0.1 and r.S_s > 0.01
+    assert r.S_h == pytest.approx(1.6 * (0.12 + r.T_s))
+    assert r.S_r == pytest.approx(r.v_r * 0.12)
+    assert r.S_p == pytest.approx(r.S_h + r.S_r + r.S_s + 0.05 + 0.03 + 0.01)
+    assert r.margin == pytest.approx(r.separation - r.S_p)
+    assert r.separation == pytest.approx(np.linalg.norm(person - r.closest_point))
+    # independent: the worst corner's stop by the engine, the material point carried by its joint's placement
+    case = monitor.setup.worst_corner[0]
+    model = with_payload(robot, case.payload, "tool0")
+    brakes = monitor.setup.brakes.scaled(case.torque_factor, case.delay_factor)
+    stop = predict_stop(model, brakes, np.array(Q), np.array(V), category=0, category_one=CategoryOne(),
+                        settings=monitor.setup.settings)
+    part = next(p for p in monitor.geometry.parts if p.link == r.link)
+    data = robot.model.createData()
+    pin.forwardKinematics(robot.model, data, np.array(Q))
+    local = data.oMi[part.joint].actInv(r.closest_point)
+    travel = max(float((_point(robot, q, part.joint, local) - r.closest_point) @ r.direction) for q in stop.q)
+    assert r.S_s == pytest.approx(max(travel, 0.0), abs=1e-9)
+    assert r.T_s == pytest.approx(stop.stop_time)
+    # the approach speed by central differences of the point along the velocity
+    h = 1e-6
+    ahead = _point(robot, np.array(Q) + h * np.array(V), part.joint, local)
+    behind = _point(robot, np.array(Q) - h * np.array(V), part.joint, local)
+    assert r.v_r == pytest.approx(max(0.0, float((ahead - behind) @ r.direction / (2 * h))), abs=1e-6)
+
+
+def test_inputs_are_by_joint_name(monitor):
+    robot = monitor.setup.robot
+    names = list(robot.joint_names)
+    a = monitor(names, Q, V, [0.9, 0.6, 0.4])
+    b = monitor(names[::-1], Q[::-1], V[::-1], [0.9, 0.6, 0.4])
+    assert a.S_p == pytest.approx(b.S_p, abs=1e-12)
+    with pytest.raises(StopInputError, match="unknown joint 'gripper'"):
+        monitor(names + ["gripper"], Q + [0.0], V + [0.0], [0.9, 0.6, 0.4])
+    with pytest.raises(StopInputError, match="person: expected 3 finite coordinates"):
+        monitor(names, Q, V, [0.9, float("nan"), 0.4])
+
+
+def test_table_over_a_workspace_map_uses_each_rows_case(monitor):
+    robot = monitor.setup.robot
+    spec = MapSpec(n_states=2, tcp_frame="tool0", payload_frame="tool0", chunk_size=2, seed=3, payloads=(0.0, 5.0),
+                   speed_fraction=(0.2, 0.4))
+    columns = evaluate_chunk(robot, monitor.setup.brakes, spec, 0)
+    rows = separation_table(monitor, columns, [0.9, 0.6, 0.4])
+    assert [r.state for r in rows] == [0, 1]
+    for k, row in enumerate(rows):
+        assert row.result.T_s == pytest.approx(columns["stop_time_s"][k], rel=1e-6)  # the map's own stop
+    with pytest.raises(StopInputError, match="column 'q_elbow_joint' is missing"):
+        separation_table(monitor, {k: v for k, v in columns.items() if k != "q_elbow_joint"}, [1, 0, 0])

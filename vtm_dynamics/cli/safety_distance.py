@@ -1,0 +1,277 @@
+"""``vtm-safety-distance``: safety distances from predicted stops (docs/stopsafe.md).
+
+Subcommands::
+
+    vtm-safety-distance iso13855 --state demo --device light_curtain --d 14 --detection-response 0.02 \\
+        --control-response 0.015                  # ISO 13855 S = K T + C, T with the predicted stopping time
+    vtm-safety-distance iso13855 --trajectory plan.yaml --device parallel --d 70 --height 300 ...
+    vtm-safety-distance ssm --state demo --person 1.2 0.4 0.9 --reaction-time 0.1
+                                                  # ISO/TS 15066 protective separation distance S_p, every term
+    vtm-safety-distance ssm-map map/result.parquet --person 1.2 0.4 0.9 --csv ssm.csv
+                                                  # S_p over the rows of a workspace map (vtm-stopping-map)
+
+The stopping time is the worst case over the stop cases (categories x the envelope, ``--nominal`` for the brakes
+alone); every input of the report says where it came from. Bad input: one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from typing import Sequence
+
+import numpy as np
+
+from vtm_dynamics.core.robot.catalogue import ROBOTS
+from vtm_dynamics.cli.stopsafe_setup import LoadedSetup, ProgressBar, add_robot_arguments, fmt_seconds, load_setup
+from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.stopsafe.iso13855 import (
+    DEVICES, MinimumDistance, Safeguard, intrusion_from_detection_capability, minimum_distance,
+)
+from vtm_dynamics.core.stopsafe.sampling import states, uniform_instants
+from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, SeparationParameters, separation_table
+from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, predict_stops
+from vtm_dynamics.core.stopsafe.trajectory import check_limits, model_order
+from vtm_dynamics.core.stopsafe.trajectory_files import read_trajectory_file
+
+PROG = "vtm-safety-distance"
+MAX_STATE_SAMPLES = 5000
+
+
+def _state_arguments(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("state")
+    g.add_argument("--state", default="demo", help="a named state of the known robot (default demo)")
+    g.add_argument("--q", type=float, nargs="+", help="joint positions [rad] (model order, or with --joint-names)")
+    g.add_argument("--v", type=float, nargs="+", help="joint velocities [rad/s]")
+    g.add_argument("--joint-names", nargs="+", help="names for --q/--v (a JointState: any order)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    iso = sub.add_parser("iso13855", help="ISO 13855 minimum distance S = K T + C")
+    add_robot_arguments(iso)
+    _state_arguments(iso)
+    iso.add_argument("--trajectory", help="the stopping time is the worst over this trajectory's E-stop instants")
+    iso.add_argument("--rate", type=float, default=20.0, help="E-stop instants per second on --trajectory (20)")
+    iso.add_argument("--device", choices=DEVICES, required=True, help="safeguard type")
+    iso.add_argument("--d", type=float, help="detection capability d [mm]")
+    iso.add_argument("--beams", type=int, help="multi-beam: number of beams (2, 3, 4)")
+    iso.add_argument("--height", type=float, help="parallel ESPE: detection zone height H [mm]; mat: step height")
+    iso.add_argument("--detection-response", type=float, required=True, help="device response time t1 [s]")
+    iso.add_argument("--control-response", type=float, required=True, help="control response time t2 [s]")
+    iso.add_argument("--json", help="write the report as JSON")
+    ssm = sub.add_parser("ssm", help="ISO/TS 15066 protective separation distance at one state")
+    add_robot_arguments(ssm)
+    _state_arguments(ssm)
+    _ssm_arguments(ssm)
+    ssm.add_argument("--json", help="write the report as JSON")
+    smap = sub.add_parser("ssm-map", help="ISO/TS 15066 S_p over the rows of a workspace map")
+    smap.add_argument("map", help="a finished map (the Parquet result file of vtm-stopping-map)")
+    add_robot_arguments(smap)
+    _ssm_arguments(smap)
+    smap.add_argument("--max-rows", type=int, default=20_000, help="refuse maps with more rows (20000)")
+    smap.add_argument("--max-minutes", type=float, default=30.0, help="refuse runs estimated longer (30)")
+    smap.add_argument("--csv", help="write one row per map state")
+    smap.add_argument("--quiet", action="store_true", help="no progress output")
+    return ap
+
+
+def _ssm_arguments(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("ISO/TS 15066 terms")
+    g.add_argument("--person", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"),
+                   help="the person's closest point [m], world frame")
+    g.add_argument("--human-speed", type=float, default=1.6, help="v_h [m/s] (1.6, ISO 13855 walking speed)")
+    g.add_argument("--reaction-time", type=float, required=True, help="T_r [s]: detection until the stop command")
+    c = g.add_mutually_exclusive_group()
+    c.add_argument("--intrusion", type=float, default=None, help="C [m]")
+    c.add_argument("--detection-capability", type=float, help="d [mm]: C from ISO 13855's light-curtain rule")
+    g.add_argument("--zd", type=float, default=0.0, help="Z_d [m] person position uncertainty")
+    g.add_argument("--zr", type=float, default=0.0, help="Z_r [m] robot position uncertainty")
+    g.add_argument("--all-cases", action="store_true", help="every case of the envelope (default: worst corner)")
+
+
+# ------------------------------------------------------------------------------------------------ states
+def _state(loaded: LoadedSetup, args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, str]:
+    robot = loaded.robot
+    if args.q is not None or args.v is not None:
+        if args.q is None or args.v is None:
+            raise StopInputError("state: give both --q and --v")
+        from vtm_dynamics.core.estop import state_from_joint_names
+
+        names = args.joint_names or list(robot.joint_names)
+        q, v = state_from_joint_names(robot, names, args.q, args.v)
+        return q, v, "given (--q, --v)"
+    spec = ROBOTS.get(args.robot) if not args.urdf else None
+    named = spec.state(args.state) if spec else None
+    if named is None:
+        known = ", ".join(spec.state_names) if spec else ""
+        raise StopInputError(f"state: {args.state!r} is not a named state (known: {known or 'none'}); "
+                             "give --q and --v")
+    return np.array(named.q), np.array(named.v), f"named state {args.state!r}"
+
+
+def worst_stopping_time(loaded: LoadedSetup, args: argparse.Namespace) -> tuple[float, str]:
+    """The predicted worst stopping time [s] and its source text (a state, or a trajectory's instants)."""
+    setup = loaded.setup
+    if args.trajectory:
+        traj = read_trajectory_file(args.trajectory)
+        order = model_order(setup.robot, traj)
+        check_limits(setup.robot, traj, order)
+        inst = uniform_instants(traj, args.rate, MAX_STATE_SAMPLES)
+        q, v = states(traj, order, inst)
+        where = f"{len(q)} E-stop instants of the trajectory at {args.rate:g} Hz"
+    else:
+        q0, v0, where = _state(loaded, args)
+        q, v = q0[None], v0[None]
+    worst, label = -1.0, ""
+    for preds in predict_stops(setup, q, v):
+        for case, p in zip(setup.cases, preds):
+            if not p.stopped:
+                raise StopInputError(f"stopping_time: a case ({case.label()}) does not stop within the horizon")
+            if p.stop_time > worst:
+                worst, label = p.stop_time, case.label()
+    return worst, f"predicted: worst of {len(setup.cases)} cases over {where} ({label})"
+
+
+def iso13855_report(result: MinimumDistance) -> str:
+    lines = [f"ISO 13855 minimum distance: S = {result.S:.1f} mm ({result.rule})", ""]
+    lines.append(f"{'term':<5} {'quantity':<44} {'value':>12} {'unit':<5} source")
+    lines.append("-" * 110)
+    for t in result.terms:
+        lines.append(f"{t.symbol:<5} {t.name:<44} {t.value:>12.4f} {t.unit:<5} {t.source}")
+    lines += [""] + [f"note: {n}" for n in result.notes]
+    return "\n".join(lines)
+
+
+def ssm_report(r, sources: dict) -> str:
+    rows = [
+        ("v_h", "person's approach speed", r.v_h, "m/s", sources["v_h"]),
+        ("T_r", "reaction time", r.T_r, "s", "given"),
+        ("T_s", "robot stopping time", r.T_s, "s", f"predicted ({sources['cases']})"),
+        ("v_r", "closest point's speed towards the person", r.v_r, "m/s", f"state, point on {r.link}"),
+        ("S_h", "v_h (T_r + T_s)", r.S_h, "m", "ISO/TS 15066, 5.5.4"),
+        ("S_r", "v_r T_r", r.S_r, "m", "ISO/TS 15066, 5.5.4"),
+        ("S_s", "closest point's stopping travel towards the person", r.S_s, "m", f"predicted ({r.case})"),
+        ("C", "intrusion distance", r.C, "m", sources["C"]),
+        ("Z_d", "person position uncertainty", r.Z_d, "m", "given"),
+        ("Z_r", "robot position uncertainty", r.Z_r, "m", "given"),
+        ("S_p", "protective separation distance", r.S_p, "m", "ISO/TS 15066, 5.5.4, formula (1)"),
+        ("d", "current separation (closest point to the person)", r.separation, "m", "state and --person"),
+    ]
+    lines = [f"ISO/TS 15066 protective separation distance: S_p = {r.S_p:.4f} m; separation {r.separation:.4f} m; "
+             f"{'SAFE' if r.safe else 'NOT SAFE'} (margin {r.margin:+.4f} m)", ""]
+    lines.append(f"{'term':<5} {'quantity':<52} {'value':>10} {'unit':<4} source")
+    lines.append("-" * 110)
+    for sym, name, value, unit, src in rows:
+        lines.append(f"{sym:<5} {name:<52} {value:>10.4f} {unit:<4} {src}")
+    lines.append("")
+    lines.append(f"closest point {np.round(r.closest_point, 4).tolist()} on {r.link}, person {r.person.tolist()}")
+    return "\n".join(lines)
+
+
+def _parameters(args: argparse.Namespace) -> tuple[SeparationParameters, dict]:
+    if args.detection_capability is not None:
+        C = intrusion_from_detection_capability(args.detection_capability) / 1000.0
+        c_source = f"ISO 13855 rule from d = {args.detection_capability:g} mm"
+    else:
+        C = args.intrusion if args.intrusion is not None else 0.0
+        c_source = "given" if args.intrusion is not None else "not given: 0"
+    params = SeparationParameters(args.human_speed, args.reaction_time, C, args.zd, args.zr,
+                                  "all" if args.all_cases else "corner")
+    sources = {"C": c_source, "v_h": "given" if args.human_speed != 1.6 else "default 1.6 m/s (ISO 13855 walking)",
+               "cases": "every envelope case" if args.all_cases else "the envelope's worst corner"}
+    return params, sources
+
+
+def _ssm_dict(r) -> dict:
+    out = {k: getattr(r, k) for k in ("S_p", "S_h", "S_r", "S_s", "C", "Z_d", "Z_r", "T_r", "T_s", "v_h", "v_r",
+                                      "link", "separation", "margin", "safe", "case", "stopped")}
+    out.update(closest_point=r.closest_point.tolist(), person=r.person.tolist(), direction=r.direction.tolist())
+    return out
+
+
+def run(args: argparse.Namespace) -> str:
+    loaded = load_setup(args)
+    if args.command == "iso13855":
+        ts, source = worst_stopping_time(loaded, args)
+        result = minimum_distance(Safeguard(args.device, args.d, args.beams, args.height), args.detection_response,
+                                  args.control_response, ts, source)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump({"S_mm": result.S, "K_mm_s": result.K, "T_s": result.T, "C_mm": result.C,
+                           "rule": result.rule, "notes": list(result.notes),
+                           "terms": [t.__dict__ for t in result.terms], "robot": loaded.sources}, fh, indent=1)
+        return iso13855_report(result) + (f"\nwrote {args.json}" if args.json else "")
+    params, sources = _parameters(args)
+    monitor = SeparationMonitor(loaded.setup, loaded.geometry, params)
+    if args.command == "ssm":
+        q, v, _ = _state(loaded, args)
+        r = monitor.evaluate(q, v, args.person)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(_ssm_dict(r), fh, indent=1)
+        return ssm_report(r, sources) + (f"\nwrote {args.json}" if args.json else "")
+    from vtm_dynamics.scaleout.chunk_store import read_result
+
+    try:
+        columns = read_result(args.map)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds; one line
+        raise StopInputError(f"map: cannot read {args.map.rsplit('/', 1)[-1][:80]} ({type(err).__name__})") from None
+    n = len(columns.get("state", []))
+    if n > args.max_rows:
+        raise StopInputError(f"map: {n} rows, more than --max-rows {args.max_rows}")
+    import time
+
+    start = time.perf_counter()
+    monitor.evaluate(loaded.robot.neutral(), np.zeros(loaded.robot.nv), args.person)
+    seconds = n * (time.perf_counter() - start)
+    if seconds > 60 * args.max_minutes:
+        raise StopInputError(f"cost: {n} rows would take about {fmt_seconds(seconds)}, more than --max-minutes "
+                             f"{args.max_minutes:g}")
+    if seconds > 10 and not args.quiet:
+        sys.stderr.write(f"{PROG}: {n} map rows, estimated {fmt_seconds(seconds)}\n")
+    category = int(args.category) if args.category != "both" else 0
+    bar = ProgressBar("ssm-map", args.quiet)
+    rows = separation_table(monitor, columns, args.person, category=category, max_rows=args.max_rows, progress=bar)
+    bar.close()
+    if args.csv:
+        with open(args.csv, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["state", "S_p_m", "S_h_m", "S_r_m", "S_s_m", "C_m", "Z_d_m", "Z_r_m", "T_s_s", "v_r_m_s",
+                        "separation_m", "margin_m", "safe", "link"])
+            for row in rows:
+                r = row.result
+                w.writerow([row.state, repr(r.S_p), repr(r.S_h), repr(r.S_r), repr(r.S_s), repr(r.C), repr(r.Z_d),
+                            repr(r.Z_r), repr(r.T_s), repr(r.v_r), repr(r.separation), repr(r.margin), int(r.safe),
+                            r.link])
+    sp = np.array([row.result.S_p for row in rows])
+    k = int(np.argmax(sp))
+    unsafe = sum(not row.result.safe for row in rows)
+    text = (f"ISO/TS 15066 S_p over {len(rows)} map states (person at {list(args.person)}): median "
+            f"{np.median(sp):.4f} m, 90 % {np.percentile(sp, 90):.4f} m, largest {sp[k]:.4f} m (state "
+            f"{rows[k].state}); {unsafe} states closer than their S_p")
+    return text + (f"\nwrote {args.csv}" if args.csv else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = build_parser()
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        text = run(args)
+    except (ValueError, OSError, CheckCancelled) as err:
+        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        sys.stderr.write(f"{PROG}: error: {msg}\n")
+        return 2
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

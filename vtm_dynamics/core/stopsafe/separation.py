@@ -1,0 +1,211 @@
+"""ISO/TS 15066 speed and separation monitoring: the protective separation distance from predicted stops.
+
+ISO/TS 15066:2016, 5.5.4 (speed and separation monitoring) gives the protective separation distance
+
+    S_p = S_h + S_r + S_s + C + Z_d + Z_r                                              (ISO/TS 15066, formula (1))
+
+with S_h = v_h (T_r + T_s) the person's approach while the robot reacts and stops (v_h: 1.6 m/s, the walking
+speed of ISO 13855, unless measured), S_r = v_r T_r the robot's approach during its reaction time T_r (v_r its
+speed towards the person, taken constant, not below 0), S_s the robot's stopping distance towards the person, C
+the intrusion distance of the person detection (e.g. ISO 13855's 8 (d - 14) mm), Z_d and Z_r the position
+uncertainties of the person and the robot. Here T_s and S_s are PREDICTED (Müller 2026, eqs. (3) and (22) with
+brakes, :mod:`vtm_dynamics.core.estop`), not taken from a data sheet: S_s is the largest displacement, along the
+direction to the person, of the robot's CLOSEST material point - on any link's collision geometry, not only the
+tool - during the predicted stop, over the cases asked for (the envelope's worst corner by default, every case
+on request); T_s the longest stop of those cases.
+
+:class:`SeparationMonitor` evaluates it from a joint state by name and a person's position, in one call, at a
+continuous rate; :func:`separation_table` evaluates it over the rows of a workspace map
+(:mod:`vtm_dynamics.core.stopping.workspace_map`). Units: m, s, m/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from vtm_dynamics.core.estop import StopInputError, state_from_joint_names
+from vtm_dynamics.core.stopsafe.robot_geometry import RobotGeometry
+from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, StopCase, StopSetup, predict_stops
+
+MAX_TABLE_ROWS = 1_000_000
+MAX_EXTENT = 1000.0  # [m]
+
+
+@dataclass(frozen=True)
+class SeparationParameters:
+    """``human_speed`` v_h [m/s], ``reaction_time`` T_r [s] (sensing and processing until the stop is commanded),
+    ``intrusion`` C [m], ``human_uncertainty`` Z_d [m], ``robot_uncertainty`` Z_r [m], and ``cases``: ``corner``
+    (the envelope's worst corner per category, for continuous use) or ``all``."""
+
+    human_speed: float = 1.6
+    reaction_time: float = 0.1
+    intrusion: float = 0.0
+    human_uncertainty: float = 0.0
+    robot_uncertainty: float = 0.0
+    cases: str = "corner"
+
+    def check(self) -> None:
+        for name, hi in (("human_speed", 10.0), ("reaction_time", 10.0), ("intrusion", 10.0),
+                         ("human_uncertainty", 10.0), ("robot_uncertainty", 10.0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value)
+                                                                                     and 0 <= value <= hi):
+                raise StopInputError(f"separation.{name}: expected 0..{hi:g}, got {value!r}")
+        if self.cases not in ("corner", "all"):
+            raise StopInputError(f"separation.cases: expected corner or all, got {self.cases!r}")
+
+
+@dataclass(frozen=True)
+class SeparationDistance:
+    """Every term of S_p [m] (module docstring) for one state and one person position: ``S_p``, ``S_h``, ``S_r``,
+    ``S_s``, ``C``, ``Z_d``, ``Z_r``, the times ``T_r``, ``T_s`` [s] and speeds ``v_h``, ``v_r`` [m/s]; the robot's
+    closest ``link`` and ``closest_point`` (3), the ``person`` (3) and unit ``direction`` from the point to the
+    person; the current ``separation`` [m] (distance between them), ``margin`` = separation - S_p and ``safe``
+    (margin >= 0 and every case stopped); ``case`` (label of the case that gave S_s) and ``stopped``."""
+
+    S_p: float
+    S_h: float
+    S_r: float
+    S_s: float
+    C: float
+    Z_d: float
+    Z_r: float
+    T_r: float
+    T_s: float
+    v_h: float
+    v_r: float
+    link: str
+    closest_point: np.ndarray
+    person: np.ndarray
+    direction: np.ndarray
+    separation: float
+    margin: float
+    safe: bool
+    case: str
+    stopped: bool
+
+
+class SeparationMonitor:
+    """One-call protective separation distance (module docstring) for a robot; one instance per thread."""
+
+    def __init__(self, setup: StopSetup, geometry: RobotGeometry,
+                 parameters: SeparationParameters = SeparationParameters()) -> None:
+        import coal
+
+        parameters.check()
+        if setup.robot.joint_names != geometry.robot.joint_names:
+            raise StopInputError("geometry: built for another model than the stop predictions (joint names differ)")
+        self.setup, self.geometry, self.parameters = setup, geometry, parameters
+        self._model = geometry.robot.model
+        self._data = self._model.createData()
+        self._point = coal.Sphere(1e-9)
+        self._req, self._res = coal.DistanceRequest(), coal.DistanceResult()
+
+    def cases(self) -> tuple[StopCase, ...]:
+        return self.setup.cases if self.parameters.cases == "all" else self.setup.worst_corner
+
+    def __call__(self, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float] | None,
+                 person: Sequence[float], *, cancel: Callable[[], bool] | None = None) -> SeparationDistance:
+        """S_p for the joint state (JointState-like: ``names``, ``positions`` [rad], ``velocities`` [rad/s], any
+        order) and the person's position [m] (world frame)."""
+        q, v = state_from_joint_names(self.setup.robot, names, positions, velocities)
+        return self.evaluate(q, v, person, cancel=cancel)
+
+    def evaluate(self, q: np.ndarray, v: np.ndarray, person: Sequence[float], *,
+                 cases: Sequence[StopCase] | None = None,
+                 cancel: Callable[[], bool] | None = None) -> SeparationDistance:
+        """S_p for a state in model order (``q``, ``v``); ``cases`` overrides the parameters' choice."""
+        import coal
+
+        p = np.asarray(person, dtype=float)
+        if p.shape != (3,) or not np.all(np.isfinite(p)) or np.any(np.abs(p) > MAX_EXTENT):
+            raise StopInputError(f"person: expected 3 finite coordinates within {MAX_EXTENT:g} m")
+        cases = tuple(cases) if cases is not None else self.cases()
+        g = self.geometry
+        pin.forwardKinematics(self._model, self._data, q, v)
+        Rs = np.array([M.rotation for M in self._data.oMi])[None]
+        ps = np.array([M.translation for M in self._data.oMi])[None]
+        Rp, tp = g.part_placements(Rs, ps)
+        target = coal.Transform3s(np.eye(3), p)
+        best, part, point = math.inf, -1, None
+        for k in range(len(g.parts)):
+            self._res.clear()
+            d = coal.distance(g.parts[k].shape, coal.Transform3s(Rp[0, k], tp[0, k]), self._point, target,
+                              self._req, self._res)
+            if d < best:
+                best, part, point = d, k, np.array(self._res.getNearestPoint1())
+        joint = g.parts[part].joint
+        R0, p0 = Rs[0, joint], ps[0, joint]
+        local = R0.T @ (point - p0)
+        gap = p - point
+        separation = max(float(best), 0.0)
+        direction = gap / np.linalg.norm(gap) if np.linalg.norm(gap) > 1e-12 else np.zeros(3)
+        # the point's velocity towards the person (classical linear velocity of the material point)
+        vel_joint = pin.getVelocity(self._model, self._data, joint, pin.ReferenceFrame.LOCAL)
+        v_point = R0 @ (np.array(vel_joint.linear) + np.cross(np.array(vel_joint.angular), local))
+        v_r = max(0.0, float(v_point @ direction))
+        preds = predict_stops(self.setup, q[None], v[None], cases=cases, cancel=cancel)[0]
+        S_s, T_s, worst_case, stopped = 0.0, 0.0, cases[0], True
+        for case, pred in zip(cases, preds):
+            Rj, pj = g.joint_poses(pred.q)
+            travel = pj[:, joint] + Rj[:, joint] @ local - point
+            reach = float(np.max(travel @ direction)) if np.any(direction) else float(np.max(np.linalg.norm(travel, axis=1)))
+            stopped &= pred.stopped
+            t = pred.stop_time if pred.stopped else float(pred.t[-1])
+            if reach > S_s or (reach == S_s and t > T_s):
+                S_s, worst_case = max(reach, 0.0), case
+            T_s = max(T_s, t)
+        P = self.parameters
+        S_h = P.human_speed * (P.reaction_time + T_s)
+        S_r = v_r * P.reaction_time
+        S_p = S_h + S_r + S_s + P.intrusion + P.human_uncertainty + P.robot_uncertainty
+        margin = separation - S_p
+        return SeparationDistance(
+            S_p=S_p, S_h=S_h, S_r=S_r, S_s=S_s, C=P.intrusion, Z_d=P.human_uncertainty, Z_r=P.robot_uncertainty,
+            T_r=P.reaction_time, T_s=T_s, v_h=P.human_speed, v_r=v_r, link=g.parts[part].link,
+            closest_point=point, person=p, direction=direction, separation=separation, margin=margin,
+            safe=bool(margin >= 0 and stopped), case=worst_case.label(), stopped=bool(stopped))
+
+
+@dataclass(frozen=True)
+class SeparationRow:
+    """One workspace-map row: its ``state`` number and the :class:`SeparationDistance` for the row's own case."""
+
+    state: int
+    result: SeparationDistance
+
+
+def separation_table(monitor: SeparationMonitor, columns: Mapping[str, np.ndarray], person: Sequence[float], *,
+                     category: int = 0, max_rows: int = 100_000, cancel: Callable[[], bool] | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> list[SeparationRow]:
+    """S_p for every row of a workspace map (the columns of
+    :func:`vtm_dynamics.core.stopping.workspace_map.evaluate_chunk`: ``state``, ``q_<joint>``, ``v_<joint>``,
+    ``payload_kg``, ``torque_factor``, ``delay_factor``), each with the row's own brake and payload case; at most
+    ``max_rows`` rows (one-line error beyond)."""
+    robot = monitor.setup.robot
+    try:
+        n = len(columns["state"])
+        q = np.column_stack([np.asarray(columns[f"q_{j}"], dtype=float) for j in robot.joint_names])
+        v = np.column_stack([np.asarray(columns[f"v_{j}"], dtype=float) for j in robot.joint_names])
+        cases = [StopCase(category, float(tf), float(df), float(m)) for tf, df, m in
+                 zip(columns["torque_factor"], columns["delay_factor"], columns["payload_kg"])]
+    except KeyError as err:
+        raise StopInputError(f"map: column {err.args[0]!r} is missing (a map of {robot.name!r} is needed)") from None
+    if not 1 <= n <= min(max_rows, MAX_TABLE_ROWS):
+        raise StopInputError(f"map: {n} rows, expected 1..{min(max_rows, MAX_TABLE_ROWS)}")
+    if any(c.payload > 0 for c in cases) and monitor.setup.payload_frame is None:
+        raise StopInputError("map: rows carry a payload but no payload frame is set")
+    out = []
+    states = np.asarray(columns["state"])
+    for k in range(n):
+        if cancel is not None and cancel():
+            raise CheckCancelled("cancelled: the caller asked to stop")
+        out.append(SeparationRow(int(states[k]), monitor.evaluate(q[k], v[k], person, cases=[cases[k]])))
+        if progress is not None:
+            progress(k + 1, n)
+    return out
