@@ -5,7 +5,8 @@ and STL loaders), the robot's mesh files (text formats verbatim, binary ones in 
 many ghosts use it), the scene as JSON (arrays as base64 little-endian float32/float64) and the page's own script
 and style (``assets/``). Its Content-Security-Policy (``default-src 'none'``) makes the browser refuse any
 request to the network or the file system, so the file cannot depend on one unnoticed; a
-``securitypolicyviolation`` listener counts attempts, and the page reports its state (ready, meshes loaded, errors,
+``securitypolicyviolation`` listener counts attempts, another (``assets/watch.js``, before the viewer) records
+console errors and uncaught exceptions, and the page reports its state (ready, meshes loaded, errors, console errors,
 violations, current time) in the ``data-vtm-status`` attribute of ``<html>`` for tests and tools.
 
 URL fragment (for links to one instant and for screenshots): ``#t=0.05`` shows that time paused, ``#t=end`` the
@@ -218,8 +219,7 @@ def page_parts(scene: Scene) -> list[bytes]:
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
         f"<title>{_escape_html(scene.title)}</title>\n",
-        "<script>window.vtmViolations=[];document.addEventListener('securitypolicyviolation',"
-        "function(e){window.vtmViolations.push(String(e.blockedURI||e.violatedDirective))});</script>\n",
+        "<script>", _asset("watch.js"), "</script>\n",
         "<style>", _asset("page.css"), "</style></head>\n<body>\n", _asset("page.html"),
         "<script type=\"application/json\" id=\"vtm-scene\">", data, "</script>\n"])
     parts = [head.encode("utf-8")]

@@ -3,12 +3,15 @@
 (function () {
   "use strict";
   var root = document.documentElement;
-  var status = { ready: false, meshes: 0, mesh_errors: 0, errors: [], violations: 0, t: 0, layers: [] };
+  var status = { ready: false, meshes: 0, mesh_errors: 0, errors: [], console_errors: [], violations: 0, t: 0,
+                 layers: [] };
 
-  function publish() {
+  function publish() {  // also called by watch.js when the console reports an error later
     status.violations = (window.vtmViolations || []).length;
+    status.console_errors = (window.vtmConsoleErrors || []).slice();
     root.setAttribute("data-vtm-status", JSON.stringify(status));
   }
+  window.vtmPublish = publish;
 
   function fail(message) {
     status.errors.push(String(message).slice(0, 300));
