@@ -12,7 +12,7 @@ import pinocchio as pin
 import pytest
 
 from test.ros_helpers import REPO_ROOT
-from test.views.views_testdata import CHECK_CELL, ur5_check, ur5_geometry, ur5_stop
+from test.views.views_testdata import CHECK_CELL, ur5_check, ur5_geometry
 from vtm_dynamics.views import palette
 from vtm_dynamics.views.scene import Box, Cylinder, Sphere
 
