@@ -28,8 +28,13 @@ machine's load during the run affects both alike. Target: E-stop p95 with contin
 off (within 10 % or 2 ms, the resolution of a loaded 2-core machine), no trigger lost. The continuous outputs'
 achieved rate and how many were refused as stale are printed beside it.
 
+Before and after in the same run (``--baseline DIR``, a checkout of the code to compare with, e.g. made by
+``git worktree add`` or ``git archive``): every phase runs the predictor of both trees in alternating blocks
+(``--blocks`` per tree; before-after, after-before, ...) under the same load, so that a change of the machine's load
+during the run affects both alike, and prints each tree's figures and the ratio after / before of the p95.
+
     .venv/bin/python bench/bench_estop_latency.py [--stops 40] [--triggers 30] [--flood-rate 1000]
-        [--continuous-rate 100] [--continuous-blocks 4]
+        [--continuous-rate 100] [--continuous-blocks 4] [--baseline DIR --blocks 2]
 """
 
 from __future__ import annotations
@@ -77,11 +82,14 @@ def percentile(x: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(x), p))
 
 
-def predictor_process(env: dict, *params: str) -> subprocess.Popen:
-    args = [sys.executable, "-m", "vtm_dynamics.nodes.estop_predictor", "--ros-args", "--params-file", CONFIG]
+def predictor_process(env: dict, *params: str, tree: str = REPO) -> subprocess.Popen:
+    """The predictor of the source ``tree`` (this checkout, or the baseline), with the shipped YAML of that tree."""
+    args = [sys.executable, "-m", "vtm_dynamics.nodes.estop_predictor", "--ros-args", "--params-file",
+            os.path.join(tree, "config", "estop_predict.yaml")]
     for p in params:
         args += ["-p", p]
-    return subprocess.Popen(args + ["--log-level", "warn"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+    env = dict(env, PYTHONPATH=tree + os.pathsep + env.get("PYTHONPATH", ""))
+    return subprocess.Popen(args + ["--log-level", "warn"], cwd=tree, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
 
@@ -204,62 +212,69 @@ def summary(label: str, latencies: list[float], lost: int, sent: int, target: fl
             f"  {'':<26} target p95 <= {1e3 * target:.0f} ms and no trigger lost: {'MET' if met else 'NOT MET'}")
 
 
-def continuous_phase(args, env, node, spin_until, pub_estop, received, rng, predictor_up, proc, t0_epoch):
-    """Phase (c): alternating blocks of E-stop edges with continuous mode off and on, each block under its own
-    joint-state flood; returns (latencies off, lost off, latencies on, lost on, continuous stats) or None."""
+def continuous_phase(args, env, node, spin_until, pub_estop, received, rng, predictor_up, trees, t0_epoch):
+    """Phase (c): alternating blocks of E-stop edges with continuous mode off and on, for each tree in turn, each
+    block under its own joint-state flood; returns {tree label: (latencies off, lost off, latencies on, lost on,
+    continuous stats)} or None."""
     from vtm_msgs.msg import StoppingDistance
 
-    stop_process(proc)
-    spin_until(lambda: not predictor_up(), 10.0)
     if args.continuous_blocks <= 0:
         return None
     per_block = max(1, args.triggers // 2)
-    lat = {False: [], True: []}
-    lost = {False: 0, True: 0}
-    outputs: list[tuple[float, StoppingDistance]] = []
+    lat = {(t, on): [] for t, _ in trees for on in (False, True)}
+    lost = {(t, on): 0 for t, _ in trees for on in (False, True)}
+    current = {"label": ""}
+    collected = {t: [] for t, _ in trees}
     sub = node.create_subscription(StoppingDistance, "stopping_distance",
-                                   lambda m: outputs.append((time.monotonic(), m)), 100)
-    window = {"seconds": 0.0}
+                                   lambda m: collected[current["label"]].append((time.monotonic(), m))
+                                   if current["label"] else None, 100)
+    window = {t: 0.0 for t, _ in trees}
     me = os.path.abspath(__file__)
     try:
         for block in range(args.continuous_blocks):
             on = block % 2 == 1
-            predictor = predictor_process(env, f"continuous_rate:={args.continuous_rate if on else 0.0}")
-            floods: list[subprocess.Popen] = []
-            try:
-                if not spin_until(predictor_up, 60.0):
-                    print("phase (c): predictor did not come up", file=sys.stderr)
-                    return None
-                budget = 10.0 + per_block * (0.35 + 0.05 + args.lost_after)
-                n_flood = max(1, args.flood_processes)
-                for _ in range(n_flood):
-                    floods.append(subprocess.Popen(
-                        [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-topics", "joint_states",
-                         "--flood-rate", str(args.flood_rate / n_flood), "--t0-epoch", repr(t0_epoch)],
-                        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                spin_until(lambda: node.count_publishers("joint_states") > n_flood, 30.0)
-                spin_until(lambda: False, 1.5)  # the flood and (with continuous on) its evaluations are running
-                start = time.monotonic()
-                got, missed = estop_triggers(node, None, spin_until, pub_estop, received, per_block,
-                                             args.lost_after, rng)
-                if on:
-                    window["seconds"] += time.monotonic() - start
-                lat[on] += got
-                lost[on] += missed
-            finally:
-                for f in floods:
-                    stop_process(f)
-                stop_process(predictor)
-                spin_until(lambda: not predictor_up(), 10.0)
+            for label, tree in trees:
+                predictor = predictor_process(env, f"continuous_rate:={args.continuous_rate if on else 0.0}",
+                                              tree=tree)
+                floods: list[subprocess.Popen] = []
+                try:
+                    if not spin_until(predictor_up, 60.0):
+                        print("phase (c): predictor did not come up", file=sys.stderr)
+                        return None
+                    budget = 10.0 + per_block * (0.35 + 0.05 + args.lost_after)
+                    n_flood = max(1, args.flood_processes)
+                    for _ in range(n_flood):
+                        floods.append(subprocess.Popen(
+                            [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-topics", "joint_states",
+                             "--flood-rate", str(args.flood_rate / n_flood), "--t0-epoch", repr(t0_epoch)],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                    spin_until(lambda: node.count_publishers("joint_states") > n_flood, 30.0)
+                    spin_until(lambda: False, 1.5)  # the flood and (with continuous on) its evaluations are running
+                    start = time.monotonic()
+                    current["label"] = label if on else ""
+                    got, missed = estop_triggers(node, None, spin_until, pub_estop, received, per_block,
+                                                 args.lost_after, rng)
+                    current["label"] = ""
+                    if on:
+                        window[label] += time.monotonic() - start
+                    lat[(label, on)] += got
+                    lost[(label, on)] += missed
+                finally:
+                    for f in floods:
+                        stop_process(f)
+                    stop_process(predictor)
+                    spin_until(lambda: not predictor_up(), 10.0)
     finally:
         node.destroy_subscription(sub)
-    return lat[False], lost[False], lat[True], lost[True], (outputs, window["seconds"])
+    return {label: (lat[(label, False)], lost[(label, False)], lat[(label, True)], lost[(label, True)],
+                    (collected[label], window[label])) for label, _ in trees}
 
 
-def print_continuous(args, off, off_lost, on, on_lost, stats) -> None:
+def print_continuous(args, label, off, off_lost, on, on_lost, stats) -> None:
     outputs, seconds = stats
-    print(f"(c) E-stop line with continuous mode off and at {args.continuous_rate:g} Hz (stopping distance with its "
-          f"envelope), under a {args.flood_rate:g} Hz joint-state flood, {args.continuous_blocks} alternating blocks")
+    print(f"(c) [{label}] E-stop line with continuous mode off and at {args.continuous_rate:g} Hz (stopping distance "
+          f"with its envelope), under a {args.flood_rate:g} Hz joint-state flood, {args.continuous_blocks} alternating "
+          "blocks")
     print(f"  machine load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
           f"{os.cpu_count()} cores (shared with other work)")
     print(summary("continuous off", off, off_lost, len(off) + off_lost, LOAD_TARGET_P95))
@@ -291,6 +306,8 @@ def main() -> int:
     ap.add_argument("--continuous-rate", type=float, default=100.0, help="[Hz] continuous mode in phase (c)")
     ap.add_argument("--continuous-blocks", type=int, default=4,
                     help="alternating blocks (off, on, ...) of --triggers / 2 edges each in phase (c); 0 skips it")
+    ap.add_argument("--baseline", default="", help="a checkout of the code to compare with (before / after)")
+    ap.add_argument("--blocks", type=int, default=2, help="alternating blocks per tree and phase with --baseline")
     ap.add_argument("--flood-topics", default="all", help=argparse.SUPPRESS)  # the flood worker's topics
     ap.add_argument("--flood-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the flood
     ap.add_argument("--hog-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the CPU hog
@@ -312,9 +329,16 @@ def main() -> int:
     brakes = io.load_brakes(robot, "", "ur5")
     motion = demo_motion(robot.nv, HOME, AMPLITUDE, 0.25, [0.0] * robot.nv)
     names = list(robot.joint_names)
+    trees = [("after", REPO)]
+    if args.baseline:
+        base = os.path.abspath(args.baseline)
+        if not os.path.isfile(os.path.join(base, "vtm_dynamics", "nodes", "estop_predictor.py")):
+            print(f"--baseline: {base} is not a checkout of this package", file=sys.stderr)
+            return 2
+        trees = [("before", base), ("after", REPO)]
+    blocks = max(1, args.blocks) if args.baseline else 1
 
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = predictor_process(env, "ghost_rate:=0.0", "event_rate_limit:=1000.0")
     with rcl_init_environment():  # loopback-only sockets, as the nodes
         rclpy.init()
     node = rclpy.create_node("bench_estop_latency")
@@ -349,17 +373,23 @@ def main() -> int:
     def predictor_up() -> bool:
         return pub_brake.get_subscription_count() > 0 and node.count_publishers("stop_prediction") > 0
 
-    helpers: list[subprocess.Popen] = []
-    flood_rates = ""
-    continuous = None
-    try:
-        if not spin_until(predictor_up, 60.0):
-            print("predictor did not come up", file=sys.stderr)
-            return 1
-        spin_until(lambda: False, 1.0)  # let the predictor collect states
-        latencies, core_times, states = [], [], []
-        rng = np.random.default_rng(7)
-        for k in range(args.stops):
+    def with_predictor(tree: str, params: tuple[str, ...], body):
+        """Start the predictor of ``tree``, run ``body()`` once it listens, stop it; None if it never came up."""
+        proc = predictor_process(env, *params, tree=tree)
+        try:
+            if not spin_until(predictor_up, 60.0):
+                return None
+            spin_until(lambda: False, 1.0)  # let the predictor collect states
+            return body()
+        finally:
+            stop_process(proc)
+            spin_until(lambda: not predictor_up(), 10.0)
+
+    rng = np.random.default_rng(7)
+
+    def stops(count: int):
+        latencies, states = [], []
+        for k in range(count):
             spin_until(lambda: False, float(rng.uniform(0.15, 0.35)))  # move on to another point of the motion
             n = len(received)
             ev = BrakeEvent(joint_names=names, action=BrakeEvent.ENGAGE)
@@ -368,31 +398,45 @@ def main() -> int:
             t_pub = time.perf_counter()
             pub_brake.publish(ev)
             if not spin_until(lambda: len(received) > n, 10.0):
-                print(f"stop {k}: no prediction", file=sys.stderr)
-                return 1
+                raise RuntimeError(f"stop {k}: no prediction")
             t_rx, msg = received[n]
             if not msg.success:
-                print(f"stop {k}: prediction failed: {msg.message}", file=sys.stderr)
-                return 1
+                raise RuntimeError(f"stop {k}: prediction failed: {msg.message}")
             latencies.append(t_rx - t_pub)
             pub_brake.publish(BrakeEvent(joint_names=names, action=BrakeEvent.RELEASE))
-        # peer in the same run: the bare core call on the same states
-        for q, v in states:
+        return latencies, states
+
+    def triggers(count: int):
+        return lambda: estop_triggers(node, executor, spin_until, pub_estop, received, count, args.lost_after, rng)
+
+    def alternate(params: tuple[str, ...], body_of, total: int) -> dict:
+        """``total`` measurements per tree in ``blocks`` alternating blocks: {label: [block results]}."""
+        out = {label: [] for label, _ in trees}
+        per = [total // blocks + (1 if b < total % blocks else 0) for b in range(blocks)]
+        for b, n in enumerate(per):
+            for label, tree in (trees if b % 2 == 0 else trees[::-1]):  # before first, then after first, ...
+                got = with_predictor(tree, params, body_of(n))
+                if got is None:
+                    raise RuntimeError(f"predictor ({label}) did not come up")
+                out[label].append(got)
+        return out
+
+    helpers: list[subprocess.Popen] = []
+    flood_rates = ""
+    continuous = None
+    try:
+        spin_until(lambda: False, 1.0)
+        stop_runs = alternate(("ghost_rate:=0.0", "event_rate_limit:=1000.0"), lambda n: lambda: stops(n), args.stops)
+        latencies = {label: [x for lat, _ in runs for x in lat] for label, runs in stop_runs.items()}
+        core_times = []
+        for q, v in [s for lat, st in stop_runs[trees[-1][0]] for s in st]:  # peer: the bare core call
             t = time.perf_counter()
             predict_stop(robot, brakes, q, v, tcp_frame="tool0", settings=StopSettings(t_max=5.0))
             core_times.append(time.perf_counter() - t)
 
         # the E-stop line against the shipped configuration: quiet, then under a flood on every topic + CPU hog
-        stop_process(proc)
-        spin_until(lambda: not predictor_up(), 10.0)
-        proc = predictor_process(env)
-        if not spin_until(predictor_up, 60.0):
-            print("predictor (shipped configuration) did not come up", file=sys.stderr)
-            return 1
-        spin_until(lambda: False, 1.0)
-        quiet, quiet_lost = estop_triggers(node, executor, spin_until, pub_estop, received, args.triggers,
-                                           args.lost_after, rng)
-        budget = 5.0 + args.triggers * (0.35 + 0.05 + args.lost_after)  # [s] the load phase cannot outlast this
+        quiet = alternate((), triggers, args.triggers)
+        budget = 5.0 + len(trees) * (args.triggers * (0.35 + 0.05 + args.lost_after) + blocks * 20.0)
         me = os.path.abspath(__file__)
         n_flood = max(1, args.flood_processes)
         for _ in range(n_flood):  # one Python process alone does not reach 1 kHz on five topics
@@ -402,10 +446,10 @@ def main() -> int:
                 stderr=subprocess.DEVNULL, text=True))
         helpers.append(subprocess.Popen([sys.executable, me, "--hog-worker", f"{budget:.1f}"], cwd=REPO, env=env,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        spin_until(lambda: node.count_publishers("estop") > 1, 30.0)
+        spin_until(lambda: node.count_publishers("estop") > n_flood, 30.0)  # the floods and this script
         spin_until(lambda: False, 1.0)  # the flood is running
-        loaded, loaded_lost = estop_triggers(node, executor, spin_until, pub_estop, received, args.triggers,
-                                             args.lost_after, rng)
+        load_avg = os.getloadavg()
+        loaded = alternate((), triggers, args.triggers)
         totals: dict[str, float] = {}
         for flood_proc in helpers[:n_flood]:
             flood_proc.terminate()  # SIGTERM ends its loop; it prints the rates it achieved
@@ -421,34 +465,56 @@ def main() -> int:
         for h in helpers:
             stop_process(h)
         helpers.clear()
-        continuous = continuous_phase(args, env, node, spin_until, pub_estop, received, rng, predictor_up, proc,
+        continuous = continuous_phase(args, env, node, spin_until, pub_estop, received, rng, predictor_up, trees,
                                       t0_epoch)
-        proc = None  # the phase ends its own predictors
     finally:
         for h in helpers:
             stop_process(h)
         executor.remove_node(node)
         node.destroy_node()
         rclpy.try_shutdown()
-        stop_process(proc)
 
-    med, p95 = statistics.median(latencies), percentile(latencies, 95)
     cmed, cp95 = statistics.median(core_times), percentile(core_times, 95)
-    print(f"E-stop event -> published StopPrediction, UR5 default brakes, {len(latencies)} stops over DDS (loopback)")
-    print(f"  latency   median {1e3 * med:7.2f} ms   p95 {1e3 * p95:7.2f} ms   max {1e3 * max(latencies):7.2f} ms")
+    print(f"E-stop event -> published StopPrediction, UR5 default brakes, {args.stops} stops per tree over DDS "
+          f"(loopback){', trees alternated in ' + str(blocks) + ' blocks each' if args.baseline else ''}")
+    for label, lat in latencies.items():
+        med, p95 = statistics.median(lat), percentile(lat, 95)
+        print(f"  [{label:>6}] latency median {1e3 * med:7.2f} ms   p95 {1e3 * p95:7.2f} ms   max {1e3 * max(lat):7.2f} ms"
+              f"   ratio latency/core (median) {med / cmed:.2f}")
     print(f"  core call median {1e3 * cmed:7.2f} ms   p95 {1e3 * cp95:7.2f} ms   (vtm_dynamics.core.estop.predict_stop,"
           " same states, no ROS)")
-    print(f"  ratio latency/core (median): {med / cmed:.2f}  -> ROS + messages add {1e3 * (med - cmed):.2f} ms")
+    print_ratio("stops", {k: (v, 0) for k, v in latencies.items()})
     print("E-stop line (estop rising edge) -> published StopPrediction, shipped configuration "
           "(config/estop_predict.yaml), over DDS (loopback)")
-    print(summary("(a) quiet", quiet, quiet_lost, args.triggers, QUIET_TARGET_P95))
-    print(summary(f"(b) {args.flood_rate:g} Hz flood + CPU hog", loaded, loaded_lost, args.triggers,
-                  LOAD_TARGET_P95))
+    for phase, results, target, title in (("quiet", quiet, QUIET_TARGET_P95, "(a) quiet"),
+                                          ("loaded", loaded, LOAD_TARGET_P95,
+                                           f"(b) {args.flood_rate:g} Hz flood + CPU hog")):
+        merged = {}
+        for label, runs in results.items():
+            lat = [x for got, _ in runs for x in got]
+            lost = sum(missed for _, missed in runs)
+            merged[label] = (lat, lost)
+            print(summary(f"{title} [{label}]", lat, lost, len(lat) + lost, target))
+        print_ratio(phase, merged)
+    print(f"  load phase: machine load average (1 min) {load_avg[0]:.2f} on {os.cpu_count()} cores when it began "
+          "(shared with other work)")
     print(f"  flood achieved (per topic, summed over {args.flood_processes} processes): {flood_rates or 'not reported'}")
     if continuous is not None:
-        print_continuous(args, *continuous)
+        for label, figures in continuous.items():
+            print_continuous(args, label, *figures)
     return 0
 
+
+def print_ratio(phase: str, results: dict) -> None:
+    """after / before of the p95 (and the median) when both trees ran."""
+    if set(results) != {"before", "after"} or not results["before"][0] or not results["after"][0]:
+        return
+    (b, b_lost), (a, a_lost) = results["before"], results["after"]
+    pb, pa = percentile(b, 95), percentile(a, 95)
+    mb, ma = statistics.median(b), statistics.median(a)
+    verdict = "no worse" if pa <= max(1.1 * pb, pb + 0.002) and a_lost <= b_lost else "WORSE"
+    print(f"  {phase}: after / before p95 {1e3 * pa:.2f} / {1e3 * pb:.2f} ms = {pa / pb:.2f}, median {1e3 * ma:.2f} / "
+          f"{1e3 * mb:.2f} ms = {ma / mb:.2f}, lost {a_lost} / {b_lost}: {verdict} (within 10 % or 2 ms)")
 
 if __name__ == "__main__":
     raise SystemExit(main())

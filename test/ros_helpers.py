@@ -51,6 +51,13 @@ def spin_until(executor: Any, condition: Callable[[], bool], timeout: float) -> 
     return condition()
 
 
+def declared_parameters(node: Any) -> dict[str, Any]:
+    """Every declared parameter of ``node`` with its value, through the node's public API: what its
+    ``list_parameters`` and ``get_parameters`` services answer (an uninitialized parameter would raise here)."""
+    names = node.list_parameters([], 0).names
+    return {p.name: p.value for p in node.get_parameters(names)}
+
+
 def message_class(type_name: str) -> type:
     """'pkg/Name' or 'pkg/msg/Name' -> the Python message class."""
     parts = type_name.split("/")

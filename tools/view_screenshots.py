@@ -5,12 +5,14 @@
 
 Views: the UR5 demo stop with its envelope (screenshots at the E-stop, mid-stop and at rest), a stopping map of
 the UR5 in a cell box (its worst state replayed), the solvability report of the parallelogram four-bar and of the
-Stewart platform, and the clearance building blocks (a UR5 motion past a table and a pillar, the closest approach
-and a predicted stop from the closest instant). Needs Chromium (tools/install_browser.sh).
+Stewart platform, and a stop-safe trajectory check (``vtm-check-trajectory --view``: a UR5 motion down towards a
+table in a cell with every kind of obstacle; screenshots of the planned motion, the worst stop at its closest
+approach and its rest). Needs Chromium (tools/install_browser.sh).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -75,43 +77,49 @@ def solvability_views(out: str) -> list[str]:
     return shots
 
 
-def clearance_view(out: str) -> list[str]:
-    from vtm_dynamics.cli.predict import load_robot
-    from vtm_dynamics.core.estop import predict_stop
-    from vtm_dynamics.core.estop.brakes import brakes_from_config
-    from vtm_dynamics.cli.predict import default_brakes_path
-    from vtm_dynamics.views import palette
-    from vtm_dynamics.views.clearance_view import ClosestApproach, clearance_scene
-    from vtm_dynamics.views.robot_geometry import frame_positions
-    from vtm_dynamics.views.scene import Box, Cylinder
+def trajectory_check_view(out: str) -> list[str]:
+    """``vtm-check-trajectory --view`` on a UR5 motion that drives the wrist down towards a table and back up,
+    in a cell with a wall, the floor, a pillar, a cone, a ball and a mesh fixture (every kind of obstacle)."""
+    import yaml
 
-    _, robot, _ = load_robot("ur5")
-    brakes = brakes_from_config(robot, default_brakes_path("ur5"))
-    t = np.linspace(0.0, 2.0, 201)
-    a = np.array([-0.9, -1.4, 1.6, -1.8, -1.57, 0.0])
-    b = np.array([0.9, -1.0, 1.2, -1.8, -1.57, 0.0])
-    s = 0.5 - 0.5 * np.cos(np.pi * t / t[-1])
-    qs = a + s[:, None] * (b - a)
-    table = np.eye(4)
-    table[:3, 3] = (0.45, 0.0, -0.05)
-    radius = 0.08
-    tcp = frame_positions(robot.model, "tool0", qs)
-    mid = tcp[len(t) // 2]  # a pillar 6 cm outside the TCP's arc at mid-motion, where it moves fastest
-    outward = np.array([mid[0], mid[1], 0.0]) / np.linalg.norm(mid[:2])
-    pillar = np.eye(4)
-    pillar[:3, 3] = mid * [1, 1, 0] + (radius + 0.06) * outward + [0.0, 0.0, 0.4]
-    d = np.linalg.norm(tcp[:, :2] - pillar[:2, 3], axis=1) - radius  # TCP to the pillar's axis, minus its radius
-    k = int(np.argmin(d))
-    toward = (tcp[k, :2] - pillar[:2, 3]) / np.linalg.norm(tcp[k, :2] - pillar[:2, 3])
-    closest = ClosestApproach(float(t[k]), float(d[k]), tuple(tcp[k]),
-                              (*(pillar[:2, 3] + radius * toward), float(tcp[k, 2])), "tool0", "pillar")
-    v = (qs[min(k + 1, len(t) - 1)] - qs[max(k - 1, 0)]) / (t[2] - t[0])
-    stop = predict_stop(robot, brakes, qs[k], v, tcp_frame="tool0")
-    scene = clearance_scene(robot, t, qs, (Box("table", (0.8, 1.2, 0.1), table, palette.OBSTACLE, 0.8),
-                                           Cylinder("pillar", radius, 0.8, pillar, palette.OBSTACLE, 0.8)),
-                            closest=closest, stop=(float(t[k]), stop), tcp_frame="tool0")
-    page = write_page(scene, os.path.join(out, "clearance.html"))
-    return [headless.screenshot(page, os.path.join(out, "clearance.png"), f"t={t[k]:.3f}")]
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import stopsafe_scenarios as S
+    from vtm_dynamics.cli.check_trajectory import main as check
+
+    names = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+             "wrist_3_joint"]
+    plan = S.rest_to_rest(names, [[-0.6, -1.45, 1.35, -1.9, -1.57, 0.0], [0.0, -1.1, 1.75, -1.9, -1.57, 0.0],
+                                  [0.6, -1.45, 1.35, -1.9, -1.57, 0.0]], [0.8, 0.8])
+    cell = S.cell("ur5", table_top=0.095, tilt=0.0)
+    pyramid = {"vertices": [[-0.08, -0.08, 0.0], [0.08, -0.08, 0.0], [0.08, 0.08, 0.0], [-0.08, 0.08, 0.0],
+                            [0.0, 0.0, 0.14]],
+               "triangles": [[0, 2, 1], [0, 3, 2], [0, 1, 4], [1, 2, 4], [2, 3, 4], [3, 0, 4]]}
+    cell["scene"]["obstacles"] += [
+        {"name": "pillar", "primitive": {"type": "cylinder", "dimensions": [0.9, 0.05]},
+         "pose": {"position": [0.1, -0.75, 0.45]}},
+        {"name": "cone", "primitive": {"type": "cone", "dimensions": [0.25, 0.08]},
+         "pose": {"position": [0.75, 0.35, 0.185]}},
+        {"name": "ball", "primitive": {"type": "sphere", "dimensions": [0.07]},
+         "pose": {"position": [0.3, -0.6, 0.02]}},
+        {"name": "fixture", "mesh": pyramid, "pose": {"position": [0.5, 0.55, 0.06]}},
+    ]
+    with open(os.path.join(out, "check_plan.yaml"), "w", encoding="utf-8") as fh:
+        yaml.safe_dump(plan.as_message_dict(), fh)
+    with open(os.path.join(out, "check_cell.yaml"), "w", encoding="utf-8") as fh:
+        yaml.safe_dump(cell, fh)
+    page = os.path.join(out, "check.html")
+    json_path = os.path.join(out, "check.json")
+    status = check([os.path.join(out, "check_plan.yaml"), "--scene", os.path.join(out, "check_cell.yaml"),
+                    "--tolerance", "0.01", "--margin", "0.01", "--quiet", "--view", page, "--json", json_path])
+    if status not in (0, 1):
+        raise RuntimeError("vtm-check-trajectory failed")
+    with open(json_path, encoding="utf-8") as fh:
+        worst = json.load(fh)["viewer"]["worst"]
+    t0 = worst["sample_time_s"]
+    closest = t0 + worst["stop_instant_s"]
+    return [headless.screenshot(page, os.path.join(out, f"check_{name}.png"), frag) for name, frag in
+            (("plan", f"t={0.5 * t0:.4f}"), ("stop", f"t={closest:.4f}&hide=robot,plan_tcp,estop"),
+             ("end", "t=end"))]
 
 
 def main(argv: list[str]) -> int:
@@ -120,7 +128,7 @@ def main(argv: list[str]) -> int:
     if headless.chromium_path() is None:
         print("view_screenshots: no Chromium (tools/install_browser.sh)", file=sys.stderr)
         return 2
-    for make in (stop_views, map_view, solvability_views, clearance_view):
+    for make in (stop_views, map_view, solvability_views, trajectory_check_view):
         start = time.monotonic()
         for path in make(out):
             print(f"wrote {path}")

@@ -93,3 +93,77 @@ def test_serve_shows_the_view_on_loopback_until_interrupted(tmp_path):
             proc.communicate()
             raise AssertionError(f"the served view did not stop on Ctrl-C within 120 s: {state}") from None
     assert proc.returncode == 0 and "view: stopped" in out
+
+
+def test_check_trajectory_writes_and_serves_the_check_it_ran(tmp_path, capsys, monkeypatch):
+    """What the page shows is the check's result, here computed again through the core API from the same files;
+    ``--serve`` binds the real server on loopback and answers with the very page ``--view`` wrote (Ctrl-C is
+    pressed once the page has been fetched)."""
+    import threading
+    import urllib.request
+
+    import yaml
+
+    from test.views.views_testdata import CHECK_CELL, CHECK_RATE, ur5_check
+    from vtm_dynamics.cli.check_trajectory import main
+    from vtm_dynamics.views import palette, serve
+
+    _, trajectory, _, result, _ = ur5_check()
+    plan, cell = tmp_path / "plan.yaml", tmp_path / "cell.yaml"
+    plan.write_text(yaml.safe_dump(trajectory.as_message_dict()))
+    cell.write_text(yaml.safe_dump(CHECK_CELL))
+    bound, served = [], []
+    serve_forever = serve.PageServer.serve_forever
+
+    def fetch_once_then_interrupt(server, *args, **kwargs):
+        bound.append(server.server_address)
+        thread = threading.Thread(target=serve_forever, args=(server,), daemon=True)
+        thread.start()
+        try:
+            with urllib.request.urlopen(server.url, timeout=30) as response:
+                served.append(response.read())
+        finally:
+            server.shutdown()
+            thread.join(timeout=30)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(serve.PageServer, "serve_forever", fetch_once_then_interrupt)
+    out = tmp_path / "check.html"
+    argv = [str(plan), "--scene", str(cell), "--rate", str(CHECK_RATE), "--nominal", "--quiet"]
+    assert main([*argv, "--view", str(out), "--serve"]) == 1  # unsafe, and the view written and served
+    printed = capsys.readouterr().out
+    assert f"wrote {out} (3-D view" in printed and "(loopback only)" in printed and "view: stopped" in printed
+    assert len(bound) == 1 and bound[0][0] == "127.0.0.1" and f"serving on http://127.0.0.1:{bound[0][1]}/" in printed
+    assert served == [out.read_bytes()]  # --serve shows the very page --view wrote
+    scene = _scene(out)
+    worst = result.worst
+    p = worst.predictions[worst.case]
+    robots = {r["name"]: r for r in scene["robots"]}
+    assert list(robots) == ["robot", "estop", "stop", "stop_rest"] and robots["stop"]["appears"]
+    times = np.frombuffer(base64.b64decode(robots["stop"]["times"]), dtype="<f8")
+    assert times[0] == worst.sample.time and times[-1] == worst.sample.time + p.t[-1]
+    closest = next(ln for ln in scene["lines"] if ln["name"] == "closest")
+    np.testing.assert_allclose(np.frombuffer(base64.b64decode(closest["points"]), dtype="<f4").reshape(2, 3),
+                               worst.points, atol=1e-6)
+    assert {s["name"] for s in scene["shapes"]} >= {"obstacle_0", "obstacle_4", "floor"}
+    for s in result.samples:
+        span = next(sp for sp in scene["spans"] if sp["start"] <= s.time <= sp["end"])
+        rgb = [int(span["color"][i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        np.testing.assert_allclose(rgb, palette.SAFE if s.safe else palette.UNSAFE, atol=0.5 / 255)
+
+
+def test_check_trajectory_refuses_an_unwritable_view_before_it_checks(tmp_path, capsys):
+    from vtm_dynamics.cli.check_trajectory import main
+
+    missing = tmp_path / "no" / "such" / "dir" / "check.html"
+    assert main(["no_plan.yaml", "--scene", "no_cell.yaml", "--view", str(missing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["vtm-check-trajectory: error: view: cannot write 'check.html': No such directory"]
+
+
+def test_a_port_outside_0_to_65535_is_one_line_and_status_2(capsys):
+    from vtm_dynamics.cli.check_trajectory import main
+
+    assert main(["plan.yaml", "--scene", "cell.yaml", "--serve", "--port", "70000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "vtm-check-trajectory: error: argument --port: expected a port 0..65535, got '70000'"

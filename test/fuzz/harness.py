@@ -162,50 +162,13 @@ def run_coroutine(coro: Any) -> Any:
     raise RuntimeError("callback coroutine waited although the node has no executor")
 
 
-class QueueIdle:
-    """Knows when the worker that consumes ``queue`` has finished everything put into it: the worker is back
-    in ``get`` and the queue is empty. Installed on the queue object (its ``put`` and ``get``)."""
-
-    def __init__(self, q: Any) -> None:
-        self._queue = q
-        self._idle = False
-        self.puts = 0
-        original_get, original_put = q.get, q.put
-
-        def get(*args: Any, **kwargs: Any) -> Any:
-            self._idle = True  # the previous item is done
-            item = original_get(*args, **kwargs)
-            self._idle = False
-            return item
-
-        def put(item: Any, *args: Any, **kwargs: Any) -> None:
-            self._idle = False
-            self.puts += 1
-            original_put(item, *args, **kwargs)
-
-        q.get, q.put = get, put
-
-    def wait(self, puts_before: int, timeout: float = WORKER_WAIT_S) -> bool:
-        if self.puts == puts_before:
-            return True
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self._idle and self._queue.empty():
-                return True
-            time.sleep(0.001)
-        return False
-
-
 def estop_predictor_adapter(node: Node) -> NodeAdapter:
-    """Joint states: the subscription callback (``info`` None: receipt is the wall clock, one unknown publisher).
-    Events: the same, then the adapter waits until the trigger worker has published what the event caused.
-    ``robot_description``: the callback queues the text for the auxiliary worker; the adapter waits until the
-    worker has parsed it (its log lines belong to the input). ``predict_stop``: the
-    service callback is a coroutine awaiting the same worker; the adapter calls the worker's step directly, as
-    the worker does (validation and prediction of one request)."""
+    """Joint states: the node's input handler (``info`` None: receipt is the wall clock, one unknown publisher;
+    unguarded, so an exception would escape). Events: the same, then the adapter waits until the trigger worker
+    has published what the event caused. ``robot_description``: the handler queues the text for the auxiliary
+    worker; the adapter waits until the worker is idle again (its log lines belong to the input).
+    ``predict_stop``: the service's part, as the worker runs it (validation and prediction of one request)."""
     from vtm_msgs.srv import PredictStop
-
-    aux = QueueIdle(node._aux_queue)
 
     def trigger_work_done() -> bool:
         session = node.session
@@ -228,22 +191,21 @@ def estop_predictor_adapter(node: Node) -> NodeAdapter:
         return deliver_event
 
     def description(msg: Any) -> None:
-        before = aux.puts
-        node._on_description(msg)
-        if not aux.wait(before):
+        node.on_description(msg)
+        if not node.aux.wait_idle(WORKER_WAIT_S):
             raise TimeoutError(f"robot_description: the worker did not finish within {WORKER_WAIT_S} s")
 
     return NodeAdapter(
         node=node,
         logger="estop_predictor",
         inputs={
-            "joint_states": node._on_joint_state,
-            "estop": event(node._on_estop),
-            "brake_events": event(node._on_brake_event),
-            "lock_events": event(node._on_lock_event),
+            "joint_states": node.on_joint_state,
+            "estop": event(node.on_estop),
+            "brake_events": event(node.on_brake_event),
+            "lock_events": event(node.on_lock_event),
             "robot_description": description,
         },
-        services={"predict_stop": lambda req: node._answer_request(req, PredictStop.Response())},
+        services={"predict_stop": lambda req: node.requests.answer(req, PredictStop.Response())},
         vocabulary={
             "joint_states": ("joint_states",),
             "estop": ("estop",),
@@ -284,35 +246,36 @@ def solvability_reporter_adapter(node: Node) -> NodeAdapter:
 
 
 def projection_controller_adapter(node: Node) -> NodeAdapter:
-    """The trajectory subscription is raw: the adapter serializes the message as the middleware would, and
-    waits for the worker when the node handed the bytes to it."""
+    """The node's input handlers and its trajectory intake (unguarded). The trajectory subscription is raw: the
+    adapter serializes the message as the middleware would, and waits for the worker when the intake handed the
+    bytes to it."""
     from rclpy.serialization import serialize_message
 
-    def trajectory(msg: Any) -> None:
-        node._on_trajectory(serialize_message(msg))
-        end = time.monotonic() + WORKER_WAIT_S
-        while node.worker.busy:
-            if time.monotonic() > end:
-                raise TimeoutError(f"trajectory: the worker did not finish within {WORKER_WAIT_S} s")
-            time.sleep(0.001)
+    def trajectory(msg: Any, task: bool = False) -> None:
+        node.intake.submit(serialize_message(msg), task=task)
+        if not node.worker.wait_idle(WORKER_WAIT_S):
+            raise TimeoutError(f"trajectory: the worker did not finish within {WORKER_WAIT_S} s")
 
     return NodeAdapter(
         node=node,
         logger="projection_controller",
         inputs={
-            "joint_states": node._on_joint_state,
+            "joint_states": node.on_joint_state,
             "trajectory": trajectory,
-            "lock_events": node._on_lock_event,
+            "task_trajectory": lambda msg: trajectory(msg, task=True),
+            "lock_events": node.on_lock_event,
+            "constraint_wrench_setpoint": node.on_wrench,
+            "constraint_wrench": lambda msg: node.on_wrench(msg, measured=True),
         },
         vocabulary={"joint_states": ("joint_states",), "trajectory": ("trajectory",),
                     "lock_events": ("lock_events",)},
-        forget=node.reported_unknown.clear,  # unknown joint names are reported once per name
+        forget=node.loop.reported_unknown.clear,  # unknown joint names are reported once per name
     )
 
 
 def projection_controller_cycle(node: Node) -> Callable[[], Any]:
     """One control cycle of the controller, called directly (part of its adapter)."""
-    return node._on_control
+    return node.update
 
 
 def projection_controller_commands(node: Node) -> list[list[float]]:

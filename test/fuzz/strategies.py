@@ -419,8 +419,8 @@ def brake_yamls(draw, known: tuple[str, ...] = UR5_JOINTS) -> tuple[str, bool | 
         lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
         lines += [f"a{k}: &a{k} [" + ", ".join([f"*a{k - 1}"] * 9) + "]" for k in range(1, levels + 1)]
         return "\n".join(lines) + f"\nbrakes: *a{levels}\n", True
-    if kind == "garbage":
-        return draw(st.text(max_size=120)), True
+    if kind == "garbage":  # not empty: an empty brake_config_yaml is a valid request (the node's own brakes)
+        return draw(st.text(min_size=1, max_size=120)), True
     if kind == "scalar":
         return draw(st.sampled_from(["42", "[]", "null", "brakes:", "brakes: 3", "brakes: {joints: 3}"])), True
     if kind == "python_tag":

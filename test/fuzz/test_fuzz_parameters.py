@@ -25,7 +25,7 @@ from rclpy.parameter import Parameter
 
 from test.fuzz.scale import examples
 from test.nodes.node_harness import TEST_BRAKES
-from test.ros_helpers import REPO_ROOT
+from test.ros_helpers import REPO_ROOT, declared_parameters
 
 
 def _nodes(context):
@@ -55,7 +55,7 @@ def nodes():
     made = {}
     try:
         made = _nodes(context)  # not spun: the calls below are what the parameter services run
-        start = {name: (dict(n.p), {k: n._parameters[k].value for k in n._parameters}) for name, n in made.items()}
+        start = {name: (dict(n.p), declared_parameters(n)) for name, n in made.items()}
         yield made, start
     finally:
         for n in made.values():
@@ -95,7 +95,7 @@ def requests(draw, names: list[str]):
 def test_only_live_parameters_change_and_only_within_their_range(nodes, which):
     made, start = nodes
     node = made[which]
-    names = sorted(node._parameters)
+    names = sorted(declared_parameters(node))
     live = node.parameter_policy.live
 
     @settings(max_examples=examples(150))
@@ -120,7 +120,7 @@ def test_only_live_parameters_change_and_only_within_their_range(nodes, which):
         p_before, declared_before = start[which]
         assert {k: v for k, v in node.p.items() if k not in live} == \
                {k: v for k, v in p_before.items() if k not in live}
-        declared = {k: node._parameters[k].value for k in node._parameters}
+        declared = declared_parameters(node)
         assert {k: v for k, v in declared.items() if k not in live} == \
                {k: v for k, v in declared_before.items() if k not in live}
 

@@ -35,19 +35,10 @@ class ForceRig(Rig):
     """The slider-crank controller with force control on and the force measured from the topic."""
 
     def __init__(self) -> None:
-        from rclpy.serialization import serialize_message
-
         super().__init__(Parameter("force_control", value=True), Parameter("force_measurement", value="topic"))
         base, node = self.a, self.node
-
-        def task_trajectory(msg):
-            node._on_task_trajectory(serialize_message(msg))
-
         self.a = NodeAdapter(
-            node=node, logger=base.logger,
-            inputs={**base.inputs, "task_trajectory": task_trajectory,
-                    "constraint_wrench_setpoint": node._on_wrench_setpoint,
-                    "constraint_wrench": node._on_wrench_measured},
+            node=node, logger=base.logger, inputs=base.inputs,
             vocabulary={**base.vocabulary, "task_trajectory": ("task_trajectory",),
                         "constraint_wrench_setpoint": ("constraint_wrench_setpoint",),
                         "constraint_wrench": ("constraint_wrench",)},

@@ -32,7 +32,7 @@ def _listen(graph) -> tuple[list[StoppingDistance], list[StopPrediction]]:
 
 def _slow_envelope(graph, before=None, seconds: float = 0.0):
     """Make the node's envelope evaluation wait ``seconds`` (or for ``before``, an Event) before it runs."""
-    live = graph.predictor.live
+    live = graph.predictor.outputs.live
     evaluate = live.evaluate
     entered = threading.Event()
 
@@ -101,7 +101,8 @@ def test_continuous_work_pauses_while_the_estop_prediction_runs(graph):
     release = threading.Event()
     entered = _slow_envelope(graph, before=release)
     predictor = graph.predictor
-    predict = predictor._predict
+    worker = predictor.worker  # the prediction worker's call is the seam: only E-stop jobs go through it
+    predict = worker.predict
 
     def estop_waits_for_the_pause(*args, **kwargs):
         if threading.current_thread().name == "estop-trigger-worker":
@@ -112,7 +113,7 @@ def test_continuous_work_pauses_while_the_estop_prediction_runs(graph):
                 threading.Event().wait(0.01)
         return predict(*args, **kwargs)
 
-    predictor._predict = estop_waits_for_the_pause
+    worker.predict = estop_waits_for_the_pause
     graph.feed(graph.h.state())
     assert graph.wait(lambda: entered.is_set())
     graph.feed(graph.h.state())

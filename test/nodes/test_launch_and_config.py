@@ -17,7 +17,7 @@ import yaml
 
 from test.ros_helpers import REPO_ROOT
 from vtm_dynamics.nodes import markers
-from vtm_dynamics.nodes.estop_predictor import PARAMETERS as PREDICTOR_PARAMETERS
+from vtm_dynamics.nodes.estop_parameters import PARAMETERS as PREDICTOR_PARAMETERS
 from vtm_dynamics.nodes.robot_sim import PARAMETERS as SIM_PARAMETERS
 
 LAUNCH = os.path.join(REPO_ROOT, "launch", "estop_predict.launch.py")

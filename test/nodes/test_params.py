@@ -6,7 +6,8 @@ from rclpy.parameter import Parameter
 
 from test.nodes.node_harness import TEST_BRAKES, init_rclpy
 from vtm_dynamics.nodes import params as P
-from vtm_dynamics.nodes.estop_predictor import PARAMETERS as PREDICTOR_PARAMETERS
+from vtm_dynamics.nodes.controller_parameters import PARAMETERS as CONTROLLER_PARAMETERS
+from vtm_dynamics.nodes.estop_parameters import PARAMETERS as PREDICTOR_PARAMETERS
 from vtm_dynamics.nodes.estop_predictor import EstopPredictor
 from vtm_dynamics.nodes.robot_sim import PARAMETERS as SIM_PARAMETERS
 from vtm_dynamics.nodes.robot_sim import RobotSim
@@ -24,7 +25,8 @@ def _predictor(**overrides):
     return EstopPredictor(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
 
 
-@pytest.mark.parametrize("specs", [PREDICTOR_PARAMETERS, SIM_PARAMETERS], ids=["estop_predictor", "robot_sim"])
+@pytest.mark.parametrize("specs", [PREDICTOR_PARAMETERS, SIM_PARAMETERS, CONTROLLER_PARAMETERS],
+                         ids=["estop_predictor", "robot_sim", "projection_controller"])
 def test_every_parameter_has_a_description_and_its_default_passes_its_own_validation(specs):
     names = [s.name for s in specs]
     assert len(names) == len(set(names))
@@ -113,3 +115,29 @@ def test_docs_describe_every_parameter_of_both_nodes():
     doc = open(os.path.join(REPO_ROOT, "docs", "ros.md"), encoding="utf-8").read()
     for s in list(PREDICTOR_PARAMETERS) + list(SIM_PARAMETERS):
         assert f"| `{s.name}` |" in doc, s.name
+
+
+def test_a_list_parameter_with_an_empty_default_is_initialized_and_checked_by_its_validator():
+    """rclpy infers an empty list as a byte array and leaves a parameter declared by type alone uninitialized
+    (then the get_parameters service answers no value for a request naming it): an empty default is declared with
+    dynamic typing and a value, and the validator checks the elements."""
+    specs = (P.ParameterSpec("joints", (), "Joints commanded, in the controller's order.", P.names),
+             P.ParameterSpec("offset", (), "A point on the frame, three coordinates [m].", P.numbers(3)))
+    assert P.values(specs) == {"joints": (), "offset": ()}
+    assert P.values(specs, {"joints": ["a", "b"], "offset": [0.0, 0.1, 0.2]}) == {"joints": ("a", "b"),
+                                                                                    "offset": (0.0, 0.1, 0.2)}
+    for value, reason in ((["a", "a"], "joints: repeated names (got ['a', 'a'])"),
+                          (5, "joints: must be a list of strings (got 5)")):
+        with pytest.raises(P.ParameterError) as err:
+            P.values(specs, {"joints": value})
+        assert str(err.value) == reason
+    with pytest.raises(P.ParameterError, match="offset: must hold 3 values or none"):
+        P.values(specs, {"offset": [1.0]})
+    node = rclpy.create_node("list_parameters")
+    try:
+        p = P.declare_validated(node, specs)
+        assert p == {"joints": (), "offset": ()}
+        assert [x.value for x in node.get_parameters(["joints", "offset"])] == [[], []]
+        assert node.describe_parameter("joints").dynamic_typing and node.describe_parameter("joints").read_only
+    finally:
+        node.destroy_node()

@@ -210,49 +210,6 @@ def test_long_trajectories_of_one_layout_read_the_same_as_point_by_point(m, fiel
         np.testing.assert_array_equal(arr.rows(field, m), expected_rows(msg, field, m))
 
 
-def test_the_worker_runs_the_newest_waiting_job_and_survives_a_failing_one():
-    import threading
-
-    from vtm_dynamics.nodes.latest_worker import LatestWorker
-
-    errors: list[BaseException] = []
-    ran: list[str] = []
-    started, release = threading.Event(), threading.Event()
-    worker = LatestWorker("test_worker", errors.append)
-
-    def wait_idle() -> None:
-        for _ in range(1000):
-            if not worker.busy:
-                return
-            threading.Event().wait(0.01)
-        raise AssertionError("the worker did not finish")
-
-    def first() -> None:
-        started.set()
-        release.wait(10.0)
-        ran.append("first")
-
-    def fail() -> None:
-        raise RecursionError("deep")
-
-    try:
-        worker.submit(first)
-        assert started.wait(10.0)
-        assert worker.submit(lambda: ran.append("superseded")) is False
-        assert worker.submit(lambda: ran.append("newest")) is True  # replaced the job still waiting
-        assert worker.busy and worker.replaced == 1
-        release.set()
-        wait_idle()
-        assert ran == ["first", "newest"]
-        worker.submit(fail)
-        wait_idle()
-        assert len(errors) == 1 and isinstance(errors[0], RecursionError)
-        worker.submit(lambda: ran.append("after the failure"))
-        wait_idle()
-        assert ran[-1] == "after the failure"
-    finally:
-        worker.stop()
-
 
 def test_reactions_are_unique_per_joint_by_the_solvability_of_the_active_constraints():
     """The slider-crank as a planar loop closed by a 3-D prismatic pair is overconstrained in 3-D (all three

@@ -177,6 +177,19 @@ def test_a_stamped_engage_gives_an_unstamped_stop_its_instant(stamped):
         assert job.instant == 0.995 and job.at_receipt is None
 
 
+def test_a_stamped_engage_at_the_start_states_own_stamp_still_republishes_the_stop_at_its_instant():
+    """The Bool's prediction already started from the state stamped at the engage instant, but it names the Bool's
+    receipt instant as the trigger: the stop is revised so that the published prediction carries the engage stamp
+    (a listener matching predictions to its E-stop by that stamp waited for one that never came)."""
+    s = StopSession()
+    _trigger(s, 1.0, at_receipt=StateSample(0.99, 0.99, None))
+    s.record(s.take_job(), True, None, None, StateSample(0.99, 0.99, None))
+    kind, stop = _trigger(s, 0.99, stamped=True)
+    assert kind == "revised"
+    job = s.take_job()
+    assert job.instant == 0.99 and job.scenario == "estop-1-rev1"
+
+
 def test_a_late_state_closer_to_a_stamped_instant_revises_the_stop_from_that_state():
     """The wait for a state at the E-stop instant timed out (a loaded machine): the first prediction started from
     a state 32 ms older. When the state stamped at the instant arrives, the stop is revised from it; states that

@@ -1,5 +1,6 @@
-"""The written view in a REAL headless browser (Chromium): it loads every mesh without an error and without any
-request leaving the page, shows the instant asked for, and draws the robot where the camera must see it.
+"""The written view in a REAL headless browser (Chromium): it loads every mesh without an error, a console error
+or any request leaving the page, shows the instant asked for, and draws the robot where the camera must see it;
+the trajectory check's view also draws its scene where the scene file puts it.
 
 The robot is found by its colour (``palette.ROBOT``) inside the screen region where the page's camera must show
 the robot's links, projected here with a pinhole model of that camera (position, target, 75 degree vertical field
@@ -16,9 +17,10 @@ import json
 import os
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
-from test.views.views_testdata import ur5_geometry, ur5_stop
+from test.views.views_testdata import CHECK_CELL, ur5_check, ur5_geometry, ur5_stop
 from vtm_dynamics.views import headless, palette
 from vtm_dynamics.views.stop_view import stop_scene
 from vtm_dynamics.views.web_page import scene_payload, write_page
@@ -50,7 +52,8 @@ def robot_only(view, tmp_path_factory):
 
 
 def _project(points: np.ndarray, camera: dict, size: tuple[int, int]) -> np.ndarray:
-    """Pixel coordinates of world points [m] seen by the page's camera (pinhole, z up, 75 degree vertical FOV)."""
+    """Pixel coordinates of world points [m] seen by the page's camera (pinhole, z up, 75 degree vertical FOV, the
+    picture shifted right by ``shift`` of the half width)."""
     eye, target = np.asarray(camera["position"]), np.asarray(camera["target"])
     f = (target - eye) / np.linalg.norm(target - eye)
     r = np.cross(f, [0.0, 0.0, 1.0])
@@ -60,7 +63,7 @@ def _project(points: np.ndarray, camera: dict, size: tuple[int, int]) -> np.ndar
     z = d @ f
     t = np.tan(np.radians(75.0) / 2)
     w, h = size
-    x = (d @ r) / (z * t * w / h)
+    x = (d @ r) / (z * t * w / h) + camera.get("shift", 0.0)
     y = (d @ u) / (z * t)
     return np.column_stack([(x + 1) / 2 * w, (1 - y) / 2 * h])
 
@@ -81,7 +84,7 @@ def test_the_page_loads_every_mesh_without_errors_or_requests_and_shows_the_aske
     t = 0.5 * float(robot_layer.times[-1])
     status = headless.page_status(path, f"t={t}&hide={GHOSTS}")
     assert status["ready"] and status["errors"] == [] and status["mesh_errors"] == 0, status
-    assert status["meshes"] == 7 and status["violations"] == 0
+    assert status["console_errors"] == [] and status["meshes"] == 7 and status["violations"] == 0
     assert status["layers"] == ["robot", "start", "rest", "worst"] and status["t"] == pytest.approx(t)
     # the wrist the page placed at t is the prediction's, interpolated between its samples
     times, last = robot_layer.times, robot_layer.poses[:, -1, :3]
@@ -106,14 +109,83 @@ def test_the_robot_is_drawn_where_the_camera_must_see_it(robot_only, tmp_path):
     assert outside < 0.1 * inside, json.dumps({"inside": inside, "outside": outside})  # nowhere else
 
 
-def test_a_request_the_page_tried_would_be_refused_and_counted(tmp_path):
-    """The control for 'violations == 0': the same kind of page with one image from a web address in it."""
+def test_a_request_a_console_error_and_an_exception_on_the_page_are_counted(tmp_path):
+    """The control for 'violations == 0' and 'console_errors == []': the same kind of page with one image from a
+    web address, one console error and one exception thrown later (as a failing mesh loader would) in it."""
     from vtm_dynamics.cli.predict import run_prediction
 
     summary, robot, _ = run_prediction("planar_3r")
     page = write_page(stop_scene(robot, summary.prediction), str(tmp_path / "three_r.html"))
     text = open(page, encoding="utf-8").read()
-    with open(page, "w", encoding="utf-8") as fh:  # a tampered copy: an image from elsewhere at the top
-        fh.write(text.replace("<body>\n", '<body>\n<img src="http://127.0.0.1:9/probe.png" alt="">\n', 1))
+    probes = ('<img src="http://127.0.0.1:9/probe.png" alt="">\n'
+              '<script>console.error("probe", 1); setTimeout(function () { null.probe; }, 0);</script>\n')
+    with open(page, "w", encoding="utf-8") as fh:  # a tampered copy with the probes at the top
+        fh.write(text.replace("<body>\n", "<body>\n" + probes, 1))
     status = headless.page_status(page)
-    assert status["ready"] and status["violations"] == 1
+    assert status["ready"] and status["violations"] == 1 and status["errors"] == []
+    assert len(status["console_errors"]) == 2, status["console_errors"]
+    assert status["console_errors"][0] == "console.error: probe 1"
+    assert status["console_errors"][1].startswith("uncaught: ") and "probe" in status["console_errors"][1]
+
+
+@pytest.fixture(scope="module")
+def check_page(tmp_path_factory):
+    """The view of a trajectory check (the UR5 over a table, the worst stop, the closest approach)."""
+    from vtm_dynamics.views.clearance_view import trajectory_check_scene
+    from vtm_dynamics.views.robot_geometry import robot_geometry
+
+    robot, trajectory, cell, result, paths = ur5_check()
+    scene = trajectory_check_scene(robot, trajectory, cell, result, paths, tcp_frame="tool0",
+                                   geometry=robot_geometry(robot.model, robot.urdf_text))
+    path = write_page(scene, str(tmp_path_factory.mktemp("check") / "check.html"))
+    data = robot.model.createData()  # where the robot stands at the trajectory's start, by Pinocchio
+    pin.framesForwardKinematics(robot.model, data, result.samples[0].q)
+    links = np.array([data.oMf[robot.model.getFrameId(name)].translation for name in
+                      ("base_link", "shoulder_link", "upper_arm_link", "forearm_link", "wrist_1_link", "wrist_2_link",
+                       "wrist_3_link")])
+    return path, scene, scene_payload(scene)[0]["camera"], links
+
+
+def _changed_pixels(a: str, b: str) -> np.ndarray:
+    from PIL import Image
+
+    x, y = (np.asarray(Image.open(p).convert("RGB"), dtype=int) for p in (a, b))
+    return np.abs(x - y).max(axis=-1) > 24
+
+
+def _region(points: np.ndarray, camera: dict, margin: int) -> tuple[slice, slice]:
+    corners = _project(points, camera, SIZE)
+    lo = np.maximum(corners.min(axis=0) - margin, 0).astype(int)
+    hi = np.minimum(corners.max(axis=0) + margin, SIZE).astype(int)
+    return slice(lo[1], hi[1]), slice(lo[0], hi[0])
+
+
+def test_the_check_view_draws_the_robot_and_the_table_where_they_stand(check_page, tmp_path):
+    """The planned motion's robot by its colour in its projected region; the table as the pixels that change when
+    only it is hidden, inside the corners the scene file gives it and nowhere else."""
+    path, scene, camera, links = check_page
+    table = next(s for s in scene.shapes if s.name == "obstacle_0")
+    others = [r.name for r in scene.robots[1:]] + [ln.name for ln in scene.lines] + \
+        [s.name for s in scene.shapes if s.name != table.name]
+    hidden = ",".join(others)
+    shown, status = headless.screenshot_with_status(path, str(tmp_path / "shown.png"), f"t=0&hide={hidden}",
+                                                    size=SIZE)
+    assert status["ready"] and status["errors"] == [] and status["console_errors"] == [], status
+    assert status["mesh_errors"] == 0 and status["meshes"] == 7 and status["violations"] == 0, status
+    assert status["layers"] == ["robot", "estop", "stop", "stop_rest"]
+    without = headless.screenshot(path, str(tmp_path / "without.png"), f"t=0&hide={hidden},{table.name}", size=SIZE)
+    robot = _region(links, camera, 70)
+    blue = _robot_pixels(shown)
+    area = (robot[0].stop - robot[0].start) * (robot[1].stop - robot[1].start)
+    inside = int(blue[robot].sum())
+    assert inside > 0.05 * area and int(blue.sum()) - inside < 0.1 * inside, (inside, area)
+    written = CHECK_CELL["scene"]["obstacles"][0]
+    assert written["name"] == "table" and "orientation" not in written["pose"]
+    half = 0.5 * np.array(written["primitive"]["dimensions"])
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half
+    box = _region(corners + written["pose"]["position"], camera, 6)
+    changed = _changed_pixels(shown, without)
+    box_area = (box[0].stop - box[0].start) * (box[1].stop - box[1].start)
+    on_table = int(changed[box].sum())
+    assert on_table > 0.2 * box_area, (on_table, box_area)
+    assert int(changed.sum()) - on_table < 0.02 * on_table  # the table is drawn there and only there

@@ -6,6 +6,7 @@ Examples::
     vtm-check-trajectory plan.yaml --scene cell.yaml                      # UR5, category 0, 9-case envelope
     vtm-check-trajectory plan.csv --scene cell.yaml --scale --plots out/ --json out/check.json
     vtm-check-trajectory rec_bag --topic /planned --scene cell.yaml --rate 100
+    vtm-check-trajectory plan.yaml --scene cell.yaml --view check.html   # the check in 3-D (or --serve)
     vtm-check-trajectory plan.yaml --scene cell.yaml --urdf arm.urdf --brakes arm_brakes.yaml \\
         --package-dir ~/ws/src --fixed-joint finger_joint1=0.02 --mesh fixture=fixture.stl
 
@@ -23,21 +24,19 @@ import json
 import math
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import yaml
 
 from vtm_dynamics.cli.stopsafe_setup import LoadedSetup, ProgressBar, add_robot_arguments, fmt_seconds, load_setup
 from vtm_dynamics.core.estop import StopInputError
-from vtm_dynamics.core.stopsafe.check import CheckSettings, TrajectoryChecker
 from vtm_dynamics.core.stopsafe.results import SpeedScaling, TrajectoryCheck
-from vtm_dynamics.core.stopsafe.sampling import SamplingSpec, estimated_instants
-from vtm_dynamics.core.stopsafe.scene import MAX_SCENE_BYTES, load_mesh_file, scene_from_yaml_text
-from vtm_dynamics.core.stopsafe.speed_scaling import largest_speed_scaling
-from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, predict_stops, stop_times
-from vtm_dynamics.core.stopsafe.trajectory import PlannedTrajectory, check_limits, model_order
-from vtm_dynamics.core.stopsafe.trajectory_files import read_text_file, read_trajectory_file
+from vtm_dynamics.core.stopsafe.scene import MAX_SCENE_BYTES, Scene, load_mesh_file, scene_from_yaml_text
+
+if TYPE_CHECKING:  # the check (Pinocchio, coal, the engine) is imported when it runs, not for --help
+    from vtm_dynamics.core.stopsafe.check import TrajectoryChecker
+    from vtm_dynamics.core.stopsafe.trajectory import PlannedTrajectory
 
 PROG = "vtm-check-trajectory"
 MAX_MESHES = 64
@@ -74,10 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--csv", help="write one row per E-stop instant")
     o.add_argument("--plots", metavar="DIR", help="write clearance.png and worst_stop.png")
     o.add_argument("--quiet", action="store_true", help="no progress output")
+    from vtm_dynamics.cli.view_output import add_view_arguments
+
+    add_view_arguments(ap, "the check (the robot along the trajectory through the scene, the worst stop with its "
+                       "rest pose, the closest approach, safe and unsafe E-stop instants on the timeline)")
     return ap
 
 
 def load_trajectory(args: argparse.Namespace) -> PlannedTrajectory:
+    from vtm_dynamics.core.stopsafe.trajectory_files import read_trajectory_file
+
     if os.path.isdir(args.trajectory):
         from vtm_dynamics.recordings.planned_trajectories import read_planned_trajectory
 
@@ -85,7 +90,9 @@ def load_trajectory(args: argparse.Namespace) -> PlannedTrajectory:
     return read_trajectory_file(args.trajectory)
 
 
-def load_scene(args: argparse.Namespace):
+def load_scene(args: argparse.Namespace) -> Scene:
+    from vtm_dynamics.core.stopsafe.trajectory_files import read_text_file
+
     if len(args.mesh) > MAX_MESHES:
         raise StopInputError(f"mesh: at most {MAX_MESHES} meshes")
     meshes = {}
@@ -209,6 +216,10 @@ def write_csv(path: str, result: TrajectoryCheck) -> None:
 # ------------------------------------------------------------------------------------------------ run
 def estimate(checker: TrajectoryChecker, traj: PlannedTrajectory) -> tuple[int, float]:
     """(E-stop instants, seconds) the check is expected to take, from two predicted and swept stops."""
+    from vtm_dynamics.core.stopsafe.sampling import estimated_instants
+    from vtm_dynamics.core.stopsafe.stop_cases import predict_stops, stop_times
+    from vtm_dynamics.core.stopsafe.trajectory import check_limits, model_order
+
     order = model_order(checker.setup.robot, traj)
     check_limits(checker.setup.robot, traj, order)
     per_stop = checker.seconds_per_stop(traj)
@@ -220,7 +231,14 @@ def estimate(checker: TrajectoryChecker, traj: PlannedTrajectory) -> tuple[int, 
     return n, n * len(checker.setup.cases) * per_stop
 
 
-def run(args: argparse.Namespace) -> tuple[int, str]:
+def run(args: argparse.Namespace) -> tuple[int, str, bytes]:
+    """(exit status, the summary and the files written, the page to serve for ``--serve`` or b"")."""
+    from vtm_dynamics.cli import view_output
+    from vtm_dynamics.core.stopsafe.check import CheckSettings, TrajectoryChecker
+    from vtm_dynamics.core.stopsafe.sampling import SamplingSpec
+    from vtm_dynamics.core.stopsafe.speed_scaling import largest_speed_scaling
+
+    view_output.check_view_target(args)  # before the check: a long run must not end in an unwritable view
     loaded = load_setup(args)
     traj = load_trajectory(args)
     scene = load_scene(args)
@@ -267,7 +285,12 @@ def run(args: argparse.Namespace) -> tuple[int, str]:
         os.makedirs(args.plots, exist_ok=True)
         files += stopsafe_plots.check_plots(args.plots, loaded, scene, result)
     text = summary_text(loaded, traj, result, scaling) + "".join(f"\nwrote {f}" for f in files)
-    return (0 if result.safe else 1), text
+    page = b""
+    if view_output.wants_view(args):
+        said: list[str] = []
+        page = view_output.show_check(args, loaded, traj, scene, result, scaling, said.append, serve=False)
+        text += "".join(f"\n{line}" for line in said)
+    return (0 if result.safe else 1), text, page
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -276,13 +299,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = ap.parse_args(argv)
     except SystemExit as exc:  # argparse already printed its message
         return int(exc.code or 0)
+    from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled  # after parsing: --help stays light
+    from vtm_dynamics.views.web_page import ViewError
+
     try:
-        status, text = run(args)
-    except (ValueError, OSError, CheckCancelled) as err:  # our errors are one line naming the field
+        status, text, page = run(args)
+    except (ValueError, OSError, CheckCancelled, ViewError) as err:  # our errors are one line naming the field
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
-    print(text)
+    print(text, flush=True)
+    if page:
+        from vtm_dynamics.views.serve import serve_until_interrupted
+
+        try:
+            serve_until_interrupted(page, args.port)
+        except OSError as err:  # the port is taken or not allowed
+            sys.stderr.write(f"{PROG}: error: serve: port {args.port}: {err.strerror or type(err).__name__}\n")
+            return 2
     return status
 
 

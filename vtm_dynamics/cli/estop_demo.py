@@ -139,9 +139,10 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
-    from vtm_dynamics.nodes.estop_predictor import EstopPredictor
+    from vtm_dynamics.nodes.estop_predictor import SWITCH_INTERVAL, EstopPredictor
     from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
     from vtm_dynamics.nodes.graph import one_line
+    from vtm_dynamics.nodes.node_main import use_switch_interval
     from vtm_dynamics.nodes.params import ParameterError
     from vtm_dynamics.nodes.robot_sim import RobotSim
 
@@ -150,6 +151,7 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
     except (OSError, yaml.YAMLError) as err:
         print(f"vtm-estop-demo: cannot read the configuration: {err}", file=sys.stderr)
         return 2
+    use_switch_interval(SWITCH_INTERVAL)  # a process running the predictor (run_node does it for its executable)
     try:
         with rcl_init_environment():  # the loopback profile, not rmw's all-interface UDP transport
             rclpy.init(args=[])
@@ -186,7 +188,8 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
         executor.shutdown(timeout_sec=5.0)
         spinner.join(timeout=5.0)
         if sim.comparison is None:
-            why = "no prediction received" if predictor.last_prediction is None else "the simulated robot did not stop"
+            why = "no prediction received" if predictor.outputs.last_prediction is None else \
+                "the simulated robot did not stop"
             print(f"vtm-estop-demo: timeout after {args.timeout:g} s: {why}", file=sys.stderr)
             return 1
         summary = summarize(sim, predictor)
@@ -195,15 +198,16 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
         with open(os.path.join(args.output_dir, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2)
         written = [] if args.no_plots else plots.prediction_vs_simulation_plots(
-            args.output_dir, predictor.robot, predictor.last_result, sim.plant) + \
-            plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.last_result,
-                                          armature=None if predictor.brakes is None else predictor.brakes.armature)
+            args.output_dir, predictor.robot, predictor.outputs.last_result, sim.plant) + \
+            plots.prediction_report_plots(args.output_dir, predictor.robot, predictor.outputs.last_result,
+                                          armature=None if predictor.model.brakes is None
+                                          else predictor.model.brakes.armature)
         for p in [os.path.join(args.output_dir, "summary.json")] + written:
             print(f"wrote {p}")
         from vtm_dynamics.cli import view_output
 
         if view_output.wants_view(args):  # served by main once the nodes are gone
-            page = view_output.show_stop(args, predictor.robot, predictor.last_result,
+            page = view_output.show_stop(args, predictor.robot, predictor.outputs.last_result,
                                          reference=view_output.reference_motion(sim.plant), serve=False)
             if pages is not None:
                 pages.append(page)
@@ -227,8 +231,8 @@ def summarize(sim: Any, predictor: Any) -> dict:
     from vtm_dynamics.nodes import prediction_io as io
 
     c = sim.comparison
-    result = predictor.last_result
-    msg = predictor.last_prediction
+    result = predictor.outputs.last_result
+    msg = predictor.outputs.last_prediction
     events: list[dict] = []
     for e in result.events:  # simultaneous events of one kind (e.g. all brakes engaging) on one line
         if events and events[-1]["kind"] == e.kind and abs(events[-1]["time_s"] - e.time) < 1e-9:
@@ -238,7 +242,7 @@ def summarize(sim: Any, predictor: Any) -> dict:
         events.append({"time_s": float(e.time), "kind": e.kind, "joints": list(e.joints),
                        "energy_loss_J": float(e.energy_loss)})
     plant_events = [{"time_s": round(e.time, 6), "kind": e.kind, "joints": list(e.joints)} for e in sim.plant.events]
-    lat = predictor.latencies
+    lat = predictor.outputs.latencies
     return {
         "robot": sim.robot.name,
         "stop_category": int(msg.stop_category),

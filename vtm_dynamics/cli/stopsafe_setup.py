@@ -15,19 +15,21 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vtm_dynamics.cli.robot_choice import default_brakes_path
 from vtm_dynamics.core.estop import CategoryOne, StopInputError
-from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config, load_brake_yaml
 from vtm_dynamics.core.estop.defaults import (
     CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR,
 )
-from vtm_dynamics.core.estop.envelope import EnvelopeSpec
 from vtm_dynamics.core.robot.catalogue import EXAMPLE_ROBOT_DATA, ROBOT_NAMES, ROBOTS
-from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
-from vtm_dynamics.core.stopsafe.robot_geometry import RobotGeometry, build_robot_geometry, example_robot_package_dir
-from vtm_dynamics.core.stopsafe.stop_cases import StopSetup
+
+if TYPE_CHECKING:  # Pinocchio, coal and the engine are imported when a robot is loaded, not for --help
+    from vtm_dynamics.core.estop.brakes import BrakeSet
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.core.stopsafe.robot_geometry import RobotGeometry
+    from vtm_dynamics.core.stopsafe.stop_cases import StopSetup
 
 MAX_PACKAGE_DIRS = 16
 
@@ -88,6 +90,11 @@ def _fixed(items: list[str]) -> dict[str, float]:
 
 def load_setup(args: argparse.Namespace) -> LoadedSetup:
     """The robot, its geometry, brakes and stop cases from the parsed arguments (one-line errors)."""
+    from vtm_dynamics.core.estop.brakes import brakes_from_config, load_brake_yaml
+    from vtm_dynamics.core.estop.envelope import EnvelopeSpec
+    from vtm_dynamics.core.stopsafe.robot_geometry import build_robot_geometry, example_robot_package_dir
+    from vtm_dynamics.core.stopsafe.stop_cases import StopSetup
+
     if len(args.package_dir) > MAX_PACKAGE_DIRS:
         raise StopInputError(f"package-dir: at most {MAX_PACKAGE_DIRS} directories")
     spec = None if args.urdf else ROBOTS.get(args.robot)

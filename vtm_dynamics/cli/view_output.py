@@ -2,8 +2,8 @@
 
 ``--view`` writes one self-contained HTML file (opens offline; send it to a colleague); ``--serve`` shows the same
 page on http://127.0.0.1:PORT/ until Ctrl-C (loopback only). Mesh files are read only from trusted roots
-(``views/robot_geometry``): installed packages, ``--mesh-dir`` directories and the directory of a URDF file named
-on the command line.
+(``views/robot_geometry``): installed packages, ``--mesh-dir`` (and ``--package-dir``) directories and the
+directory of a URDF file named on the command line.
 """
 
 from __future__ import annotations
@@ -28,10 +28,22 @@ def add_view_arguments(ap: argparse.ArgumentParser, what: str) -> None:
                        "that opens offline in a browser (loads nothing from the network)")
     group.add_argument("--serve", action="store_true", help="show the 3-D view in a browser: serve it on "
                        "http://127.0.0.1:PORT/ (loopback only) until Ctrl-C")
-    group.add_argument("--port", type=int, default=0, help="--serve: the port on 127.0.0.1 (default: a free one)")
+    group.add_argument("--port", type=port_number, default=0,
+                       help="--serve: the port on 127.0.0.1 (default: a free one)")
     group.add_argument("--mesh-dir", action="append", default=[], metavar="DIR",
                        help="a directory holding the packages that package:// mesh names refer to (repeatable; "
                        "example-robot-data and AMENT_PREFIX_PATH are searched too)")
+
+
+def port_number(text: str) -> int:
+    """A TCP port 0..65535 (0: a free one), for argparse."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 0..65535, got {text!r}")
+    return port
 
 
 def wants_view(args: argparse.Namespace) -> bool:
@@ -42,9 +54,22 @@ def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | N
     """The robot's drawable geometry with the mesh roots the command line allows."""
     from vtm_dynamics.views.robot_geometry import default_package_roots, robot_geometry
 
-    roots = [os.path.abspath(d) for d in getattr(args, "mesh_dir", []) or []] + default_package_roots()
+    given = list(getattr(args, "mesh_dir", None) or []) + list(getattr(args, "package_dir", None) or [])
+    roots = [os.path.abspath(d) for d in given] + default_package_roots()
     return robot_geometry(model, urdf_text, urdf_dir=os.path.dirname(os.path.abspath(urdf_path)) if urdf_path
                           else None, package_roots=roots)
+
+
+def check_view_target(args: argparse.Namespace) -> None:
+    """Refuse a ``--view`` file that cannot be written before the work that fills it (one line, OSError)."""
+    path = getattr(args, "view", None)
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or os.path.isdir(path) or not os.access(folder, os.W_OK):
+        why = "is a directory" if os.path.isdir(path) else ("No such directory" if not os.path.isdir(folder)
+                                                             else "Permission denied")
+        raise OSError(f"view: cannot write {os.path.basename(path)!r}: {why}")
 
 
 def emit(scene: Scene, args: argparse.Namespace, say: Callable[[str], None] = print,
@@ -110,6 +135,21 @@ def show_solvability(args: argparse.Namespace, urdf_text: str, report, planar: b
     scene = solvability_scene(model.pin_model, geometry(model.pin_model, urdf_text, args, args.model), q, report,
                               pair_placements(model, q, report))
     return emit(scene, args, say)
+
+
+def show_check(args: argparse.Namespace, loaded, trajectory, scene, result, scaling=None,
+               say: Callable[[str], None] = print, serve: bool = True) -> bytes:
+    """The view of a stop-safe trajectory check (``vtm-check-trajectory``): ``loaded`` its robot set-up, the
+    checked ``trajectory``, the obstacle ``scene``, the check's ``result`` and the speed-scaling search's
+    ``scaling`` (None when ``--scale`` was not asked)."""
+    from vtm_dynamics.core.stopsafe.viewer_data import worst_stop_paths
+    from vtm_dynamics.views.clearance_view import trajectory_check_scene
+
+    paths = worst_stop_paths(loaded.geometry, result.worst, loaded.tcp_frame) if result.worst is not None else None
+    view = trajectory_check_scene(loaded.robot, trajectory, scene, result, paths, tcp_frame=loaded.tcp_frame,
+                                  geometry=geometry(loaded.robot.model, loaded.robot.urdf_text, args,
+                                                    getattr(args, "urdf", None)), scaling=scaling)
+    return emit(view, args, say, serve)
 
 
 def reference_motion(plant) -> tuple[str, Sequence[float], np.ndarray] | None:

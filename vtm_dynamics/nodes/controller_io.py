@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory
@@ -26,7 +25,7 @@ from vtm_msgs.msg import JointReactions
 from vtm_dynamics.core.excerpt import excerpt
 from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
 from vtm_dynamics.core.robot.model import RobotModel
-from vtm_dynamics.nodes.latest_worker import collector_paused
+from vtm_dynamics.nodes.work_queue import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
 from vtm_dynamics.core.projection.desired_trajectory import (
@@ -314,29 +313,3 @@ def passive_unmet_text(joint_names: Sequence[str], report: Any) -> str:
     if unmet is None:
         return ""
     return ",".join(f"{joint_names[i]}={float(unmet[i])!r}" for i in report.passive_indices)
-
-
-# ------------------------------------------------------------------------------------------------ diagnostics
-OK, WARN, ERROR = 0, 1, 2
-
-
-def _level_byte(level: int) -> bytes:
-    return bytes([int(level)])
-
-
-def value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else str(value)
-    return str(value)
-
-
-def diagnostic_array(name: str, hardware_id: str, level: int, message: str, values: Mapping[str, Any],
-                     stamp: Any) -> DiagnosticArray:
-    status = DiagnosticStatus(level=_level_byte(level), name=name, message=message, hardware_id=hardware_id)
-    status.values = [KeyValue(key=k, value=value_text(v)) for k, v in values.items()]
-    arr = DiagnosticArray()
-    arr.header.stamp = stamp
-    arr.status = [status]
-    return arr

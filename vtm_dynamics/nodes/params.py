@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterValueException
@@ -40,10 +40,15 @@ class ParameterSpec:
     Every parameter is read-only after start-up (set it in YAML / overrides) unless ``live`` says why a change at
     run time is safe (``docs/ros.md`` lists those); ``read_only`` is kept for the callers that still spell it out
     and changes nothing (a parameter without ``live`` is read-only either way). ``constraint`` is the human-readable
-    constraint text shown by ``ros2 param describe``. ``float_range``/``int_range`` (lo, hi) are informational
-    only: they are deliberately NOT exported as descriptor ranges, because rclpy would then reject out-of-range
-    values itself, before the validator, with its own message instead of the one-line reason of ``validator``
-    (put the range into ``validator``, e.g. ``in_range(lo, hi)``).
+    constraint text shown by ``ros2 param describe``; ranges belong in ``validator`` (e.g. ``in_range(lo, hi)``),
+    never in the descriptor, so that a value out of range is refused with the validator's one-line reason and not
+    with rclpy's own message.
+
+    A list parameter (``default`` a tuple or list) is given to the node as a tuple. One whose default is empty is
+    declared with dynamic typing and an empty value: rclpy infers an empty list as a byte array and has no typed
+    empty array, and a parameter declared by type alone stays *uninitialized*, which makes the standard
+    ``get_parameters`` service answer no value at all for a request that names it (so ``ros2 param dump`` showed
+    none of the node's parameters). Its ``validator`` checks the element type instead (``names``, ``numbers``).
     """
 
     name: str
@@ -52,8 +57,6 @@ class ParameterSpec:
     validator: Validator | None = None
     read_only: bool = False
     constraint: str = ""
-    float_range: tuple[float, float] | None = None
-    int_range: tuple[int, int] | None = None
     live: str = ""
 
     @property
@@ -61,18 +64,37 @@ class ParameterSpec:
         """May change at run time (``live`` gives the reason)."""
         return bool(self.live.strip())
 
+    @property
+    def is_list(self) -> bool:
+        return isinstance(self.default, (list, tuple))
+
     def descriptor(self) -> ParameterDescriptor:
         return ParameterDescriptor(
             name=self.name, description=self.description, read_only=not self.changeable,
-            additional_constraints=self.constraint,
+            additional_constraints=self.constraint, dynamic_typing=self.is_list and not self.default,
         )
+
+    def declared_default(self) -> Any:
+        """The value handed to ``declare_parameter`` (a list for list parameters)."""
+        return list(self.default) if self.is_list else self.default
+
+    def value_of(self, value: Any) -> Any:
+        """The node's view of a declared value: a tuple for list parameters (an empty byte array included)."""
+        if self.is_list:
+            if value is None:
+                return ()
+            return tuple(value) if _sequence(value) and not isinstance(value, str) else value
+        if isinstance(self.default, float) and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
 
     def check(self, value: Any) -> str | None:
         """Reason to reject ``value`` (``"<name>: ..."``), or None."""
         if self.validator is None:
             return None
         reason = self.validator(value)
-        return None if reason is None else f"{self.name}: {reason} (got {value!r})"
+        shown = list(value) if isinstance(value, tuple) else value
+        return None if reason is None else f"{self.name}: {reason} (got {shown!r})"
 
 
 # ---------------------------------------------------------------------------------------------- validators
@@ -112,6 +134,38 @@ def non_empty_string(value: Any) -> str | None:
 def non_empty_list(value: Any) -> str | None:
     ok = isinstance(value, (list, tuple)) and 0 < len(value) <= 64
     return None if ok else "must hold 1 to 64 values"
+
+
+def _sequence(value: Any) -> bool:
+    import array
+
+    return isinstance(value, (list, tuple, array.array))
+
+
+def strings(value: Any) -> str | None:
+    """A list of strings (may be empty)."""
+    ok = _sequence(value) and all(isinstance(v, str) for v in value)
+    return None if ok else "must be a list of strings"
+
+
+def names(value: Any) -> str | None:
+    """A list of distinct names (may be empty), e.g. joints."""
+    reason = strings(value)
+    if reason is None and len(set(value)) != len(value):
+        return "repeated names"
+    return reason
+
+
+def numbers(count: int | None = None) -> Validator:
+    """A list of finite numbers, empty or of ``count`` entries (any length when ``count`` is None)."""
+    def check(value: Any) -> str | None:
+        if not _sequence(value) or not all(_finite(v) for v in value):
+            return "must be a list of finite numbers"
+        if count is not None and len(value) not in (0, count):
+            return f"must hold {count} values or none"
+        return None
+
+    return check
 
 
 def existing_file_or_empty(value: Any) -> str | None:
@@ -172,9 +226,7 @@ def declare_validated(
             spec = by_name.get(p.name)
             if spec is None:
                 continue
-            value = p.value
-            if isinstance(spec.default, float) and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
+            value = spec.value_of(p.value)
             reason = spec.check(value)
             if reason is not None:
                 node.get_logger().error(f"rejected parameter {reason}")
@@ -192,13 +244,30 @@ def declare_validated(
     values: dict[str, Any] = {}
     for spec in specs:
         try:
-            param = node.declare_parameter(spec.name, spec.default, spec.descriptor())
+            param = node.declare_parameter(spec.name, spec.declared_default(), spec.descriptor())
         except InvalidParameterValueException as err:
             reason = _reason_from(err, spec)
             raise ParameterError(reason) from None
-        values[spec.name] = param.value
+        values[spec.name] = spec.value_of(param.value)
     started["done"] = True
     return values
+
+
+def values(specs: Iterable[ParameterSpec], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """{name: value} of ``specs`` with ``overrides``, checked by the same validators as a node's start values (a
+    bad value raises :class:`ParameterError` naming the parameter): the parameters of a node's ROS-free parts
+    without a node (tests, tools)."""
+    out: dict[str, Any] = {}
+    overrides = dict(overrides or {})
+    for spec in specs:
+        value = spec.value_of(overrides.pop(spec.name, spec.declared_default()))
+        reason = spec.check(value)
+        if reason is not None:
+            raise ParameterError(reason)
+        out[spec.name] = value
+    if overrides:
+        raise ParameterError(f"{sorted(overrides)[0]}: not a parameter")
+    return out
 
 
 def _reason_from(err: Exception, spec: ParameterSpec) -> str:
@@ -214,5 +283,6 @@ def describe(specs: Iterable[ParameterSpec]) -> str:
     for s in specs:
         extra = f" ({s.constraint})" if s.constraint else ""
         ro = f" Changeable at run time: {s.live}" if s.changeable else " Read-only after start-up."
-        lines.append(f"| `{s.name}` | `{s.default!r}` | {s.description}{extra}{ro} |")
+        default = list(s.default) if s.is_list else s.default
+        lines.append(f"| `{s.name}` | `{default!r}` | {s.description}{extra}{ro} |")
     return "\n".join(lines)

@@ -37,7 +37,9 @@ from vtm_dynamics.nodes.conversions import (
     positions_from_configuration,
     seconds_to_duration,
     seconds_to_stamp,
+    stamp_to_seconds,
 )
+from vtm_dynamics.nodes.bounded_worker import one_line
 from vtm_dynamics.nodes.markers import MarkerScales, stop_markers
 from vtm_dynamics.nodes.model_source import root_frame
 
@@ -148,6 +150,28 @@ def brake_overrides(msg: BrakeEvent, known: Sequence[str], *, max_delay: float =
                 raise ValueError(f"{field}[{clip(name)}]: {x:g} exceeds the bound {limits[target]:g}{source}")
             out.setdefault(name, {})[target] = x
     return out
+
+
+def engage_inputs(msg: BrakeEvent, known: Sequence[str], *, max_delay: float, now: float, receipt_instant: float,
+                  future_tolerance: float) -> tuple[float, bool, dict[str, dict[str, float]], str]:
+    """What a BrakeEvent ENGAGE triggers with: (instant [s], whether it is the event's stamp, the brake overrides
+    of the joints in ``known``, a problem). The instant is the stamp, or ``receipt_instant`` for an unstamped event.
+    A problem (overrides out of bounds, a stamp more than ``future_tolerance`` [s] ahead of ``now``) does not drop
+    the trigger: its prediction is refused naming it."""
+    overrides: dict[str, dict[str, float]] = {}
+    problem = ""
+    try:
+        overrides = brake_overrides(msg, known, max_delay=max_delay, bound_names={"engage_delay": "max_engage_delay"})
+    except ValueError as err:
+        problem = f"brake_events: {one_line(str(err))}"
+    instant = stamp_to_seconds(msg.header.stamp)
+    stamped = instant > 0
+    if not stamped:
+        instant = receipt_instant
+    if stamped and instant - now > future_tolerance and not problem:
+        problem = (f"brake_events: header.stamp: {instant - now:.3f} s in the future (future_stamp_tolerance "
+                   f"{future_tolerance:g} s)")
+    return instant, stamped, overrides, problem
 
 
 def apply_overrides(robot: RobotModel, brakes: BrakeSet, overrides: Mapping[str, Mapping[str, float]], *,

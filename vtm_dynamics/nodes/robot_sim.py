@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, String
 from vtm_msgs.msg import BrakeEvent, LockEvent, StopPrediction
 
 from vtm_dynamics.core.robot.model import ModelError
-from vtm_dynamics.nodes import graph
+from vtm_dynamics.nodes import diagnostics, graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes import prediction_io as io
 from vtm_dynamics.nodes.conversions import (
@@ -363,18 +363,15 @@ class RobotSim(Node):
             self.get_logger().warning(line)
 
     def _publish_diagnostics(self) -> None:
-        status = DiagnosticStatus()
-        status.name = f"{self.get_name()}: stop prediction check"
-        status.hardware_id = self.robot.name
         c = self.comparison
+        pairs: dict[str, str] = {}
         if c is None:
-            status.level = DiagnosticStatus.OK
-            status.message = {"motion": "moving, no E-stop yet", "stopping": "E-stop: braking",
-                              "rest": "at rest, waiting for a prediction"}[self.phase]
+            level = diagnostics.OK
+            message = {"motion": "moving, no E-stop yet", "stopping": "E-stop: braking",
+                       "rest": "at rest, waiting for a prediction"}[self.phase]
         else:
-            status.level = DiagnosticStatus.OK if c.within_tolerance else DiagnosticStatus.WARN
-            status.message = ("prediction matches the simulated stop" if c.within_tolerance
-                              else "prediction outside tolerance")
+            level = diagnostics.OK if c.within_tolerance else diagnostics.WARN
+            message = "prediction matches the simulated stop" if c.within_tolerance else "prediction outside tolerance"
             pairs = {
                 "scenario_id": c.scenario_id,
                 "max_rest_angle_error_rad": f"{c.max_angle_error:.6g}",
@@ -390,12 +387,8 @@ class RobotSim(Node):
             for n, a, b in zip(c.joint_names, c.predicted_rest, c.simulated_rest):
                 pairs[f"{n}_rest_predicted_rad"] = f"{a:.6g}"
                 pairs[f"{n}_rest_simulated_rad"] = f"{b:.6g}"
-            status.values = [KeyValue(key=k, value=v) for k, v in pairs.items()]
-        arr = DiagnosticArray()
-        arr.header.stamp = self.get_clock().now().to_msg()
-        arr.status = [status]
-        self.pub_diag.publish(arr)
-
+        self.pub_diag.publish(diagnostics.diagnostic_array(self.get_clock().now().to_msg(), diagnostics.status(
+            f"{self.get_name()}: stop prediction check", level, message, pairs, hardware_id=self.robot.name)))
 
 def main(args: list[str] | None = None) -> int:
     return run_node("robot_sim", RobotSim, (P.ParameterError, ModelError, ValueError), args)

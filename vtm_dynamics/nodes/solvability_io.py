@@ -6,14 +6,16 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from visualization_msgs.msg import Marker, MarkerArray
 
 from vtm_dynamics.core.reactions.solvability import SolvabilityReport
+from vtm_dynamics.nodes import diagnostics
 from vtm_dynamics.nodes.markers import arrow_marker, color_rgba, new_marker, point
 from vtm_msgs.msg import SolvabilityEntry
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 
+STATUS_NAME = "vtm_dynamics: reaction solvability"
 _KINDS = {
     "joint": SolvabilityEntry.JOINT,
     "loop_closure": SolvabilityEntry.LOOP_CLOSURE,
@@ -61,25 +63,22 @@ def failure_message(model_name: str, reason: str) -> SolvabilityReportMsg:
 def diagnostic_status(report: SolvabilityReport, hardware_id: str) -> DiagnosticStatus:
     """One /diagnostics status: OK when every reaction is unique, WARN naming the pairs that are not."""
     unsolvable = report.unsolvable
-    status = DiagnosticStatus(name="vtm_dynamics: reaction solvability", hardware_id=hardware_id)
     if unsolvable:
-        status.level = DiagnosticStatus.WARN
-        status.message = f"reactions not unique (redundancy {report.redundancy}): {', '.join(unsolvable)}"
+        level = diagnostics.WARN
+        text = f"reactions not unique (redundancy {report.redundancy}): {', '.join(unsolvable)}"
     else:
-        status.level = DiagnosticStatus.OK
-        status.message = f"all reactions unique (redundancy {report.redundancy})"
+        level, text = diagnostics.OK, f"all reactions unique (redundancy {report.redundancy})"
     values = {
         "rank": report.rank, "redundancy": report.redundancy, "coordinates": report.n_coordinates,
         "constraints": report.m_holonomic + report.h_nonholonomic, "relative_tolerance": report.rank_rtol,
         "unsolvable_pairs": ", ".join(unsolvable), "releasable": ", ".join(f"{p}/{r}" for p, r in report.release_set),
     }
-    status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
-    return status
+    return diagnostics.status(STATUS_NAME, level, text, {k: str(v) for k, v in values.items()},
+                              hardware_id=hardware_id)
 
 
 def error_status(hardware_id: str, reason: str) -> DiagnosticStatus:
-    return DiagnosticStatus(level=DiagnosticStatus.ERROR, name="vtm_dynamics: reaction solvability",
-                            hardware_id=hardware_id, message=reason)
+    return diagnostics.status(STATUS_NAME, diagnostics.ERROR, reason, hardware_id=hardware_id)
 
 
 # ------------------------------------------------------------------------------------------ checks before any parse

@@ -39,9 +39,9 @@ Run: ``ros2 run vtm_dynamics solvability_reporter --ros-args -p urdf_path:=urdf/
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,7 @@ from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, METHODS
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes.bounded_worker import CRASHED, DEADLINE, ERROR, MEMORY, BoundedWorker, Outcome
+from vtm_dynamics.nodes.diagnostics import diagnostic_array
 from vtm_dynamics.nodes.node_main import run_node
 from vtm_dynamics.nodes.solvability_io import (
     description_problem,
@@ -67,6 +68,7 @@ from vtm_dynamics.nodes.solvability_io import (
     report_message,
 )
 from vtm_dynamics.nodes.solvability_task import PRELOAD, StateAnalysis, analyze_state, analyze_text
+from vtm_dynamics.nodes.work_queue import WorkQueue
 from vtm_msgs.msg import SolvabilityReport as SolvabilityReportMsg
 from vtm_msgs.srv import AnalyzeSolvability
 
@@ -132,15 +134,19 @@ class SolvabilityReporter(Node):
     """Publishes the solvability report of the robot description and serves analyses of any URDF text."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("solvability_reporter", **kwargs)
+        self.closing = ExitStack()  # what destroy_node undoes, registered as it is made (rclpy destroys a node
+        super().__init__("solvability_reporter", **kwargs)  # whose constructor failed too, at context shutdown)
         self.log = graph.LogLimiter(self.get_logger())
         self.p = P.declare_validated(self, PARAMETERS, on_change=self._on_change)
         self.report_pub = self.create_publisher(SolvabilityReportMsg, "~/report", graph.LATCHED)
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", graph.OUTPUT_DEPTH)
         self.marker_pub = self.create_publisher(MarkerArray, "~/markers", graph.LATCHED)
-        self.worker = BoundedWorker(self.p["analysis_deadline"], self.p["analysis_memory_limit"], preload=PRELOAD)
-        # one thread hands jobs to the worker in arrival order; callbacks await its results
-        self._dispatch = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="solvability")
+        self.worker = self.closing.enter_context(
+            BoundedWorker(self.p["analysis_deadline"], self.p["analysis_memory_limit"], preload=PRELOAD))
+        # one thread hands jobs to the worker in arrival order; callbacks await its results. On destroy it is
+        # stopped first, without waiting: closing the worker then ends the analysis it waits for
+        self._dispatch = WorkQueue("solvability", lambda err: self.log("error", f"dispatch: {graph.one_line(err)}"))
+        self.closing.callback(self._dispatch.stop, 0.0)
         self._pending = 0
         self._generation = 0
         self.urdf_text = ""
@@ -173,11 +179,7 @@ class SolvabilityReporter(Node):
                 self._publish_outcome(job, self._generation, self._run(job, self._generation))
 
     def destroy_node(self) -> None:
-        dispatch, worker = getattr(self, "_dispatch", None), getattr(self, "worker", None)  # may fail half-built
-        if dispatch is not None:
-            dispatch.shutdown(wait=False, cancel_futures=True)
-        if worker is not None:
-            worker.close()
+        self.closing.close()
         super().destroy_node()
 
     # ----------------------------------------------------------------------------------------- running the work
@@ -200,7 +202,7 @@ class SolvabilityReporter(Node):
         """Await ``job`` without blocking the executor: the executor keeps serving other callbacks meanwhile."""
         executor = self.executor
         done = executor.create_future() if executor is not None else None
-        work = self._dispatch.submit(self._run, job, generation)
+        work = self._dispatch.call(self._run, job, generation)
         if done is None:  # not spun by an executor: nothing else to serve
             return work.result()
         done.add_done_callback(lambda _f: None)  # completing a future with a callback wakes the executor
@@ -250,9 +252,7 @@ class SolvabilityReporter(Node):
                 self.p["marker_size"]))
         msg = report_message(report)
         msg.header.stamp = stamp
-        diag = DiagnosticArray()
-        diag.header.stamp = stamp
-        diag.status = [diagnostic_status(report, report.model or _HARDWARE)]
+        diag = diagnostic_array(stamp, diagnostic_status(report, report.model or _HARDWARE))
         line = f"{report.model}: rank {report.rank}, redundancy {report.redundancy}; {msg.message}"
         self.log("warning" if report.unsolvable else "info", line)
         self.good_report = msg
@@ -293,9 +293,7 @@ class SolvabilityReporter(Node):
         kept = self.good_report
         text = reason if kept is None else f"{reason}; ~/report still holds the last good report ({kept.model_name})"
         self.log("error", text)
-        diag = DiagnosticArray()
-        diag.header.stamp = stamp
-        diag.status = [error_status(_HARDWARE, text)]
+        diag = diagnostic_array(stamp, error_status(_HARDWARE, text))
         if kept is None:
             msg = failure_message("", reason)
             msg.header.stamp = stamp

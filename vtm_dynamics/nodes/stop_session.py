@@ -263,10 +263,14 @@ class StopSession:
                                          problem=problem)
             changed = self._merge_overrides(stop, overrides or {})
             better_instant = stamped and not stop.stamped
+            moved = better_instant and abs(stop.instant - instant) > STAMP_TOL
             if better_instant:  # a stamped ENGAGE gives the instant an unstamped trigger lacked: the start
                 stop.instant, stop.stamped = instant, True  # state is then chosen by that stamp
                 stop.at_receipt = None
-            if changed or (better_instant and (stop.used_stamp is None or abs(stop.used_stamp - instant) > STAMP_TOL)):
+            # revised when the start state may change, and when only the instant does: the published prediction
+            # must name the E-stop instant, which listeners match it by
+            if changed or moved or (better_instant and (stop.used_stamp is None
+                                                        or abs(stop.used_stamp - instant) > STAMP_TOL)):
                 self._mark_due(stop, wall)
                 return "revised", stop
             return "joined", stop

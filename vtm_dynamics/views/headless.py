@@ -70,18 +70,36 @@ def _browser_env() -> dict[str, str]:
 def screenshot(html_path: str, png_path: str, fragment: str = "", size: tuple[int, int] = (1280, 800),
                budget_ms: int = 8000, timeout: float = 90.0) -> str:
     """Render ``html_path`` (with URL ``#fragment``, e.g. ``t=0.05&hide=start``) and save a PNG; returns it."""
+    return _render(html_path, png_path, fragment, size, budget_ms, timeout, with_status=False)[0]
+
+
+def screenshot_with_status(html_path: str, png_path: str, fragment: str = "", size: tuple[int, int] = (1280, 800),
+                           budget_ms: int = 8000, timeout: float = 90.0) -> tuple[str, dict]:
+    """:func:`screenshot` and :func:`page_status` of the same rendering (one browser run): (the PNG, the status)."""
+    png, status = _render(html_path, png_path, fragment, size, budget_ms, timeout, with_status=True)
+    return png, status or {}
+
+
+def _render(html_path: str, png_path: str, fragment: str, size: tuple[int, int], budget_ms: int, timeout: float,
+            with_status: bool) -> tuple[str, dict | None]:
     if os.path.exists(png_path):
         os.remove(png_path)
-    _run(html_path, fragment, [f"--screenshot={os.path.abspath(png_path)}"], size, budget_ms, timeout)
+    extra = [f"--screenshot={os.path.abspath(png_path)}"] + (["--dump-dom"] if with_status else [])
+    out = _run(html_path, fragment, extra, size, budget_ms, timeout)
     if not os.path.isfile(png_path):
         raise BrowserError("chromium wrote no screenshot")
-    return png_path
+    return png_path, _status(out.stdout) if with_status else None
 
 
 def page_status(html_path: str, fragment: str = "", budget_ms: int = 8000, timeout: float = 90.0) -> dict:
-    """The page's ``data-vtm-status`` after it ran (ready, meshes, mesh_errors, errors, violations, t, layers)."""
+    """The page's ``data-vtm-status`` after it ran (ready, meshes, mesh_errors, errors, console_errors, violations,
+    t, layers)."""
     out = _run(html_path, fragment, ["--dump-dom"], (1024, 700), budget_ms, timeout)
-    found = _STATUS.search(out.stdout)
+    return _status(out.stdout)
+
+
+def _status(dom: str) -> dict:
+    found = _STATUS.search(dom)
     if not found:
         raise BrowserError("the page reported no status")
     import html

@@ -26,7 +26,9 @@ from vtm_dynamics.views.scene import Box, Label, LegendEntry, PointCloud, Polyli
 from vtm_dynamics.views.stop_view import stop_scene
 
 MAX_MAP_POINTS = 20000  # drawn start positions; the rest of a larger map is thinned (seeded), the worst kept
-WORST_COLORS = ((0.85, 0.10, 0.10), (0.55, 0.15, 0.75), (0.95, 0.45, 0.0), (0.0, 0.55, 0.55))
+# the worst states' labels and paths: #1 is drawn as the animated stop (its path in palette.TCP_PATH), the others
+# in colours that neither the TCP path nor the cloud's red end uses
+WORST_COLORS = (palette.TCP_PATH, (0.55, 0.15, 0.75), (0.0, 0.55, 0.55), (0.45, 0.30, 0.10))
 
 
 def row_state(columns: dict[str, np.ndarray], robot: RobotModel, row: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,8 +15,13 @@ WORST = (0.62, 0.20, 0.80)  # the envelope's worst-case rest pose
 SIMULATED = (0.45, 0.45, 0.45)  # a reference simulation of the same stop
 TCP_PATH = (1.0, 0.55, 0.0)  # the TCP path (as the RViz stop markers)
 CELL_BOX = (0.20, 0.55, 0.95)
-OBSTACLE = (0.55, 0.55, 0.60)
+OBSTACLE = (0.70, 0.71, 0.75)
 CLOSEST = (0.95, 0.05, 0.45)  # the closest approach between a robot and its scene
+OBSTACLE_TEXT = (0.25, 0.27, 0.32)  # an obstacle's name beside it
+FLOOR = (0.78, 0.74, 0.66)
+OTHER_CASE = (0.55, 0.55, 0.62)  # paths of the envelope's other cases
+SAFE = (0.15, 0.68, 0.30)  # checked E-stop instants whose stops all end clear
+UNSAFE = (0.85, 0.10, 0.10)  # ... and those with a stop that does not
 GHOST_OPACITY = 0.3
 
 EVENT_COLORS = {  # events of a predicted stop (core/estop/results.py StopEvent.kind)

@@ -1,4 +1,5 @@
-"""What a 3-D view holds: robots as link poses over time, shapes, paths, point clouds and events on a timeline.
+"""What a 3-D view holds: robots as link poses over time, shapes, paths, point clouds, and events and coloured
+spans on a timeline.
 
 Plain frozen dataclasses, no drawing: builders (``stop_view``, ``map_view``, ``solvability_view``,
 ``clearance_view``) fill them from core results, ``web_page`` writes them. Every size is checked against the caps
@@ -21,6 +22,8 @@ MAX_SHAPES = 2000  # boxes, cylinders, spheres
 MAX_LINE_POINTS = 20000  # all polylines together
 MAX_CLOUD_POINTS = 50000  # all point clouds together
 MAX_EVENTS = 1000
+MAX_SPANS = 1000  # coloured stretches of the timeline
+MAX_MESH_TRIANGLES = 300_000  # all triangle meshes of the scene's shapes together (a page of ~15 MB)
 MAX_LABELS = 500
 MAX_TEXT = 200  # characters of one label, info line or event text
 MAX_INFO_LINES = 40
@@ -36,7 +39,8 @@ class SceneError(ValueError):
 class RobotLayer:
     """One copy of the robot: ``times`` (F,) [s] and ``poses`` (F, L, 7) (position [m], quaternion x y z w) of the
     geometry's L links; F = 1 is a still pose (a ghost). ``name`` is its key in the page (letters, digits, _),
-    ``label`` what the legend says; ``opacity`` 1 opaque .. 0.05."""
+    ``label`` what the legend says; ``opacity`` 1 opaque .. 0.05; ``appears``: not drawn before its first time
+    (a stop that begins during a longer motion)."""
 
     name: str
     label: str
@@ -44,6 +48,7 @@ class RobotLayer:
     opacity: float
     times: np.ndarray
     poses: np.ndarray
+    appears: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,11 +65,26 @@ class Box:
 
 @dataclass(frozen=True)
 class Cylinder:
-    """A cylinder of ``radius`` and ``length`` [m] along the z axis of ``pose`` (4 x 4), centred on its origin."""
+    """A cylinder of ``radius`` and ``length`` [m] along the z axis of ``pose`` (4 x 4), centred on its origin;
+    with ``top_radius`` (at +z) a truncated cone, a cone when it is 0."""
 
     name: str
     radius: float
     length: float
+    pose: np.ndarray
+    color: Color
+    opacity: float = 1.0
+    top_radius: float | None = None
+
+
+@dataclass(frozen=True)
+class Mesh:
+    """A triangle mesh: ``vertices`` (V, 3) [m] in the frame ``pose`` (4 x 4), ``triangles`` (T, 3) vertex
+    indices."""
+
+    name: str
+    vertices: np.ndarray
+    triangles: np.ndarray
     pose: np.ndarray
     color: Color
     opacity: float = 1.0
@@ -117,6 +137,17 @@ class TimelineEvent:
 
 
 @dataclass(frozen=True)
+class TimelineSpan:
+    """A stretch ``start`` .. ``end`` [s] of the timeline drawn in ``color`` (e.g. where a check failed), ``text``
+    its tooltip."""
+
+    start: float
+    end: float
+    color: Color
+    text: str
+
+
+@dataclass(frozen=True)
 class JointTrack:
     """The joint table beside the animation (follows ``layer``): per frame of that layer the joints' ``angles``
     since the first frame [rad or m], ``rates`` [rad/s or m/s] and ``held`` (brake holds the joint)."""
@@ -130,11 +161,13 @@ class JointTrack:
 
 @dataclass(frozen=True)
 class Label:
-    """Text beside a point of the scene (a pair's name, a distance), drawn over the 3-D view."""
+    """Text beside a point of the scene (a pair's name, a distance), drawn over the 3-D view; hidden with the
+    layer, shape or line named ``follows`` (if any)."""
 
     text: str
     position: tuple[float, float, float]
     color: Color = (0.1, 0.1, 0.1)
+    follows: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,16 +184,18 @@ class Scene:
     title: str
     geometry: RobotGeometry | None
     robots: tuple[RobotLayer, ...] = ()
-    shapes: tuple[Box | Cylinder | Sphere, ...] = ()
+    shapes: tuple[Box | Cylinder | Sphere | Mesh, ...] = ()
     lines: tuple[Polyline, ...] = ()
     clouds: tuple[PointCloud, ...] = ()
     events: tuple[TimelineEvent, ...] = ()
+    spans: tuple[TimelineSpan, ...] = ()
     labels: tuple[Label, ...] = ()
     joints: JointTrack | None = None
     info: tuple[str, ...] = ()
     legend: tuple[LegendEntry, ...] = ()
     duration: float = 0.0
     notes: tuple[str, ...] = field(default=())  # what could not be drawn (missing meshes, thinned samples)
+    focus: np.ndarray | None = None  # points (N, 3) [m] the camera starts framed on (default: everything drawn)
 
 
 def _finite(a: np.ndarray, what: str) -> None:
@@ -196,10 +231,17 @@ def check_scene(scene: Scene) -> Scene:
         names.add(layer.name)
     if len(scene.shapes) > MAX_SHAPES:
         raise SceneError(f"shapes: at most {MAX_SHAPES}, got {len(scene.shapes)}")
+    triangles = 0
     for s in scene.shapes:
         _name(s.name, "shapes")
-        values = [getattr(s, k) for k in ("size", "radius", "length", "center") if hasattr(s, k)]
-        _finite(np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values]), f"shapes.{s.name}")
+        if isinstance(s, Mesh):
+            triangles += _check_mesh(s)
+            if triangles > MAX_MESH_TRIANGLES:
+                raise SceneError(f"shapes.{s.name}: the meshes have more than {MAX_MESH_TRIANGLES} triangles in all")
+        else:
+            values = [getattr(s, k) for k in ("size", "radius", "length", "center", "top_radius")
+                      if getattr(s, k, None) is not None]
+            _finite(np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in values]), f"shapes.{s.name}")
         if hasattr(s, "pose"):
             pose = np.asarray(s.pose, dtype=float)
             if pose.shape != (4, 4):
@@ -224,15 +266,37 @@ def check_scene(scene: Scene) -> Scene:
         _finite(np.asarray(cloud.points, dtype=float), f"clouds.{cloud.name}")
     if len(scene.events) > MAX_EVENTS:
         raise SceneError(f"events: at most {MAX_EVENTS}, got {len(scene.events)}")
+    if len(scene.spans) > MAX_SPANS:
+        raise SceneError(f"spans: at most {MAX_SPANS}, got {len(scene.spans)}")
+    for span in scene.spans:
+        _finite(np.array([span.start, span.end], dtype=float), "spans")
+        if span.end < span.start:
+            raise SceneError("spans: a span must not end before it starts")
     if len(scene.labels) > MAX_LABELS:
         raise SceneError(f"labels: at most {MAX_LABELS}, got {len(scene.labels)}")
     for label in scene.labels:
         _finite(np.asarray(label.position, dtype=float), "labels")
     if len(scene.info) > MAX_INFO_LINES:
         raise SceneError(f"info: at most {MAX_INFO_LINES} lines")
+    if scene.focus is not None:
+        focus = np.asarray(scene.focus, dtype=float)
+        if focus.ndim != 2 or focus.shape[1] != 3 or not 1 <= len(focus) <= MAX_LINE_POINTS:
+            raise SceneError(f"focus: expected 1..{MAX_LINE_POINTS} points of shape (N, 3)")
+        _finite(focus, "focus")
     if scene.joints is not None and scene.joints.layer not in names:
         raise SceneError(f"joints.layer: no robot layer named {scene.joints.layer!r}")
     return scene
+
+
+def _check_mesh(mesh: Mesh) -> int:
+    """The triangle count of a drawable ``mesh`` (else a one-line :class:`SceneError`)."""
+    v, f = np.asarray(mesh.vertices), np.asarray(mesh.triangles)
+    if v.ndim != 2 or v.shape[1] != 3 or len(v) < 3 or f.ndim != 2 or f.shape[1] != 3 or len(f) < 1:
+        raise SceneError(f"shapes.{mesh.name}: expected vertices (V, 3) and triangles (T, 3)")
+    _finite(v.astype(float), f"shapes.{mesh.name}.vertices")
+    if f.dtype.kind not in "iu" or f.min() < 0 or f.max() >= len(v):
+        raise SceneError(f"shapes.{mesh.name}.triangles: expected vertex indices 0..{len(v) - 1}")
+    return len(f)
 
 
 def clip_text(text: str) -> str:

@@ -5,7 +5,8 @@ and STL loaders), the robot's mesh files (text formats verbatim, binary ones in 
 many ghosts use it), the scene as JSON (arrays as base64 little-endian float32/float64) and the page's own script
 and style (``assets/``). Its Content-Security-Policy (``default-src 'none'``) makes the browser refuse any
 request to the network or the file system, so the file cannot depend on one unnoticed; a
-``securitypolicyviolation`` listener counts attempts, and the page reports its state (ready, meshes loaded, errors,
+``securitypolicyviolation`` listener counts attempts, another (``assets/watch.js``, before the viewer) records
+console errors and uncaught exceptions, and the page reports its state (ready, meshes loaded, errors, console errors,
 violations, current time) in the ``data-vtm-status`` attribute of ``<html>`` for tests and tools.
 
 URL fragment (for links to one instant and for screenshots): ``#t=0.05`` shows that time paused, ``#t=end`` the
@@ -23,12 +24,15 @@ import re
 
 import numpy as np
 
-from vtm_dynamics.views.scene import Box, Cylinder, Scene, Sphere, check_scene
+from vtm_dynamics.views.scene import Box, Cylinder, Mesh, Scene, Sphere, check_scene
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
        "worker-src blob:; base-uri 'none'; form-action 'none'")
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 _UNSAFE_IN_SCRIPT = re.compile(rb"</script|<!--|<script", re.IGNORECASE)
+# the picture is drawn this far right of the window's centre (a fraction of the half width; the camera still orbits
+# the scene's centre), so that the info panel on the left does not cover what the camera looks at
+PANEL_SHIFT = 0.3
 
 
 class ViewError(RuntimeError):
@@ -72,21 +76,34 @@ def _matrix(T: np.ndarray) -> list[float]:
     return [float(x) for x in np.asarray(T, dtype=float).T.ravel()]
 
 
-def _camera(scene: Scene) -> dict:
-    """Where the page's camera starts: looking at the middle of everything drawn, from far enough to see it all,
-    along the normal of the plane the scene lies in when it is flat (a planar mechanism is seen face on)."""
+def _drawn_points(scene: Scene) -> np.ndarray:
+    """Points [m] that bound everything drawn: link origins, path and cloud points, shape corners."""
     pts = [np.asarray(layer.poses, dtype=float)[..., :3].reshape(-1, 3) for layer in scene.robots]
     pts += [np.asarray(line.points, dtype=float) for line in scene.lines]
     pts += [np.asarray(c.points, dtype=float) for c in scene.clouds]
     for s in scene.shapes:
         if isinstance(s, Sphere):
             pts.append(np.asarray([s.center], dtype=float))
+        elif isinstance(s, Mesh):
+            v = np.asarray(s.vertices, dtype=float)
+            pts.append(v @ np.asarray(s.pose, dtype=float)[:3, :3].T + np.asarray(s.pose, dtype=float)[:3, 3])
         else:
             half = 0.5 * np.asarray(s.size if isinstance(s, Box) else (s.radius, s.radius, s.length), dtype=float)
             corners = np.array([[x, y, z, 1.0] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * [*half, 1.0]
             pts.append((np.asarray(s.pose, dtype=float) @ corners.T).T[:, :3])
     p = np.concatenate(pts) if pts else np.zeros((1, 3))
-    p = p[np.all(np.isfinite(p), axis=1)] if len(p) else np.zeros((1, 3))
+    p = p[np.all(np.isfinite(p), axis=1)] if len(p) else p
+    return p if len(p) else np.zeros((1, 3))
+
+
+def _camera(scene: Scene) -> dict:
+    """Where the page's camera starts: looking at the middle of everything drawn (or of the scene's ``focus``),
+    from far enough to see it all, along the normal of the plane the scene lies in when it is flat (a planar
+    mechanism is seen face on). The floor grid lies under everything drawn."""
+    drawn = _drawn_points(scene)
+    focus = np.asarray(scene.focus, dtype=float).reshape(-1, 3) if scene.focus is not None else drawn
+    p = focus[np.all(np.isfinite(focus), axis=1)]
+    p = p if len(p) else drawn
     lo, hi = p.min(axis=0), p.max(axis=0)
     center = 0.5 * (lo + hi)
     radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.15) * 1.1 + 0.05
@@ -98,12 +115,14 @@ def _camera(scene: Scene) -> dict:
             direction = normal + 0.35 * np.array([0.0, 0.0, 1.0]) + 0.2 * np.cross([0.0, 0.0, 1.0], normal)
     direction = direction / np.linalg.norm(direction)
     eye = center + direction * radius / np.sin(np.radians(37.0))
-    half = max(1.2 * radius, 0.3)
+    reach = float(np.max(np.abs(drawn[:, :2] - center[:2]))) + 0.1 * radius
+    half = max(1.2 * radius, reach, 0.3)
     step = next(s for s in (0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0) if half / s <= 12)
     half = step * np.ceil(half / step)
     grid = {"center": [float(step * round(c / step)) for c in center[:2]], "half": float(half), "step": step,
-            "z": float(min(0.0, lo[2]) - 0.01 * radius)}  # a floor under everything drawn
-    return {"target": [float(x) for x in center], "position": [float(x) for x in eye], "grid": grid}
+            "z": float(min(0.0, drawn[:, 2].min()) - 0.01 * radius)}  # a floor under everything drawn
+    return {"target": [float(x) for x in center], "position": [float(x) for x in eye], "grid": grid,
+            "shift": PANEL_SHIFT}
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -114,17 +133,30 @@ def _is_utf8(data: bytes) -> bool:
     return True
 
 
+def obj_text(vertices: np.ndarray, triangles: np.ndarray) -> bytes:
+    """A triangle mesh as Wavefront OBJ text (vertices [m] as written, faces 1-based): the page's viewer reads it
+    with its OBJ loader, which computes the face normals."""
+    v = np.asarray(vertices, dtype=float)
+    f = np.asarray(triangles, dtype=np.int64) + 1
+    return ("".join(f"v {a:.6g} {b:.6g} {c:.6g}\n" for a, b, c in v)
+            + "".join(f"f {a} {b} {c}\n" for a, b, c in f)).encode("ascii")
+
+
 def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, bytes]]]:
     """(the JSON-ready scene, the mesh blocks (element id, encoding, UTF-8 content)) of ``scene``: text meshes
-    verbatim when they are UTF-8 and hold nothing that could end their element, else base64."""
+    verbatim when they are UTF-8 and hold nothing that could end their element, else base64. The robot's mesh
+    files come first, then the scene's triangle meshes (as OBJ text)."""
     g = scene.geometry
     blocks, meshes = [], []
-    for k, mesh in enumerate(g.meshes if g is not None else ()):
+    files = [(m.format, m.data) for m in (g.meshes if g is not None else ())]
+    files += [("obj", obj_text(s.vertices, s.triangles)) for s in scene.shapes if isinstance(s, Mesh)]
+    for k, (fmt, data) in enumerate(files):
         element = f"vtm-mesh-{k}"
-        verbatim = mesh.format in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(mesh.data) and _is_utf8(mesh.data)
+        verbatim = fmt in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(data) and _is_utf8(data)
         encoding = "text" if verbatim else "base64"
-        blocks.append((element, encoding, mesh.data if verbatim else base64.b64encode(mesh.data)))
-        meshes.append({"format": mesh.format, "element": element, "encoding": encoding})
+        blocks.append((element, encoding, data if verbatim else base64.b64encode(data)))
+        meshes.append({"format": fmt, "element": element, "encoding": encoding})
+    next_mesh = len(g.meshes) if g is not None else 0
     links = []
     for link in g.links if g is not None else ():
         links.append({"name": link.name, "visuals": [
@@ -136,7 +168,11 @@ def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, bytes]]]:
         if isinstance(s, Box):
             item.update(kind="box", size=[float(x) for x in s.size], pose=_matrix(s.pose), wire=bool(s.wire))
         elif isinstance(s, Cylinder):
-            item.update(kind="cylinder", radius=float(s.radius), length=float(s.length), pose=_matrix(s.pose))
+            item.update(kind="cylinder", radius=float(s.radius), length=float(s.length), pose=_matrix(s.pose),
+                        top_radius=float(s.radius if s.top_radius is None else s.top_radius))
+        elif isinstance(s, Mesh):
+            item.update(kind="mesh", mesh=next_mesh, pose=_matrix(s.pose))
+            next_mesh += 1
         else:
             item.update(kind="sphere", radius=float(s.radius), center=[float(x) for x in s.center],
                         on_top=bool(s.on_top))
@@ -147,17 +183,20 @@ def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, bytes]]]:
         "duration": float(scene.duration), "camera": _camera(scene),
         "legend": [{"color": _hex(e.color), "text": e.text, "toggles": list(e.toggles)} for e in scene.legend],
         "events": [{"t": float(e.time), "kind": e.kind, "text": e.text} for e in scene.events],
+        "spans": [{"start": float(sp.start), "end": float(sp.end), "color": _hex(sp.color), "text": sp.text}
+                  for sp in scene.spans],
         "meshes": meshes, "links": links, "shapes": shapes,
         "robots": [{"name": r.name, "label": r.label, "color": _hex(r.color), "opacity": float(r.opacity),
-                    "frames": int(len(r.times)), "times": _b64(r.times, "f8"), "poses": _b64(r.poses, "f4")}
+                    "frames": int(len(r.times)), "times": _b64(r.times, "f8"), "poses": _b64(r.poses, "f4"),
+                    "appears": bool(r.appears)}
                    for r in scene.robots],
         "lines": [{"name": ln.name, "label": ln.label, "color": _hex(ln.color), "width": float(ln.width),
                    "n": int(len(ln.points)), "points": _b64(ln.points, "f4"), "tracer": bool(ln.tracer),
                    "times": None if ln.times is None else _b64(ln.times, "f8")} for ln in scene.lines],
         "clouds": [{"name": c.name, "label": c.label, "n": int(len(c.points)), "size": float(c.size),
                     "points": _b64(c.points, "f4"), "colors": _b64(c.colors, "f4")} for c in scene.clouds],
-        "labels": [{"text": lb.text, "position": [float(x) for x in lb.position], "color": _hex(lb.color)}
-                   for lb in scene.labels],
+        "labels": [{"text": lb.text, "position": [float(x) for x in lb.position], "color": _hex(lb.color),
+                    "follows": lb.follows} for lb in scene.labels],
         "joints": None if j is None else {
             "layer": j.layer, "names": list(j.names), "angles": _b64(j.angles, "f4"), "rates": _b64(j.rates, "f4"),
             "held": _b64(np.asarray(j.held, dtype=np.uint8), "u1")},
@@ -180,8 +219,7 @@ def page_parts(scene: Scene) -> list[bytes]:
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
         f"<title>{_escape_html(scene.title)}</title>\n",
-        "<script>window.vtmViolations=[];document.addEventListener('securitypolicyviolation',"
-        "function(e){window.vtmViolations.push(String(e.blockedURI||e.violatedDirective))});</script>\n",
+        "<script>", _asset("watch.js"), "</script>\n",
         "<style>", _asset("page.css"), "</style></head>\n<body>\n", _asset("page.html"),
         "<script type=\"application/json\" id=\"vtm-scene\">", data, "</script>\n"])
     parts = [head.encode("utf-8")]

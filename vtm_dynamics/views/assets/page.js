@@ -3,12 +3,15 @@
 (function () {
   "use strict";
   var root = document.documentElement;
-  var status = { ready: false, meshes: 0, mesh_errors: 0, errors: [], violations: 0, t: 0, layers: [] };
+  var status = { ready: false, meshes: 0, mesh_errors: 0, errors: [], console_errors: [], violations: 0, t: 0,
+                 layers: [] };
 
-  function publish() {
+  function publish() {  // also called by watch.js when the console reports an error later
     status.violations = (window.vtmViolations || []).length;
+    status.console_errors = (window.vtmConsoleErrors || []).slice();
     root.setAttribute("data-vtm-status", JSON.stringify(status));
   }
+  window.vtmPublish = publish;
 
   function fail(message) {
     status.errors.push(String(message).slice(0, 300));
@@ -97,13 +100,17 @@
     return v.origin;
   }
   var paths = {};  // toggle name -> scene paths
-  var layers = scene.robots.map(function (r) {
-    var layer = { name: r.name, frames: r.frames, times: f64(r.times), poses: f32(r.poses), n: scene.links.length };
+  var layers = scene.robots.map(function (r, index) {
+    // an opaque copy after the first yields where the two coincide (a stop that starts from the planned motion):
+    // its depth is pushed back a little, so the first one is drawn there without flicker
+    var yielding = r.opacity >= 1 && index > 0 ? { polygonOffset: true, polygonOffsetFactor: 1, polygonOffsetUnits: 4 * index } : null;
+    var layer = { name: r.name, frames: r.frames, times: f64(r.times), poses: f32(r.poses), n: scene.links.length,
+                  appears: !!r.appears, wanted: true, shown: true };
     paths[r.name] = ["/vtm/robots/" + r.name];
     scene.links.forEach(function (link, i) {
       link.visuals.forEach(function (v, k) {
         try {
-          setMesh("/vtm/robots/" + r.name + "/" + i + "/" + k, visualGeometry(v), material(r.color, r.opacity),
+          setMesh("/vtm/robots/" + r.name + "/" + i + "/" + k, visualGeometry(v), material(r.color, r.opacity, yielding),
                   visualMatrix(v), r.opacity < 1 ? 1 : 2);
           if (v.kind === "mesh" && r === scene.robots[0]) status.meshes += 1;
         } catch (e) {
@@ -120,10 +127,16 @@
   scene.shapes.forEach(function (s) {
     var path = "/vtm/shapes/" + s.name, geo, matrix;
     if (s.kind === "box") { geo = { uuid: uuid("geo"), type: "BoxGeometry", width: s.size[0], height: s.size[1], depth: s.size[2] }; matrix = s.pose; }
-    else if (s.kind === "cylinder") { geo = { uuid: uuid("geo"), type: "CylinderGeometry", radiusTop: s.radius, radiusBottom: s.radius, height: s.length, radialSegments: 24 }; matrix = mul(s.pose, Y_TO_Z); }
+    else if (s.kind === "cylinder") { geo = { uuid: uuid("geo"), type: "CylinderGeometry", radiusTop: s.top_radius, radiusBottom: s.radius, height: s.length, radialSegments: 32 }; matrix = mul(s.pose, Y_TO_Z); }
+    else if (s.kind === "mesh") { geo = { uuid: uuid("geo"), type: "_meshfile_geometry", format: scene.meshes[s.mesh].format, data: meshData[s.mesh] }; matrix = s.pose; }
     else { geo = { uuid: uuid("geo"), type: "SphereGeometry", radius: s.radius, widthSegments: 20, heightSegments: 14 };
            matrix = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, s.center[0], s.center[1], s.center[2], 1]; }
-    setMesh(path + "/body", geo, material(s.color, s.opacity, s.on_top ? ON_TOP : null), matrix, s.on_top ? 3 : (s.opacity < 1 ? 1 : 2));
+    try {
+      setMesh(path + "/body", geo, material(s.color, s.opacity, s.on_top ? ON_TOP : null), matrix, s.on_top ? 3 : (s.opacity < 1 ? 1 : 2));
+    } catch (e) {
+      status.mesh_errors += 1;
+      fail("shape " + s.name + ": " + e);
+    }
     if (s.kind === "box" && s.wire) {
       var hx = s.size[0] / 2, hy = s.size[1] / 2, hz = s.size[2] / 2, pts = [];
       var c = [[-hx, -hy, -hz], [hx, -hy, -hz], [hx, hy, -hz], [-hx, hy, -hz], [-hx, -hy, hz], [hx, -hy, hz], [hx, hy, hz], [-hx, hy, hz]];
@@ -176,6 +189,10 @@
   function rotated(p) { return [p[0], p[2], -p[1]]; }
   cmd({ type: "set_property", path: "/Cameras/default/rotated/<object>", property: "position", value: rotated(scene.camera.position) });
   cmd({ type: "set_target", value: rotated(scene.camera.target) });
+  if (scene.camera.shift && viewer.camera && viewer.camera.setViewOffset) {  // right of the info panel; a ratio, so
+    viewer.camera.setViewOffset(1, 1, -scene.camera.shift / 2, 0, 1, 1);    // it holds when the window resizes
+    viewer.camera.updateProjectionMatrix();
+  }
   cmd({ type: "set_property", path: "/Axes", property: "visible", value: false });
   cmd({ type: "set_property", path: "/Grid", property: "visible", value: false });
   (function floor(g) {  // a floor grid sized to the scene, under everything drawn
@@ -201,6 +218,9 @@
   scene.notes.forEach(function (text) { var d = document.createElement("div"); d.textContent = "note: " + text; notes.appendChild(d); });
   var legend = document.getElementById("vtm-legend");
   function setVisible(name, on) {
+    labels.forEach(function (lb) { if (lb.follows === name) lb.hidden = !on; });
+    var layer = layers.filter(function (l) { return l.name === name; })[0];
+    if (layer) { layer.wanted = on; on = on && layer.shown; }
     (paths[name] || []).forEach(function (p) { cmd({ type: "set_property", path: p, property: "visible", value: on }); });
   }
   var toggles = {};
@@ -208,12 +228,14 @@
     var label = document.createElement("label"), box = document.createElement("input"), sw = document.createElement("span");
     box.type = "checkbox"; box.checked = true;
     sw.className = "vtm-swatch"; sw.style.background = entry.color;
-    label.appendChild(box); label.appendChild(sw); label.appendChild(document.createTextNode(entry.text));
+    if (entry.toggles.length) label.appendChild(box); else label.className = "vtm-key";  // a key: nothing to hide
+    label.appendChild(sw); label.appendChild(document.createTextNode(entry.text));
     legend.appendChild(label);
     entry.toggles.forEach(function (name) { toggles[name] = box; });
     box.addEventListener("change", function () { entry.toggles.forEach(function (n) { setVisible(n, box.checked); }); });
   });
-  var eventColors = { engage: "#1a73f2", slip: "#ffb300", stick: "#d91a1a", release: "#1ab233", lock: "#262626", power_off: "#808080" };
+  var eventColors = { engage: "#1a73f2", slip: "#ffb300", stick: "#d91a1a", release: "#1ab233", lock: "#262626", power_off: "#808080",
+                      estop: "#26b340", closest: "#f20d73", unsafe: "#b00020" };
   var list = document.getElementById("vtm-events");
   if (!scene.events.length) document.getElementById("vtm-events-box").hidden = true;
 
@@ -226,7 +248,15 @@
   if (duration > 0) {
     player.hidden = false;
     slider.max = String(duration);
-    var ticks = document.getElementById("vtm-ticks");
+    var ticks = document.getElementById("vtm-ticks"), spans = document.getElementById("vtm-spans");
+    (scene.spans || []).forEach(function (sp) {
+      var bar = document.createElement("div");
+      bar.className = "vtm-span"; bar.title = sp.text; bar.style.background = sp.color;
+      bar.style.left = (100 * sp.start / duration) + "%";
+      bar.style.width = Math.max(100 * (sp.end - sp.start) / duration, 0.15) + "%";
+      spans.appendChild(bar);
+    });
+    spans.hidden = !(scene.spans || []).length;
     scene.events.forEach(function (e) {
       var tick = document.createElement("div");
       tick.className = "vtm-tick"; tick.title = e.text;
@@ -266,6 +296,13 @@
   }
   var pose = new Float64Array(7);
   function showLayer(layer, t) {
+    if (layer.appears) {  // a stop that begins during the motion is not there before it begins
+      var shown = t >= layer.times[0];
+      if (shown !== layer.shown) {
+        layer.shown = shown;
+        cmd({ type: "set_property", path: "/vtm/robots/" + layer.name, property: "visible", value: shown && layer.wanted });
+      }
+    }
     var f = frameAt(layer.times, t), i0 = f[0], a = f[1], i1 = Math.min(i0 + 1, layer.frames - 1), P = layer.poses;
     for (var l = 0; l < layer.n; l++) {
       var o0 = (i0 * layer.n + l) * 7, o1 = (i1 * layer.n + l) * 7, dot = 0;
@@ -328,13 +365,19 @@
 
   // ------------------------------------------------------------------------------------------------ labels over the view
   var labelBox = document.getElementById("vtm-labels");
+  function readable(hex) {  // a light colour (orange, green) darkened until it reads on the label's white ground
+    var c = colorInt(hex), r = (c >> 16) & 255, g = (c >> 8) & 255, b = c & 255;
+    var lum = (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255, k = lum > 0.38 ? 0.38 / lum : 1;
+    function h(x) { return ("0" + Math.round(x * k).toString(16)).slice(-2); }
+    return "#" + h(r) + h(g) + h(b);
+  }
   var stacked = {};  // labels at one point (a pair and the drive on it) are listed below each other
   var labels = (scene.labels || []).map(function (lb) {
     var d = document.createElement("div"), key = lb.position.map(function (x) { return x.toFixed(4); }).join(",");
-    d.className = "vtm-label"; d.textContent = lb.text; d.style.color = lb.color;
+    d.className = "vtm-label"; d.textContent = lb.text; d.style.color = readable(lb.color);
     labelBox.appendChild(d);
     stacked[key] = (stacked[key] || 0) + 1;
-    return { el: d, p: lb.position, row: stacked[key] - 1 };
+    return { el: d, p: lb.position, row: stacked[key] - 1, follows: lb.follows || "", hidden: false };
   });
   function placeLabels() {
     var cam = viewer.camera;
@@ -346,7 +389,7 @@
       var p = [lb.p[0], lb.p[2], -lb.p[1], 1], v = [0, 0, 0, 0], c = [0, 0, 0, 0], r, k;
       for (r = 0; r < 4; r++) for (k = 0; k < 4; k++) v[r] += V[k * 4 + r] * p[k];
       for (r = 0; r < 4; r++) for (k = 0; k < 4; k++) c[r] += P[k * 4 + r] * v[k];
-      var visible = c[3] > 0;
+      var visible = c[3] > 0 && !lb.hidden;
       lb.el.style.display = visible ? "block" : "none";
       if (visible) { lb.el.style.left = ((c[0] / c[3] + 1) / 2 * w) + "px"; lb.el.style.top = ((1 - c[1] / c[3]) / 2 * h + 17 * lb.row) + "px"; }
     });

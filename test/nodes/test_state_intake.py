@@ -1,0 +1,96 @@
+"""The predictor's joint-state intake without ROS (nodes/state_intake.py): the receipt clock, the checks on receipt,
+unstamped states stamped at their receipt instant, and complete states kept for the start-state choice. The clocks
+are plain numbers the test sets."""
+
+import math
+
+import pytest
+from sensor_msgs.msg import JointState
+
+from vtm_dynamics.nodes.model_source import load_urdf_text, model_from_urdf_text
+from vtm_dynamics.nodes.state_intake import StateIntake, instant_of_receipt, publisher_of, receipt_time
+from vtm_dynamics.nodes.stop_session import StartLimits
+
+JOINTS = ["joint1", "joint2", "joint3"]
+
+
+class Clocks:
+    def __init__(self) -> None:
+        self.node, self.wall, self.monotonic = 1000.0, 5000.0, 10.0
+
+
+@pytest.fixture
+def intake():
+    clocks = Clocks()
+    got = StateIntake(8, lambda: clocks.node, future_tolerance=0.05, wall=lambda: clocks.wall,
+                      monotonic=lambda: clocks.monotonic)
+    got.clocks = clocks
+    got.reset(model_from_urdf_text(load_urdf_text("planar_3r")))
+    return got
+
+
+def _state(names=JOINTS, q=(0.1, 0.2, 0.3), v=(0.0, 0.0, 0.0), stamp=1000.0) -> JointState:
+    msg = JointState(name=list(names), position=list(q), velocity=list(v))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = int(stamp), int(round((stamp % 1) * 1e9))
+    return msg
+
+
+def test_the_receipt_clock_is_the_dds_reception_stamp_else_the_wall_clock():
+    assert receipt_time({"received_timestamp": 2_500_000_000}) == 2.5
+    assert receipt_time({"received_timestamp": 0}, wall=lambda: 7.0) == 7.0
+    assert receipt_time(None, wall=lambda: 7.0) == 7.0 and receipt_time({"received_timestamp": "x"}, lambda: 7.0) == 7.0
+    assert instant_of_receipt(received=9.9, now=100.0, wall=10.0) == pytest.approx(99.9)  # it waited 0.1 s
+    assert instant_of_receipt(received=10.5, now=100.0, wall=10.0) == 100.0  # never after now
+    assert publisher_of({"publisher_gid": {"data": [1, 2]}}) == b"\x01\x02" and publisher_of(None) == "unknown"
+
+
+def test_nothing_is_taken_before_a_model_is_known():
+    got = StateIntake(8, lambda: 0.0, 0.05)
+    assert got.receive(_state(), 0.0).no_model
+
+
+def test_a_state_from_the_future_is_rejected_on_receipt_with_its_lead(intake):
+    got = intake.receive(_state(stamp=1000.2), 5000.0)
+    assert got.rejected == "header.stamp: 0.200 s in the future (future_stamp_tolerance 0.05 s)"
+    assert intake.newest() is None
+
+
+def test_a_malformed_state_is_rejected_and_nothing_of_it_is_merged(intake):
+    got = intake.receive(_state(q=(0.1, math.nan, 0.3)), 5000.0)
+    assert "position" in got.rejected and "joint2" in got.rejected
+    assert intake.newest() is None
+
+
+def test_a_complete_state_is_kept_with_its_stamp_and_receipt_and_subsets_merge_by_name(intake):
+    assert intake.receive(_state(names=JOINTS[:2], q=(0.1, 0.2), v=(0.0, 0.0)), 4999.0).sample is None
+    assert math.isinf(intake.age())
+    got = intake.receive(_state(names=["joint3", "gripper"], q=(0.3, 1.0), v=(0.0, 0.0), stamp=999.99), 4999.5)
+    assert got.unknown_names == ("gripper",) and not got.velocities_missing
+    sample = got.sample
+    assert sample.stamp == pytest.approx(999.99) and sample.received == 4999.5 and not sample.unstamped
+    assert intake.received_by(4999.6) is sample and intake.received_by(4999.4) is None
+    assert intake.stamped_by(1000.0) is sample and intake.newest() is sample
+    intake.clocks.monotonic += 0.25
+    assert intake.age() == pytest.approx(0.25)
+
+
+def test_an_unstamped_state_is_stamped_at_its_receipt_instant_and_says_so(intake):
+    got = intake.receive(_state(stamp=0.0), received=4999.9)  # it waited 0.1 s for its callback
+    assert got.sample.unstamped and got.sample.stamp == pytest.approx(999.9)
+    assert got.sample.header_stamp.sec == 999
+
+
+def test_velocities_missing_are_estimated_from_stamped_positions_and_declared(intake):
+    intake.receive(_state(v=(), stamp=999.9), 4999.9)
+    got = intake.receive(_state(q=(0.2, 0.2, 0.3), v=(), stamp=1000.0), 5000.0)
+    assert got.velocities_missing and set(got.sample.estimated) == set(JOINTS)
+    assert got.sample.state.v[0] == pytest.approx(1.0)  # 0.1 rad in 0.1 s
+    choice = intake.choose(StartLimits(0.05, 0.05, 0.05), instant=1000.0, stamped=True, received=5000.0,
+                           now=1000.0, waited=0.0)
+    assert choice.ok and choice.sample is got.sample
+
+
+def test_a_new_model_empties_the_history(intake):
+    intake.receive(_state(), 5000.0)
+    intake.reset(model_from_urdf_text(load_urdf_text("planar_3r")))
+    assert intake.newest() is None

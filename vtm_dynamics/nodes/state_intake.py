@@ -1,0 +1,148 @@
+"""The joint states of ``estop_predictor`` as they arrive: merged by name, checked, stamped, kept in receipt order.
+Plain Python (no node, no executor): the node hands each message with its receipt time and logs what the receipt says.
+
+* **Receipt clock.** Every input of the node is timed on one clock, the DDS reception stamp of its message info
+  (:func:`receipt_time`; the wall clock when the middleware gives none). The node-clock instant of a receipt is
+  *now* minus the time the message waited for its callback (:func:`instant_of_receipt`).
+* **Checks.** A state stamped more than ``future_stamp_tolerance`` ahead of the node clock is rejected on receipt
+  (its stamp would poison velocity estimates and start-state choices); a malformed one (NaN, mismatched lengths, an
+  implausible position) is rejected by the tracker (``conversions.JointStateTracker``) with a one-line reason and
+  nothing of it is merged. A zero stamp is replaced by the receipt instant (the message is *unstamped*).
+* **History.** Every complete state (each joint reported at least once) is kept as a ``StateSample`` in a history
+  of ``length`` states in receipt order (``stop_session.StateHistory``); the start state of a trigger is chosen
+  from it (``stop_session.choose_start_state``). Without velocities in the message, velocities are estimated by the
+  tracker and the sample says which joints were estimated or unavailable.
+
+A new model resets the tracker and the history. Thread-safe: the callback thread writes, the workers read.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable
+
+from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.nodes import graph
+from vtm_dynamics.nodes.conversions import JointStateError, JointStateTracker, seconds_to_stamp, stamp_to_seconds
+from vtm_dynamics.nodes.stop_session import StartChoice, StartLimits, StateHistory, StateSample, choose_start_state
+
+
+def receipt_time(info: Any, wall: Callable[[], float] = time.time) -> float:
+    """Receipt time [s] of a message on the receipt clock: the DDS reception stamp of its message info (a dict),
+    else ``wall()``."""
+    try:
+        ns = int(info.get("received_timestamp", 0)) if info else 0
+    except (TypeError, ValueError, AttributeError):
+        ns = 0
+    return ns * 1e-9 if ns > 0 else wall()
+
+
+def instant_of_receipt(received: float, now: float, wall: float) -> float:
+    """The node-clock instant [s] of a receipt at ``received`` (receipt clock), given the node clock ``now`` and the
+    receipt clock ``wall`` read together: now minus the time the message waited for its callback."""
+    return now - max(0.0, wall - received)
+
+
+def publisher_of(info: Any) -> Hashable:
+    """The publisher of a message (its GID as bytes) from its message info; 'unknown' when the info has none."""
+    gid = info.get("publisher_gid") if info else None
+    if isinstance(gid, dict):
+        data = gid.get("data")
+        try:
+            return bytes(data) if data is not None else "unknown"
+        except (TypeError, ValueError):
+            return str(data)
+    return "unknown" if gid is None else str(gid)
+
+
+@dataclass(frozen=True)
+class StateReceipt:
+    """What one joint-state message did: ``rejected`` the reason it was dropped (''), ``sample`` the complete state
+    it completed (None while some joint was never reported), the joint names the model does not know, and whether
+    the message carried no velocities. ``no_model``: ignored, no model yet."""
+
+    rejected: str = ""
+    sample: StateSample | None = None
+    unknown_names: tuple[str, ...] = ()
+    velocities_missing: bool = False
+    no_model: bool = False
+
+
+class StateIntake:
+    """Tracker and history of the joint states (module docstring); ``now()`` is the node clock [s]."""
+
+    def __init__(self, length: int, now: Callable[[], float], future_tolerance: float,
+                 wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.now, self.wall, self.monotonic = now, wall, monotonic
+        self.future_tolerance = float(future_tolerance)
+        self.lock = threading.Lock()
+        self.history = StateHistory(length)
+        self.tracker: JointStateTracker | None = None
+        self.newest_wall = math.nan  # [s] monotonic time of the newest complete state
+
+    def reset(self, robot: RobotModel) -> None:
+        """A new model: a new tracker, an empty history."""
+        with self.lock:
+            self.tracker = JointStateTracker(robot)
+            self.history.clear()
+
+    def instant_of(self, received: float) -> float:
+        """The node-clock instant of a receipt at ``received`` (receipt clock)."""
+        return instant_of_receipt(received, self.now(), self.wall())
+
+    def receive(self, msg: Any, received: float) -> StateReceipt:
+        """Check and merge one ``sensor_msgs/JointState`` received at ``received`` (receipt clock)."""
+        if self.tracker is None:
+            return StateReceipt(no_model=True)
+        stamp = stamp_to_seconds(msg.header.stamp)
+        now = self.now()
+        if stamp > now + self.future_tolerance:
+            return StateReceipt(rejected=f"header.stamp: {stamp - now:.3f} s in the future (future_stamp_tolerance "
+                                         f"{self.future_tolerance:g} s)")
+        header_stamp = copy.copy(msg.header.stamp)
+        unstamped = stamp <= 0.0
+        if unstamped:  # an unstamped state: its receipt instant is the best stamp there is
+            stamp = self.instant_of(received)
+            header_stamp = seconds_to_stamp(stamp)
+        with self.lock:
+            tracker = self.tracker
+            try:
+                parsed = tracker.update(msg)
+            except JointStateError as err:
+                return StateReceipt(rejected=graph.one_line(err))
+            sample = None
+            if not tracker.missing:
+                snap = tracker.snapshot()
+                sample = StateSample(stamp, received, snap, tuple(snap.estimated_velocity), header_stamp,
+                                     unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity))
+                self.history.add(sample)
+        if sample is not None:
+            self.newest_wall = self.monotonic()
+        return StateReceipt(sample=sample, unknown_names=tuple(parsed.unknown_names),
+                            velocities_missing=parsed.velocities is None)
+
+    # ----------------------------------------------------------------------------------- reading (workers)
+    def received_by(self, t: float) -> StateSample | None:
+        with self.lock:
+            return self.history.received_by(t)
+
+    def stamped_by(self, t: float) -> StateSample | None:
+        with self.lock:
+            return self.history.stamped_by(t)
+
+    def newest(self) -> StateSample | None:
+        with self.lock:
+            return self.history.newest()
+
+    def choose(self, limits: StartLimits, **kwargs: Any) -> StartChoice:
+        """``stop_session.choose_start_state`` on the history (same keyword arguments)."""
+        with self.lock:
+            return choose_start_state(self.history, limits=limits, **kwargs)
+
+    def age(self) -> float:
+        """Seconds since the newest complete state arrived (inf before the first)."""
+        return self.monotonic() - self.newest_wall if math.isfinite(self.newest_wall) else math.inf
