@@ -445,6 +445,8 @@ def brake_yamls(draw, known: tuple[str, ...] = UR5_JOINTS) -> tuple[str, bool | 
                 fine = None  # infinite holding capacity: a form lock, allowed by the format
             elif key == "pawl_delay" and value is None:
                 fine = True  # null: no pawl
+            elif key == "holding_torque":
+                fine = False  # 2.0 or 0.0 is below the sliding torque 50.0: holding >= breakaway >= sliding
             else:
                 fine = value == 2.0 or value == 0.0 and key != "gear_ratio"
             if fine is None:

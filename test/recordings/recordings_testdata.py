@@ -1,6 +1,15 @@
-"""Known-truth recordings for the recorded-stop tests: UR5 stops of the independent fixed-step plant with brakes
-that differ from the prior of the fit (test/recordings/data/ur5_prior_brakes.yaml), seen through the default measurement model of
-``vtm_dynamics.recordings.simulated`` (500 Hz, +-0.2 ms timestamp jitter, 19-bit encoder, 1e-4 rad noise)."""
+"""Known-truth recordings for the recorded-stop tests.
+
+``REALISTIC``: the validation set ``tuning_a`` (``vtm_dynamics.recordings.validation_sets``: per-joint delays of
+13-24 ms, viscous terms on J0-J2, capacities 1.15-1.3 x sliding that decide slips in about half of the stops,
+5 kg at tool0, a driver-like sensor), its first twelve stops (ten to fit, two held out), simulated by the
+independent fixed-step plant at 2e-5 s (the validation script uses 5e-6 s, whose own error is four times smaller:
+the tests here check values within 5 %, delays within 1 ms and intervals within 4 sigma, which the 2e-5 s plant's
+bias of up to 3.6 sigma on the best-determined torques leaves room for; the coverage of the intervals is measured
+in bench/validate_calibration.py). Fits start from the shipped prior without the extended terms.
+
+``samples``/``true_brakes``: the older, simpler stops (equal 12 ms delays, no payload, a prior close to the
+truth) that the bag tests use as plain recordings and the Stribeck test builds its truth on."""
 
 from __future__ import annotations
 
@@ -11,7 +20,9 @@ import numpy as np
 
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
-from vtm_dynamics.recordings.simulated import StopStart, simulate_stops
+from vtm_dynamics.core.estop.identification import identify_brakes
+from vtm_dynamics.recordings.simulated import PlantStop, StopStart, plant_stops, simulate_stops
+from vtm_dynamics.recordings.validation_sets import TUNING_A
 
 from test.core.core_testdata import UR5
 
@@ -24,6 +35,20 @@ def ur5() -> RobotModel:
 
 
 PRIOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ur5_prior_brakes.yaml")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHIPPED_PRIOR = os.path.join(REPO, "config", "ur5_brakes_coulomb_viscous.yaml")
+REALISTIC = dataclasses.replace(TUNING_A, held=2)
+REALISTIC_PLANT_DT = 2e-5  # [s]
+
+
+def realistic_plant(robot: RobotModel) -> list[PlantStop]:
+    return plant_stops(robot, REALISTIC.truth(robot), REALISTIC.starts(robot), plant_dt=REALISTIC_PLANT_DT)
+
+
+def fit_realistic(robot: RobotModel, stops, **options):
+    """The identification of ``stops`` from the shipped prior without the extended terms, as a user runs it."""
+    prior = brakes_from_config(robot, SHIPPED_PRIOR)
+    return identify_brakes(robot, prior.brakes, stops, tcp_frame="tool0", **options)
 
 
 def prior_brakes(robot: RobotModel) -> BrakeSet:
@@ -51,35 +76,10 @@ def samples(n: int, seed: int = 1) -> dict:
     return simulate_stops(robot, true_brakes(robot), starts(n, seed), seed=seed + 1, plant_dt=PLANT_DT)
 
 
-def check_main_terms_and_delays(robot: RobotModel, ident, truth: BrakeSet, fields=("sliding_torque", "viscous"),
-                                rel: float = 0.05, delay_tol: float = 1e-3) -> None:
-    """The issue's known-truth bar: ``fields`` of the MAIN joints identified within ``rel`` of ``truth``, and
-    every joint's engage delay within ``delay_tol`` [s]."""
-    import pytest
-
-    true = {b.joint: b for b in truth.brakes}
-    est = {(e.joint, e.field): e for e in ident.estimates}
-    for joint in MAIN:
-        for field in fields:
-            e = est[(joint, field)]
-            assert e.identifiable, (joint, field, e.reason)
-            assert e.value == pytest.approx(getattr(true[joint], field), rel=rel), (joint, field, e.value)
-    for joint in robot.joint_names:
-        e = est[(joint, "engage_delay")]
-        assert e.identifiable and abs(e.value - true[joint].engage_delay) < delay_tol, joint
-
-
-def check_reported_values_within_sigma(ident, truth: BrakeSet, k: float = 3.0) -> None:
-    """Every value reported as identified lies within ``k`` of its own 1-sigma of the truth."""
-    true = {b.joint: b for b in truth.brakes}
-    for e in ident.estimates:
-        if e.identifiable:
-            error = e.value - getattr(true[e.joint], e.field)
-            assert abs(error) <= k * e.sigma, (e.joint, e.field, e.value, e.sigma, error / e.sigma)
-
-
-def check_held_out_stops(robot: RobotModel, ident, held, rel: float = 0.05) -> None:
-    """The fitted brakes predict each held-out stop's largest joint angle, stop time and TCP distance within ``rel``."""
+def check_held_out_stops(robot: RobotModel, ident, held, rel: float = 0.05, sample: float = 0.002) -> None:
+    """The fitted brakes predict each held-out stop's largest joint angle, stop time and TCP distance within ``rel``
+    (the stop time within ``rel`` or one ``sample`` period [s], whichever is larger: a recording times a stop of
+    30-50 ms no better than its sample period)."""
     import pytest
 
     from vtm_dynamics.core.estop.identification import compare_stops
@@ -87,5 +87,5 @@ def check_held_out_stops(robot: RobotModel, ident, held, rel: float = 0.05) -> N
     for c in compare_stops(robot, BrakeSet.from_brakes(robot, list(ident.brakes)), held, "tool0"):
         i = int(np.argmax(np.abs(c.recorded_angles)))
         assert c.predicted_angles[i] == pytest.approx(c.recorded_angles[i], rel=rel), c.label
-        assert c.predicted_time == pytest.approx(c.recorded_time, rel=rel), c.label
+        assert c.predicted_time == pytest.approx(c.recorded_time, rel=rel, abs=sample), c.label
         assert c.predicted_tcp == pytest.approx(c.recorded_tcp, rel=rel), c.label

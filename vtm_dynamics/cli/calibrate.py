@@ -8,12 +8,19 @@ Examples::
         --trigger-type ur_dashboard_msgs/msg/SafetyMode --trigger-field mode \\
         --trigger-values ROBOT_EMERGENCY_STOP SYSTEM_EMERGENCY_STOP
 
-It reads every bag (``vtm_dynamics.recordings``), finds every stop (trigger edges, rest), fits the brake
-parameters of the prior configuration (default: the robot's shipped brakes) to all stops by nonlinear least squares
-(``vtm_dynamics.core.estop.identification``), prints the parameters with their 1-sigma, the parameters the stops
-cannot identify with the test motion that would, and per stop the predicted vs recorded stopping angle, time and
-TCP distance, and writes the brake YAML that ``vtm-predict`` and the ``estop_predictor`` node load. ``--holdout N``
-keeps the last N stops out of the fit and reports how well they are predicted.
+It reads every bag (``vtm_dynamics.recordings``), finds every stop (trigger edges, rest), measures each joint's
+engage delay, sliding law and stick/slip record directly, fits the brake parameters of the prior configuration
+(default: the robot's shipped brakes) to all stops from several starts (``vtm_dynamics.core.estop.identification``),
+prints the parameters with their 1-sigma and interval, the holding capacities as the stick/slip decisions bound
+them, how many starts reached the best optimum, per stop the predicted vs recorded stopping angle, time and TCP
+distance, and the leave-one-out cross-validation; then writes the brake YAML that ``vtm-predict`` and the
+``estop_predictor`` node load (``--conservative``: the conservative one), with the residual RMS of exactly that
+file in its header. ``--holdout N`` keeps the last N stops out of the fit and reports how well they are predicted.
+
+Exit status: 0 when the fit converged and no cross-validated (or held-out) stop is predicted shorter than recorded
+by more than ``--tolerance``; 3 (one line: "non-conservative: ...") when one is, 4 ("not converged: ...") when
+the starts of the global fit disagree. Neither writes the brake YAML unless accepted explicitly
+(``--accept-nonconservative``, ``--accept-unconverged``); the report and plots are written for the diagnosis.
 
 Bad input (no such topic, joints that do not match the model, a corrupt or truncated bag, a stop cut off by the end
 of the recording, a trigger field that the type does not have) prints one line ``vtm-calibrate: error: ...`` and
@@ -26,6 +33,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import dataclass
 from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
@@ -34,9 +42,10 @@ from vtm_dynamics.cli.recorded_stops import add_recording_options, read_stops
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
 from vtm_dynamics.core.estop.identification import (
-    DEFAULT_FIELDS, Identification, compare_stops, default_parameters, identify_brakes,
+    DEFAULT_FIELDS, DEFAULT_STARTS, Identification, compare_stops, default_parameters, identify_brakes,
 )
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.stop_comparison import shortfalls
 from vtm_dynamics.core.robot.catalogue import DEFAULT_ROBOT
 
 PROG = "vtm-calibrate"
@@ -57,20 +66,48 @@ def parse_assumed(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
+TOLERANCE = 0.05  # a cross-validated stop time or TCP distance this much shorter than recorded is non-conservative
+EXIT_NONCONSERVATIVE = 3
+EXIT_UNCONVERGED = 4
+INADEQUATE = 3.0  # a residual this many times the noise is no fit to use, whatever the starts agree on
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog=PROG, description="Fit brake parameters to recorded stops (rosbag2).")
     ap.add_argument("bags", nargs="+", help="rosbag2 directories (sqlite3 or MCAP storage)")
     ap.add_argument("--robot", default=DEFAULT_ROBOT, help=f"robot: {ROBOT_HELP} (ignored with --urdf)")
     ap.add_argument("--urdf", help="URDF file of another robot (then --prior is required)")
-    ap.add_argument("--payload", type=float, default=0.0, help="payload mass at the TCP during the recording [kg]")
+    ap.add_argument("--payload", type=float, default=0.0,
+                    help="payload mass during the recording [kg], a point mass at the robot's payload frame (UR: "
+                         "tool0; with --urdf: --tcp-frame)")
     ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
-    ap.add_argument("--prior", help="brake YAML to start from (default: the robot's shipped brakes)")
+    ap.add_argument("--prior", help="brake YAML to start from (default: the robot's shipped brakes); its fields "
+                                    "name the brake model's terms (leave a term out to switch it off)")
     ap.add_argument("--fields", nargs="+", default=list(DEFAULT_FIELDS),
-                    help="brake fields to fit")
-    ap.add_argument("--noise", type=float, default=1e-4, help="position noise of the recording, 1-sigma [rad]")
+                    help="brake fields to fit (default: %(default)s)")
+    ap.add_argument("--noise", type=float, help="the residual RMS a perfect model would leave on these recordings "
+                                                "[rad] (default: estimated from them: encoder noise and timestamp "
+                                                "jitter)")
     ap.add_argument("--assume", nargs="+", default=[], metavar="FIELD=REL",
                     help="fields not fitted whose prior value is uncertain by REL (relative 1-sigma), e.g. "
                          "stribeck_velocity=0.25: their possible error is added to the fitted values' uncertainty")
+    ap.add_argument("--starts", type=int, default=DEFAULT_STARTS,
+                    help="starts of the global fit: the direct measurement, the prior, then perturbed values "
+                         "(default %(default)s)")
+    ap.add_argument("--confidence", type=float, default=0.95, help="confidence of the reported intervals and of "
+                                                                   "the conservative file (default %(default)s)")
+    ap.add_argument("--tolerance", type=float, default=TOLERANCE,
+                    help="a cross-validated stop time or TCP distance shorter than recorded by more than this "
+                         "(relative) is a non-conservative result (default %(default)s)")
+    ap.add_argument("--conservative", action="store_true",
+                    help="write the conservative brakes: every fitted value at the end of its interval that "
+                         "lengthens the stop, every capacity at the smallest value the stops allow (for safety "
+                         "calculations)")
+    ap.add_argument("--accept-nonconservative", action="store_true",
+                    help="write the brake file and exit 0 even when its cross-validated stops are shorter than "
+                         "recorded")
+    ap.add_argument("--accept-unconverged", action="store_true",
+                    help="write the brake file and exit 0 even when the starts of the global fit disagree")
     ap.add_argument("--holdout", type=int, default=0, help="keep the last N stops out of the fit, to validate")
     ap.add_argument("--out", required=True, help="brake YAML to write")
     ap.add_argument("--report", help="JSON report to write")
@@ -79,48 +116,131 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def run(args: argparse.Namespace, say=print) -> tuple[Identification, list, list]:
-    """The tool's work: returns (identification, comparisons of the fitted stops, comparisons of the held-out)."""
+@dataclass(frozen=True)
+class CalibrationRun:
+    """What a run produced: the identification, the comparisons of the fitted and held-out stops (with the
+    brakes written), the verdict lines, the exit status and the files written."""
+
+    ident: Identification
+    fitted: list
+    held: list
+    verdicts: tuple[str, ...]
+    status: int
+    files: tuple[str, ...]
+
+
+def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: float,
+             accept_nonconservative: bool, accept_unconverged: bool) -> tuple[list[str], int]:
+    """The run's verdict lines and exit status: 0 fine, ``EXIT_UNCONVERGED`` when the starts of the global fit
+    disagree or agree on an optimum whose residual is ``INADEQUATE`` times the noise, ``EXIT_NONCONSERVATIVE``
+    when a cross-validated or held-out stop of the brakes written is shorter than recorded by more than
+    ``tolerance`` (either may be accepted explicitly)."""
+    lines: list[str] = []
+    status = 0
+    if not ident.converged:
+        lines.append(f"not converged: only {ident.agreeing} of {len(ident.starts)} starts of the global fit reached "
+                     "the best optimum, so it may not be the right one; try more --starts or stops that exercise "
+                     "the joints named above" + (" (accepted: --accept-unconverged)" if accept_unconverged else ""))
+        status = status or (0 if accept_unconverged else EXIT_UNCONVERGED)
+    short = shortfalls(checked, tolerance)
+    if short:
+        worst = min(short, key=lambda s: s.relative if math.isfinite(s.relative) else -math.inf)
+        what = {"time": "stop time", "tcp": "TCP distance"}[worst.what]
+        rel = f"{100 * worst.relative:+.1f} %" if math.isfinite(worst.relative) else "not at rest"
+        lines.append(f"non-conservative: {len(short)} cross-validated stop figure(s) shorter than recorded by more "
+                     f"than {100 * tolerance:g} % (worst {worst.label} {what} {rel})"
+                     + (" (accepted: --accept-nonconservative)" if accept_nonconservative else
+                        "; the brake file is not written (--conservative writes the conservative one, "
+                        "--accept-nonconservative writes it anyway)"))
+        status = status or (0 if accept_nonconservative else EXIT_NONCONSERVATIVE)
+    edge = [f"{e.joint}.{e.field}" for e in ident.estimates if "edge of its search range" in e.reason]
+    if ident.converged and ident.residual_rms > INADEQUATE * noise:
+        # the starts agree on an optimum that misses the recordings: a wrong basin all starts fell into, or an
+        # effect the brake model lacks; the tool cannot tell which, so it proposes neither as "the" fix
+        ratio = ident.residual_rms / noise
+        lines.append(f"inadequate fit: the residual RMS {ident.residual_rms:.3g} rad is {ratio:.1f} x what a perfect "
+                     f"model would leave ({noise:.3g} rad)"
+                     + (f"; {', '.join(edge)} ran to the edge of the search (a wrong basin is likely)" if edge else "")
+                     + "; check the overlay plots, the capacities and the prior before using any file"
+                     + (" (accepted: --accept-unconverged)" if accept_unconverged else ""))
+        status = status or (0 if accept_unconverged else EXIT_UNCONVERGED)
+    elif ident.converged and ident.residual_rms > 2.0 * noise:
+        # only a converged fit close to the data may blame the model: an unconverged one has not shown what the
+        # model can do
+        lines.append(f"model: the residual RMS {ident.residual_rms:.3g} rad is more than twice the noise {noise:.3g} "
+                     "rad at an optimum the starts agree on: the brake model may miss an effect in these stops (the "
+                     "terms it can switch on: --fields ... breakaway_torque stribeck_velocity rise_time armature); "
+                     "check the overlay plots")
+    return lines, status
+
+
+def run(args: argparse.Namespace, say=print) -> CalibrationRun:
+    """The tool's work (files written, verdicts decided); errors are ValueErrors with one line."""
     robot_name = None if args.urdf else args.robot
-    _, robot, _ = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame)
+    _, robot, payload_frame = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame)
     tcp = default_tcp_frame(robot_name, args.tcp_frame)
     prior = brakes_from_config(robot, args.prior or default_brakes_path(robot_name, args.urdf))
+    if not (0.0 < args.tolerance < 1.0):
+        raise ValueError(f"tolerance: {args.tolerance} is not between 0 and 1")
     stops = read_stops(args.bags, robot, args, say)
     if not 0 <= args.holdout < len(stops):
         raise ValueError(f"holdout: must leave at least one of the {len(stops)} stops for the fit")
     fit, held = stops[: len(stops) - args.holdout], stops[len(stops) - args.holdout:]
     params = default_parameters(prior.brakes, args.fields)
     ident = identify_brakes(robot, prior.brakes, fit, params, noise=args.noise, assumed=parse_assumed(args.assume),
+                            starts=args.starts, confidence=args.confidence, tcp_frame=tcp,
                             progress=lambda text: sys.stderr.write(text + "\n"))
-    fitted = BrakeSet.from_brakes(robot, list(ident.brakes))
-    comp = compare_stops(robot, fitted, fit, tcp)
-    comp_held = compare_stops(robot, fitted, held, tcp) if held else []
+    written = ident.conservative_brakes if args.conservative else ident.brakes
+    brakes = BrakeSet.from_brakes(robot, list(written))
+    comp = compare_stops(robot, brakes, fit, tcp)
+    comp_held = compare_stops(robot, brakes, held, tcp) if held else []
+    which = "conservative" if args.conservative else "nominal"
+    say("")
+    say(stop_report.direct_table(ident, robot))
+    say("")
+    say(stop_report.starts_line(ident))
     say("")
     say(stop_report.parameter_table(ident))
+    caps = stop_report.capacity_table(ident)
+    if caps:
+        say("")
+        say(caps)
     say("")
-    say(f"fitted stops ({len(fit)}), residual RMS {ident.residual_rms:.3g} rad, {ident.n_predictions} predictions "
-        f"in {ident.seconds:.1f} s:")
+    rms = ident.conservative_residual_rms if args.conservative else ident.residual_rms
+    say(f"fitted stops ({len(fit)}) with the {which} brakes, residual RMS {rms:.3g} rad (noise {ident.noise:.3g} "
+        f"rad), {ident.n_predictions} predictions in {ident.seconds:.1f} s:")
     say(stop_report.comparison_table(robot, comp))
-    if ident.residual_rms > 2.0 * args.noise:
-        say(f"warning: the residual RMS {ident.residual_rms:.3g} rad is more than twice the stated noise "
-            f"{args.noise:g} rad: the brake model misses an effect in these stops (try --fields with "
-            f"breakaway_torque stribeck_velocity rise_time) or the fit stopped in a local minimum (try a prior "
-            f"closer to the robot); check the overlay plots before using the YAML")
+    cv = ident.conservative_cross_validation if args.conservative else ident.cross_validation
+    if cv:
+        say("")
+        say(f"cross-validation (each stop predicted by the {which} brakes refitted without it):")
+        say(stop_report.comparison_table(robot, cv))
     if comp_held:
         say("")
-        say(f"held-out stops ({len(held)}), not used in the fit:")
+        say(f"held-out stops ({len(held)}), not used in the fit, {which} brakes:")
         say(stop_report.comparison_table(robot, comp_held))
+    lines, status = verdicts(ident, list(cv) + list(comp_held), args.tolerance, ident.noise,
+                             args.accept_nonconservative, args.accept_unconverged)
+    say("")
+    for line in lines or ["verdict: converged; every cross-validated stop within the tolerance or longer than recorded"]:
+        say(line)
     names = [b.rstrip("/").rsplit("/", 1)[-1] for b in args.bags]
-    files = [stop_report.write_atomic(args.out, stop_report.brake_yaml(ident, names))]
+    payload = f"payload {args.payload:g} kg at {payload_frame}" if args.payload else "no payload"
+    files = []
+    if status == 0:
+        files.append(stop_report.write_atomic(args.out, stop_report.brake_yaml(
+            ident, names, conservative=args.conservative, payload=payload)))
     if args.report:
         data = stop_report.identification_dict(ident, robot, comp)
         data["held_out"] = stop_report.identification_dict(ident, robot, comp_held)["stops"]
+        data["written"] = which if status == 0 else None
+        data["verdicts"] = lines
         files.append(stop_report.write_json(args.report, data))
     if args.plots:
         files.extend(stop_report.overlay_plots(args.plots, robot, fit + held, comp + comp_held))
     for f in files:
         say(f"wrote {f}")
-    return ident, comp, comp_held
+    return CalibrationRun(ident, comp, comp_held, tuple(lines), status, tuple(files))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,12 +250,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        run(args)
+        result = run(args)
     except (ValueError, OSError) as err:  # our errors are ValueError subclasses with one line naming the problem
         msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
-    return 0
+    if result.status:
+        sys.stderr.write(f"{PROG}: {result.verdicts[0] if result.verdicts else 'failed'}\n")
+    return result.status
 
 
 if __name__ == "__main__":

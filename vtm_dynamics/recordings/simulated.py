@@ -10,7 +10,10 @@ running, true at the trigger instant and while stopping, false again after the r
 
 Each stop: the arm moves at constant joint velocity v0 through q0 (the state at the trigger), the trigger fires,
 the plant brakes it to rest, the recording continues ``rest_record`` [s]; stops follow each other ``gap`` [s] apart
-(the arm is moved to the next start pose off the record). Units: s, rad, rad/s.
+(the arm is moved to the next start pose off the record). The plant's trajectories (:func:`plant_stops`) are kept
+apart from the measurement (:func:`sample_stops`), so that one simulation can be seen through many noise seeds
+(coverage studies); a sample taken between two kept plant states is interpolated (cubic Hermite on q and v, states
+kept every 0.1 ms: an error of about 1e-7 rad). Units: s, rad, rad/s.
 """
 
 from __future__ import annotations
@@ -30,13 +33,15 @@ from vtm_dynamics.recordings.bag_files import write_bag
 @dataclass(frozen=True)
 class Sensor:
     """Measurement model: ``rate`` [Hz], ``jitter`` [s] (half-width), ``quantum`` [rad], ``noise`` [rad],
-    ``velocity_noise`` [rad/s]."""
+    ``velocity_noise`` [rad/s], ``drop_rate`` (fraction of joint states lost on the way, as a busy driver or
+    network drops messages)."""
 
     rate: float = 500.0
     jitter: float = 2e-4
     quantum: float = 2.0 * math.pi / 2**19
     noise: float = 1e-4
     velocity_noise: float = 2e-3
+    drop_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -47,49 +52,95 @@ class StopStart:
     v0: np.ndarray
 
 
-def simulate_stops(robot: RobotModel, brakes: BrakeSet, starts: Sequence[StopStart], *, sensor: Sensor = Sensor(),
-                   seed: int = 0, lead: float = 0.1, rest_record: float = 0.4, gap: float = 0.5,
-                   t0: float = 1000.0, plant_dt: float = 1e-4, max_stop: float = 4.0) -> dict:
-    """Joint-state and trigger samples of the stops: {"joint": [(stamp, measured-at, q, v)], "trigger":
-    [(t, bool)], "trigger_times": [...], "names": joint names}; times [s]."""
+@dataclass(frozen=True)
+class PlantStop:
+    """One stop as the plant integrated it, without measurement: its ``start``, the states ``t`` [s after the
+    trigger], ``q`` [rad], ``v`` [rad/s] every ``record_step`` and at rest, the instant the arm came to rest
+    ``rest_time`` [s] (nan: not within ``max_stop``) and the plant's events (stick, slip, ...)."""
+
+    start: StopStart
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    rest_time: float
+    events: tuple
+
+    def state(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(q, v) at ``t`` [s after the trigger]: the constant-velocity approach before the trigger, cubic
+        Hermite interpolation of the recorded states after it, the rest state after the last one."""
+        if t <= 0.0:
+            return self.start.q0 + self.start.v0 * t, np.asarray(self.start.v0, float).copy()
+        k = int(np.searchsorted(self.t, t, side="right")) - 1
+        if k >= self.t.size - 1:
+            return self.q[-1].copy(), self.v[-1].copy()
+        h = self.t[k + 1] - self.t[k]
+        s = (t - self.t[k]) / h
+        q0, q1, v0, v1 = self.q[k], self.q[k + 1], self.v[k], self.v[k + 1]
+        q = ((2 * s**3 - 3 * s**2 + 1) * q0 + (s**3 - 2 * s**2 + s) * h * v0 + (-2 * s**3 + 3 * s**2) * q1
+             + (s**3 - s**2) * h * v1)
+        return q, v0 + s * (v1 - v0)
+
+
+def plant_stops(robot: RobotModel, brakes: BrakeSet, starts: Sequence[StopStart], *, plant_dt: float = 1e-4,
+                record_step: float = 1e-4, rest_record: float = 0.4, max_stop: float = 4.0) -> list[PlantStop]:
+    """Every start braked to rest by the independent fixed-step plant (step ``plant_dt`` [s]), its states kept
+    every ``record_step`` [s] (rounded to whole steps) until ``rest_record`` [s] after rest or ``max_stop``."""
+    every = max(1, int(round(record_step / plant_dt)))
+    out = []
+    for start in starts:
+        plant = BrakedPlant(robot, brakes, dt=plant_dt, record_every=every)
+        plant.start(np.asarray(start.q0, float), np.asarray(start.v0, float))
+        plant.advance(max_stop)
+        rec = plant.record
+        t, q, v = np.array(rec.t), np.array(rec.q), np.array(rec.v)
+        rest = plant.rest_time if plant.rest_time is not None else math.nan
+        end = (rest if math.isfinite(rest) else max_stop) + rest_record
+        t, q, v = np.append(t, end), np.vstack([q, plant.q]), np.vstack([v, plant.v])
+        out.append(PlantStop(start, t, q, v, rest, tuple(plant.events)))
+    return out
+
+
+def sample_stops(stops: Sequence[PlantStop], names: Sequence[str], *, sensor: Sensor = Sensor(), seed: int = 0,
+                 lead: float = 0.1, gap: float = 0.5, t0: float = 1000.0) -> dict:
+    """The plant's stops seen through ``sensor``, one after the other: {"joint": [(stamp, measured-at, q, v)],
+    "trigger": [(t, bool)], "trigger_times": [...], "names": joint names}; times [s]. The arm moves at constant
+    joint velocity for ``lead`` [s] before each trigger (which falls anywhere between two samples), is recorded
+    until the plant stop's end, and is moved to the next start ``gap`` [s] later, off the record."""
     rng = np.random.default_rng(seed)
     h = 1.0 / sensor.rate
     joint, trigger, times = [], [], []
     t = t0
-    for start in starts:
-        te = t + lead + rng.uniform(0, h)  # the trigger falls anywhere between two samples
-        plant = BrakedPlant(robot, brakes, dt=plant_dt, record_every=1_000_000)
-        plant.start(np.asarray(start.q0, float), np.asarray(start.v0, float))
-        k0 = math.ceil(t / h)
-        tk = k0 * h
+    for stop in stops:
+        te = t + lead + rng.uniform(0, h)
+        tk = math.ceil(t / h) * h
         while tk < t:
             tk += h
         trigger.extend((x, False) for x in np.arange(t, te, 0.1))
         trigger.append((te, True))
         times.append(te)
-        end = None
+        end = te + float(stop.t[-1])
         while True:
             measured = tk + rng.uniform(-sensor.jitter, sensor.jitter)
-            if measured <= te:
-                q = start.q0 + start.v0 * (measured - te)
-                v = np.asarray(start.v0, float)
-            else:
-                plant.advance(measured - te)
-                q, v = plant.q.copy(), plant.v.copy()
-                if plant.at_rest and end is None:
-                    end = measured + rest_record
-                if measured - te > max_stop and end is None:
-                    end = measured
+            q, v = stop.state(measured - te)
             qm = np.round((q + rng.normal(0, sensor.noise, q.size)) / sensor.quantum) * sensor.quantum
             vm = v + rng.normal(0, sensor.velocity_noise, v.size)
-            joint.append((tk, measured, qm, vm))
-            if end is not None and tk >= end:
+            if not (sensor.drop_rate > 0 and rng.uniform() < sensor.drop_rate):
+                joint.append((tk, measured, qm, vm))
+            if tk >= end:
                 break
             tk += h
         trigger.extend((x, True) for x in np.arange(te + 0.1, tk, 0.1))
         trigger.append((tk + 1e-3, False))
         t = tk + gap
-    return {"joint": joint, "trigger": trigger, "trigger_times": times, "names": robot.joint_names}
+    return {"joint": joint, "trigger": trigger, "trigger_times": times, "names": tuple(names)}
+
+
+def simulate_stops(robot: RobotModel, brakes: BrakeSet, starts: Sequence[StopStart], *, sensor: Sensor = Sensor(),
+                   seed: int = 0, lead: float = 0.1, rest_record: float = 0.4, gap: float = 0.5,
+                   t0: float = 1000.0, plant_dt: float = 1e-4, max_stop: float = 4.0) -> dict:
+    """:func:`plant_stops` seen through ``sensor`` (:func:`sample_stops`)."""
+    stops = plant_stops(robot, brakes, starts, plant_dt=plant_dt, rest_record=rest_record, max_stop=max_stop)
+    return sample_stops(stops, robot.joint_names, sensor=sensor, seed=seed, lead=lead, gap=gap, t0=t0)
 
 
 def write_simulated_bag(path: str, samples: dict, storage: str = "mcap", joint_topic: str = "/joint_states",

@@ -5,9 +5,12 @@ first trigger message if it already means stopping). The state at the trigger in
 states of the ``pre_window`` [s] before it (:func:`state_at_trigger`; the robot moved on after the last sample). The
 stop ends when the arm is at rest: the first sample after which every joint stays within ``rest_tolerance`` [rad]
 of its value for ``rest_hold`` [s] (so a joint creeping slower than rest_tolerance / rest_hold counts as resting).
-The recorded stop time is when the last joint's recorded speed falls below ``rest_speed`` [rad/s] for good
-(:func:`~vtm_dynamics.core.estop.identification.settle_time`; the start of the rest window when the recording has
-no velocities). The samples used for the fit run from
+The recorded stop time is when the last joint's recorded speed falls below a threshold for good
+(:func:`~vtm_dynamics.core.estop.recorded.settle_time`; the start of the rest window when the recording has no
+velocities): ``rest_speed`` [rad/s], or ``REST_SPEED_SIGMAS`` times the velocity noise seen in the rest window if
+that is larger (at 3e-3 rad/s noise a 0.01 rad/s threshold is crossed by noise alone a few times per second,
+which pushed recorded stop times late by up to 60 %); the threshold is kept with the stop, and predictions are
+timed by the same one. The samples used for the fit run from
 the trigger to the end of the rest window.
 
 A stop that the recording cuts off before the rest window is complete, or a new trigger edge before rest, is an
@@ -21,38 +24,47 @@ import math
 
 import numpy as np
 
-from vtm_dynamics.core.estop.identification import settle_time
-from vtm_dynamics.core.estop.recorded import RecordedStop
+from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
 from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE, first_rest
 
 REST_SPEED = 0.01  # [rad/s]
+REST_SPEED_SIGMAS = 5.0  # the stop-time threshold is at least this many sigmas of the recorded velocity noise
 PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state at the trigger
 
 
 def state_at_trigger(t: np.ndarray, q: np.ndarray, v: np.ndarray | None, k: int, te: float,
-                     window: float = PRE_WINDOW) -> tuple[np.ndarray, np.ndarray]:
-    """(q, v) at the trigger instant ``te`` from the samples up to index ``k`` within ``window`` [s] before it.
+                     window: float = PRE_WINDOW) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(q, v) at the trigger instant ``te`` from the samples up to index ``k`` within ``window`` [s] before it, and
+    their 1-sigma (None when too few samples to tell).
 
     With recorded velocities: a least-squares line v(t) = v_e + a (t - te) through them gives v_e, and each
     sample's position carried to te along that line, q_k + v_e (te - t_k) - a (te - t_k)^2 / 2, is averaged
     (the encoder noise shrinks with the square root of the number of samples; extrapolating a fitted polynomial
-    in position instead would triple it). Without velocities: a least-squares quadratic in position."""
+    in position instead would triple it); the 1-sigma of v_e is the line's, that of the position the scatter of
+    the carried positions over sqrt(n) with the velocity's error carried over the mean lag. Without velocities:
+    a least-squares quadratic in position, with its own covariance."""
     sel = np.flatnonzero((t[: k + 1] >= t[k] - window))
     dt = t[sel] - te
     if sel.size < 4:
         vk = v[k] if v is not None else np.zeros(q.shape[1])
-        return q[k] + vk * (te - t[k]), vk.copy()
+        return q[k] + vk * (te - t[k]), vk.copy(), None, None
     if v is None:
         A = np.vstack([np.ones_like(dt), dt, dt * dt]).T
         coef, *_ = np.linalg.lstsq(A, q[sel], rcond=None)
-        return coef[0], coef[1]
+        resid = q[sel] - A @ coef
+        cov = np.linalg.pinv(A.T @ A)
+        s2 = np.sum(resid**2, axis=0) / max(sel.size - 3, 1)
+        return coef[0], coef[1], np.sqrt(s2 * cov[0, 0]), np.sqrt(s2 * cov[1, 1])
     B = np.vstack([np.ones_like(dt), dt]).T
     (ve, acc), *_ = np.linalg.lstsq(B, v[sel], rcond=None)
+    s2v = np.sum((v[sel] - B @ np.vstack([ve, acc])) ** 2, axis=0) / max(sel.size - 2, 1)
+    sigma_v = np.sqrt(s2v * np.linalg.pinv(B.T @ B)[0, 0])
     lag = -dt[:, None]
     carried = q[sel] + ve * lag - 0.5 * acc * lag * lag
-    return carried.mean(axis=0), ve
+    sigma_q = np.sqrt(np.var(carried, axis=0, ddof=1) / sel.size + (sigma_v * float(np.mean(lag))) ** 2)
+    return carried.mean(axis=0), ve, sigma_q, sigma_v
 
 
 def trigger_edges(rec: Recording) -> np.ndarray:
@@ -104,7 +116,7 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         k = int(np.searchsorted(t, te, side="right")) - 1
         if k < 0:
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): no joint state before the trigger")
-        q0, v0 = state_at_trigger(t, q, v if has_v else None, k, te, window=pre_window)
+        q0, v0, q0_sigma, v0_sigma = state_at_trigger(t, q, v if has_v else None, k, te, window=pre_window)
         nxt = edges[n] if n < edges.size else math.inf
         first = int(np.searchsorted(t, te, side="right"))  # the first sample after the trigger
         end = first_rest(t, q, first, int(np.searchsorted(t, nxt, side="left")), rest_hold, rest_tolerance)
@@ -115,7 +127,13 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): {cause}")
         last = int(np.searchsorted(t, t[end] + rest_hold, side="right")) - 1
         span = slice(first, last + 1)
-        stop_time = (settle_time(t[first:last + 1] - te, v[first:last + 1], rest_speed) if has_v
+        threshold = rest_speed
+        if has_v:
+            resting = v[end:last + 1]
+            spread = 1.4826 * float(np.median(np.abs(resting - np.median(resting, axis=0)))) if resting.size else 0.0
+            threshold = max(rest_speed, REST_SPEED_SIGMAS * spread)
+        stop_time = (settle_time(t[first:last + 1] - te, v[first:last + 1], threshold) if has_v
                      else float(t[end] - te))
-        stops.append(RecordedStop(label, q0, v0, t[span] - te, q[span], stop_time, float(te)))
+        stops.append(RecordedStop(label, q0, v0, t[span] - te, q[span], stop_time, float(te), q0_sigma, v0_sigma,
+                                  threshold))
     return stops

@@ -105,3 +105,32 @@ def test_yaml_file_errors_are_one_line(planar_3r, tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(cfg(joint1={"sliding_torque": 5.0})))
     assert brakes_from_config(planar_3r, str(good)).sliding_torque[0] == 5.0
+
+
+# ------------------------------------------------------------------ one consistency rule: holding >= breakaway >= sliding
+@pytest.mark.parametrize("entry, field", [
+    ({"sliding_torque": 50.0, "holding_torque": 40.0}, "holding_torque"),  # no breakaway: holding < sliding
+    ({"sliding_torque": 50.0, "holding_torque": 0.0}, "holding_torque"),
+    ({"sliding_torque": 50.0, "breakaway_torque": 60.0, "stribeck_velocity": 0.1, "holding_torque": 55.0},
+     "holding_torque"),
+    ({"sliding_torque": 50.0, "breakaway_torque": 45.0, "stribeck_velocity": 0.1, "holding_torque": 70.0},
+     "breakaway_torque"),
+    ({"sliding_torque": 2.0, "holding_torque": 1.5, "gear_ratio": 50, "side": "motor"}, "holding_torque"),
+])
+def test_a_brake_that_cannot_hold_its_own_friction_is_refused_in_one_line_naming_the_joint(planar_3r, entry, field):
+    """holding >= breakaway >= sliding >= 0, or the file is refused where it is read: such a brake made the
+    stick/slip decision fail with a traceback at the first stop instead of at start-up."""
+    with pytest.raises(BrakeConfigError) as err:
+        brakes_from_config(planar_3r, cfg(joint2=entry))
+    message = str(err.value)
+    assert message.startswith(f"brakes.joints.joint2.{field}:") and "\n" not in message, message
+    assert "holding >= breakaway >= sliding" in message
+
+
+def test_the_rule_holds_for_defaults_too_and_equal_values_are_accepted(planar_3r):
+    with pytest.raises(BrakeConfigError, match=r"brakes.joints.joint3.holding_torque"):
+        brakes_from_config(planar_3r, {"brakes": {"defaults": {"holding_torque": 30.0},
+                                                  "joints": {"joint1": {"sliding_torque": 20.0},
+                                                             "joint3": {"sliding_torque": 31.0}}}})
+    b = brakes_from_config(planar_3r, cfg(joint1={"sliding_torque": 20.0, "holding_torque": 20.0}))
+    assert b.holding_torque[0] == b.sliding_torque[0] == 20.0

@@ -1,90 +1,121 @@
-"""Identification against known truth: stops of the independent fixed-step plant with known brakes, recorded at
-500 Hz with timestamp jitter, encoder quantisation and noise (test/recordings/recordings_testdata.py), fitted from
-the shipped defaults. Sliding and viscous terms within 5 % and delays within 1 ms where the stops identify them;
-held-out stops predicted within 5 % in angle and time; what the stops cannot identify is reported without a
-number."""
+"""Identification against known truth on stops that do not share the fit's assumptions: the realistic set of
+test/recordings/recordings_testdata.py (per-joint delays of 13-24 ms, viscous terms on J0-J2, capacities 1.15-1.3 x
+sliding that decide slips in about half of the stops, 5 kg at tool0, a driver-like sensor), fitted from the
+shipped prior without the extended terms, as a user would. Before this work the same kind of stops ended in the
+wrong basin (1 of 24 values identified, held-out stops 19-21 % short in stop time, an elbow capacity reported as
+"at least 85 N m" above the truth) and the command exited 0."""
 
 from __future__ import annotations
+
 
 import numpy as np
 import pytest
 
-from test.recordings.recordings_testdata import (
-    MAIN, check_held_out_stops, check_main_terms_and_delays, check_reported_values_within_sigma, prior_brakes, true_brakes,
-    ur5,
-)
+from test.recordings.recordings_testdata import REALISTIC
+from vtm_dynamics.core.estop.brakes import BrakeSet, friction_order_problem
 from vtm_dynamics.core.estop.identification import (
-    FitParameter, IdentificationError, identify_brakes,
+    FitParameter, IdentificationError, RecordedStop, compare_stops, identify_brakes,
 )
-from vtm_dynamics.recordings.bag_files import read_recording
-from vtm_dynamics.recordings.stops import find_stops
+from vtm_dynamics.core.estop.stop_comparison import shortfalls
 
-@pytest.fixture(scope="module")
-def fitted(truth_bag):
-    robot = ur5()
-    stops = find_stops(read_recording(truth_bag), robot)
-    fit, held = stops[:6], stops[6:]
-    ident = identify_brakes(robot, prior_brakes(robot).brakes, fit)
-    return robot, ident, fit, held
+MAIN = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint")
 
 
-def test_every_stop_is_found(truth_bag, truth_samples):
-    stops = find_stops(read_recording(truth_bag), ur5())
-    assert len(stops) == len(truth_samples["trigger_times"]) == 8
-    np.testing.assert_allclose([s.trigger_time for s in stops], truth_samples["trigger_times"], atol=1e-6)
+def _truth(realistic):
+    return {b.joint: b for b in realistic[1].brakes}
 
 
-def test_sliding_viscous_and_delays_are_recovered(fitted):
-    robot, ident, _, _ = fitted
-    check_main_terms_and_delays(robot, ident, true_brakes(robot))
-    truth = {b.joint: b for b in true_brakes(robot).brakes}
-    est = {(e.joint, e.field): e for e in ident.estimates}
-    # a wrist term is either recovered or reported as not identifiable; never a wrong number
-    for e in ident.estimates:
-        if e.joint not in MAIN and e.field in ("sliding_torque", "viscous") and e.identifiable:
-            assert e.value == pytest.approx(getattr(truth[e.joint], e.field), rel=0.2), (e.joint, e.field)
+def test_every_stop_is_found_with_a_trigger_state_whose_stated_uncertainty_covers_the_truth(realistic, realistic_stops):
+    _, _, plant = realistic
+    assert len(realistic_stops) == REALISTIC.stops + REALISTIC.held == len(plant)
+    for stop, true in zip(realistic_stops, plant):
+        assert stop.q0_sigma is not None and stop.v0_sigma is not None
+        # the plant's state at the trigger is the truth the estimate from the samples before it must cover
+        assert np.all(np.abs(stop.q0 - true.start.q0) <= 5.0 * stop.q0_sigma + 2e-5), stop.label
+        assert np.all(np.abs(stop.v0 - true.start.v0) <= 5.0 * stop.v0_sigma + 1e-3), stop.label
 
 
-def test_every_reported_value_is_within_three_sigma_of_the_truth(fitted):
-    robot, ident, _, _ = fitted
-    check_reported_values_within_sigma(ident, true_brakes(robot), 3.0)
-
-
-def test_a_holding_capacity_no_stop_tested_is_not_a_number(fitted):
-    robot, ident, _, _ = fitted
-    holding = [e for e in ident.estimates if e.field == "holding_torque"]
-    assert len(holding) == robot.nv
-    for e in holding:
-        assert not e.identifiable and e.value is None and e.sigma is None
-        assert "no recorded stop" in e.reason and e.joint in e.test_motion
-
-
-def test_held_out_stops_are_predicted_within_5_percent(fitted):
-    robot, ident, _, held = fitted
-    check_held_out_stops(robot, ident, held)
-
-
-def test_the_fit_moves_away_from_a_wrong_prior(fitted):
-    robot, ident, _, _ = fitted
-    prior = {b.joint: b for b in prior_brakes(robot).brakes}
-    fitted_b = {b.joint: b for b in ident.brakes}
-    # the prior's sliding torques are 1/1.2 of the truth: the fit must have moved them by ~20 %
+def test_main_friction_within_5_percent_and_every_delay_within_1_ms(realistic, realistic_fit):
+    truth = _truth(realistic)
+    est = {(e.joint, e.field): e for e in realistic_fit.estimates}
     for joint in MAIN:
-        assert fitted_b[joint].sliding_torque / prior[joint].sliding_torque == pytest.approx(1.2, rel=0.05)
+        for field in ("sliding_torque", "viscous"):
+            e = est[(joint, field)]
+            assert e.identifiable, (joint, field, e.reason)
+            assert e.value == pytest.approx(getattr(truth[joint], field), rel=0.05), (joint, field)
+    for joint in truth:
+        e = est[(joint, "engage_delay")]
+        assert e.identifiable and abs(e.value - truth[joint].engage_delay) < 1e-3, (joint, e.value)
 
 
-def test_bad_identification_inputs_name_the_problem():
-    robot = ur5()
-    prior = prior_brakes(robot).brakes
+def test_every_reported_value_lies_within_four_sigma_of_the_truth(realistic, realistic_fit):
+    """The 1-sigma used to be too small (values up to 5.5 sigma from the truth at the right optimum): it now
+    carries the trigger-state estimates' error. Four sigma here because this set's plant step (2e-5 s) biases the
+    best-determined torques by up to 3.6 sigma; the stated rate is measured in bench/validate_calibration.py."""
+    truth = _truth(realistic)
+    for e in realistic_fit.estimates:
+        if e.identifiable and e.field != "holding_torque":
+            error = e.value - getattr(truth[e.joint], e.field)
+            assert abs(error) <= 4.0 * e.sigma, (e.joint, e.field, error / e.sigma)
+
+
+def test_the_elbow_capacity_is_bracketed_both_ways_around_the_truth_and_no_bound_is_above_it(realistic,
+                                                                                              realistic_fit):
+    """The elbow slips in some of these stops and holds in others: its capacity is an interval with both ends
+    (it used to be "at least 85 N m", above the truth of 66.7 N m, a lower bound that was no bound)."""
+    truth = _truth(realistic)
+    caps = {c.joint: c for c in realistic_fit.capacities}
+    elbow = caps["elbow_joint"]
+    assert elbow.tested and elbow.held and elbow.slipped, elbow
+    assert elbow.lower <= truth["elbow_joint"].holding_torque <= elbow.upper, elbow
+    for c in caps.values():
+        if c.loaded:  # "at least" means at least (an untested capacity claims no bound)
+            assert c.lower <= truth[c.joint].holding_torque <= c.upper, c
+    est = {(e.joint, e.field): e for e in realistic_fit.estimates}
+    untested = [e for e in est.values() if e.field == "holding_torque" and e.joint != "elbow_joint"]
+    assert all(not e.identifiable and e.value is None and ("not tested" in e.reason or "at least" in e.reason)
+               for e in untested)
+
+
+def test_every_start_reaches_the_same_optimum_the_prior_included(realistic_fit):
+    labels = [s.label for s in realistic_fit.starts]
+    assert len(labels) >= 3 and "prior" in labels
+    assert realistic_fit.agreeing == len(labels) and realistic_fit.converged
+
+
+def test_held_out_stops_within_5_percent_in_time_angle_and_distance(realistic, realistic_fit, realistic_stops):
+    robot = realistic[0]
+    held = realistic_stops[REALISTIC.stops:]
+    for c in compare_stops(robot, BrakeSet.from_brakes(robot, list(realistic_fit.brakes)), held, "tool0"):
+        for what in ("time", "angle", "tcp"):
+            assert abs(c.relative(what)) < 0.05, (c.label, what, c.relative(what))
+
+
+def test_cross_validation_is_reported_and_the_conservative_brakes_are_never_shorter(realistic_fit):
+    cv, cons = realistic_fit.cross_validation, realistic_fit.conservative_cross_validation
+    assert len(cv) == len(cons) == REALISTIC.stops
+    assert not shortfalls(cv, 0.05) and not shortfalls(cons, 0.05)
+    for a, b in zip(cv, cons):
+        assert b.predicted_time >= a.predicted_time - 1e-4 and b.predicted_tcp >= a.predicted_tcp - 1e-4, a.label
+
+
+def test_both_brake_sets_obey_the_friction_order_and_state_their_own_residual(realistic_fit):
+    for brakes in (realistic_fit.brakes, realistic_fit.conservative_brakes):
+        for b in brakes:
+            assert not friction_order_problem(b.sliding_torque, b.breakaway_torque, b.holding_torque), b
+    assert realistic_fit.residual_rms < 2.0 * realistic_fit.noise
+    assert realistic_fit.conservative_residual_rms > realistic_fit.residual_rms
+
+
+def test_bad_identification_inputs_name_the_problem(realistic):
+    robot = realistic[0]
+    prior = list(realistic[1].brakes)
     with pytest.raises(IdentificationError, match="no recorded stop"):
         identify_brakes(robot, prior, [])
+    one = [RecordedStop("x", np.zeros(6), np.zeros(6), np.array([0.1]), np.zeros((1, 6)))]
     with pytest.raises(IdentificationError, match="not an identifiable brake field"):
-        identify_brakes(robot, prior, _one_stop(robot), [FitParameter("elbow_joint", "side")])
+        identify_brakes(robot, prior, one, [FitParameter("elbow_joint", "side")])
     with pytest.raises(IdentificationError, match="no brake in the prior"):
-        identify_brakes(robot, prior[:2], _one_stop(robot), [FitParameter("elbow_joint", "viscous")])
-
-
-def _one_stop(robot):
-    from vtm_dynamics.core.estop.identification import RecordedStop
-
-    return [RecordedStop("x", np.zeros(6), np.zeros(6), np.array([0.1]), np.zeros((1, 6)))]
+        identify_brakes(robot, prior[:2], one, [FitParameter("elbow_joint", "viscous")])
+    with pytest.raises(IdentificationError, match="starts"):
+        identify_brakes(robot, prior, one, starts=0)

@@ -17,9 +17,11 @@ the generalized force Q of Müller 2026, eq. (3) acting on one joint coordinate:
   capacity rises with the same r(t). Physical source: the armature of a spring-applied brake needs a few ms to
   close the air gap once the coil current has decayed, so the friction torque builds up over that time;
 * at rest it sticks while the torque needed to hold the joint stays within r(t) * ``holding_torque`` [N m]
-  (static capacity; default: the breakaway torque, which defaults to the sliding torque; it must not be below
-  the breakaway torque, the friction a joint meets when it starts to slip from rest); the stick/slip decision
-  itself is made in :mod:`vtm_dynamics.core.estop`;
+  (static capacity; default: the breakaway torque, which defaults to the sliding torque); the stick/slip decision
+  itself is made in :mod:`vtm_dynamics.core.estop`. One rule orders the three torques of every brake,
+  holding >= breakaway >= sliding >= 0 (:func:`friction_order_problem`): a capacity below the friction a joint
+  meets when it starts to slip from rest leaves the stick/slip decision without a consistent outcome, so such a
+  file is refused where it is read, with the joint and field named;
 * ``armature`` [kg m^2]: the rotor inertia of the drive reflected to the joint (Pinocchio's ``model.armature``),
   added to the diagonal of the mass matrix M(q) during the stop (the rotor turns with the joint whatever the
   brake does). It is a drive property carried in the brake entry because the stop is the only place it is used;
@@ -140,6 +142,28 @@ def _number(value: Any, where: str, *, allow_inf: bool = False, positive: bool =
     return x
 
 
+FRICTION_ORDER = "holding >= breakaway >= sliding >= 0"
+
+
+def friction_order_problem(sliding: float, breakaway: float | None, holding: float) -> str:
+    """The one consistency rule of a brake's torques [N m], ``holding >= breakaway >= sliding >= 0`` (breakaway
+    None: equal to sliding), checked where brake files are read (:func:`brake_from_mapping`) and where they are
+    written (``vtm-calibrate``). Returns "" if it holds, else ``"<field>: <reason>"`` naming the first field that
+    breaks it. A capacity below the friction a joint meets when it starts to slip from rest is no brake: the
+    stick/slip decision then has no consistent outcome (a joint released at its capacity would be pushed back
+    by a larger friction)."""
+    if not sliding >= 0.0:
+        return f"sliding_torque: {sliding:g} is negative ({FRICTION_ORDER})"
+    if breakaway is not None and breakaway < sliding:
+        return f"breakaway_torque: {breakaway:g} is below sliding_torque {sliding:g} ({FRICTION_ORDER})"
+    static = sliding if breakaway is None else breakaway
+    if holding < static:
+        what = "sliding_torque" if breakaway is None else "breakaway_torque"
+        return (f"holding_torque: {holding:g} is below {what} {static:g} ({FRICTION_ORDER}: a joint starting to "
+                f"slip from rest meets {'the breakaway torque' if breakaway is not None else 'its sliding torque'})")
+    return ""
+
+
 def brake_from_mapping(joint: str, spec: Mapping[str, Any], prefix: str = "brakes.joints") -> JointBrake:
     """Validate one joint's brake entry (units in the module docstring) and convert it to joint-side values."""
     where = f"{prefix}.{clip(joint)}"
@@ -156,8 +180,6 @@ def brake_from_mapping(joint: str, spec: Mapping[str, Any], prefix: str = "brake
     sliding = _number(spec.get("sliding_torque", 0.0), f"{where}.sliding_torque", upper=MAX_BRAKE_TORQUE)
     raw_break = spec.get("breakaway_torque")
     breakaway = None if raw_break is None else _number(raw_break, f"{where}.breakaway_torque", upper=MAX_BRAKE_TORQUE)
-    if breakaway is not None and breakaway < sliding:
-        raise BrakeConfigError(f"{where}.breakaway_torque: {breakaway:g} is below sliding_torque {sliding:g}")
     raw_vs = spec.get("stribeck_velocity")
     stribeck_v = None if raw_vs is None else _number(raw_vs, f"{where}.stribeck_velocity", upper=MAX_STRIBECK_VELOCITY)
     if breakaway is not None and breakaway > sliding and not stribeck_v:
@@ -165,9 +187,9 @@ def brake_from_mapping(joint: str, spec: Mapping[str, Any], prefix: str = "brake
                                "sliding_torque")
     holding = _number(spec.get("holding_torque", breakaway if breakaway is not None else sliding),
                       f"{where}.holding_torque", allow_inf=True, upper=MAX_BRAKE_TORQUE)
-    if breakaway is not None and holding < breakaway:
-        raise BrakeConfigError(f"{where}.holding_torque: {holding:g} is below breakaway_torque {breakaway:g} "
-                               "(a joint starting to slip from rest meets the breakaway torque)")
+    problem = friction_order_problem(sliding, breakaway, holding)
+    if problem:
+        raise BrakeConfigError(f"{where}.{problem}")
     rise = _number(spec.get("rise_time", 0.0), f"{where}.rise_time", upper=MAX_BRAKE_DELAY)
     armature = _number(spec.get("armature", 0.0), f"{where}.armature", upper=MAX_ARMATURE)
     viscous = _number(spec.get("viscous", 0.0), f"{where}.viscous", upper=MAX_BRAKE_VISCOUS)

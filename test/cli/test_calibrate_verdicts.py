@@ -1,0 +1,55 @@
+"""vtm-calibrate's verdicts: an unconverged fit is said to be one and gets status 4, never advice to change the brake
+model (the tool used to answer a fit stuck in a wrong basin with "try breakaway_torque stribeck_velocity"); a
+cross-validated stop shorter than recorded beyond the tolerance gets status 3; either may be accepted explicitly."""
+
+import math
+
+import numpy as np
+
+from vtm_dynamics.cli.calibrate import EXIT_NONCONSERVATIVE, EXIT_UNCONVERGED, verdicts
+from vtm_dynamics.core.estop.identification import Identification
+from vtm_dynamics.core.estop.output_error import StartResult
+from vtm_dynamics.core.estop.stop_comparison import StopComparison
+
+
+def _ident(agreeing: list[bool], residual: float) -> Identification:
+    starts = tuple(StartResult(f"s{k}", np.zeros(1), np.zeros(1), 1.0, "", a) for k, a in enumerate(agreeing))
+    return Identification("ur5", (), (), (), (), residual, residual, 100, 10, 1.0, "", starts, 1e-4, 0.95)
+
+
+def _stop(label: str, time_ratio: float) -> StopComparison:
+    angles = np.array([0.5, 0.0])
+    return StopComparison(label, angles, angles, 0.3, 0.3 * time_ratio, 0.2, 0.2, 1e-4, np.zeros(0), np.zeros((0, 2)))
+
+
+def test_an_unconverged_fit_gets_status_4_and_no_advice_to_change_the_model():
+    lines, status = verdicts(_ident([True, False, False], 1e-2), [_stop("a", 1.0)], 0.05, 1e-4, False, False)
+    assert status == EXIT_UNCONVERGED
+    assert lines[0].startswith("not converged: only 1 of 3 starts")
+    assert not any("breakaway" in line or "stribeck" in line for line in lines)
+
+
+def test_a_converged_fit_with_a_residual_above_the_noise_may_name_the_model_terms():
+    lines, status = verdicts(_ident([True, True], 2.5e-4), [_stop("a", 1.0)], 0.05, 1e-4, False, False)
+    assert status == 0 and any(line.startswith("model:") and "breakaway_torque" in line for line in lines)
+
+
+def test_a_stop_predicted_short_beyond_the_tolerance_gets_status_3_unless_accepted():
+    stops = [_stop("a", 1.02), _stop("b", 0.93), _stop("c", 0.97)]
+    lines, status = verdicts(_ident([True, True], 1e-4), stops, 0.05, 1e-4, False, False)
+    assert status == EXIT_NONCONSERVATIVE and lines[0].startswith("non-conservative: 1 cross-validated")
+    assert "worst b stop time -7.0 %" in lines[0]
+    _, status = verdicts(_ident([True, True], 1e-4), stops, 0.05, 1e-4, True, False)
+    assert status == 0
+    _, status = verdicts(_ident([True, True], 1e-4), stops, 0.08, 1e-4, False, False)
+    assert status == 0 and math.isfinite(stops[0].relative("time"))
+
+
+def test_starts_that_agree_on_an_optimum_far_from_the_data_are_no_fit_to_use():
+    """Every start can fall into the same wrong basin: a residual three times the noise gets status 4 and is not
+    blamed on the brake model alone."""
+    lines, status = verdicts(_ident([True, True, True], 5e-4), [_stop("a", 1.0)], 0.05, 1e-4, False, False)
+    assert status == EXIT_UNCONVERGED and lines[0].startswith("inadequate fit: the residual RMS 0.0005 rad is 5.0 x")
+    assert not any(line.startswith("model:") for line in lines)
+    _, status = verdicts(_ident([True, True, True], 5e-4), [_stop("a", 1.0)], 0.05, 1e-4, False, True)
+    assert status == 0

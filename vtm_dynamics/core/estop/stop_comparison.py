@@ -1,0 +1,113 @@
+"""Predicted against recorded stops: stopping angles, stop times and TCP distances, and the safety verdict on them.
+
+A prediction that stops the robot sooner or shorter than it really stopped is non-conservative: a separation
+distance computed from it is too small. :func:`shortfalls` lists every stop whose predicted stop time or TCP
+distance falls short of the recorded one by more than a tolerance. Stop times are read by one rule on both sides
+(:func:`~.recorded.settle_time`). Units: rad, s, m.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.inputs import StopSettings
+from vtm_dynamics.core.estop.output_error import StopPredictor, interp_hermite
+from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
+from vtm_dynamics.core.estop.results import StopPrediction
+from vtm_dynamics.core.robot.model import RobotModel
+
+
+@dataclass(frozen=True)
+class StopComparison:
+    """Predicted vs recorded for one stop: stopping angles (nv) [rad] (rest minus trigger), stop times [s], TCP
+    straight-line distances [m] (nan without a TCP frame) and the RMS angle residual [rad] over the samples."""
+
+    label: str
+    recorded_angles: np.ndarray
+    predicted_angles: np.ndarray
+    recorded_time: float
+    predicted_time: float
+    recorded_tcp: float
+    predicted_tcp: float
+    rms_residual: float
+    predicted_t: np.ndarray
+    predicted_q: np.ndarray
+
+    @property
+    def main_joint(self) -> int:
+        """The joint that moved most in the recording."""
+        return int(np.argmax(np.abs(self.recorded_angles)))
+
+    def relative(self, what: str) -> float:
+        """(predicted - recorded) / recorded of ``what`` in angle (main joint), time, tcp; nan if unknown."""
+        if what == "angle":
+            i = self.main_joint
+            rec, pred = abs(self.recorded_angles[i]), abs(self.predicted_angles[i])
+        elif what == "time":
+            rec, pred = self.recorded_time, self.predicted_time
+        else:
+            rec, pred = self.recorded_tcp, self.predicted_tcp
+        return (pred - rec) / rec if rec and math.isfinite(rec) and math.isfinite(pred) else math.nan
+
+
+def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, stop: RecordedStop,
+                       tcp_frame: str | None, rest_speed: float | None = None) -> StopComparison:
+    """One stop's comparison (a failed prediction compares as nan); the predicted stop time by the stop-time rule
+    with ``rest_speed`` [rad/s] (default: the threshold the recorded stop was timed with)."""
+    rest_speed = stop.rest_speed if rest_speed is None else rest_speed
+    rec_tcp = pred_tcp = math.nan
+    if tcp_frame is not None:
+        a = robot.frame_placement(stop.q0, tcp_frame).translation
+        b = robot.frame_placement(stop.q[-1], tcp_frame).translation
+        rec_tcp = float(np.linalg.norm(b - a))
+    if prediction is None:
+        nan = np.full(robot.nv, math.nan)
+        return StopComparison(stop.label, stop.q[-1] - stop.q0, nan, stop.stop_time, math.nan, rec_tcp, math.nan,
+                              math.nan, np.zeros(0), np.zeros((0, robot.nq)))
+    qp = interp_hermite(prediction.t, prediction.q, prediction.v, stop.t)
+    if tcp_frame is not None:
+        pred_tcp = prediction.tcp_straight_distance
+    return StopComparison(
+        stop.label, stop.q[-1] - stop.q0, prediction.stopping_angles, stop.stop_time,
+        settle_time(prediction.t, prediction.v, rest_speed) if prediction.stopped else math.nan, rec_tcp, pred_tcp,
+        float(np.sqrt(np.mean((qp - stop.q) ** 2))), prediction.t, prediction.q,
+    )
+
+
+def compare_stops(robot: RobotModel, brakes: BrakeSet, stops: Sequence[RecordedStop], tcp_frame: str | None = None,
+                  settings: StopSettings = StopSettings(step=0.01), rest_speed: float | None = None,
+                  predictor: StopPredictor | None = None) -> list[StopComparison]:
+    """Predicted vs recorded stopping angle, time and TCP distance for each stop (see :class:`StopComparison`).
+    The predicted time is :func:`~.recorded.settle_time` of the prediction with ``rest_speed`` [rad/s] (default:
+    each stop's own threshold), the rule by which the recorded stop time was read (``RecordedStop.stop_time``)."""
+    predictor = predictor or StopPredictor(robot, settings)
+    preds = predictor.predict_many([(brakes, s) for s in stops], tcp_frame, to_rest=True)
+    return [compare_prediction(robot, p, s, tcp_frame, rest_speed) for p, s in zip(preds, stops)]
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """A stop predicted shorter than recorded: ``what`` (time | tcp), the relative error (negative)."""
+
+    label: str
+    what: str
+    relative: float
+
+
+def shortfalls(comparisons: Sequence[StopComparison], tolerance: float) -> list[Shortfall]:
+    """Every stop whose predicted stop time or TCP distance is shorter than recorded by more than ``tolerance``
+    (relative), or that the prediction does not bring to rest (unknown counts as short)."""
+    out = []
+    for c in comparisons:
+        for what in ("time", "tcp"):
+            rel = c.relative(what)
+            if what == "tcp" and not math.isfinite(c.recorded_tcp):
+                continue
+            if not math.isfinite(rel) or rel < -tolerance:
+                out.append(Shortfall(c.label, what, rel))
+    return out
