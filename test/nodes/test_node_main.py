@@ -193,3 +193,27 @@ def test_an_exception_out_of_spin_is_a_shutdown_race_only_once_the_shutdown_bega
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == status, out.stdout + out.stderr
     assert ("Unable to convert call argument" in out.stderr) == (status == 1), out.stderr
+
+
+INTERRUPTED_START = '''
+import sys
+from vtm_dynamics.nodes.node_main import run_node
+
+
+def interrupted():
+    """Ctrl-C while the node is still being made (loading its model, importing): what Python raises on SIGINT
+    before rclpy's executor is spinning."""
+    raise KeyboardInterrupt
+
+
+sys.exit(run_node("interrupted", interrupted, ()))
+'''
+
+
+def test_ctrl_c_while_a_node_is_still_starting_ends_with_0_and_no_traceback():
+    """A loaded machine makes start-up slow, and a launch's Ctrl-C may come before the node spins (seen in the
+    start/SIGINT cycles: a KeyboardInterrupt traceback and status -2 from inside the predictor's construction)."""
+    out = subprocess.run([python_executable(), "-c", INTERRUPTED_START], cwd=REPO_ROOT, env=ros_subprocess_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr, out.stderr

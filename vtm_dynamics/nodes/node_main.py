@@ -5,7 +5,8 @@ this machine and sockets on loopback unless the user chose otherwise), so no nod
 at import. A node whose parameters or model are unusable, or whose middleware refuses to create it (e.g.
 ``ROS_SECURITY_ENABLE=true`` with a Fast DDS built without DDS-Security: it fails closed), does not start: one line
 ``<name>: cannot start: <reason>`` on stdout and exit status 2 (the reason names the parameter, field or cause).
-Ctrl-C or an external shutdown ends with 0, however the race with the executor falls: when the shutdown (SIGINT
+Ctrl-C or an external shutdown ends with 0, at any moment (also while the node is still being made) and however
+the race with the executor falls: when the shutdown (SIGINT
 shuts the context down from rclpy's signal thread) invalidates a handle the executor is using at that moment, rclpy
 raises from inside ``spin`` (e.g. ``RuntimeError: Unable to convert call argument '0' to Python object`` in
 ``_take_subscription``, seen in 1 of 8 shutdowns under ``ros2 launch``); an exception that escapes ``spin`` once
@@ -45,8 +46,14 @@ def run_node(name: str, factory: Callable[[], Node], startup_errors: tuple[type[
     except MIDDLEWARE_ERRORS as err:
         print(f"{name}: cannot start: {one_line(err, 500)}", flush=True)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before the node exists: nothing to undo but the context
+        rclpy.try_shutdown()
+        return 0
     try:
         node = factory()
+    except KeyboardInterrupt:  # Ctrl-C while the node is still being made (a slow start on a loaded machine)
+        rclpy.try_shutdown()
+        return 0
     except startup_errors as err:
         print(f"{name}: cannot start: {err}", flush=True)
         rclpy.try_shutdown()
