@@ -23,9 +23,11 @@ from vtm_msgs.msg import SeparationDistance
 from vtm_msgs.srv import CheckTrajectory
 
 from vtm_dynamics.core.stopsafe.results import SpeedScaling, TrajectoryCheck
-from vtm_dynamics.core.stopsafe.sampling import MAX_RATE, SamplingSpec
+from vtm_dynamics.core.stopsafe.sampling import MAX_RATE, MAX_SAMPLES, SamplingSpec
 from vtm_dynamics.core.stopsafe.scene import DIMENSIONS, MAX_NAME_CHARS, PRIMITIVE_TYPES, Scene, scene_from_mapping
-from vtm_dynamics.core.stopsafe.trajectory import MAX_JOINTS, PlannedTrajectory, planned_trajectory
+from vtm_dynamics.core.stopsafe.trajectory import (
+    MAX_JOINTS, PlannedTrajectory, check_limits, model_order, planned_trajectory,
+)
 
 NAN = math.nan
 
@@ -80,6 +82,15 @@ def trajectory_of(msg: Any, limits: CheckLimits) -> PlannedTrajectory:
     try:
         return planned_trajectory(list(names), t, arrays["positions"], arrays["velocities"], arrays["accelerations"],
                                   max_points=limits.max_points)
+    except ValueError as err:
+        raise ValueError(f"trajectory.{err}") from None
+
+
+def check_against(robot: Any, trajectory: PlannedTrajectory) -> None:
+    """The trajectory names every movable joint of ``robot`` and stays within its position and velocity limits
+    (the core's exact check); ``ValueError`` naming the ``trajectory`` field otherwise."""
+    try:
+        check_limits(robot, trajectory, model_order(robot, trajectory))
     except ValueError as err:
         raise ValueError(f"trajectory.{err}") from None
 
@@ -155,18 +166,19 @@ def sampling_of(request: Any, trajectory: PlannedTrajectory, cases: int, limits:
     period = request.sample_period
     if not (_finite(period) and period >= 0):
         raise ValueError(f"sample_period: expected 0 (refined) or a positive period [s], got {period}")
-    cap = max(2, limits.max_stops // max(cases, 1))
-    if period == 0:
-        return SamplingSpec(tolerance=limits.tolerance, max_samples=min(cap, 200_000))
-    if period < 1.0 / MAX_RATE:
+    cap = max(2, min(limits.max_stops // max(cases, 1), MAX_SAMPLES))
+    if period != 0 and period < 1.0 / MAX_RATE:
         raise ValueError(f"sample_period: at least {1.0 / MAX_RATE:g} s, got {period:.6g}")
-    n = int(math.ceil(trajectory.duration / period - 1e-9)) + 1
+    spec = SamplingSpec(rate=1.0 / period if period else None, tolerance=limits.tolerance, max_samples=cap)
+    rate = spec.rate if spec.rate is not None else spec.initial_rate
+    n = int(math.ceil(trajectory.duration * rate - 1e-9)) + 1  # the first instants (core: uniform_instants)
     if trajectory.interpolation == "linear":
         n += 2 * max(trajectory.n_points - 2, 0)
     if n * cases > limits.max_stops:
-        raise ValueError(f"sample_period: {trajectory.duration:.6g} s every {period:.6g} s is {n} E-stop instants x "
-                         f"{cases} cases, more than check_max_stops {limits.max_stops} predicted stops")
-    return SamplingSpec(rate=1.0 / period, tolerance=limits.tolerance, max_samples=min(cap, 200_000))
+        every = f"every {period:.6g} s" if period else f"at the first {rate:g} Hz of the refinement"
+        raise ValueError(f"sample_period: {trajectory.duration:.6g} s {every} is {n} E-stop instants x {cases} "
+                         f"cases, more than check_max_stops {limits.max_stops} predicted stops")
+    return spec
 
 
 # ------------------------------------------------------------------------------------------------ response

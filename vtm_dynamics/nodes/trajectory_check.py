@@ -67,6 +67,7 @@ class TrajectoryChecks:
             scene = io.scene_of(request, self.limits)
             categories = io.categories_of(request, self.default_category)
             kit = self.kits.kit(model)
+            io.check_against(kit.geometry.robot, trajectory)
             setup = kit.setup(categories, budget)
             settings = CheckSettings(margin=request.margin,
                                      sampling=io.sampling_of(request, trajectory, len(setup.cases), self.limits))
