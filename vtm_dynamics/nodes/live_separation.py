@@ -77,11 +77,11 @@ class PersonSource:
 class LiveSeparation:
     """The ``protective_separation_distance`` output (module docstring): its publisher, the person subscription
     (only without a fixed point) and :attr:`output` for ``ContinuousMode.add``. ``p`` the node's parameters,
-    ``category`` the node's stop category."""
+    ``category`` the node's stop category; ``node.models`` its model slot (the root frame of person positions)."""
 
     def __init__(self, node: Any, p: dict, kits: StopsafeKits, category: int, log: Callable[[str, str], Any],
                  now: Callable[[], float]) -> None:
-        self.p, self.kits, self.category, self.log = p, kits, int(category), log
+        self.p, self.kits, self.category, self.log, self.models = p, kits, int(category), log, node.models
         self.parameters = separation_parameters(p)
         self.person = PersonSource(p["separation_person_point"], p["separation_person_max_age"], now)
         self._monitors: dict[str, SeparationMonitor] = {}
@@ -94,7 +94,8 @@ class LiveSeparation:
                                        lambda: bool(p["separation_distance"]))
 
     def on_person(self, msg: PointStamped) -> None:
-        problem = self.person.receive(msg.header.frame_id, msg.point, self.root)
+        model = self.models.current
+        problem = self.person.receive(msg.header.frame_id, msg.point, root_frame_of(model.robot) if model else "")
         if problem:
             self.log("warning", problem)
 
