@@ -162,6 +162,12 @@ class EstopPredictor(Node):
         """The current stop (None when re-armed)."""
         return self.session.current
 
+    @property
+    def pending(self) -> Any:
+        """The current stop while a prediction of it is due or running, else None (the demo waits on it)."""
+        stop = self.session.current
+        return stop if stop is not None and (stop.dirty or stop.in_flight) else None
+
     def now(self) -> float:
         """Node clock [s]."""
         return self.get_clock().now().nanoseconds * 1e-9
