@@ -167,8 +167,9 @@ def estop_predictor_adapter(node: Node) -> NodeAdapter:
     unguarded, so an exception would escape). Events: the same, then the adapter waits until the trigger worker
     has published what the event caused. ``robot_description``: the handler queues the text for the auxiliary
     worker; the adapter waits until the worker is idle again (its log lines belong to the input).
-    ``predict_stop``: the service's part, as the worker runs it (validation and prediction of one request)."""
-    from vtm_msgs.srv import PredictStop
+    ``predict_stop`` and ``check_trajectory``: the services' parts, as the worker runs them (validation and work
+    of one request). ``person_position``: the live separation distance's input handler."""
+    from vtm_msgs.srv import CheckTrajectory, PredictStop
 
     def trigger_work_done() -> bool:
         session = node.session
@@ -204,8 +205,10 @@ def estop_predictor_adapter(node: Node) -> NodeAdapter:
             "brake_events": event(node.on_brake_event),
             "lock_events": event(node.on_lock_event),
             "robot_description": description,
+            "person_position": node.separation.on_person,
         },
-        services={"predict_stop": lambda req: node.requests.answer(req, PredictStop.Response())},
+        services={"predict_stop": lambda req: node.requests.answer(req, PredictStop.Response()),
+                  "check_trajectory": lambda req: node.checks.answer(req, CheckTrajectory.Response())},
         vocabulary={
             "joint_states": ("joint_states",),
             "estop": ("estop",),
@@ -213,6 +216,10 @@ def estop_predictor_adapter(node: Node) -> NodeAdapter:
             "lock_events": ("lock_events",),
             "robot_description": ("robot_description",),
             "predict_stop": ("predict_stop", "state", "stop_category", "brake_config_yaml", "tcp_frame", "horizon"),
+            "check_trajectory": ("check_trajectory", "trajectory", "obstacles", "obstacle_poses", "obstacle_names",
+                                 "floor_height", "margin", "stop_categories", "sample_period", "check_max_stops",
+                                 "check_deadline"),
+            "person_position": ("person_position",),
         },
     )
 

@@ -593,3 +593,114 @@ def joint_trajectories(draw, known: tuple[str, ...] = SLIDER_CRANK_JOINTS) -> Ca
     # no points: "hold where you are" (documented), whatever the names; otherwise every model joint must be named
     bad = n_points > 0 and (kind != "all" or shape != "ok" and n_points > 1 or huge)
     return Case(msg, bad, f"{kind} n={len(names)} points={n_points} target={target} shape={shape}")
+
+
+# ------------------------------------------------------------------------------------------------ stop-safe motion
+def _pose(x: float = 0.0, y: float = 0.0, z: float = 0.0, w: float = 1.0) -> Any:
+    from geometry_msgs.msg import Pose
+
+    p = Pose()
+    p.position.x, p.position.y, p.position.z, p.orientation.w = x, y, z, w
+    return p
+
+
+@st.composite
+def check_trajectory_requests(draw, q, max_points: int, max_obstacles: int) -> Case:
+    """vtm_msgs/CheckTrajectory requests for a UR5: a cheap valid request (two points, a wall far away, three
+    E-stop instants) with some fields made bad: point counts beyond ``max_points`` or too few, unknown / missing /
+    repeated joints, NaN or huge positions, times not increasing, arrays of the wrong length; obstacle counts
+    beyond ``max_obstacles``, unsupported primitive types, wrong or non-finite dimensions, poses and names that do
+    not match, non-unit quaternions; bad margins, categories, sample periods and floors; an empty scene."""
+    from shape_msgs.msg import SolidPrimitive
+    from vtm_msgs.srv import CheckTrajectory
+
+    q = [float(x) for x in q]
+    names = list(UR5_JOINTS)
+    req = CheckTrajectory.Request(margin=0.02, sample_period=0.5, has_floor=True, floor_height=-0.3)
+    req.obstacles = [SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[0.1, 1.0, 1.0])]
+    req.obstacle_poses, req.obstacle_names = [_pose(x=1.5, z=0.5)], ["wall"]
+    n_points, shape = 2, "ok"
+    fields: list[str] = []
+    kind = draw(st.sampled_from(["ok", "ok", "ok", "points", "names", "values", "times", "lengths", "obstacles",
+                                 "primitive", "poses", "margin", "categories", "period", "floor", "empty"]))
+    if kind == "points":
+        n_points = draw(st.sampled_from([0, 1, max_points + 1, MAX_POINTS]))
+        if not 2 <= n_points <= max_points:
+            fields.append("trajectory")
+    if kind == "names":
+        names = draw(st.sampled_from([names[:5], names + ["extra"], ["x" * 300] + names[1:], [names[0]] * 6,
+                                      ["no_such_joint"] + names[1:], []]))
+        fields.append("trajectory")
+    msg = JointTrajectory(joint_names=names)
+    value = draw(st.sampled_from([math.nan, math.inf, 1e6, 1e300])) if kind == "values" else None
+    for k in range(n_points):
+        p = JointTrajectoryPoint()
+        base = [q[j % 6] + 0.1 * k / max(n_points, 1) for j in range(len(names))]
+        if value is not None and k == n_points - 1:
+            base[0] = value
+        p.positions = base + ([0.0] if kind == "lengths" and k == 1 else [])
+        t = 1.0 * k / max(n_points - 1, 1) if kind != "times" else 1.0 - k
+        p.time_from_start.sec, p.time_from_start.nanosec = int(math.floor(t)), int(round((t - math.floor(t)) * 1e9))
+        msg.points.append(p)
+    if kind in ("values", "times", "lengths"):
+        fields.append("trajectory")
+    req.trajectory = msg
+    if kind == "obstacles":
+        n = draw(st.sampled_from([max_obstacles + 1, 1000]))
+        req.obstacles = [SolidPrimitive(type=1, dimensions=[0.1, 0.1, 0.1])] * n
+        req.obstacle_poses, req.obstacle_names = [_pose(x=2.0)] * n, []
+        fields.append("obstacles")
+    if kind == "primitive":
+        prim = draw(st.sampled_from([SolidPrimitive(type=0, dimensions=[1.0]), SolidPrimitive(type=5, dimensions=[1.0]),
+                                     SolidPrimitive(type=255, dimensions=[]), SolidPrimitive(type=2, dimensions=[]),
+                                     SolidPrimitive(type=1, dimensions=[1.0, 1.0]),
+                                     SolidPrimitive(type=3, dimensions=[math.nan, 1.0]),
+                                     SolidPrimitive(type=2, dimensions=[-1.0]),
+                                     SolidPrimitive(type=1, dimensions=[1e300, 1.0, 1.0]),
+                                     SolidPrimitive(type=4, dimensions=[1.0] * 10_000)]))
+        req.obstacles = [prim]
+        fields.append("obstacles")
+    if kind == "poses":
+        which = draw(st.sampled_from(["count", "quaternion", "nan", "names", "far"]))
+        if which == "count":
+            req.obstacle_poses = []
+        elif which == "quaternion":
+            req.obstacle_poses = [_pose(x=1.5, w=0.0)]
+        elif which == "nan":
+            req.obstacle_poses = [_pose(x=math.nan, w=1.0)]
+        elif which == "far":
+            req.obstacle_poses = [_pose(x=1e6)]
+        else:
+            req.obstacle_names = ["a", "b"]
+        fields.append("obstacle_poses" if which != "names" else "obstacle_names")
+    if kind == "margin":
+        req.margin = draw(st.sampled_from([math.nan, math.inf, -5.0, 100.0]))
+        fields.append("margin")
+    if kind == "categories":
+        req.stop_categories = draw(st.sampled_from([[2], [0, 0], [0, 1, 0], [255]]))
+        fields.append("stop_categories")
+    if kind == "period":
+        req.sample_period = draw(st.sampled_from([-1.0, math.nan, math.inf, 1e-9, 1e-4]))
+        fields.append("sample_period")
+    if kind == "floor":
+        req.floor_height = draw(st.sampled_from([math.nan, math.inf, 1e9]))
+        fields.append("floor_height")
+    if kind == "empty":
+        req.obstacles, req.obstacle_poses, req.obstacle_names = [], [], []
+        req.has_floor, req.self_collision = False, False
+        fields.append("obstacles")
+    req.search_speed_scaling = kind == "ok" and draw(st.integers(0, 4)) == 0
+    return Case(req, bool(fields), f"{kind} points={n_points} names={len(names)}", tuple(fields))
+
+
+@st.composite
+def person_positions(draw) -> Case:
+    """geometry_msgs/PointStamped on person_position: NaN, inf, huge coordinates, foreign or hostile frames."""
+    from geometry_msgs.msg import PointStamped
+
+    msg = PointStamped()
+    msg.point.x, msg.point.y, msg.point.z = (draw(floats(True, -3.0, 3.0)) for _ in range(3))
+    msg.header.frame_id = draw(st.sampled_from(["", "world", "camera", "x" * 10_000, "../../etc/passwd"]))
+    coords = (msg.point.x, msg.point.y, msg.point.z)
+    bad = not all(math.isfinite(c) and abs(c) <= 1000.0 for c in coords) or msg.header.frame_id not in ("", "world")
+    return Case(msg, bad, f"point={coords} frame={msg.header.frame_id[:20]!r}", ("person_position",))

@@ -44,6 +44,8 @@ from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V, first_positions
 from test.ros_helpers import spin_until
 
 PREDICTION_WAIT_S = 10.0  # [s] generous: a UR5 prediction takes milliseconds
+CHECK_MAX_POINTS, CHECK_MAX_OBSTACLES = 1000, 20  # caps the generated check_trajectory requests exceed
+CHECK_BOUND_S = 30.0  # [s] one generated check_trajectory request on the worker (a valid one takes well under 1 s)
 
 
 class Rig:
@@ -62,7 +64,8 @@ class Rig:
         self.opens = OpenRecorder.install(self.files["root"])
         # max_start_state_age 0.15 s as in test/nodes/node_harness.py: a state fed and a trigger sent at once can
         # be more than the default 0.05 s apart on a loaded test machine
-        params = {"robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0, "max_start_state_age": 0.15}
+        params = {"robot": "ur5", "brake_config": TEST_BRAKES, "ghost_rate": 0.0, "max_start_state_age": 0.15,
+                  "check_max_points": CHECK_MAX_POINTS, "check_max_obstacles": CHECK_MAX_OBSTACLES}
         self.node = EstopPredictor(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
         self.a = estop_predictor_adapter(self.node)
         self.listener = rclpy.create_node("fuzz_prediction_listener")
@@ -224,6 +227,59 @@ def test_predict_stop_service(rig, case):
         wanted = np.array([given_q[n] for n in S.UR5_JOINTS])
         assert np.allclose(start, wanted, atol=1e-9), f"{context}: prediction does not start at the request state"
     rig.every(100, context)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(S.check_trajectory_requests(UR5_Q, CHECK_MAX_POINTS, CHECK_MAX_OBSTACLES))
+@example(S.Case(None, True, "100,001 points (the core's own cap plus one)", ("trajectory",)))
+@surveyable
+def test_check_trajectory_service(rig, case):
+    """Bad requests: success=false with one line naming a bad field, no numbers, nothing opened; valid ones: a
+    result for every E-stop instant. The worker's time is bounded (the request's work is on the worker, not the
+    callback thread; the callback only queues it)."""
+    import time as _time
+
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    from vtm_msgs.srv import CheckTrajectory
+
+    msg = case.msg
+    if msg is None:  # built here: 100,001 points are too many to build at import
+        msg = CheckTrajectory.Request(trajectory=JointTrajectory(joint_names=list(S.UR5_JOINTS), points=[
+            JointTrajectoryPoint(positions=list(UR5_Q), time_from_start=Duration(sec=k)) for k in range(100_001)]),
+            has_floor=True)
+    rig.a.reset_log_limits()
+    t0 = _time.perf_counter()
+    with rig.opens.watching() as opened:
+        out = deliver(rig.a, rig.capture, rig.a.services["check_trajectory"], msg)
+    context = f"check_trajectory ({case.note})"
+    assert _time.perf_counter() - t0 < CHECK_BOUND_S, f"{context}: {_time.perf_counter() - t0:.1f} s on the worker"
+    assert not opened, f"{context} opened {opened}"
+    no_leak(rig, out, context)
+    assert out.error is None, f"{context}: {out.error!r}"
+    assert len(out.lines) <= 1, f"{context}: {[x.text for x in out.lines]}"
+    res = out.value
+    if case.bad:
+        assert not res.success, f"{context}: a bad request was answered with success"
+        assert any(f in res.message for f in case.fields), f"{context}: {res.message!r} names none of {case.fields}"
+        assert any(any(f in x.text for f in case.fields) for x in out.lines), f"{context}: no log line names it"
+        assert len(res.time) == 0 and res.first_unsafe == CheckTrajectory.Response.NOT_CHECKED and not res.safe
+    elif case.bad is False:
+        assert res.success, f"{context}: a valid request failed: {res.message}"
+        n = len(res.time)
+        assert n >= 2 and all(len(getattr(res, f)) == n for f in ("stop_time", "tcp_distance", "min_clearance",
+                                                                  "link", "obstacle", "sample_safe"))
+        assert res.model_name == "ur5" and res.predicted_stops >= n * len(res.cases)
+    rig.every(30, context)
+
+
+@settings(max_examples=examples(150))
+@given(S.person_positions())
+@surveyable
+def test_person_positions(rig, case):
+    rig.a.reset_log_limits()
+    out = deliver(rig.a, rig.capture, rig.a.inputs["person_position"], case.msg)
+    check_outcome(rig.a, "person_position", out, case.bad, case.note)
 
 
 # a trigger sequence: ('state',) | ('estop', bool) | ('engage',) | ('release',) | ('flood', topic, count)

@@ -98,3 +98,36 @@ def test_analyze_solvability_service_round_trip(echo_process, node):
     response = future.result()
     assert response.message == "<robot name='r'/>" and response.report.planar
     assert [(p.name, p.rows) for p in response.report.pairs] == [("p0", 0), ("p1", 1), ("p2", 2)]
+
+
+def test_check_trajectory_service_round_trip(echo_process, node):
+    """The generated CheckTrajectory type crosses DDS: the JointTrajectory, the SolidPrimitive scene with its poses
+    and names, and the scalar options all arrive as sent (the echo copies them into the response)."""
+    from builtin_interfaces.msg import Duration
+    from geometry_msgs.msg import Pose
+    from shape_msgs.msg import SolidPrimitive
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    n, executor = node
+    client = n.create_client(S.CheckTrajectory, "/roundtrip/check_trajectory")
+    assert spin_until(executor, client.service_is_ready, 20.0)
+    traj = JointTrajectory(joint_names=["a", "b"], points=[
+        JointTrajectoryPoint(positions=[0.1, 0.2], time_from_start=Duration(sec=0)),
+        JointTrajectoryPoint(positions=[0.3, 0.4], time_from_start=Duration(sec=1, nanosec=500_000_000))])
+    traj.header.frame_id = "base"
+    pose = Pose()
+    pose.position.x, pose.orientation.w = 0.75, 1.0
+    request = S.CheckTrajectory.Request(
+        trajectory=traj, obstacles=[SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[1.0, 2.0, 3.0])],
+        obstacle_poses=[pose], obstacle_names=["table"], has_floor=True, floor_height=-0.5, self_collision=True,
+        margin=0.02, stop_categories=[0, 1], sample_period=0.01, search_speed_scaling=True)
+    future = client.call_async(request)
+    assert spin_until(executor, future.done, 20.0)
+    r = future.result()
+    assert r.success and r.message == "a,b" and r.header.frame_id == "base"
+    assert list(r.time) == [0.0, 1.5] and list(r.stop_time) == [0.1, 0.2, 0.3, 0.4]
+    assert list(r.min_clearance) == [1.0, 2.0, 3.0] and list(r.certified_clearance) == [0.75, 1.0]
+    assert list(r.link) == ["table"] and list(r.cases) == ["0", "1"] and list(r.obstacle) == ["1"]
+    assert list(r.sample_safe) == [True, True, True] and list(r.tcp_distance) == [-0.5, 0.02, 0.01]
+    assert r.first_unsafe == S.CheckTrajectory.Response.NOT_CHECKED == -2
+    assert S.CheckTrajectory.Response.NONE_UNSAFE == -1

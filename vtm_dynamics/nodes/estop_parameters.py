@@ -3,7 +3,8 @@ at run time), and the settings the node's parts take from it.
 
 Every parameter is read-only after start-up except the marker scales (``parameter_policy``; docs/ros.md lists
 why). The defaults of the physics (stop category, horizon, integration step, category-1 deceleration) are the
-core's (``core/estop/defaults.py``); ``live_stopping`` and ``ghost_replay`` add their own parameters.
+core's (``core/estop/defaults.py``); ``live_stopping``, ``ghost_replay`` and ``stopsafe_parameters`` add their own
+parameters.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from vtm_dynamics.nodes.live_stopping import LIVE_PARAMETERS
 from vtm_dynamics.nodes.model_source import ROBOT_NAMES
 from vtm_dynamics.nodes.stop_session import StartLimits
 from vtm_dynamics.nodes.stop_worker import PredictionSettings
+from vtm_dynamics.nodes.stopsafe_parameters import STOPSAFE_PARAMETERS
 from vtm_dynamics.nodes.trigger_source import trigger_source
 from vtm_dynamics.recordings.trigger import TriggerConfigError, TriggerMatcher, TriggerRule, rule_from_parameters
 
@@ -121,6 +123,7 @@ PARAMETERS = (
 )
 PARAMETERS = PARAMETERS + LIVE_PARAMETERS  # live stopping distance (nodes/live_stopping.py)
 PARAMETERS = PARAMETERS + REPLAY_PARAMETERS  # the ghost that replays the predicted stop (nodes/ghost_replay.py)
+PARAMETERS = PARAMETERS + STOPSAFE_PARAMETERS  # check_trajectory and the live separation distance (stopsafe_*)
 
 
 def start_limits(p: Mapping[str, Any]) -> StartLimits:

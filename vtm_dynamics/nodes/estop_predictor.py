@@ -4,11 +4,11 @@ A thin node over ROS-free parts (docs/architecture.md lists them; each states it
 declares the parameters (``estop_parameters``), converts messages into the values the parts take, hands work to
 its workers and publishes what comes back (``stop_outputs``). The physics is ``vtm_dynamics.core.estop``.
 
-Inputs: ``robot_description`` (std_msgs/String, transient-local: URDF text, never a path; or the ``urdf_path`` /
-``robot`` parameter), ``joint_states`` (best effort: reliable and sensor-data publishers both match), ``estop``
-(the E-stop line: ``trigger_*`` parameters), ``brake_events`` (vtm_msgs/BrakeEvent ENGAGE / RELEASE, with per-joint
-overrides) and ``lock_events`` (vtm_msgs/LockEvent). Outputs: ``stop_outputs`` and ``/diagnostics`` at
-``diagnostics_rate`` Hz. Service ``predict_stop`` (vtm_msgs/PredictStop): ``stop_request``.
+Inputs: ``robot_description`` (URDF text, never a path; or the ``urdf_path`` / ``robot`` parameter),
+``joint_states`` (best effort: reliable and sensor-data publishers both match), ``estop`` (the E-stop line:
+``trigger_*`` parameters), ``brake_events`` (ENGAGE / RELEASE, per-joint overrides), ``lock_events`` and
+``person_position`` (``live_separation``). Outputs: ``stop_outputs``, ``live_separation``, ``/diagnostics``.
+Services ``predict_stop`` (``stop_request``) and ``~/check_trajectory`` (``trajectory_check``).
 
 Work and priorities. Triggers and events are never rate-limited or dropped (a deep reliable queue and cheap
 callbacks); with ``event_thread`` an executor thread of their own serves them (``event_executor``), so floods on
@@ -30,7 +30,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from vtm_msgs.msg import BrakeEvent, LockEvent
-from vtm_msgs.srv import PredictStop
+from vtm_msgs.srv import CheckTrajectory, PredictStop
 
 from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError
@@ -43,6 +43,7 @@ from vtm_dynamics.nodes.estop_line import EstopLine
 from vtm_dynamics.nodes.estop_parameters import PARAMETERS, prediction_settings, start_limits, trigger_of
 from vtm_dynamics.nodes.event_executor import EventExecutor
 from vtm_dynamics.nodes.live_freshness import ContinuousGate
+from vtm_dynamics.nodes.live_separation import LiveSeparation
 from vtm_dynamics.nodes.model_slot import LoadedModel, ModelSlot, build_model
 from vtm_dynamics.nodes.model_source import load_urdf_text
 from vtm_dynamics.nodes.node_main import run_node
@@ -53,6 +54,8 @@ from vtm_dynamics.nodes.stop_request import StopRequests
 from vtm_dynamics.nodes.stop_session import StopSession
 from vtm_dynamics.nodes.stop_triggers import StopTriggers, TriggerStep
 from vtm_dynamics.nodes.stop_worker import Outcome, StopResult, StopWorker, predict
+from vtm_dynamics.nodes.stopsafe_kit import StopsafeKits
+from vtm_dynamics.nodes.trajectory_check import TrajectoryChecks
 from vtm_dynamics.nodes.work_priority import UrgentWork
 from vtm_dynamics.nodes.work_queue import WorkQueue
 
@@ -91,6 +94,9 @@ class EstopPredictor(Node):
         self.continuous.add(ContinuousOutput("stopping_distance",
                                              lambda round_: self.outputs.stopping_distance(round_, self.predict),
                                              self.outputs.publish_stopping, lambda: self.p["stopping_distance"]))
+        self.kits = StopsafeKits(self.p, self.settings)  # collision geometry and stop cases, built on first use
+        self.separation = LiveSeparation(self, self.p, self.kits, self.settings.category, self.log, self.now)
+        self.continuous.add(self.separation.output)
         self.requests = StopRequests(self.models, self.predict, self.p["max_horizon"], self.p["frame_id"],
                                      self.p["max_trajectory_points"], self.stats)
         text = load_urdf_text(self.p["robot"], self.p["urdf_path"])
@@ -119,6 +125,8 @@ class EstopPredictor(Node):
                                         self.p["prediction_deadline"] + 1.0, f"no answer within prediction_deadline "
                                         f"{self.p['prediction_deadline']:g} s", self.stats, self.log)
         self.service_host.offer(PredictStop, "predict_stop", self.requests)
+        self.checks = TrajectoryChecks(self.models, self.kits, self.p, self.stats, self.log)
+        self.service_host.offer(CheckTrajectory, "~/check_trajectory", self.checks)  # its deadline: check_deadline
         self.create_timer(WATCHDOG_PERIOD, graph.guarded(self.log, "watchdog")(self._on_watchdog))
         for rate, callback, where in ((self.p["continuous_rate"], self._on_continuous, "continuous"),
                                       (self.p["ghost_rate"], self.outputs.ghost_tick, "ghost"),
@@ -136,8 +144,7 @@ class EstopPredictor(Node):
         super().destroy_node()
 
     def _halt(self) -> None:
-        """The node shuts down: the trigger worker stops taking jobs, and work paused for an E-stop goes on to its
-        end (no E-stop work will lower the flag any more)."""
+        """Shutting down: the trigger worker takes no more jobs; work paused for an E-stop goes on to its end."""
         self._stopping = True
         self.urgent.release()
 
@@ -157,7 +164,7 @@ class EstopPredictor(Node):
 
     @property
     def pending(self) -> Any:
-        """The current stop while a prediction of it is due or running, else None."""
+        """The current stop while a prediction of it is due or running, else None (the demo waits on it)."""
         stop = self.session.current
         return stop if stop is not None and (stop.dirty or stop.in_flight) else None
 

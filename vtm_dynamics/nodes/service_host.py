@@ -10,7 +10,7 @@ part's ``refuse``. An unexpected exception anywhere is one log line and a failed
 
 Wiring a new service of the predictor is one call: ``self.service_host.offer(SrvType, "~/name", part)`` with a part
 that has ``answer(request, response)`` and ``refuse(response, reason)`` (and, if it needs one, a deadline of its
-own: ``deadline=``, ``late=``).
+own: ``deadline=``, ``late=``, or the part's attributes of those names).
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ class ServiceHost:
 
     def offer(self, srv_type: Any, name: str, part: ServicePart, deadline: float | None = None,
               late: str | None = None) -> None:
-        """Serve ``name`` (module docstring); ``deadline`` [s] and ``late`` (its reason) override the host's."""
+        """Serve ``name`` (module docstring); ``deadline`` [s] and ``late`` (its reason) override the host's, as do
+        the part's own ``deadline`` and ``late`` attributes when it has them."""
+        deadline = getattr(part, "deadline", None) if deadline is None else deadline
+        late = getattr(part, "late", None) if late is None else late
         queue = ServiceQueue(self.max_pending, self.deadline if deadline is None else deadline)
         self.queues.append((queue, part, self.late if late is None else late))
         answer = graph.guarded(self.log, name, default="response")(part.answer)

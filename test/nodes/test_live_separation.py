@@ -1,0 +1,140 @@
+"""The live protective separation distance (nodes/live_separation.py) and the check_trajectory service of a real
+estop_predictor over DDS: S_p is the core's SeparationMonitor at the state the node received, with every term
+and its provenance; the person position's own age limit; the service answers over DDS; an E-stop during a long
+check is predicted at once while the check pauses (work_priority), and the check still answers afterwards."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from std_msgs.msg import Bool
+from vtm_msgs.msg import SeparationDistance
+from vtm_msgs.srv import CheckTrajectory
+
+from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V, Graph, init_rclpy, ros  # noqa: F401 - fixture
+from test.nodes.test_trajectory_check import wall_request
+from vtm_dynamics.nodes.live_separation import PersonSource
+
+PERSON = [0.7, 0.3, 0.4]
+PARAMS = {"continuous_rate": 20.0, "stopping_distance": False, "separation_distance": True,
+          "separation_person_point": PERSON, "separation_intrusion": 0.2, "separation_human_uncertainty": 0.05,
+          "separation_robot_uncertainty": 0.03, "check_deadline": 4.0}
+
+
+# ------------------------------------------------------------------------------------------------ ROS-free part
+def test_a_received_person_position_is_used_until_it_is_older_than_its_limit():
+    clock = [100.0]
+    source = PersonSource((), 0.2, lambda: clock[0])
+    assert source.current()[2] == "person_position: no position received yet"
+
+    class P:
+        x, y, z = 1.0, 2.0, 0.5
+
+    assert source.receive("base", P, "base") == ""
+    clock[0] += 0.1
+    point, age, reason = source.current()
+    assert reason == "" and np.allclose(point, [1.0, 2.0, 0.5]) and age == pytest.approx(0.1)
+    clock[0] += 0.15
+    point, age, reason = source.current()
+    assert point is None and reason.startswith("person_position: the newest position is 0.250 s old")
+    assert source.receive("camera", P, "base").startswith("person_position.header.frame_id: 'camera' is not")
+    P.x = math.nan
+    assert source.receive("", P, "base").startswith("person_position.point: expected finite coordinates")
+    fixed = PersonSource((0.5, 0.0, 1.0), 0.2, lambda: clock[0])
+    assert fixed.current()[1:] == (0.0, "")
+
+
+# ------------------------------------------------------------------------------------------------ the node
+@pytest.fixture(scope="module")
+def graph(ros):  # noqa: F811 - the shared rclpy fixture
+    init_rclpy()
+    g = Graph(PARAMS)
+    g.separations = []
+    g.h.create_subscription(SeparationDistance, "protective_separation_distance", g.separations.append, 100)
+    yield g
+    g.close()
+
+
+def test_the_published_distance_is_the_cores_at_the_received_state(graph):
+    """An independent evaluation: the core's monitor on the URDF's geometry at the state the harness sent."""
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.estop.envelope import EnvelopeSpec
+    from vtm_dynamics.core.estop import CategoryOne, StopSettings
+    from vtm_dynamics.core.stopsafe.robot_geometry import build_robot_geometry, example_robot_package_dir
+    from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, SeparationParameters
+    from vtm_dynamics.core.stopsafe.stop_cases import StopSetup
+    from vtm_dynamics.nodes.model_source import load_urdf_text
+
+    robot, geometry = build_robot_geometry(load_urdf_text("ur5"), [example_robot_package_dir()])
+    setup = StopSetup(robot, brakes_from_config(robot, TEST_BRAKES),
+                      EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload_frame="tool0"), (0,),
+                      CategoryOne(deceleration=3.0), payload_frame="tool0", settings=StopSettings(t_max=5.0))
+    want = SeparationMonitor(setup, geometry, SeparationParameters(intrusion=0.2, human_uncertainty=0.05,
+                                                                   robot_uncertainty=0.03)).evaluate(UR5_Q, UR5_V,
+                                                                                                     PERSON)
+    graph.separations.clear()
+    for _ in range(6):
+        graph.feed(graph.h.state())
+        graph.spin_for(0.05)
+    assert graph.wait(lambda: any(m.success for m in graph.separations)), \
+        [m.message for m in graph.separations[-3:]]
+    msg = next(m for m in graph.separations if m.success)
+    assert (msg.model_name, msg.header.frame_id, msg.stop_category) == ("ur5", "world", 0)
+    assert msg.model_hash == graph.predictor.models.current.hash
+    assert 0 <= msg.input_age <= 0.15 and msg.person_age == 0.0
+    for field, value in (("s_p", want.S_p), ("s_h", want.S_h), ("s_r", want.S_r), ("s_s", want.S_s),
+                         ("t_s", want.T_s), ("v_r", want.v_r), ("separation", want.separation)):
+        assert getattr(msg, field) == pytest.approx(value, rel=1e-9, abs=1e-12), field
+    assert (msg.c, msg.z_d, msg.z_r, msg.t_r, msg.v_h) == (0.2, 0.05, 0.03, 0.1, 1.6)
+    assert msg.s_p == pytest.approx(msg.s_h + msg.s_r + msg.s_s + msg.c + msg.z_d + msg.z_r, rel=1e-12)
+    assert msg.s_h == pytest.approx(msg.v_h * (msg.t_r + msg.t_s), rel=1e-12)
+    assert msg.link == want.link and msg.margin == pytest.approx(msg.separation - msg.s_p, abs=1e-12)
+    assert msg.person.x == PERSON[0] and msg.safe == (msg.margin >= 0)
+
+
+def test_check_trajectory_answers_over_dds(graph):
+    client = graph.h.create_client(CheckTrajectory, "/estop_predictor/check_trajectory")
+    assert graph.wait(client.service_is_ready)
+    future = client.call_async(wall_request())
+    assert graph.wait(future.done, timeout=30.0)
+    r = future.result()
+    assert r.success and r.model_name == "ur5" and len(r.time) == 11 and r.predicted_stops == 55, r.message
+    bad = client.call_async(wall_request(stop_categories=[3]))
+    assert graph.wait(bad.done, timeout=30.0)
+    assert not bad.result().success and bad.result().message.startswith("stop_categories:")
+    assert graph.h.has_log("check_trajectory: request refused: stop_categories")
+
+
+def test_an_estop_during_a_check_is_predicted_at_once_and_the_check_pauses(graph):
+    """A check of 40 s of trajectory at 100 Hz (4,001 instants x 5 cases: far longer than check_deadline here)
+    runs on the auxiliary worker; the E-stop that comes meanwhile is predicted within prediction_deadline, with
+    success, while the check pauses; the check then runs on until check_deadline and answers success=false
+    naming it, with no numbers."""
+    predictor = graph.predictor
+    req = wall_request(sample_period=0.01)
+    req.trajectory.points[1].time_from_start.sec = 40
+    client = graph.h.create_client(CheckTrajectory, "/estop_predictor/check_trajectory")
+    assert graph.wait(client.service_is_ready)
+    pauses = predictor.urgent.pauses
+    future = client.call_async(req)
+    graph.spin_for(1.0)  # the check is predicting now
+    assert not future.done()
+    graph.feed(graph.h.state())
+    before = {p.scenario_id for p in graph.h.predictions}
+    sent = time.monotonic()
+    graph.h.pub_estop.publish(Bool(data=True))
+    assert graph.wait(lambda: [p for p in graph.h.predictions if p.scenario_id not in before], timeout=10.0)
+    latency = time.monotonic() - sent
+    pred = next(p for p in graph.h.predictions if p.scenario_id not in before)
+    assert pred.success, pred.message
+    assert latency < predictor.p["prediction_deadline"], latency
+    assert predictor.urgent.pauses > pauses and not future.done()
+    graph.h.pub_estop.publish(Bool(data=False))
+    assert graph.wait(lambda: predictor.stop is None)
+    assert graph.wait(future.done, timeout=15.0)
+    r = future.result()
+    assert not r.success and r.message == "deadline: no answer within check_deadline 4 s", r.message
+    assert len(r.time) == 0 and r.first_unsafe == CheckTrajectory.Response.NOT_CHECKED
