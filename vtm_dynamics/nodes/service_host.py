@@ -15,6 +15,7 @@ own: ``deadline=``, ``late=``, or the part's attributes of those names).
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, MutableMapping
 
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -37,6 +38,7 @@ class ServiceHost:
         self.max_pending, self.deadline, self.late, self.stats, self.log = max_pending, deadline, late, stats, log
         self.queues: list[tuple[ServiceQueue, ServicePart, str]] = []
         self._answered = node.create_guard_condition(lambda: None)  # a worker answered: wake the executor
+        self._settle_lock = threading.Lock()
 
     def offer(self, srv_type: Any, name: str, part: ServicePart, deadline: float | None = None,
               late: str | None = None) -> None:
@@ -48,30 +50,41 @@ class ServiceHost:
         self.queues.append((queue, part, self.late if late is None else late))
         answer = graph.guarded(self.log, name, default="response")(part.answer)
 
-        def serve(item: PendingRequest) -> None:
-            if item.future.done():
-                return  # already answered as over the deadline
-            with self.urgent.yielding():  # the E-stop has priority over services
-                response = answer(item.request, item.response)
-            if not item.future.done():
-                item.future.set_result(response)
-            self._answered.trigger()
-
         async def callback(request: Any, response: Any) -> Any:
             item = queue.admit(request, response, lambda: Future(executor=self.node.executor))
             if item is None:
                 self.stats["refused_work"] += 1
                 return part.refuse(response, queue.busy)
-            self.worker.submit(lambda: serve(item))
+            self.worker.submit(lambda: self.serve(item, answer))
             return await item.future
 
         self.node.create_service(srv_type, name, graph.guarded(self.log, name, default="response")(callback),
                                  callback_group=ReentrantCallbackGroup())
 
+    def serve(self, item: PendingRequest, answer: Callable[[Any, Any], Any]) -> None:
+        """Answer ``item`` on the worker (pausing for E-stop work) unless it was answered already. The part fills
+        a response of its own, never the one the watchdog may refuse meanwhile: a refusal sent while the worker
+        still wrote its figures into the same object could leave the service with a late answer that says
+        ``success`` or a refusal with numbers in it."""
+        if item.future.done():
+            return  # already answered as over the deadline
+        with self.urgent.yielding():  # the E-stop has priority over services
+            response = answer(item.request, type(item.response)())
+        self._settle(item, lambda: response)
+        self._answered.trigger()
+
     def watchdog(self) -> None:
         """Answer every request past its deadline."""
         for queue, part, late in self.queues:
             for item in queue.overdue():
-                part.refuse(item.response, late)
-                self.stats["refused_work"] += 1
-                item.future.set_result(item.response)
+                if self._settle(item, lambda: part.refuse(item.response, late)):
+                    self.stats["refused_work"] += 1
+
+    def _settle(self, item: PendingRequest, response: Callable[[], Any]) -> bool:
+        """The first answer of a request stands (the worker's or the watchdog's, which run on different threads);
+        True if this one did."""
+        with self._settle_lock:
+            if item.future.done():
+                return False
+            item.future.set_result(response())
+            return True
