@@ -282,13 +282,11 @@ def identify_brakes(
     scale = _scale(start_brakes, smooth)
     problem = OutputError(robot, start_brakes, smooth, stops, scale, predictor)
     x_direct = _scaled_start(problem, start_brakes)
-    prior_capacity = {b.joint: b.holding_torque for b in prior}
 
     caps: dict[str, CapacityInterval] = {}
     if capacity_joints:
         say("identification: holding capacities at the direct measurement")
-        caps = capacity_intervals(problem, problem.brakes(x_direct), capacity_joints, noise_rms**2, prior_capacity,
-                                  say)
+        caps = capacity_intervals(problem, problem.brakes(x_direct), capacity_joints, noise_rms**2, say)
         problem = problem.with_base(_set_capacities(problem.base, caps))
 
     sample = sample_period(stops)
@@ -310,7 +308,7 @@ def identify_brakes(
             if not capacity_joints:
                 break
             say("identification: holding capacities at the optimum")
-            new_caps = capacity_intervals(problem, problem.brakes(x), capacity_joints, variance, prior_capacity, say)
+            new_caps = capacity_intervals(problem, problem.brakes(x), capacity_joints, variance, say)
             shifted = [j for j in capacity_joints if moved(caps[j], new_caps[j])]
             caps = new_caps
             problem = problem.with_base(_set_capacities(problem.base, caps))
