@@ -75,7 +75,7 @@ class CapacityInterval:
     slipped: tuple[str, ...]
     lower_source: tuple[int, float] | None = None  # (stop index, time [s]) of the demand level at the lower end
     upper_source: tuple[int, float] | None = None
-    central: float = math.nan  # the value the fit runs with, in the best-fitting accepted range
+    central: float = math.nan  # the value the fit runs with, in the best-fitting accepted range (inf: holding)
 
     @property
     def tested(self) -> bool:
@@ -212,7 +212,7 @@ def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, s
     floor = _static(b)
     candidates = [k for k, p in enumerate(screen)
                   if p is not None and np.any(p.locked[:, j] & (np.abs(p.tau_brake[:, j]) > floor))]
-    untested = CapacityInterval(joint, floor, math.inf, floor, floor, (), (), central=floor)
+    untested = CapacityInterval(joint, floor, math.inf, floor, floor, (), (), central=math.inf)
     if not candidates:
         return untested
     say(f"identification: {joint}: holding capacity from {len(candidates)} stop(s) that load it beyond "
@@ -320,7 +320,11 @@ def _interval(joint: str, per_stop: dict[int, list[tuple[float, float]]], names:
         widest = int(np.argmax(np.diff(edges)))
         central = 0.5 * (edges[widest] + edges[widest + 1])
     else:
-        central = max(nominal, float(grid[run_start]))
+        # no stop slipped it (or the best range runs above every level): the fit holds it throughout, as far from
+        # every stop's decision as the range allows; the least value stays the nominal one. Run at the least
+        # value, a fit on tuning_b ended with its starts in two optima ("no step lowers the cost": the residual
+        # not smooth where a stop's decision sits 1 % from the capacity)
+        central = math.inf
     lo = max(lo, floor)
     return CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped), lo_source,
                             hi_source, max(central, lo))
