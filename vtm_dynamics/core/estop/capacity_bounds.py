@@ -24,9 +24,11 @@ fitted friction and delays: 95 % for one parameter), widened by the uncertainty 
 that close to the capacity is beyond what the model can tell): both ends where some stop slipped and some held, "at
 least" where none slipped (the upper side not tested), "not tested" where no stop loaded the joint beyond its static
 friction. A capacity is never a single value raised out of the way. The nominal file carries the smallest capacity
-every stop accepts where the stops bound it both ways (a larger one would hold where a stop that was not recorded
-slips: a held-out stop of a validation set was predicted 7 % short with the middle of the interval), the prior's
-where they leave it free above.
+every stop accepts, whether the stops bound it both ways or from below only (a larger one would hold where a stop
+that was not recorded slips: a held-out stop of a validation set was predicted 7 % short with the middle of an
+interval, and another 7 % short in angle with the prior's capacity for a wrist the stops bounded at "at least 28
+N m", truth 29.9): a capacity no recorded stop slipped is carried at the least value the stops accept (its static
+friction where no stop loaded it), never raised to the prior's, which enters nothing here.
 
 Units: N m.
 """
@@ -60,7 +62,8 @@ class CapacityInterval:
     """What the stops say about one joint's holding capacity [N m]: every value in [``lower``, ``upper``] fits
     them (``upper`` inf: no stop slipped the joint, so the stops bound it from below only); ``floor`` the static
     friction it can never be below (breakaway, else sliding torque); ``nominal`` the value the fitted brake file
-    carries, ``conservative`` the one of the conservative file (``lower``: a weaker brake slips sooner). ``held``
+    carries (the least value the stops accept, also where they bound it from below only: never the prior's),
+    ``conservative`` the one of the conservative file (``lower``: a weaker brake slips sooner). ``held``
     and ``slipped`` name the stops that bound it from below and from above."""
 
     joint: str
@@ -72,7 +75,7 @@ class CapacityInterval:
     slipped: tuple[str, ...]
     lower_source: tuple[int, float] | None = None  # (stop index, time [s]) of the demand level at the lower end
     upper_source: tuple[int, float] | None = None
-    central: float = math.nan  # the value the fit runs with, in the best-fitting accepted range
+    central: float = math.nan  # the value the fit runs with, in the best-fitting accepted range (inf: holding)
 
     @property
     def tested(self) -> bool:
@@ -160,30 +163,27 @@ class _StateFreedom:
 
 
 def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joints: Sequence[str], variance: float,
-                       prior: dict[str, float], say: Callable[[str], None] = lambda _t: None
-                       ) -> dict[str, CapacityInterval]:
+                       say: Callable[[str], None] = lambda _t: None) -> dict[str, CapacityInterval]:
     """The interval of each of ``joints``' holding capacities at the friction and delays of ``brakes`` (module
     docstring). ``variance`` [rad^2] is the residual variance per sample that the comparison of fits is measured
-    in; ``prior`` {joint: capacity} gives the nominal value where the stops leave the capacity free above.
-    The ends are demands at the given friction and delays; :func:`widened` adds their own uncertainty.
+    in. No prior value enters (module docstring). The ends are demands at the given friction and delays;
+    :func:`widened` adds their own uncertainty.
 
     The capacities interact (a joint that slips changes the demand on the others), so the joints are read one at a
-    time with the others at their latest values, in up to ``SWEEPS`` passes until none moves: read once, in joint
-    order, the shoulder's capacity came out bounded above (it "slipped" to stand in for a wrist the model still
-    held with the prior's capacity) although the shoulder never slipped."""
-    robot = problem.robot
-    stops = problem.stops
-    unlimited = [dataclasses.replace(b, holding_torque=math.inf) for b in brakes]
-    screen = problem.predictor.predict_many([(BrakeSet.from_brakes(robot, unlimited), s) for s in stops])
+    time with the others at their latest nominal values (those the file carries: so that the file's capacities fit
+    the stops together, not each with the others held), in up to ``SWEEPS`` passes until none moves: read once, in
+    joint order, the shoulder's capacity came out bounded above (it "slipped" to stand in for a wrist the model
+    still held with the prior's capacity) although the shoulder never slipped."""
     out: dict[str, CapacityInterval] = {}
     current = list(brakes)
     for _ in range(SWEEPS):
         changed = False
         for joint in joints:
-            interval = _one_capacity(problem, current, joint, screen, variance, prior, say)
-            changed |= joint not in out or moved(out[joint], interval)
+            interval = _one_capacity(problem, current, joint, variance, say)
+            changed |= joint not in out or moved(out[joint], interval) \
+                or not math.isclose(out[joint].nominal, interval.nominal, rel_tol=MODEL_MARGIN)
             out[joint] = interval
-            current = _with_capacity(current, joint, interval.central)
+            current = _with_capacity(current, joint, interval.nominal)
         if not changed:
             break
     return out
@@ -198,8 +198,8 @@ def moved(old: CapacityInterval, new: CapacityInterval) -> bool:
     return math.isfinite(width) and abs(new.central - old.central) > SHIFT * width
 
 
-def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, screen: list, variance: float,
-                  prior: dict[str, float], say: Callable[[str], None]) -> CapacityInterval:
+def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, variance: float,
+                  say: Callable[[str], None]) -> CapacityInterval:
     """One joint's interval with the other joints' capacities at their ``current`` values (see
     :func:`capacity_intervals`)."""
     robot = problem.robot
@@ -208,16 +208,20 @@ def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, s
     j = robot.joint(joint).idx_v
     b = next(x for x in current if x.joint == joint)
     floor = _static(b)
-    candidates = [k for k, p in enumerate(screen)
+    # the stops that load it beyond its static friction with it held throughout and the others as they are now
+    # (not all held: on held_out, a shoulder whose demand exceeded its friction only once the elbow slipped was
+    # screened out, left "not tested" at its friction, and slipped in the file where the robot held: 9 x the
+    # noise in that stop)
+    held_set = BrakeSet.from_brakes(robot, _with_capacity(current, joint, math.inf))
+    held_all = problem.predictor.predict_many([(held_set, s) for s in stops], step=DEMAND_STEP)
+    candidates = [k for k, p in enumerate(held_all)
                   if p is not None and np.any(p.locked[:, j] & (np.abs(p.tau_brake[:, j]) > floor))]
-    free = max(prior.get(joint, floor), floor)
-    untested = CapacityInterval(joint, floor, math.inf, floor, free, (), (), central=free)
+    untested = CapacityInterval(joint, floor, math.inf, floor, floor, (), (), central=math.inf)
     if not candidates:
         return untested
     say(f"identification: {joint}: holding capacity from {len(candidates)} stop(s) that load it beyond "
         f"{floor:.4g} N m")
-    held_set = BrakeSet.from_brakes(robot, _with_capacity(current, joint, math.inf))
-    held_runs = problem.predictor.predict_many([(held_set, stops[k]) for k in candidates], step=DEMAND_STEP)
+    held_runs = [held_all[k] for k in candidates]
     # per stop: the capacities tried (floor, each demand level, holding throughout) and the residual's squares
     per_stop: dict[int, dict[float, float]] = {}
     levels_of: dict[int, np.ndarray] = {}
@@ -258,13 +262,11 @@ def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, s
                         todo.append((k, float(between[between.size // 2])))
     if not per_stop:  # no stop loads it beyond its static friction once held throughout
         return untested
-    return _interval(joint, {k: sorted(v.items()) for k, v in per_stop.items()}, names, source, variance, floor,
-                     prior)
+    return _interval(joint, {k: sorted(v.items()) for k, v in per_stop.items()}, names, source, variance, floor)
 
 
 def _interval(joint: str, per_stop: dict[int, list[tuple[float, float]]], names: list[str],
-              source: dict[float, tuple[int, float]], variance: float, floor: float,
-              prior: dict[str, float]) -> CapacityInterval:
+              source: dict[float, tuple[int, float]], variance: float, floor: float) -> CapacityInterval:
     """The interval of ``joint``'s capacity from each stop's cost at the capacities tried (``per_stop``: stop
     index -> sorted (capacity, cost) steps, the cost holding from one tried capacity to the next): the capacities
     whose total cost is within ``DELTA_CHI2 * variance`` of the best, widened by ``MODEL_MARGIN``; the stops that
@@ -299,13 +301,13 @@ def _interval(joint: str, per_stop: dict[int, list[tuple[float, float]]], names:
             held.append(names[k])
         if any(own[i] > inside + DELTA_CHI2 * variance for i in range(len(grid)) if grid[i] >= hi):
             slipped.append(names[k])
-    # the nominal capacity: near the smallest one every stop accepts where some stop slipped the joint (a larger
-    # one would hold where a stop that was not recorded slips), MODEL_MARGIN inside (at most halfway to the next
-    # level tried), so that no stop's decision sits on its knife edge: there the finite-difference Jacobian of
-    # the friction flipped the decision and its 1-sigma came out five times too small; free above, the prior's
+    # the nominal capacity: near the smallest one every stop accepts, whether or not some stop slipped the joint
+    # (a larger one would hold where a stop that was not recorded slips), MODEL_MARGIN inside (at most halfway to
+    # the next level tried), so that no stop's decision sits on its knife edge: there the finite-difference
+    # Jacobian of the friction flipped the decision and its 1-sigma came out five times too small
     step_in = min(MODEL_MARGIN * accepted, 0.5 * (float(grid[allowed[0] + 1]) - accepted)
                   if allowed[0] + 1 < len(grid) else math.inf)
-    nominal = accepted + step_in if math.isfinite(hi) else max(prior.get(joint, accepted), accepted)
+    nominal = accepted + step_in
     lo_source = source.get(accepted) if held else None
     hi_source = source.get(float(grid[allowed[-1] + 1])) if math.isfinite(hi) else None
     k_best = int(np.argmin(totals))
@@ -321,7 +323,11 @@ def _interval(joint: str, per_stop: dict[int, list[tuple[float, float]]], names:
         widest = int(np.argmax(np.diff(edges)))
         central = 0.5 * (edges[widest] + edges[widest + 1])
     else:
-        central = max(nominal, float(grid[run_start]))
+        # no stop slipped it (or the best range runs above every level): the fit holds it throughout, as far from
+        # every stop's decision as the range allows; the least value stays the nominal one. Run at the least
+        # value, a fit on tuning_b ended with its starts in two optima ("no step lowers the cost": the residual
+        # not smooth where a stop's decision sits 1 % from the capacity)
+        central = math.inf
     lo = max(lo, floor)
     return CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped), lo_source,
                             hi_source, max(central, lo))

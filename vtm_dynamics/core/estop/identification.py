@@ -11,10 +11,14 @@ The steps (each in its own module):
 2. **Capacities** (:mod:`.capacity_bounds`): each holding capacity's interval from the stick/slip decisions the
    stops show, at the current friction and delays; the fit runs with each capacity inside its interval, so that
    every candidate can reproduce the recorded slips.
-3. **Global fit** (:mod:`.output_error`): predicted minus recorded angles at every sample of every stop
+3. **Global fit** (:mod:`.output_error`, :mod:`.multi_start`): predicted minus recorded angles at every sample of every stop
    (``scipy.optimize.least_squares``, trust-region reflective) from several starts: the direct measurement, the
    prior, and the direct measurement perturbed (``starts``); the best optimum is kept and the starts that reached
-   it are counted. The capacities are bracketed again at the optimum, and the fit polished if they moved.
+   it are counted. The capacities are bracketed again at the optimum, and the fit polished if they moved. When
+   the best optimum leaves more than ``RESTART_MISFIT`` times the noise (every start in one wrong basin, because
+   capacities read at a direct measurement that is off were read wrong), the fit restarts: the friction refined
+   first with the delays held at their direct measurement and every capacity at its static friction, the
+   capacities read there, the global fit again from that start; the better of the two fits is kept.
 4. **Uncertainty** (:mod:`.fit_uncertainty`): Gauss-Newton covariance plus the effect of the trigger-state
    estimates and of fields held at uncertain values, under a misfit no 1-sigma below the jackknife's over stops;
    each fitted value is reported with its 1-sigma and the interval at ``confidence``.
@@ -50,7 +54,7 @@ from vtm_dynamics.core.estop import brake_estimates as results
 from vtm_dynamics.core.estop import output_error
 from vtm_dynamics.core.estop.brake_estimates import ParameterEstimate
 from vtm_dynamics.core.estop.brakes import JointBrake
-from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals, moved
+from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals
 from vtm_dynamics.core.estop.fit_uncertainty import (
     assumed_covariance, considered, gauss_newton_covariance, jackknife_floor as jackknife, physical_covariance,
     trigger_state_covariance as trigger_states,
@@ -59,9 +63,10 @@ from vtm_dynamics.core.estop.identifiability import (
     SLIDE_REASON, longest_slides, sample_period, sensitivity_screen, unobservable_friction,
 )
 from vtm_dynamics.core.estop.inputs import StopSettings
+from vtm_dynamics.core.estop.multi_start import fitted_with_capacities, scaled_start, set_capacities, start_list
 from vtm_dynamics.core.estop.output_error import (
     LOWER, TYPICAL, FitParameter, MultiStartFit, OutputError, StartResult, StopPredictor, consistent_brake,
-    damped_gauss_newton, same_optimum, search_box, start_value,
+    damped_gauss_newton, search_box, start_value,
 )
 from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
 from vtm_dynamics.core.estop.stop_comparison import StopComparison, compare_stops
@@ -77,10 +82,8 @@ DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque")
 STRIBECK_FIELDS = ("breakaway_torque", "stribeck_velocity")  # opt-in: stops must reach low speeds slowly
 THRESHOLD_FIELDS = ("holding_torque",)  # enter the prediction only through a stick/slip decision
 DEFAULT_STARTS = 3
-PERTURBATION = 0.2  # relative 1-sigma of the torques of a perturbed start (log-normal)
-DELAY_PERTURBATION = 0.002  # [s] 1-sigma of the delays of a perturbed start
 UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
-CAPACITY_ROUNDS = 2  # global fits, each with the capacities read at the optimum of the one before
+RESTART_MISFIT = 3.0  # a best residual this many times the noise: the starts share a wrong basin, restart
 
 
 class IdentificationError(ValueError):
@@ -181,14 +184,6 @@ def _direct_start(prior: Sequence[JointBrake], direct: DirectMeasurement) -> lis
     return out
 
 
-def _scaled_start(problem: OutputError, brakes: Sequence[JointBrake]) -> np.ndarray:
-    by_joint = {b.joint: b for b in brakes}
-    values = np.array([start_value(by_joint[p.joint], p.field) for p in problem.params])
-    for i, k in problem.excess.items():
-        values[i] = max(values[i] - values[k], 0.0)
-    return values / problem.scale
-
-
 def _scale(brakes: Sequence[JointBrake], params: Sequence[FitParameter]) -> np.ndarray:
     by_joint = {b.joint: b for b in brakes}
     out = []
@@ -203,45 +198,6 @@ def _scale(brakes: Sequence[JointBrake], params: Sequence[FitParameter]) -> np.n
             fallback = (output_error.START_BREAKAWAY_FACTOR - 1.0) * scale[sliding[p.joint]]
             scale[i] = excess if excess > 0 else fallback or TYPICAL["breakaway_torque"]
     return scale
-
-
-def _perturbed(x: np.ndarray, problem: OutputError, active: Sequence[int], rng: np.random.Generator) -> np.ndarray:
-    out = np.array(x, float)
-    lower, upper = search_box(problem, active)
-    for k, i in enumerate(active):
-        if problem.params[i].field == "engage_delay":
-            out[i] = x[i] + rng.normal(0.0, DELAY_PERTURBATION) / problem.scale[i]
-        else:
-            out[i] = x[i] * math.exp(rng.normal(0.0, PERTURBATION))
-        out[i] = min(max(out[i], lower[k]), upper[k])
-    return out
-
-
-def _multi_start(problem: OutputError, starts: list[tuple[str, np.ndarray]], active: list[int], fd_step: float,
-                 max_iterations: int, r0: np.ndarray | None, J0: np.ndarray | None, say) -> tuple[MultiStartFit, float]:
-    """Every start run to its optimum; the best kept, the others compared with it."""
-    runs = []
-    target = None
-    for n, (label, x0) in enumerate(starts):
-        say(f"identification: start {n + 1} of {len(starts)} ({label})")
-        run = damped_gauss_newton(problem, x0, active, fd_step, max_iterations, say, label,
-                                  jac0=J0 if n == 0 else None, r0=r0 if n == 0 else None, target=target)
-        runs.append((label, x0, run))
-        best_run = min((item[2] for item in runs), key=lambda d: d.cost)
-        if best_run is run:
-            sd = np.sqrt(np.maximum(np.diag(gauss_newton_covariance(run.J, run.r)), 0.0))
-            target = (run.x, np.full(run.x.size, np.inf), run.cost)
-            target[1][active] = sd
-    label, x0, best = min(runs, key=lambda item: item[2].cost)
-    m, n = best.J.shape
-    variance = float(best.r @ best.r) / max(m - n, 1)
-    sigma = np.sqrt(np.maximum(np.diag(gauss_newton_covariance(best.J, best.r)), 0.0))
-    best_result = StartResult(label, x0[active], best.x[active], best.cost, best.message, True)
-    results = []
-    for lab, s0, run in runs:
-        mine = StartResult(lab, s0[active], run.x[active], run.cost, run.message)
-        results.append(dataclasses.replace(mine, agrees=same_optimum(mine, best_result, sigma, variance)))
-    return MultiStartFit(best.x, best.r, best.J, list(active), best.at_bound, tuple(results)), variance
 
 
 def identify_brakes(
@@ -281,15 +237,13 @@ def identify_brakes(
     smooth = [FitParameter(p.joint, p.field) for p in params if p.field not in THRESHOLD_FIELDS]
     scale = _scale(start_brakes, smooth)
     problem = OutputError(robot, start_brakes, smooth, stops, scale, predictor)
-    x_direct = _scaled_start(problem, start_brakes)
-    prior_capacity = {b.joint: b.holding_torque for b in prior}
+    x_direct = scaled_start(problem, start_brakes)
 
     caps: dict[str, CapacityInterval] = {}
     if capacity_joints:
         say("identification: holding capacities at the direct measurement")
-        caps = capacity_intervals(problem, problem.brakes(x_direct), capacity_joints, noise_rms**2, prior_capacity,
-                                  say)
-        problem = problem.with_base(_set_capacities(problem.base, caps))
+        caps = capacity_intervals(problem, problem.brakes(x_direct), capacity_joints, noise_rms**2, say)
+        problem = problem.with_base(set_capacities(problem.base, caps))
 
     sample = sample_period(stops)
     reasons: dict[int, str] = unobservable_friction(robot, smooth, longest_slides(problem, x_direct), sample)
@@ -302,30 +256,34 @@ def identify_brakes(
     fit: MultiStartFit | None = None
     message = "nothing to fit"
     if active:
-        start_list = _start_list(problem, prior, x_direct, active, starts, seed)
-        for round_ in range(CAPACITY_ROUNDS):
-            fit, variance = _multi_start(problem, start_list, active, fd_step, max_iterations,
-                                         r0 if round_ == 0 else None, J0 if round_ == 0 else None, say)
-            x = fit.x
-            if not capacity_joints:
-                break
-            say("identification: holding capacities at the optimum")
-            new_caps = capacity_intervals(problem, problem.brakes(x), capacity_joints, variance, prior_capacity, say)
-            shifted = [j for j in capacity_joints if moved(caps[j], new_caps[j])]
-            caps = new_caps
-            problem = problem.with_base(_set_capacities(problem.base, caps))
-            if not shifted:
-                break
-            if round_ + 1 < CAPACITY_ROUNDS:
-                # the capacities the fit ran with were read at the direct measurement's friction: at the optimum
-                # the stops accept another range, and the fit runs again from all its starts (a polish from the
-                # optimum kept a basin where the friction had bent to fit the old capacities: J1 +2.4 %)
-                say(f"identification: capacities moved ({', '.join(shifted)}); the global fit again from its starts")
-            else:
-                say(f"identification: capacities moved ({', '.join(shifted)}); polishing the fit")
-                run = damped_gauss_newton(problem, x, active, fd_step, max_iterations, say, "polish")
-                x = run.x
-                fit = dataclasses.replace(fit, x=x, r=run.r, J=run.J, at_bound=run.at_bound)
+        begin = start_list(problem, prior, x_direct, active, starts, seed)
+        first = fitted_with_capacities(problem, caps, begin, active, capacity_joints, fd_step, max_iterations,
+                                        r0, J0, say)
+        misfit = _rms(first[2].r) / noise_rms
+        if capacity_joints and misfit > RESTART_MISFIT:
+            # every start shares a basin far from the data: the capacities read at the direct measurement can be
+            # read wrong where its values are off (on fresh, a wrist's sliding torque from 10 ms of deceleration,
+            # 17 % low, made slips it showed read as holds, and every start then ran the wrist's sliding torque
+            # to the edge of its search and its delay 11 ms late: residual 32 x the noise). So the friction is
+            # refined first with the delays held at their direct measurement and every capacity at its joint's
+            # static friction (each joint free to slip as soon as its demand exceeds it: no capacity read from
+            # the misfit, no prior), the capacities are read there, and the global fit runs again from that start
+            say(f"identification: residual {misfit:.0f} x the noise at the best optimum; a restart: the friction "
+                "first (delays held at the direct measurement, every capacity at its static friction), the "
+                "capacities read there, the global fit again")
+            held = [i for i in active if smooth[i].field != "engage_delay"]
+            slipping = problem.with_base([dataclasses.replace(b, holding_torque=0.0) if b.joint in caps else b
+                                          for b in problem.base])  # raised to the static friction by each trial
+            staged = damped_gauss_newton(slipping, x_direct, held, fd_step, max_iterations, say, "friction first")
+            base = capacity_intervals(problem, problem.brakes(staged.x), capacity_joints, noise_rms**2, say)
+            again = problem.with_base(set_capacities(problem.base, base))
+            restart = [("direct measurement, friction first", staged.x)] + begin[1:]
+            second = fitted_with_capacities(again, base, restart, active, capacity_joints, fd_step,
+                                             max_iterations, None, None, say)
+            if second[2].r @ second[2].r < first[2].r @ first[2].r:
+                first = second
+        problem, caps, fit = first
+        x = fit.x
         message = _best_message(fit)
         say("identification: slides at the fitted values")
         late = unobservable_friction(robot, smooth, longest_slides(problem, x), sample)
@@ -365,21 +323,8 @@ def identify_brakes(
     )
 
 
-def _start_list(problem: OutputError, prior: Sequence[JointBrake], x_direct: np.ndarray, active: list[int],
-                starts: int, seed: int) -> list[tuple[str, np.ndarray]]:
-    """The global fit's ``starts`` starts (scaled vectors, labelled): the direct measurement, the prior's values
-    of the fitted columns (capacities as the stops bracket them), then the direct measurement perturbed
-    (:func:`_perturbed`, drawn with ``seed``)."""
-    rng = np.random.default_rng(seed)
-    start_list = [("direct measurement", x_direct)]
-    if starts > 1:
-        x_prior = x_direct.copy()
-        x_prior[active] = _scaled_start(problem, [dataclasses.replace(b, holding_torque=c.holding_torque)
-                                                  for b, c in zip(prior, problem.base)])[active]
-        start_list.append(("prior", x_prior))
-    while len(start_list) < starts:
-        start_list.append((f"perturbed {len(start_list) - 1}", _perturbed(x_direct, problem, active, rng)))
-    return start_list
+def _rms(r: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(r * r))) if r.size else 0.0
 
 
 def _uncertainty(problem: OutputError, fit: MultiStartFit, x: np.ndarray, reasons: dict[int, str],
@@ -414,7 +359,3 @@ def _uncertainty(problem: OutputError, fit: MultiStartFit, x: np.ndarray, reason
 def _best_message(fit: MultiStartFit) -> str:
     best = min(fit.starts, key=lambda s: s.cost)
     return f"{best.message} ({fit.agreeing} of {len(fit.starts)} starts reached the best optimum)"
-
-
-def _set_capacities(base: Sequence[JointBrake], caps: Mapping[str, CapacityInterval]) -> list[JointBrake]:
-    return [dataclasses.replace(b, holding_torque=caps[b.joint].central) if b.joint in caps else b for b in base]
