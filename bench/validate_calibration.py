@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from vtm_dynamics.cli.calibrate import INADEQUATE  # noqa: E402
+from vtm_dynamics.core.estop.identification import INADEQUATE_MISFIT  # noqa: E402
 from vtm_dynamics.core.estop.brakes import BrakeSet, brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop.identification import compare_stops, identify_brakes  # noqa: E402
 from vtm_dynamics.recordings.bag_files import read_recording  # noqa: E402
@@ -109,7 +109,7 @@ def summarise(vs, robot, results) -> None:
     accepted_cover = {}  # the same over the fits vtm-calibrate accepts (converged, residual <= 3 x the noise)
     for seed, (ident, (held, held_cons)) in results:
         ratio = ident.residual_rms / ident.noise
-        accepted = ident.converged and ratio <= INADEQUATE
+        accepted = ident.converged and ratio <= INADEQUATE_MISFIT
         worst = {"sliding": 0.0, "viscous": 0.0, "delay_ms": 0.0}
         for e in ident.estimates:
             true = float(getattr(truth[e.joint], e.field))

@@ -42,7 +42,8 @@ from vtm_dynamics.cli.recorded_stops import add_recording_options, read_stops
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
 from vtm_dynamics.core.estop.identification import (
-    DEFAULT_FIELDS, DEFAULT_STARTS, Identification, compare_stops, default_parameters, identify_brakes,
+    DEFAULT_FIELDS, DEFAULT_STARTS, INADEQUATE_MISFIT, Identification, compare_stops, default_parameters,
+    identify_brakes,
 )
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.stop_comparison import shortfalls
@@ -69,7 +70,6 @@ def parse_assumed(items: Sequence[str]) -> dict[str, float]:
 TOLERANCE = 0.05  # a cross-validated stop time or TCP distance this much shorter than recorded is non-conservative
 EXIT_NONCONSERVATIVE = 3
 EXIT_UNCONVERGED = 4
-INADEQUATE = 3.0  # a residual this many times the noise is no fit to use, whatever the starts agree on
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,7 +132,7 @@ class CalibrationRun:
 def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: float,
              accept_nonconservative: bool, accept_unconverged: bool) -> tuple[list[str], int]:
     """The run's verdict lines and exit status: 0 fine, ``EXIT_UNCONVERGED`` when the starts of the global fit
-    disagree or agree on an optimum whose residual is ``INADEQUATE`` times the noise, ``EXIT_NONCONSERVATIVE``
+    disagree or agree on an optimum whose residual is ``INADEQUATE_MISFIT`` times the noise, ``EXIT_NONCONSERVATIVE``
     when a cross-validated or held-out stop of the brakes written is shorter than recorded by more than
     ``tolerance`` (either may be accepted explicitly)."""
     lines: list[str] = []
@@ -154,7 +154,7 @@ def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: 
                         "--accept-nonconservative writes it anyway)"))
         status = status or (0 if accept_nonconservative else EXIT_NONCONSERVATIVE)
     edge = [f"{e.joint}.{e.field}" for e in ident.estimates if "edge of its search range" in e.reason]
-    if ident.converged and ident.residual_rms > INADEQUATE * noise:
+    if ident.converged and ident.residual_rms > INADEQUATE_MISFIT * noise:
         # the starts agree on an optimum that misses the recordings: a wrong basin all starts fell into, or an
         # effect the brake model lacks; the tool cannot tell which, so it proposes neither as "the" fix
         ratio = ident.residual_rms / noise

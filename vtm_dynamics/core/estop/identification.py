@@ -15,7 +15,7 @@ The steps (each in its own module):
    (``scipy.optimize.least_squares``, trust-region reflective) from several starts: the direct measurement, the
    prior, and the direct measurement perturbed (``starts``); the best optimum is kept and the starts that reached
    it are counted. The capacities are bracketed again at the optimum, and the fit polished if they moved. When
-   the best optimum leaves more than ``RESTART_MISFIT`` times the noise (every start in one wrong basin, because
+   the best optimum leaves more than ``INADEQUATE_MISFIT`` times the noise (every start in one wrong basin, because
    capacities read at a direct measurement that is off were read wrong), the fit restarts: the friction refined
    first with the delays held at their direct measurement and every capacity at its static friction, the
    capacities read there, the global fit again from that start; the better of the two fits is kept.
@@ -83,7 +83,8 @@ STRIBECK_FIELDS = ("breakaway_torque", "stribeck_velocity")  # opt-in: stops mus
 THRESHOLD_FIELDS = ("holding_torque",)  # enter the prediction only through a stick/slip decision
 DEFAULT_STARTS = 3
 UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
-RESTART_MISFIT = 3.0  # a best residual this many times the noise: the starts share a wrong basin, restart
+INADEQUATE_MISFIT = 3.0  # a residual this many times the noise is no fit to use: the fit restarts (the starts
+#                          share a wrong basin), and if it stays there, vtm-calibrate refuses it
 
 
 class IdentificationError(ValueError):
@@ -260,7 +261,7 @@ def identify_brakes(
         first = fitted_with_capacities(problem, caps, begin, active, capacity_joints, fd_step, max_iterations,
                                         r0, J0, say)
         misfit = _rms(first[2].r) / noise_rms
-        if capacity_joints and misfit > RESTART_MISFIT:
+        if capacity_joints and misfit > INADEQUATE_MISFIT:
             # every start shares a basin far from the data: the capacities read at the direct measurement can be
             # read wrong where its values are off (on fresh, a wrist's sliding torque from 10 ms of deceleration,
             # 17 % low, made slips it showed read as holds, and every start then ran the wrist's sliding torque
