@@ -48,6 +48,7 @@ from vtm_dynamics.core.estop.identification import (
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.stop_comparison import shortfalls
 from vtm_dynamics.core.robot.catalogue import DEFAULT_ROBOT
+from vtm_dynamics.core.excerpt import first_line
 
 PROG = "vtm-calibrate"
 
@@ -252,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run(args)
     except (ValueError, OSError) as err:  # our errors are ValueError subclasses with one line naming the problem
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        msg = first_line(err)
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
     if result.status:

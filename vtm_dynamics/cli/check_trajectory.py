@@ -33,6 +33,7 @@ from vtm_dynamics.cli.stopsafe_setup import LoadedSetup, ProgressBar, add_robot_
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.stopsafe.results import SpeedScaling, TrajectoryCheck
 from vtm_dynamics.core.stopsafe.scene import MAX_SCENE_BYTES, Scene, load_mesh_file, scene_from_yaml_text
+from vtm_dynamics.core.excerpt import first_line
 
 if TYPE_CHECKING:  # the check (Pinocchio, coal, the engine) is imported when it runs, not for --help
     from vtm_dynamics.core.stopsafe.check import TrajectoryChecker
@@ -305,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status, text, page = run(args)
     except (ValueError, OSError, CheckCancelled, ViewError) as err:  # our errors are one line naming the field
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        msg = first_line(err)
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
     print(text, flush=True)

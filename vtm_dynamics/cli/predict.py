@@ -39,6 +39,7 @@ from vtm_dynamics.core.estop.defaults import (
     CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, INTEGRATION_STEP, PAYLOAD,
 )
 from vtm_dynamics.core.robot.catalogue import DEFAULT_ROBOT, ROBOTS
+from vtm_dynamics.core.excerpt import first_line
 
 if TYPE_CHECKING:  # the engine (Pinocchio, Numba) and matplotlib are imported when a prediction runs, not for --help
     from vtm_dynamics.core.estop import LockEvent, StopPrediction
@@ -337,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             replay_bags(args)
         except (ValueError, OSError) as err:
-            msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            msg = first_line(err)
             sys.stderr.write(f"{PROG}: error: {msg}\n")
             return 2
         return 0
@@ -351,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress=progress,
         )
     except (ValueError, OSError) as err:  # our errors are ValueError subclasses with one line naming the field
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        msg = first_line(err)
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
     print(summary_table(robot, brakes, summary.prediction, summary.envelope, summary.inputs))

@@ -26,6 +26,7 @@ from typing import Sequence
 
 from vtm_dynamics.recordings.bag_files import STORAGES, RecordingError, write_bag
 from vtm_dynamics.recordings.trigger import TriggerConfigError, split_type_name
+from vtm_dynamics.core.excerpt import first_line
 
 PROG = "vtm-record"
 MAX_DURATION = 24 * 3600.0  # [s]
@@ -160,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         counts = record(args.out, topics, storage=args.storage, duration=args.duration, max_bytes=args.max_bytes,
                         max_messages=args.max_messages, use_sim_time=args.use_sim_time, progress=progress)
     except (ValueError, OSError) as err:
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        msg = first_line(err)
         sys.stderr.write(f"\n{PROG}: error: {msg}\n")
         return 2
     sys.stderr.write("\n")

@@ -35,6 +35,7 @@ from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, SeparationP
 from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, predict_stops
 from vtm_dynamics.core.stopsafe.trajectory import check_limits, model_order
 from vtm_dynamics.core.stopsafe.trajectory_files import read_trajectory_file
+from vtm_dynamics.core.excerpt import first_line
 
 PROG = "vtm-safety-distance"
 MAX_STATE_SAMPLES = 5000
@@ -266,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         text = run(args)
     except (ValueError, OSError, CheckCancelled) as err:
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        msg = first_line(err)
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
     print(text)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Sequence
 from vtm_dynamics.cli import provenance
 from vtm_dynamics.cli.arguments import Parser
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
+from vtm_dynamics.core.excerpt import first_line
 
 if TYPE_CHECKING:  # the core is imported when the data are computed, not for --help
     from vtm_dynamics.core.estop.brakes import BrakeSet
@@ -407,8 +408,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run(args, progress, argv)
     except (ValueError, OSError) as err:
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        sys.stderr.write(f"{PROG}: error: {msg}\n")
+        sys.stderr.write(f"{PROG}: error: {first_line(err)}\n")
         return 2
     print("\n".join(table_lines(result["rows"])))
     for f in result["files"]:

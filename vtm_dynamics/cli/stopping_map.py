@@ -33,6 +33,7 @@ from vtm_dynamics.core.estop.defaults import (
     CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR,
 )
 from vtm_dynamics.scaleout.settings import CONNECT_TIMEOUT
+from vtm_dynamics.core.excerpt import first_line
 
 if TYPE_CHECKING:  # the core and the distributed engine are imported when a map runs, not for --help
     from vtm_dynamics.core.stopping.workspace_map import MapSpec
@@ -239,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       overwrite=args.overwrite, progress=Progress(sys.stderr, spec.n_states),
                       connect_timeout=args.connect_timeout)
     except (ValueError, OSError) as err:
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        msg = first_line(err)
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
     print(f"{loaded.name}: {spec.n_states} states in {spec.n_chunks} chunks; {run.computed} computed now, "

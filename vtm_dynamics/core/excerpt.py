@@ -28,3 +28,10 @@ def clip(name: object, limit: int = DEFAULT_EXCERPT_CHARS) -> str:
     """``str(name)`` cut to ``limit`` characters, for names used inside a field path (``brakes.joints.<name>``)."""
     text = str(name)
     return text if len(text) <= limit else f"{text[:limit]}...({len(text)} chars)"
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an exception's text, or its type's name when it has none: what a one-line error message
+    quotes of it."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -20,6 +20,7 @@ from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.estop.prediction import predict_with
 from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.excerpt import first_line
 
 MAX_BATCH = 10_000_000  # cases per call (a workspace map of 10^6 states runs in chunks far below this)
 
@@ -119,7 +120,7 @@ def predict_stops(
         except BatchStopError:
             raise
         except Exception as err:  # noqa: BLE001 - every failure of a case is reported with its index
-            text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            text = first_line(err)
             raise BatchStopError(k, text) from err
         if progress is not None:
             progress(k + 1, n)

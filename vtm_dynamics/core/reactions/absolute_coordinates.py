@@ -43,7 +43,7 @@ import numpy as np
 import pinocchio as pin
 import scipy.linalg
 
-from vtm_dynamics.core.excerpt import excerpt
+from vtm_dynamics.core.excerpt import excerpt, first_line
 from vtm_dynamics.core.robot.urdf_extension import (
     DEFAULT_MAX_DOF,
     DEFAULT_MAX_LINKS,
@@ -143,7 +143,7 @@ class AbsoluteModel:
         try:
             return pin.buildModelFromXML(self.urdf)
         except Exception as err:  # pinocchio raises RuntimeError/ValueError with multi-line text
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = first_line(err)
             raise AbsoluteModelError(f"Pinocchio cannot load the URDF tree: {first[:160]}") from None
 
     @functools.cached_property

@@ -37,6 +37,7 @@ from vtm_dynamics.core.robot.urdf_extension import (
     read_urdf_file,
 )
 from vtm_dynamics.core.validation import finite_vector
+from vtm_dynamics.core.excerpt import first_line
 
 REFERENCE_FRAMES = {
     "local": pin.ReferenceFrame.LOCAL,
@@ -155,7 +156,7 @@ class RobotModel:
         try:
             model = pin.buildModelFromXML(urdf)
         except Exception as err:  # Pinocchio raises plain RuntimeError/ValueError with multi-line text
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = first_line(err)
             raise ModelError(f"urdf: Pinocchio could not build the model: {first[:160]}") from None
         if model.nv == 0:
             raise ModelError("urdf: the model has no movable joint")

@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pinocchio as pin
 
-from vtm_dynamics.core.excerpt import clip
+from vtm_dynamics.core.excerpt import clip, first_line
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, parse_urdf_xml
 from vtm_dynamics.core.stopsafe.bounding_volumes import (
@@ -321,7 +321,7 @@ def build_robot_geometry(urdf_text: str, package_dirs: Sequence[str], *, shapes:
         geometry = pin.buildGeomFromUrdfString(full.model, urdf_text, pin.GeometryType.COLLISION,
                                                package_dirs=[os.path.realpath(d) for d in package_dirs])
     except Exception as err:  # noqa: BLE001 - Pinocchio/assimp raise plain errors with long texts
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        first = first_line(err)
         raise GeometryError(f"urdf: a collision mesh cannot be read ({clip(first, 160)})") from None
     if not fixed_joints:
         return full, RobotGeometry(full, geometry, shapes)
