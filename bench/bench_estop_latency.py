@@ -89,8 +89,9 @@ def predictor_process(env: dict, *params: str, tree: str = REPO) -> subprocess.P
     for p in params:
         args += ["-p", p]
     env = dict(env, PYTHONPATH=tree + os.pathsep + env.get("PYTHONPATH", ""))
-    return subprocess.Popen(args + ["--log-level", "warn"], cwd=tree, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    # at the log level a launch gives it (info): a log line is a /rosout publish, and what the node logs under a
+    # flood is part of its latency
+    return subprocess.Popen(args, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def stop_process(proc: subprocess.Popen | None) -> None:

@@ -292,8 +292,8 @@ class EstopPredictor(Node):
         if not names:
             return
         stop, model = self.session.current, self.models.current
-        self.get_logger().info(f"lock event {action} {names[:20]} ({msg.source[:80] or 'no source'})"
-                               + (f" during E-stop {stop.number}" if stop else ""))
+        self.log("info", f"lock event {action} {names[:20]} ({msg.source[:80] or 'no source'})"  # a repeated event
+                 + (f" during E-stop {stop.number}" if stop else ""))  # is one line per period, not a /rosout flood
         if stop is not None and action == "LOCK" and model is not None:
             self._act(self.triggers.lock(stamp_to_seconds(msg.header.stamp), names, model.robot, self.p["horizon"]))
 
