@@ -72,3 +72,31 @@ def test_a_request_answered_in_time_is_not_refused_afterwards(node):
     host.watchdog()
     assert item.future.result().success and item.future.result().prediction.tcp_path_length == 0.25
     assert host.stats["refused_work"] == 0
+
+
+def test_an_answer_pauses_at_its_next_call_into_the_package_while_e_stop_work_is_due(node):
+    """The worker answers under ``urgent.yielding``: with the E-stop flag raised, the part's next call into
+    vtm_dynamics waits until the E-stop work lowers it."""
+    from vtm_dynamics.core.excerpt import first_line
+
+    urgent = UrgentWork(max_wait=10.0)
+    host = ServiceHost(node, worker=None, urgent=urgent, max_pending=4, deadline=60.0, late="late",
+                       stats={"refused_work": 0}, log=lambda level, text: None)
+    order = []
+
+    class Part(SlowPart):
+        def answer(self, request, response):
+            first_line(ValueError("a call into the package"))  # a pause point
+            order.append("answer")
+            response.success = True
+            return response
+
+    queue = ServiceQueue(4, 60.0)
+    item = queue.admit(PredictStop.Request(), PredictStop.Response(), Future)
+    urgent.raise_()
+    lowered = threading.Timer(0.3, lambda: (order.append("e-stop done"), urgent.release()))
+    lowered.start()
+    host.serve(item, Part().answer)
+    lowered.join()
+    assert urgent.pauses == 1 and order == ["e-stop done", "answer"]
+    assert item.future.result().success
