@@ -111,8 +111,8 @@ def test_check_trajectory_answers_over_dds(graph):
 def test_an_estop_during_a_check_is_predicted_at_once_and_the_check_runs_on_to_its_deadline(graph):
     """A check of 40 s of trajectory at 100 Hz (4,001 instants x 5 cases: far longer than check_deadline here)
     runs on the auxiliary worker; the E-stop that comes meanwhile is predicted within prediction_deadline, with
-    success, while the check pauses; the check then runs on until check_deadline and answers success=false
-    naming it, with no numbers."""
+    success (the check pausing if it reaches a pause point meanwhile); the check then runs on until
+    check_deadline and answers success=false naming it, with no numbers."""
     predictor = graph.predictor
     req = wall_request(sample_period=0.01)
     req.trajectory.points[1].time_from_start.sec = 40
