@@ -163,6 +163,7 @@ def test_every_executable_exits_0_on_sigint_however_the_race_falls(cycles):
 
 RACING_NODE = '''
 import sys
+import threading
 from rclpy.node import Node
 from vtm_dynamics.nodes.node_main import run_node
 
@@ -178,6 +179,8 @@ class Racing(Node):
     def tick(self):
         if sys.argv[1] == "shutdown":
             self.context.try_shutdown()
+        elif sys.argv[1] == "shutdown_soon":  # the signal's shutdown, on another thread, reports a moment later
+            threading.Timer(0.2, self.context.try_shutdown).start()
         raise RuntimeError("Unable to convert call argument '0' to Python object")
 
 
@@ -185,7 +188,7 @@ sys.exit(run_node("racing", Racing, ()))
 '''
 
 
-@pytest.mark.parametrize("when, status", [("shutdown", 0), ("running", 1)])
+@pytest.mark.parametrize("when, status", [("shutdown", 0), ("shutdown_soon", 0), ("running", 1)])
 def test_an_exception_out_of_spin_is_a_shutdown_race_only_once_the_shutdown_began(when, status):
     """The race made deterministic: after the shutdown began, the exception ends the process with 0; while the
     node runs, it is a defect and ends it with 1 and its traceback."""

@@ -10,13 +10,15 @@ the race with the executor falls: when the shutdown (SIGINT
 shuts the context down from rclpy's signal thread) invalidates a handle the executor is using at that moment, rclpy
 raises from inside ``spin`` (e.g. ``RuntimeError: Unable to convert call argument '0' to Python object`` in
 ``_take_subscription``, seen in 1 of 8 shutdowns under ``ros2 launch``); an exception that escapes ``spin`` once
-the shutdown has begun is that race and ends with 0 too. An exception while the context is still up is a defect:
+the shutdown has begun (or begins within ``RACE_WINDOW``: the signal's shutdown runs on another thread) is that race
+and ends with 0 too. An exception while the context is still up is a defect:
 it propagates with its traceback (exit status 1).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from typing import Callable
 
 import rclpy
@@ -29,6 +31,7 @@ from vtm_dynamics.nodes.graph import apply_isolation_defaults, one_line
 
 #: What rcl raises when it cannot create the context or the participant (bad ROS_* variables, refused security).
 MIDDLEWARE_ERRORS: tuple[type[BaseException], ...] = (_rclpy.RCLError,)
+RACE_WINDOW = 1.0  # [s] an exception out of spin this shortly before the context reports its shutdown is the race
 
 
 def run_node(name: str, factory: Callable[[], Node], startup_errors: tuple[type[BaseException], ...],
@@ -67,7 +70,7 @@ def run_node(name: str, factory: Callable[[], Node], startup_errors: tuple[type[
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        if shutdown_began(node):
+        if shutdown_began(node, within=RACE_WINDOW):
             pass  # the shutdown race described in the module docstring, not a defect
         else:
             raise
@@ -75,7 +78,7 @@ def run_node(name: str, factory: Callable[[], Node], startup_errors: tuple[type[
         try:
             node.destroy_node()
         except Exception:
-            if not shutdown_began(node):
+            if not shutdown_began(node, within=RACE_WINDOW):
                 raise
         rclpy.try_shutdown()
     return 0
@@ -90,6 +93,13 @@ def use_switch_interval(seconds: float) -> None:
         sys.setswitchinterval(seconds)
 
 
-def shutdown_began(node: Node) -> bool:
-    """The node's context is shut down or shutting down (Ctrl-C, ``rclpy.shutdown``, an external shutdown)."""
-    return not node.context.ok()
+def shutdown_began(node: Node, within: float = 0.0) -> bool:
+    """The node's context is shut down or shutting down (Ctrl-C, ``rclpy.shutdown``, an external shutdown), or
+    becomes so within ``within`` [s]: the signal's shutdown runs on another thread, and the handle it invalidates
+    can raise in ``spin`` a moment before the context says so."""
+    deadline = time.monotonic() + within
+    while node.context.ok():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
