@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -58,3 +58,12 @@ def robot_name(known: Iterable[str]) -> Callable[[str], str]:
 
     convert.__name__ = "robot name"  # argparse names the type in its messages
     return convert
+
+
+def parse_or_exit_status(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
+    """The parsed command line, or the exit status argparse chose after printing its one line or the help (2 for a
+    usage error, 0 for ``--help``): what a command's ``main`` returns instead of letting SystemExit through."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
-from vtm_dynamics.cli.arguments import Parser
+from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
 from vtm_dynamics.cli.recorded_stops import add_recording_options, read_stops
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
@@ -245,11 +245,9 @@ def run(args: argparse.Namespace, say=print) -> CalibrationRun:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_or_exit_status(build_parser(), argv)
+    if isinstance(args, int):  # argparse printed its one line or the help
+        return args
     try:
         result = run(args)
     except (ValueError, OSError) as err:  # our errors are ValueError subclasses with one line naming the problem

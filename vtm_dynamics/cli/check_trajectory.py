@@ -34,6 +34,7 @@ from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.stopsafe.results import SpeedScaling, TrajectoryCheck
 from vtm_dynamics.core.stopsafe.scene import MAX_SCENE_BYTES, Scene, load_mesh_file, scene_from_yaml_text
 from vtm_dynamics.core.excerpt import first_line
+from vtm_dynamics.cli.arguments import parse_or_exit_status
 
 if TYPE_CHECKING:  # the check (Pinocchio, coal, the engine) is imported when it runs, not for --help
     from vtm_dynamics.core.stopsafe.check import TrajectoryChecker
@@ -295,11 +296,9 @@ def run(args: argparse.Namespace) -> tuple[int, str, bytes]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed its message
-        return int(exc.code or 0)
+    args = parse_or_exit_status(build_parser(), argv)
+    if isinstance(args, int):  # argparse printed its one line or the help
+        return args
     from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled  # after parsing: --help stays light
     from vtm_dynamics.views.web_page import ViewError
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser, robot_name
+from vtm_dynamics.cli.arguments import Parser, robot_name, parse_or_exit_status
 from vtm_dynamics.cli.prediction_inputs import inputs_lines, plot_source, prediction_inputs
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.defaults import (
@@ -322,11 +322,9 @@ def replay_bags(args: argparse.Namespace, say=print) -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed its message
-        return int(exc.code or 0)
+    args = parse_or_exit_status(build_parser(), argv)
+    if isinstance(args, int):  # argparse printed its one line or the help
+        return args
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"\renvelope: {done}/{total} cases")

@@ -27,6 +27,7 @@ from typing import Sequence
 from vtm_dynamics.recordings.bag_files import STORAGES, RecordingError, write_bag
 from vtm_dynamics.recordings.trigger import TriggerConfigError, split_type_name
 from vtm_dynamics.core.excerpt import first_line
+from vtm_dynamics.cli.arguments import parse_or_exit_status
 
 PROG = "vtm-record"
 MAX_DURATION = 24 * 3600.0  # [s]
@@ -141,11 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_or_exit_status(build_parser(), argv)
+    if isinstance(args, int):  # argparse printed its one line or the help
+        return args
 
     def progress(counts: dict[str, int], left: float) -> None:
         sys.stderr.write("\r" + ", ".join(f"{t}: {n}" for t, n in counts.items()) + f"  ({left:.0f} s left)")

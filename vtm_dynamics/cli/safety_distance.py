@@ -36,6 +36,7 @@ from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, predict_stops
 from vtm_dynamics.core.stopsafe.trajectory import check_limits, model_order
 from vtm_dynamics.core.stopsafe.trajectory_files import read_trajectory_file
 from vtm_dynamics.core.excerpt import first_line
+from vtm_dynamics.cli.arguments import parse_or_exit_status
 
 PROG = "vtm-safety-distance"
 MAX_STATE_SAMPLES = 5000
@@ -259,11 +260,9 @@ def run(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_or_exit_status(build_parser(), argv)
+    if isinstance(args, int):  # argparse printed its one line or the help
+        return args
     try:
         text = run(args)
     except (ValueError, OSError, CheckCancelled) as err:

@@ -28,7 +28,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Sequence
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser
+from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.excerpt import first_line
 
@@ -393,11 +393,9 @@ def run(args: argparse.Namespace, progress=None, argv: Sequence[str] | None = No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_or_exit_status(build_parser(), argv)
+    if isinstance(args, int):  # argparse printed its one line or the help
+        return args
 
     def progress(done: int, total: int) -> None:
         sys.stderr.write(f"\rstopping data: {done}/{total} test points")

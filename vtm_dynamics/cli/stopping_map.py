@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser
+from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
 from vtm_dynamics.cli.stopping_robots import add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.defaults import (
@@ -222,11 +222,9 @@ def write_map_csv(path: str, columns: dict, summary: dict) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = build_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parse_or_exit_status(build_parser(), argv)
+    if isinstance(args, int):  # argparse printed its one line or the help
+        return args
     from vtm_dynamics.scaleout.chunk_store import read_result
     from vtm_dynamics.scaleout.map_runner import MapJob, Progress, run_map
 
