@@ -309,6 +309,8 @@ def main() -> int:
                     help="alternating blocks (off, on, ...) of --triggers / 2 edges each in phase (c); 0 skips it")
     ap.add_argument("--baseline", default="", help="a checkout of the code to compare with (before / after)")
     ap.add_argument("--blocks", type=int, default=2, help="alternating blocks per tree and phase with --baseline")
+    ap.add_argument("--phases", default="sabc",
+                    help="which parts run: s (ENGAGE stops), a (quiet line), b (loaded line), c (continuous mode)")
     ap.add_argument("--flood-topics", default="all", help=argparse.SUPPRESS)  # the flood worker's topics
     ap.add_argument("--flood-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the flood
     ap.add_argument("--hog-worker", type=float, default=0.0, help=argparse.SUPPRESS)  # seconds: be the CPU hog
@@ -425,49 +427,54 @@ def main() -> int:
     helpers: list[subprocess.Popen] = []
     flood_rates = ""
     continuous = None
+    latencies, core_times, quiet, loaded, load_avg = {}, [], {}, {}, (0.0, 0.0, 0.0)
     try:
         spin_until(lambda: False, 1.0)
-        stop_runs = alternate(("ghost_rate:=0.0", "event_rate_limit:=1000.0"), lambda n: lambda: stops(n), args.stops)
-        latencies = {label: [x for lat, _ in runs for x in lat] for label, runs in stop_runs.items()}
-        core_times = []
-        for q, v in [s for lat, st in stop_runs[trees[-1][0]] for s in st]:  # peer: the bare core call
-            t = time.perf_counter()
-            predict_stop(robot, brakes, q, v, tcp_frame="tool0", settings=StopSettings(t_max=5.0))
-            core_times.append(time.perf_counter() - t)
+        if "s" in args.phases:
+            stop_runs = alternate(("ghost_rate:=0.0", "event_rate_limit:=1000.0"), lambda n: lambda: stops(n),
+                                  args.stops)
+            latencies = {label: [x for lat, _ in runs for x in lat] for label, runs in stop_runs.items()}
+            for q, v in [s for lat, st in stop_runs[trees[-1][0]] for s in st]:  # peer: the bare core call
+                t = time.perf_counter()
+                predict_stop(robot, brakes, q, v, tcp_frame="tool0", settings=StopSettings(t_max=5.0))
+                core_times.append(time.perf_counter() - t)
 
         # the E-stop line against the shipped configuration: quiet, then under a flood on every topic + CPU hog
-        quiet = alternate((), triggers, args.triggers)
-        budget = 5.0 + len(trees) * (args.triggers * (0.35 + 0.05 + args.lost_after) + blocks * 20.0)
-        me = os.path.abspath(__file__)
-        n_flood = max(1, args.flood_processes)
-        for _ in range(n_flood):  # one Python process alone does not reach 1 kHz on five topics
-            helpers.append(subprocess.Popen(
-                [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-rate", str(args.flood_rate / n_flood),
-                 "--t0-epoch", repr(t0_epoch)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, text=True))
-        helpers.append(subprocess.Popen([sys.executable, me, "--hog-worker", f"{budget:.1f}"], cwd=REPO, env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        spin_until(lambda: node.count_publishers("estop") > n_flood, 30.0)  # the floods and this script
-        spin_until(lambda: False, 1.0)  # the flood is running
-        load_avg = os.getloadavg()
-        loaded = alternate((), triggers, args.triggers)
-        totals: dict[str, float] = {}
-        for flood_proc in helpers[:n_flood]:
-            flood_proc.terminate()  # SIGTERM ends its loop; it prints the rates it achieved
-            try:
-                out, _ = flood_proc.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                continue
-            line = next((x[6:] for x in out.splitlines() if x.startswith("FLOOD ")), "")
-            for item in line.split():
-                topic, rate = item.split("=")
-                totals[topic] = totals.get(topic, 0.0) + float(rate.removesuffix("Hz"))
-        flood_rates = " ".join(f"{k}={v:.0f}Hz" for k, v in totals.items())
-        for h in helpers:
-            stop_process(h)
-        helpers.clear()
-        continuous = continuous_phase(args, env, node, spin_until, pub_estop, received, rng, predictor_up, trees,
-                                      t0_epoch)
+        if "a" in args.phases:
+            quiet = alternate((), triggers, args.triggers)
+        if "b" in args.phases:
+            budget = 5.0 + len(trees) * (args.triggers * (0.35 + 0.05 + args.lost_after) + blocks * 20.0)
+            me = os.path.abspath(__file__)
+            n_flood = max(1, args.flood_processes)
+            for _ in range(n_flood):  # one Python process alone does not reach 1 kHz on five topics
+                helpers.append(subprocess.Popen(
+                    [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-rate",
+                     str(args.flood_rate / n_flood), "--t0-epoch", repr(t0_epoch)], cwd=REPO, env=env,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+            helpers.append(subprocess.Popen([sys.executable, me, "--hog-worker", f"{budget:.1f}"], cwd=REPO, env=env,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            spin_until(lambda: node.count_publishers("estop") > n_flood, 30.0)  # the floods and this script
+            spin_until(lambda: False, 1.0)  # the flood is running
+            load_avg = os.getloadavg()
+            loaded = alternate((), triggers, args.triggers)
+            totals: dict[str, float] = {}
+            for flood_proc in helpers[:n_flood]:
+                flood_proc.terminate()  # SIGTERM ends its loop; it prints the rates it achieved
+                try:
+                    out, _ = flood_proc.communicate(timeout=10)
+                except subprocess.TimeoutExpired:
+                    continue
+                line = next((x[6:] for x in out.splitlines() if x.startswith("FLOOD ")), "")
+                for item in line.split():
+                    topic, rate = item.split("=")
+                    totals[topic] = totals.get(topic, 0.0) + float(rate.removesuffix("Hz"))
+            flood_rates = " ".join(f"{k}={v:.0f}Hz" for k, v in totals.items())
+            for h in helpers:
+                stop_process(h)
+            helpers.clear()
+        if "c" in args.phases:
+            continuous = continuous_phase(args, env, node, spin_until, pub_estop, received, rng, predictor_up,
+                                          trees, t0_epoch)
     finally:
         for h in helpers:
             stop_process(h)
@@ -475,18 +482,20 @@ def main() -> int:
         node.destroy_node()
         rclpy.try_shutdown()
 
-    cmed, cp95 = statistics.median(core_times), percentile(core_times, 95)
-    print(f"E-stop event -> published StopPrediction, UR5 default brakes, {args.stops} stops per tree over DDS "
-          f"(loopback){', trees alternated in ' + str(blocks) + ' blocks each' if args.baseline else ''}")
-    for label, lat in latencies.items():
-        med, p95 = statistics.median(lat), percentile(lat, 95)
-        print(f"  [{label:>6}] latency median {1e3 * med:7.2f} ms   p95 {1e3 * p95:7.2f} ms   max {1e3 * max(lat):7.2f} ms"
-              f"   ratio latency/core (median) {med / cmed:.2f}")
-    print(f"  core call median {1e3 * cmed:7.2f} ms   p95 {1e3 * cp95:7.2f} ms   (vtm_dynamics.core.estop.predict_stop,"
-          " same states, no ROS)")
-    print_ratio("stops", {k: (v, 0) for k, v in latencies.items()})
-    print("E-stop line (estop rising edge) -> published StopPrediction, shipped configuration "
-          "(config/estop_predict.yaml), over DDS (loopback)")
+    if latencies:
+        cmed, cp95 = statistics.median(core_times), percentile(core_times, 95)
+        print(f"E-stop event -> published StopPrediction, UR5 default brakes, {args.stops} stops per tree over DDS "
+              f"(loopback){', trees alternated in ' + str(blocks) + ' blocks each' if args.baseline else ''}")
+        for label, lat in latencies.items():
+            med, p95 = statistics.median(lat), percentile(lat, 95)
+            print(f"  [{label:>6}] latency median {1e3 * med:7.2f} ms   p95 {1e3 * p95:7.2f} ms   max "
+                  f"{1e3 * max(lat):7.2f} ms   ratio latency/core (median) {med / cmed:.2f}")
+        print(f"  core call median {1e3 * cmed:7.2f} ms   p95 {1e3 * cp95:7.2f} ms   (vtm_dynamics.core.estop."
+              "predict_stop, same states, no ROS)")
+        print_ratio("stops", {k: (v, 0) for k, v in latencies.items()})
+    if quiet or loaded:
+        print("E-stop line (estop rising edge) -> published StopPrediction, shipped configuration "
+              "(config/estop_predict.yaml), over DDS (loopback)")
     for phase, results, target, title in (("quiet", quiet, QUIET_TARGET_P95, "(a) quiet"),
                                           ("loaded", loaded, LOAD_TARGET_P95,
                                            f"(b) {args.flood_rate:g} Hz flood + CPU hog")):
@@ -497,9 +506,11 @@ def main() -> int:
             merged[label] = (lat, lost)
             print(summary(f"{title} [{label}]", lat, lost, len(lat) + lost, target))
         print_ratio(phase, merged)
-    print(f"  load phase: machine load average (1 min) {load_avg[0]:.2f} on {os.cpu_count()} cores when it began "
-          "(shared with other work)")
-    print(f"  flood achieved (per topic, summed over {args.flood_processes} processes): {flood_rates or 'not reported'}")
+    if loaded:
+        print(f"  load phase: machine load average (1 min) {load_avg[0]:.2f} on {os.cpu_count()} cores when it "
+              "began (shared with other work)")
+        print(f"  flood achieved (per topic, summed over {args.flood_processes} processes): "
+              f"{flood_rates or 'not reported'}")
     if continuous is not None:
         for label, figures in continuous.items():
             print_continuous(args, label, *figures)
