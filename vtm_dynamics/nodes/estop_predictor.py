@@ -38,6 +38,7 @@ from vtm_dynamics.nodes import diagnostics, graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes import prediction_io as io
 from vtm_dynamics.nodes.continuous_mode import ContinuousMode, ContinuousOutput
+from vtm_dynamics.nodes.prediction_process import PredictionProcess
 from vtm_dynamics.nodes.conversions import UnsupportedJointError, stamp_to_seconds
 from vtm_dynamics.nodes.estop_line import EstopLine
 from vtm_dynamics.nodes.estop_parameters import PARAMETERS, prediction_settings, start_limits, trigger_of
@@ -88,11 +89,18 @@ class EstopPredictor(Node):
         self.urgent = UrgentWork(max_wait=2.0 * self.p["prediction_deadline"] + 1.0)  # other work pauses for E-stops
         self.worker = StopWorker(self.models, self.intake, self.settings, limits, self.now)
         self.outputs = StopOutputs(self, self.p, self.settings, self.stats, self.log)
+        # continuous predictions run in a child process (prediction_process: never the E-stop path's lock)
+        self.continuous_calls = PredictionProcess(self.settings, self.p["prediction_deadline"] + 1.0,
+                                                  before_call=self.urgent.pause)
+        self.closing.callback(self.continuous_calls.close)  # also if the constructor fails below
+        if self.p["continuous_rate"] > 0:
+            self.continuous_calls.start()
         self.continuous = ContinuousMode(self.continuous_gate, self.urgent, self.intake, self.models, limits,
-                                         self.predict, self.now)
+                                         self.continuous_calls.predict, self.now)
         self.continuous.add(ContinuousOutput("stop_prediction", self.outputs.nominal, self.outputs.publish_nominal))
         self.continuous.add(ContinuousOutput("stopping_distance",
-                                             lambda round_: self.outputs.stopping_distance(round_, self.predict),
+                                             lambda round_: self.outputs.stopping_distance(
+                                                 round_, self.continuous_calls.predict),
                                              self.outputs.publish_stopping, lambda: self.p["stopping_distance"]))
         self.kits = StopsafeKits(self.p, self.settings)  # collision geometry and stop cases, built on first use
         self.separation = LiveSeparation(self, self.p, self.kits, self.settings.category, self.log, self.now)
@@ -106,6 +114,7 @@ class EstopPredictor(Node):
         self.trigger_work = self.closing.enter_context(WorkQueue("estop-trigger-worker", self._on_worker_error))
         self.aux = self.closing.enter_context(WorkQueue("estop-aux-worker", self._on_worker_error))
         self.closing.callback(self._halt)  # first on destroy: paused work goes on, the workers can end
+        self.closing.callback(self.continuous_calls.close)  # before that: a call waiting for the child returns
         self.events = self.closing.enter_context(EventExecutor(self, "estop-event-executor", self._on_worker_error)) \
             if self.p["event_thread"] else None
         group = self.events.group if self.events is not None else None

@@ -66,19 +66,26 @@ class Outcome:
 
 
 def predict(model: LoadedModel, robot: RobotModel, state: Any, settings: PredictionSettings,
-            overrides: Mapping[str, Mapping[str, float]] | None = None, *, category: int | None = None,
-            tcp_frame: str | None = None, horizon: float | None = None, brakes: BrakeSet | None = None,
-            locks: Any = (), clock: Callable[[], float] = time.monotonic) -> Outcome:
+            overrides: Mapping[str, Mapping[str, float]] | None = None, *, brakes: BrakeSet | None = None,
+            **options: Any) -> Outcome:
     """Predict the stop of ``robot`` (``model.robot`` or ``model.aux``, or a payload variant) from ``state`` (a
-    ``JointStateSnapshot``: ``q``, ``v``); never raises (module docstring)."""
-    start = clock()
+    ``JointStateSnapshot``: ``q``, ``v``) with ``brakes`` or the model's; never raises (module docstring)."""
     base = brakes if brakes is not None else model.brakes
     if base is None:
         return Outcome(None, model.brake_error, 0.0)
+    return predict_with_brakes(robot, base, state, settings, overrides, **options)
+
+
+def predict_with_brakes(robot: RobotModel, brakes: BrakeSet, state: Any, settings: PredictionSettings,
+                        overrides: Mapping[str, Mapping[str, float]] | None = None, *, category: int | None = None,
+                        tcp_frame: str | None = None, horizon: float | None = None, locks: Any = (),
+                        clock: Callable[[], float] = time.monotonic) -> Outcome:
+    """:func:`predict` with the brakes given (what a prediction process runs: it holds no model slot)."""
+    start = clock()
     try:
         category = settings.category if category is None else category
         result = predict_stop(
-            robot, base if not overrides else apply_overrides(robot, base, overrides), state.q, state.v,
+            robot, brakes if not overrides else apply_overrides(robot, brakes, overrides), state.q, state.v,
             category=category, tcp_frame=tcp_frame or settings.tcp_frame_of(robot), lock_events=tuple(locks),
             category_one=CategoryOne(deceleration=settings.deceleration) if category == 1 else None,
             settings=StopSettings(step=settings.step, t_max=horizon or settings.horizon),

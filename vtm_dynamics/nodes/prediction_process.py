@@ -1,0 +1,280 @@
+"""Continuous predictions in a process of their own, at a lower CPU priority, so that continuous mode never holds
+the interpreter lock the E-stop path needs. Plain Python (no node, no executor).
+
+Why a process: the threads of ``estop_predictor`` share one interpreter lock. Continuous mode at 100 Hz with its
+envelope keeps a thread computing most of the time; on a loaded machine the operating system preempts that thread
+while it holds the lock, and the E-stop path (the event thread taking the trigger, the trigger worker predicting)
+then waits until the preempted thread runs again. Pausing at calls into the core (``work_priority``) cannot help
+with that: the paused thread has to run to notice. Measured with ``bench/bench_estop_latency.py`` (continuous
+mode at 100 Hz under a 1 kHz joint-state flood, 2 cores): the E-stop p95 grew by 3-25 ms with the predictions in
+a thread of the node; a second process busy predicting beside the node changed it by 1.4 ms at nice 0 and not at
+all at nice 19.
+
+:class:`PredictionProcess` is a drop-in for the node's prediction call (``stop_worker.predict``) used by the
+continuous rounds: each call sends the robot (once per robot object; the child keeps the last
+:data:`MAX_ROBOTS`), the brakes, the state and the settings to the child (``python -m`` this module, niced by
+:data:`CHILD_NICE`), which runs :func:`~vtm_dynamics.nodes.stop_worker.predict_with_brakes` and sends the
+``Outcome`` back. It never raises: a child that does not start, dies or does not answer within ``call_timeout``
+makes the call a failure naming it; the child is then ended (by its PID) and started again at the next call, at
+most once per ``restart_backoff``. Before each call ``before_call`` runs (the node passes the pause point of
+``work_priority``: no new continuous prediction starts while E-stop work is due).
+
+The channel is the child's stdin and stdout, in frames of an 8-byte length and a pickle; the child is this
+package's own code, started by the node (the frames never come from the ROS graph or a file). Frames are capped
+at :data:`MAX_FRAME` bytes both ways.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Callable
+
+import numpy as np
+
+from vtm_dynamics.nodes.stop_worker import Outcome, predict_with_brakes
+
+#: nice increment of the child (weight 110 against a nice-0 thread's 1024 on Linux)
+CHILD_NICE = 10
+#: robots the child keeps (the node's model and its payload variants for the envelope)
+MAX_ROBOTS = 16
+#: [s] a child's start and its first prediction (imports; compiled kernels loaded from their cache, or compiled
+#: on a machine that has no cache yet) may take this long
+START_TIMEOUT = 60.0
+#: [bytes] largest frame either side reads
+MAX_FRAME = 256 * 1024 * 1024
+_HEADER = struct.Struct("<Q")
+
+
+class ChannelError(RuntimeError):
+    """The child's channel failed: ended, timed out or a malformed frame."""
+
+
+@dataclass(frozen=True)
+class StateQV:
+    """The part of a joint-state snapshot a prediction uses: ``q`` [rad, m], ``v`` [rad/s, m/s]."""
+
+    q: np.ndarray
+    v: np.ndarray
+
+
+def write_frame(stream: BinaryIO, obj: Any, deadline: float | None = None) -> None:
+    """One frame of ``obj`` to ``stream``, by ``deadline`` (monotonic [s]; None: wait): a reader that stops
+    reading cannot block the writer beyond it."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) > MAX_FRAME:
+        raise ChannelError(f"frame of {len(data)} bytes over {MAX_FRAME}")
+    stream.flush()
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    fd = stream.fileno()
+    while view:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise ChannelError("no answer in time")
+        view = view[os.write(fd, view[:1 << 16]):]
+
+
+def _read_exactly(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise ChannelError("no answer in time")
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            raise ChannelError("the prediction process ended")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, deadline: float | None = None) -> Any:
+    """One frame from ``fd``, by ``deadline`` (monotonic [s]; None: wait)."""
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
+    if size > MAX_FRAME:
+        raise ChannelError(f"frame of {size} bytes over {MAX_FRAME}")
+    return pickle.loads(_read_exactly(fd, size, deadline))
+
+
+class PredictionProcess:
+    """The node's prediction call answered by a child process (module docstring). ``settings``: the node's
+    ``PredictionSettings``; ``call_timeout`` [s] per call; thread-safe (calls are serialised)."""
+
+    def __init__(self, settings: Any, call_timeout: float, *, nice: int = CHILD_NICE,
+                 restart_backoff: float = 1.0, before_call: Callable[[], Any] | None = None,
+                 command: list[str] | None = None, start_timeout: float = START_TIMEOUT) -> None:
+        self.settings, self.call_timeout, self.nice = settings, float(call_timeout), int(nice)
+        self.start_timeout = float(start_timeout)
+        self.restart_backoff, self.before_call = float(restart_backoff), before_call
+        self.command = command or [sys.executable, "-m", __name__, str(self.nice)]
+        self.calls = self.restarts = 0
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._ready = self._answered = False
+        self._robots: OrderedDict[int, tuple[Any, int]] = OrderedDict()  # id(robot) -> (robot, token)
+        self._sent: set[int] = set()  # tokens the current child holds
+        self._next_token = 0
+        self._failed_at = -float("inf")
+        self._failure = ""
+        self._closed = False
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Start the child now (it imports in parallel with the caller's set-up); calls wait for it."""
+        with self._lock:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        if self._proc is not None or self._closed:
+            return
+        self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=None, close_fds=True)
+        self._ready = False
+        self._answered = False  # the first prediction of a child may load or compile the kernels
+        self._sent.clear()
+        self.restarts += 1
+
+    def _end_child(self, why: str) -> None:
+        proc, self._proc = self._proc, None
+        self._ready = False
+        self._sent.clear()
+        self._failed_at, self._failure = time.monotonic(), why
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=1.0)  # it ends on its own once stdin is closed
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5.0)
+
+    def _token(self, robot: Any) -> int:
+        key = id(robot)
+        entry = self._robots.get(key)
+        if entry is None or entry[0] is not robot:
+            self._next_token += 1
+            entry = (robot, self._next_token)  # the strong reference keeps id(robot) from being reused
+            self._robots[key] = entry
+            while len(self._robots) > MAX_ROBOTS:
+                self._robots.popitem(last=False)
+        self._robots.move_to_end(key)
+        return entry[1]
+
+    def predict(self, model: Any, robot: Any, state: Any, **options: Any) -> Any:
+        """What ``stop_worker.predict(model, robot, state, settings, **options)`` returns, computed in the child."""
+        brakes = options.pop("brakes", None)
+        brakes = brakes if brakes is not None else model.brakes
+        if brakes is None:
+            return Outcome(None, model.brake_error, 0.0)
+        if self.before_call is not None:
+            self.before_call()
+        with self._lock:
+            self.calls += 1
+            if self._closed:
+                return Outcome(None, "continuous predictions: the node is shutting down", 0.0)
+            if self._proc is None:
+                if time.monotonic() - self._failed_at < self.restart_backoff:
+                    return Outcome(None, f"continuous prediction process unavailable ({self._failure})", 0.0)
+                self._spawn()
+            try:
+                return self._call(robot, brakes, StateQV(np.asarray(state.q, dtype=float),
+                                                         np.asarray(state.v, dtype=float)), options)
+            except (ChannelError, OSError, pickle.PickleError, EOFError, ValueError) as err:
+                why = str(err) or type(err).__name__
+                self._end_child(why)
+                return Outcome(None, f"continuous prediction process: {why}", 0.0)
+
+    def _call(self, robot: Any, brakes: Any, state: StateQV, options: dict[str, Any]) -> Any:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        fd = proc.stdout.fileno()
+        if not self._ready:
+            reply = read_frame(fd, time.monotonic() + self.start_timeout)
+            if reply != ("ready",):
+                raise ChannelError("the prediction process did not start")
+            self._ready = True
+        token = self._token(robot)
+        for attempt in range(2):
+            payload = robot if token not in self._sent else None
+            first = 0.0 if self._answered else self.start_timeout
+            deadline = time.monotonic() + self.call_timeout + first
+            write_frame(proc.stdin, ("predict", token, payload, brakes, state, self.settings, options), deadline)
+            self._sent.add(token)
+            reply = read_frame(fd, deadline)
+            if reply[0] == "outcome":
+                self._answered = True
+                return reply[1]
+            if reply[0] == "missing" and attempt == 0:
+                self._sent.discard(token)
+                continue
+            raise ChannelError(str(reply[1]) if reply[0] == "error" else f"unexpected answer {reply[0]!r}")
+        raise ChannelError("the robot did not reach the prediction process")
+
+    def close(self) -> None:
+        """End the child (a call waiting for it returns a failure)."""
+        with self._lock:
+            self._closed = True
+            self._end_child("closed")
+
+    def __enter__(self) -> "PredictionProcess":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def child_main(argv: list[str]) -> int:
+    """The child: answer frames on stdin until it closes (module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the node's Ctrl-C reaches the whole group; stdin's end stops us
+    try:
+        os.nice(int(argv[0]) if argv else CHILD_NICE)
+    except (OSError, ValueError):
+        pass
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything printed goes to stderr, never into the channel
+    robots: OrderedDict[int, Any] = OrderedDict()
+    write_frame(out, ("ready",))
+    fd = sys.stdin.fileno()
+    while True:
+        try:
+            request = read_frame(fd)
+        except ChannelError:
+            return 0  # the node closed the channel
+        try:
+            _, token, robot, brakes, state, settings, options = request
+            if robot is not None:
+                robots[token] = robot
+                while len(robots) > MAX_ROBOTS:
+                    robots.popitem(last=False)
+            robot = robots.get(token)
+            if robot is None:
+                write_frame(out, ("missing", token))
+                continue
+            robots.move_to_end(token)
+            write_frame(out, ("outcome", predict_with_brakes(robot, brakes, state, settings, **options)))
+        except (BrokenPipeError, ChannelError):
+            return 0
+        except Exception as err:  # noqa: BLE001 - a malformed request is answered, the child goes on
+            write_frame(out, ("error", f"{type(err).__name__}: {err}"))
+
+
+if __name__ == "__main__":
+    raise SystemExit(child_main(sys.argv[1:]))
