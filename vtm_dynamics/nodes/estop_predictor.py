@@ -14,7 +14,8 @@ Work and priorities. Triggers and events are never rate-limited or dropped (a de
 callbacks); with ``event_thread`` an executor thread of their own serves them (``event_executor``), so floods on
 the other inputs never queue before a trigger. Their work runs on the trigger worker, merged (revisions at most
 ``event_rate_limit`` per second); services, continuous rounds and parsing run on a second worker, which pauses
-while E-stop work is due (both ``work_queue`` threads). A prediction still running after ``prediction_deadline``
+while E-stop work is due (both ``work_queue`` threads); the continuous rounds' predictions run in a child process
+(``prediction_process``), where they never hold the interpreter lock the E-stop path needs. A prediction still running after ``prediction_deadline``
 is answered ``success=false`` by the watchdog timer. Parameters are read-only after start-up except the marker
 scales (``parameter_policy``).
 """

@@ -12,8 +12,9 @@ all at nice 19.
 
 :class:`PredictionProcess` is a drop-in for the node's prediction call (``stop_worker.predict``) used by the
 continuous rounds: each call sends the robot (once per robot object; the child keeps the last
-:data:`MAX_ROBOTS`), the brakes, the state and the settings to the child (``python -m`` this module, niced by
-:data:`CHILD_NICE`), which runs :func:`~vtm_dynamics.nodes.stop_worker.predict_with_brakes` and sends the
+:data:`MAX_ROBOTS`), the brakes, the state and the settings to the child (``python -m`` this module, in Linux's
+idle scheduling class: it computes only on a core that nothing else wants; elsewhere at nice +:data:`CHILD_NICE`),
+which runs :func:`~vtm_dynamics.nodes.stop_worker.predict_with_brakes` and sends the
 ``Outcome`` back. It never raises: a child that does not start, dies or does not answer within ``call_timeout``
 makes the call a failure naming it; the child is then ended (by its PID) and started again at the next call, at
 most once per ``restart_backoff``. Before each call ``before_call`` runs (the node passes the pause point of
@@ -43,8 +44,8 @@ import numpy as np
 
 from vtm_dynamics.nodes.stop_worker import Outcome, predict_with_brakes
 
-#: nice increment of the child (weight 110 against a nice-0 thread's 1024 on Linux)
-CHILD_NICE = 10
+#: nice increment of the child where the idle scheduling class is not available (the lowest weight)
+CHILD_NICE = 19
 #: robots the child keeps (the node's model and its payload variants for the envelope)
 MAX_ROBOTS = 16
 #: [s] a child's start and its first prediction (imports; compiled kernels loaded from their cache, or compiled
@@ -229,9 +230,12 @@ class PredictionProcess:
         raise ChannelError("the robot did not reach the prediction process")
 
     def close(self) -> None:
-        """End the child (a call waiting for it returns a failure)."""
+        """End the child at once (a call waiting for it returns a failure right away)."""
+        self._closed = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()  # our own child, by its PID: a call in progress reads the end of its output
         with self._lock:
-            self._closed = True
             self._end_child("closed")
 
     def __enter__(self) -> "PredictionProcess":
@@ -241,13 +245,27 @@ class PredictionProcess:
         self.close()
 
 
+def lower_priority(nice: int) -> str:
+    """Put this process into Linux's idle scheduling class (it runs only on a core nothing else wants; no
+    privilege needed to lower a priority), else raise its nice value by ``nice``; returns which."""
+    idle = getattr(os, "SCHED_IDLE", None)
+    if idle is not None:
+        try:
+            os.sched_setscheduler(0, idle, os.sched_param(0))
+            return "idle"
+        except OSError:
+            pass
+    try:
+        os.nice(nice)
+        return f"nice {nice}"
+    except OSError:
+        return "unchanged"
+
+
 def child_main(argv: list[str]) -> int:
     """The child: answer frames on stdin until it closes (module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the node's Ctrl-C reaches the whole group; stdin's end stops us
-    try:
-        os.nice(int(argv[0]) if argv else CHILD_NICE)
-    except (OSError, ValueError):
-        pass
+    lower_priority(int(argv[0]) if argv else CHILD_NICE)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, never into the channel
     robots: OrderedDict[int, Any] = OrderedDict()
