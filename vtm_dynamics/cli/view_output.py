@@ -76,17 +76,13 @@ def emit(scene: Scene, args: argparse.Namespace, say: Callable[[str], None] = pr
          serve: bool = True) -> bytes:
     """Write ``--view`` and (with ``serve``) serve ``--serve``; returns the page when ``--serve`` asks for it (else
     b""). Notes on what could not be drawn go to stderr."""
-    from vtm_dynamics.views.web_page import page_parts
+    from vtm_dynamics.views.web_page import page_parts, write_parts
 
     for note in scene.notes:
         sys.stderr.write(f"view: note: {note}\n")
     parts = page_parts(scene)
     if args.view:
-        try:
-            with open(args.view, "wb") as fh:
-                fh.writelines(parts)
-        except OSError as err:
-            raise OSError(f"view: cannot write {os.path.basename(args.view)!r}: {err.strerror}") from None
+        write_parts(parts, args.view)
         say(f"wrote {args.view} (3-D view, {sum(map(len, parts)) / 1e6:.1f} MB, opens offline)")
     if not args.serve:
         return b""
