@@ -117,6 +117,11 @@ def _digest(key: tuple) -> str:
     return hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
 
 
+def entry_name(key: tuple) -> str:
+    """The name of the disk cache's entry for ``key`` (:func:`cache_key`) in :func:`cache_directory`."""
+    return f"{_digest(key)}.pack"
+
+
 _HEADER_MAX = 256  # bytes: FORMAT, the digest and three numbers
 
 
@@ -139,7 +144,7 @@ def _header_fields(digest: str, head: bytes) -> tuple[int, int, int, int] | None
 
 def _read_entry(folder: str, digest: str) -> PackedFile | None:
     """The entry of key ``digest`` in ``folder`` when it is intact (module docstring), else None."""
-    path = os.path.join(folder, f"{digest}.pack")
+    path = os.path.join(folder, f"{digest}.pack")  # entry_name
     try:
         fd = os.open(path, _READ)
     except OSError:
