@@ -41,17 +41,15 @@ from vtm_dynamics.cli.predict import ROBOTS, default_brakes_path, load_robot  # 
 from vtm_dynamics.core.estop import predict_stop  # noqa: E402
 from vtm_dynamics.core.estop.brakes import brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, stop_envelope  # noqa: E402
-from vtm_dynamics.views import packed_files, web_page  # noqa: E402
-from vtm_dynamics.views.robot_geometry import mesh_bytes, robot_geometry  # noqa: E402
+from vtm_dynamics.views import web_page  # noqa: E402
+from vtm_dynamics.views.mesh_files import mesh_bytes  # noqa: E402
+from vtm_dynamics.views.robot_geometry import robot_geometry  # noqa: E402
 from vtm_dynamics.views.stop_view import stop_scene  # noqa: E402
 
 
 def new_process() -> None:
-    """Forget what this process keeps between views (packed files, the viewer's path, the page's assets): the
-    next view costs what it costs a new process, with the disk cache as it is."""
-    packed_files.clear_memory()
-    web_page.meshcat_path.cache_clear()
-    web_page._asset.cache_clear()
+    """The next view costs what it costs a new process, with the disk cache as it is."""
+    web_page.forget_process_caches()
 
 
 def cold_cache(folder: str) -> None:

@@ -222,7 +222,7 @@ def test_the_disk_cache_keeps_within_its_size_and_touches_only_its_own_files(tmp
 
 
 def test_the_process_cache_keeps_within_its_size(monkeypatch):
-    memory = packed_files._Memory()
+    memory = packed_files.ProcessCache()
     monkeypatch.setattr(packed_files, "MAX_MEMORY_BYTES", 250)
     for k in range(4):
         memory.put(("key", k), packed_files.PackedFile(b"A" * 100, 75))

@@ -12,7 +12,8 @@ import pytest
 from test.ros_helpers import REPO_ROOT
 from test.views.views_testdata import ur5_geometry, ur5_stop
 from vtm_dynamics.core.robot.model import RobotModel
-from vtm_dynamics.views.robot_geometry import frame_positions, link_poses, mesh_bytes, robot_geometry
+from vtm_dynamics.views.mesh_files import mesh_bytes
+from vtm_dynamics.views.robot_geometry import frame_positions, link_poses, robot_geometry
 
 MESH_URDF = """<robot name="probe">
   <link name="base"/>

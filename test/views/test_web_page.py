@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from test.views.views_testdata import ur5_geometry, ur5_stop
-from vtm_dynamics.views.robot_geometry import MeshData, RobotGeometry, mesh_bytes
+from vtm_dynamics.views.mesh_files import MeshData, mesh_bytes
+from vtm_dynamics.views.robot_geometry import RobotGeometry
 from vtm_dynamics.views.scene import Label
 from vtm_dynamics.views.stop_view import stop_scene
 from vtm_dynamics.views.web_page import meshcat_path, page_html, scene_payload

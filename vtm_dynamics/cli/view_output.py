@@ -52,7 +52,8 @@ def wants_view(args: argparse.Namespace) -> bool:
 
 def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | None = None) -> RobotGeometry:
     """The robot's drawable geometry with the mesh roots the command line allows."""
-    from vtm_dynamics.views.robot_geometry import default_package_roots, robot_geometry
+    from vtm_dynamics.views.mesh_files import default_package_roots
+    from vtm_dynamics.views.robot_geometry import robot_geometry
 
     given = list(getattr(args, "mesh_dir", None) or []) + list(getattr(args, "package_dir", None) or [])
     roots = [os.path.abspath(d) for d in given] + default_package_roots()

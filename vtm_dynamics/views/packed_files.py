@@ -75,7 +75,7 @@ def cache_directory() -> str | None:
     return os.path.join(base, "vtm_dynamics", "views")
 
 
-class _Memory:
+class ProcessCache:
     """The entries kept in this process: least recently used dropped first beyond MAX_MEMORY_BYTES."""
 
     def __init__(self) -> None:
@@ -105,7 +105,7 @@ class _Memory:
             self.total = 0
 
 
-_memory = _Memory()
+_memory = ProcessCache()
 
 
 def clear_memory() -> None:

@@ -27,8 +27,8 @@ import stat
 
 import numpy as np
 
-from vtm_dynamics.views.packed_files import PackedFile, packed_file
-from vtm_dynamics.views.robot_geometry import (
+from vtm_dynamics.views.packed_files import PackedFile, clear_memory, packed_file
+from vtm_dynamics.views.mesh_files import (
     MeshFile,
     MeshFileError,
     open_mesh_file,
@@ -60,6 +60,14 @@ def meshcat_path() -> str:
             return path
     raise ViewError("drake: Meshcat's viewer (pydrake/share/drake/geometry/meshcat.js) is not installed; "
                     "install the drake wheel of requirements.txt")
+
+
+def forget_process_caches() -> None:
+    """Forget what this process keeps between pages (the packed files, the viewer's path, the page's assets): the
+    next page costs what it costs a new process (the disk cache stays)."""
+    clear_memory()
+    meshcat_path.cache_clear()
+    _asset.cache_clear()
 
 
 def packed_viewer() -> PackedFile:
