@@ -1,7 +1,9 @@
 """Files a view page inlines unchanged from page to page (Drake's viewer script, the robot's mesh files), packed
-once: compressed (zlib's DEFLATE, which the page undoes with the browser's own ``DecompressionStream``) and in
-base64, and kept in a cache in the process and on disk, so that writing a page copies ~3.7 MB of packed text for
-the UR5 instead of reading, checking and copying 8.9 MB of raw files.
+once and kept in a cache in the process and on disk.
+
+Packed: compressed (zlib's DEFLATE, which the page undoes with the browser's own ``DecompressionStream``) and in
+base64, so that writing the UR5's page copies 3.8 MB of packed text instead of reading, checking and copying
+8.9 MB of raw files.
 
 Key: the source file's resolved path, device, inode, size, modification and change times (one ``fstat`` of the
 opened file) and :data:`FORMAT`: a hit neither reads nor hashes the source. A file modified less than
