@@ -16,8 +16,10 @@ the key's sha256, written to a temporary name and renamed (``os.replace``), so n
 its name. An entry is served only when its header has this format and this key, and its payload the length and
 CRC-32 the header gives and no ``<`` (so it can never end the page element it goes into): a truncated, flipped,
 edited or foreign file is packed again and replaced. The directory is kept under :data:`MAX_DISK_BYTES` (least
-recently used entries removed first, to the day); an entry is at most :data:`MAX_ENTRY_BYTES`. A cache directory that cannot be
-written only costs the packing again: the page is the same.
+recently used entries removed first, to the day); an entry is at most :data:`MAX_ENTRY_BYTES`. A cache directory
+that cannot be written only costs the packing again: the page is the same.
+
+In the process: the entries used, least recently used dropped first beyond :data:`MAX_MEMORY_BYTES`.
 """
 
 from __future__ import annotations
@@ -238,7 +240,7 @@ def packed_file(path: str, info: os.stat_result, read: Callable[[], bytes]) -> P
     if item is None:
         item = pack(read())
         settled = time.time_ns() - info.st_mtime_ns > SETTLE_S * 1e9
-        if not settled or len(item.text) > MAX_ENTRY_BYTES:
+        if not settled or len(item.text) + _HEADER_MAX > MAX_ENTRY_BYTES:
             return item
         if folder is not None:
             try:

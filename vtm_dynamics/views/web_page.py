@@ -73,12 +73,19 @@ def forget_process_caches() -> None:
 def packed_viewer() -> PackedFile:
     """Drake's viewer script, packed (``packed_files``)."""
     path = meshcat_path()
+
+    def read() -> bytes:
+        data = fh.read(info.st_size + 1)
+        if len(data) != info.st_size:
+            raise ViewError("drake: meshcat.js changed while read")
+        return data
+
     try:
         with open(path, "rb") as fh:
             info = os.fstat(fh.fileno())
             if info.st_size > MAX_VIEWER_BYTES:
                 raise ViewError(f"drake: meshcat.js has {info.st_size} bytes, over {MAX_VIEWER_BYTES}")
-            return packed_file(path, info, lambda: fh.read(MAX_VIEWER_BYTES + 1))
+            return packed_file(path, info, read)
     except OSError as err:
         raise ViewError(f"drake: cannot read meshcat.js ({err.strerror or type(err).__name__})") from None
 
