@@ -6,7 +6,8 @@ started with ``test.ros_helpers.ros_subprocess_env()`` (which copies this enviro
 - the shipped loopback Fast DDS profile (``FASTDDS_DEFAULT_PROFILES_FILE``), whatever the user's shell has, so no
   test opens a socket on a LAN address;
 - a private ``ROS_DOMAIN_ID`` (1..101) that no other process on this machine uses, reserved for the whole run, so
-  test runs of several people on one machine never hear each other. ``VTM_TEST_DOMAIN_ID`` forces one.
+  test runs of several people on one machine never hear each other. ``VTM_TEST_DOMAIN_ID`` forces one;
+- a cache of packed view files (``VTM_VIEW_CACHE``) in the run's temporary folder, not in the user's home.
 
 Test modules call ``rclpy.init`` directly; it is wrapped here in ``fastdds_profile.rcl_init_environment``, as the
 node executables do, so that rmw_fastrtps does not add its all-interface UDP transport to the test's own
@@ -16,6 +17,7 @@ participants (see that module).
 import functools
 import os
 
+import pytest
 import rclpy
 
 from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
@@ -43,6 +45,15 @@ def _loopback_init(init):
 
 
 rclpy.init = _loopback_init(rclpy.init)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_view_cache(tmp_path_factory):
+    """The cache of packed view files (``views/packed_files``) of this test run: a folder of its own, never the
+    user's cache directory (subprocesses inherit it)."""
+    folder = tmp_path_factory.mktemp("view-cache")
+    os.environ["VTM_VIEW_CACHE"] = str(folder)
+    return folder
 
 
 def pytest_report_header(config):

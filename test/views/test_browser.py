@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 
 import numpy as np
 import pinocchio as pin
@@ -126,6 +127,24 @@ def test_a_request_a_console_error_and_an_exception_on_the_page_are_counted(tmp_
     assert len(status["console_errors"]) == 2, status["console_errors"]
     assert status["console_errors"][0] == "console.error: probe 1"
     assert status["console_errors"][1].startswith("uncaught: ") and "probe" in status["console_errors"][1]
+
+
+def test_a_packed_block_that_unpacks_to_more_than_its_declared_size_is_refused(tmp_path):
+    """The page's script unpacks the viewer to at most the size its scene data declares: a page whose declared
+    size is one byte short (as a block swapped for a larger one would be) shows an error and draws nothing."""
+    from vtm_dynamics.cli.predict import run_prediction
+
+    summary, robot, _ = run_prediction("planar_3r")
+    page = write_page(stop_scene(robot, summary.prediction), str(tmp_path / "three_r.html"))
+    text = open(page, encoding="utf-8").read()
+    declared = re.search(r'"viewer":\{"element":"vtm-viewer","size":(\d+)\}', text)
+    with open(page, "w", encoding="utf-8") as fh:
+        fh.write(text.replace(declared.group(0), declared.group(0).replace(declared.group(1),
+                                                                          str(int(declared.group(1)) - 1))))
+    status = headless.page_status(page)
+    assert not status["ready"] and status["layers"] == [], status
+    assert status["errors"] == [f"the page could not be unpacked: vtm-viewer: unpacks to more than "
+                                f"{int(declared.group(1)) - 1} bytes"], status
 
 
 @pytest.fixture(scope="module")

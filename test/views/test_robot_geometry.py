@@ -12,6 +12,7 @@ import pytest
 from test.ros_helpers import REPO_ROOT
 from test.views.views_testdata import ur5_geometry, ur5_stop
 from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.views.mesh_files import mesh_bytes
 from vtm_dynamics.views.robot_geometry import frame_positions, link_poses, robot_geometry
 
 MESH_URDF = """<robot name="probe">
@@ -45,7 +46,7 @@ def test_the_ur5_is_drawn_from_its_seven_visual_meshes_each_read_once():
     g = ur5_geometry()
     assert [link.name for link in g.links] == ["base_link", "shoulder_link", "upper_arm_link", "forearm_link",
                                                "wrist_1_link", "wrist_2_link", "wrist_3_link"]
-    assert len(g.meshes) == 7 and all(m.format == "dae" and m.data.lstrip().startswith(b"<?xml") for m in g.meshes)
+    assert len(g.meshes) == 7 and all(m.format == "dae" and mesh_bytes(m).lstrip().startswith(b"<?xml") for m in g.meshes)
     assert g.notes == ()
 
 
@@ -88,7 +89,7 @@ def test_a_loop_closure_attachment_is_part_of_its_link_stick_figure():
 
 def test_a_mesh_beside_the_urdf_file_is_read(robot_dir):
     _, g = _probe(robot_dir, "meshes/arm.obj")
-    assert len(g.meshes) == 1 and g.meshes[0].data.decode() == OBJ and g.notes == ()
+    assert len(g.meshes) == 1 and mesh_bytes(g.meshes[0]).decode() == OBJ and g.notes == ()
 
 
 @pytest.mark.parametrize("name, why", [

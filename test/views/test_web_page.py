@@ -1,6 +1,7 @@
 """The written view is one self-contained HTML file (views/web_page.py): everything it needs inside it, nothing
-that could load from elsewhere, its Content-Security-Policy forbidding any request, each mesh file embedded once,
-and scene text that cannot break out of its element."""
+that could load from elsewhere, its Content-Security-Policy forbidding any request, the viewer and each mesh file
+embedded once (packed: they unpack to the files' exact bytes), and scene text that cannot break out of its
+element."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ import base64
 import dataclasses
 import html.parser
 import json
+import zlib
 
 import numpy as np
 import pytest
 
 from test.views.views_testdata import ur5_geometry, ur5_stop
-from vtm_dynamics.views.robot_geometry import MeshData, RobotGeometry
+from vtm_dynamics.views.mesh_files import MeshData, mesh_bytes
+from vtm_dynamics.views.robot_geometry import RobotGeometry
 from vtm_dynamics.views.scene import Label
 from vtm_dynamics.views.stop_view import stop_scene
-from vtm_dynamics.views.web_page import page_html, scene_payload
+from vtm_dynamics.views.web_page import meshcat_path, page_html, scene_payload
 
 URL_ATTRIBUTES = {"src", "href", "srcset", "action", "data", "poster", "formaction", "background", "ping"}
 FETCHING_TAGS = {"link", "img", "iframe", "object", "embed", "base", "video", "audio", "source", "frame", "form"}
@@ -89,9 +92,23 @@ def test_the_scene_data_round_trips_and_each_mesh_is_embedded_once(scene, page):
     np.testing.assert_allclose(poses, scene.robots[0].poses, atol=2e-6)  # float32 on the page
     meshes = [(a, text) for a, text in parsed.scripts if a.get("id", "").startswith("vtm-mesh-")]
     assert len(meshes) == len(scene.geometry.meshes) == 7  # four robots, seven mesh files, seven blocks
-    for (attrs, text), mesh in zip(meshes, scene.geometry.meshes):
-        assert attrs["data-encoding"] == "text" and text.encode() == mesh.data
-    assert data["meshes"][0] == {"format": "dae", "element": "vtm-mesh-0", "encoding": "text"}
+    for (attrs, text), mesh, entry in zip(meshes, scene.geometry.meshes, data["meshes"]):
+        original = mesh_bytes(mesh)  # the file as it is on disk
+        assert attrs["data-encoding"] == "deflate" and entry["size"] == len(original)
+        assert _unpacked(text, entry["size"]) == original
+    assert data["meshes"][0] == {"format": "dae", "element": "vtm-mesh-0", "encoding": "deflate",
+                                 "size": len(mesh_bytes(scene.geometry.meshes[0]))}
+    viewer = next(text for a, text in parsed.scripts if a.get("id") == "vtm-viewer")
+    with open(meshcat_path(), "rb") as fh:
+        assert _unpacked(viewer, data["viewer"]["size"]) == fh.read()
+
+
+def _unpacked(text: str, size: int) -> bytes:
+    """A packed block undone (base64, then zlib, to at most ``size`` + 1 bytes): what the page's script does."""
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(base64.b64decode(text, validate=True), size + 1)
+    assert inflater.eof and not inflater.unconsumed_tail and len(out) == size
+    return out
 
 
 def test_hostile_text_stays_inside_its_element(scene):

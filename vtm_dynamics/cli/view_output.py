@@ -52,7 +52,8 @@ def wants_view(args: argparse.Namespace) -> bool:
 
 def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | None = None) -> RobotGeometry:
     """The robot's drawable geometry with the mesh roots the command line allows."""
-    from vtm_dynamics.views.robot_geometry import default_package_roots, robot_geometry
+    from vtm_dynamics.views.mesh_files import default_package_roots
+    from vtm_dynamics.views.robot_geometry import robot_geometry
 
     given = list(getattr(args, "mesh_dir", None) or []) + list(getattr(args, "package_dir", None) or [])
     roots = [os.path.abspath(d) for d in given] + default_package_roots()
@@ -76,17 +77,13 @@ def emit(scene: Scene, args: argparse.Namespace, say: Callable[[str], None] = pr
          serve: bool = True) -> bytes:
     """Write ``--view`` and (with ``serve``) serve ``--serve``; returns the page when ``--serve`` asks for it (else
     b""). Notes on what could not be drawn go to stderr."""
-    from vtm_dynamics.views.web_page import page_parts
+    from vtm_dynamics.views.web_page import page_parts, write_parts
 
     for note in scene.notes:
         sys.stderr.write(f"view: note: {note}\n")
     parts = page_parts(scene)
     if args.view:
-        try:
-            with open(args.view, "wb") as fh:
-                fh.writelines(parts)
-        except OSError as err:
-            raise OSError(f"view: cannot write {os.path.basename(args.view)!r}: {err.strerror}") from None
+        write_parts(parts, args.view)
         say(f"wrote {args.view} (3-D view, {sum(map(len, parts)) / 1e6:.1f} MB, opens offline)")
     if not args.serve:
         return b""

@@ -7,18 +7,12 @@ figure instead: a cylinder from its joint to every child joint, attached frame, 
 knife-edge point, or to twice its centre of mass when it has none, and a short cylinder along its joint axis. The
 mechanisms of the solvability examples carry no visuals at all and are drawn that way.
 
-Mesh files are data named by the URDF, so they are opened only inside trusted roots: ``package://PKG/path`` in
-``package_roots`` (the directories that hold packages: example-robot-data's share directory, each
-``AMENT_PREFIX_PATH`` share directory, and any the caller adds), plain and ``file://`` paths only inside
-``urdf_dir`` (the directory of a URDF file the user named). A path that leaves its root (``..``, a symbolic link),
-is not a regular file, is not .dae/.obj/.stl or exceeds ``max_mesh_bytes`` (in all ``max_total_bytes``) is not
-read; the view draws the body as a stick figure and its notes say why. Units: m.
+Mesh files are data named by the URDF: found and checked inside trusted roots by ``mesh_files`` (a file that
+fails a check is not drawn: the body becomes a stick figure and the notes say why). Units: m.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,20 +27,15 @@ from vtm_dynamics.core.robot.urdf_extension import (
     numbers,
     parse_urdf_xml,
 )
+from vtm_dynamics.views.mesh_files import (
+    DEFAULT_MAX_MESH_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
+    MeshData,
+    MeshReader,
+    default_package_roots,
+)
 
-MESH_FORMATS = {".dae": "dae", ".obj": "obj", ".stl": "stl"}
-DEFAULT_MAX_MESH_BYTES = 32 * 1024 * 1024  # one mesh file (the Panda's largest visual mesh is ~2 MB)
-DEFAULT_MAX_TOTAL_BYTES = 128 * 1024 * 1024  # all mesh files of one robot
 MAX_VISUALS = 4096
-
-
-@dataclass(frozen=True)
-class MeshData:
-    """A mesh file's bytes and format ('dae', 'obj', 'stl'); ``source`` is the URDF's name for it."""
-
-    format: str
-    data: bytes
-    source: str
 
 
 @dataclass(frozen=True)
@@ -80,92 +69,11 @@ class RobotGeometry:
     links: tuple[LinkGeometry, ...]
     meshes: tuple[MeshData, ...]
     notes: tuple[str, ...]
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES  # all mesh files together, when a page reads them
 
     @property
     def frame_ids(self) -> list[int]:
         return [link.frame_id for link in self.links]
-
-
-def default_package_roots() -> list[str]:
-    """Directories holding ROS-style packages: example-robot-data's share directory (its URDFs say
-    ``package://example-robot-data/...``) and ``share`` of every ``AMENT_PREFIX_PATH`` entry."""
-    roots = []
-    try:
-        import importlib.metadata
-
-        dist = importlib.metadata.distribution("example-robot-data")
-        roots.append(str(dist.locate_file(os.path.join("cmeel.prefix", "share"))))
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        if prefix:
-            roots.append(os.path.join(prefix, "share"))
-    return [r for r in roots if os.path.isdir(r)]
-
-
-class _MeshReader:
-    """Resolves mesh names inside trusted roots and reads each file once, within the byte caps."""
-
-    def __init__(self, package_roots: list[str], urdf_dir: str | None, max_mesh_bytes: int, max_total: int) -> None:
-        self.package_roots = package_roots
-        self.urdf_dir = urdf_dir
-        self.max_mesh_bytes, self.max_total = max_mesh_bytes, max_total
-        self.total = 0
-        self.meshes: list[MeshData] = []
-        self.index: dict[str, int] = {}
-
-    def _candidates(self, name: str) -> list[tuple[str, str]]:
-        """(root, path relative to it) pairs where ``name`` may live."""
-        if name.startswith("package://"):
-            rel = name[len("package://"):]
-            return [(root, rel) for root in self.package_roots]
-        if "://" in name and not name.startswith("file://"):
-            return []
-        path = name[len("file://"):] if name.startswith("file://") else name
-        if self.urdf_dir is None:
-            return []
-        if os.path.isabs(path):
-            root = os.path.realpath(self.urdf_dir)
-            return [(self.urdf_dir, os.path.relpath(path, root))] if path.startswith(root + os.sep) else []
-        return [(self.urdf_dir, path)]
-
-    def read(self, name: str) -> tuple[int, str]:
-        """(index into meshes, "") or (-1, why it is not drawn)."""
-        ext = os.path.splitext(name)[1].lower()
-        if ext not in MESH_FORMATS:
-            return -1, f"mesh {excerpt(name)}: only .dae, .obj and .stl are drawn"
-        candidates = self._candidates(name)
-        if not candidates:
-            return -1, f"mesh {excerpt(name)}: outside the trusted roots (package:// or beside the URDF file)"
-        for root, rel in candidates:
-            real_root = os.path.realpath(root)
-            wanted = os.path.normpath(os.path.join(real_root, rel))
-            if not wanted.startswith(real_root + os.sep) or os.path.realpath(wanted) != wanted:
-                return -1, f"mesh {excerpt(name)}: leaves its root (.. or a symbolic link)"
-            if wanted in self.index:
-                return self.index[wanted], ""
-            try:
-                info = os.stat(wanted)
-            except OSError:
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                return -1, f"mesh {excerpt(name)}: not a regular file"
-            if info.st_size > self.max_mesh_bytes:
-                return -1, f"mesh {excerpt(name)}: {info.st_size} bytes, over max_mesh_bytes {self.max_mesh_bytes}"
-            if self.total + info.st_size > self.max_total:
-                return -1, f"mesh {excerpt(name)}: the meshes exceed max_total_bytes {self.max_total}"
-            try:
-                with open(wanted, "rb") as fh:
-                    data = fh.read(self.max_mesh_bytes + 1)
-            except OSError as err:
-                return -1, f"mesh {excerpt(name)}: cannot read ({err.strerror or type(err).__name__})"
-            if len(data) > self.max_mesh_bytes:
-                return -1, f"mesh {excerpt(name)}: grew over max_mesh_bytes while read"
-            self.total += len(data)
-            self.index[wanted] = len(self.meshes)
-            self.meshes.append(MeshData(MESH_FORMATS[ext], data, name))
-            return self.index[wanted], ""
-        return -1, f"mesh {excerpt(name)}: not found in the trusted roots"
 
 
 def _origin(element, what: str) -> np.ndarray:
@@ -176,7 +84,7 @@ def _origin(element, what: str) -> np.ndarray:
                 numbers(o.get("rpy"), (0.0, 0.0, 0.0), f"{what}.origin.rpy")).homogeneous()
 
 
-def _visual(visual, what: str, meshes: _MeshReader) -> tuple[Visual | None, str]:
+def _visual(visual, what: str, meshes: MeshReader) -> tuple[Visual | None, str]:
     geometry = visual.find("geometry")
     shape = None if geometry is None else next(iter(geometry), None)
     if shape is None:
@@ -311,7 +219,7 @@ def robot_geometry(model: pin.Model, urdf_text: str, *, urdf_dir: str | None = N
         extension = extension_from_root(root)
     except URDFExtensionError:
         extension = None
-    reader = _MeshReader(default_package_roots() if package_roots is None else list(package_roots), urdf_dir,
+    reader = MeshReader(default_package_roots() if package_roots is None else list(package_roots), urdf_dir,
                          max_mesh_bytes, max_total_bytes)
     links, notes = [], []
     drawn_joints: set[int] = set()
@@ -339,7 +247,7 @@ def robot_geometry(model: pin.Model, urdf_text: str, *, urdf_dir: str | None = N
             drawn_joints.add(int(model.frames[fid].parentJoint))
     bare = set(range(model.njoints)) - drawn_joints
     links += _stick_figures(model, root, extension, bare)
-    return RobotGeometry(tuple(links), tuple(reader.meshes), tuple(notes))
+    return RobotGeometry(tuple(links), tuple(reader.meshes), tuple(notes), max_total_bytes)
 
 
 def link_poses(model: pin.Model, geometry: RobotGeometry, configurations: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+import pinocchio as pin
 
 from vtm_dynamics.core.estop.envelope import StopEnvelope
 from vtm_dynamics.core.estop.results import StopPrediction
@@ -137,7 +138,8 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     n = robot.nv
     timeline = [TimelineEvent(time, kind, clip_text(f"{time:.4f} s {kind}: {_joints_text(j, n)}"))
                 for time, kind, j in events]
-    angles = np.array([robot.difference(p.q[0], q) for q in p.q[keep]])
+    q0 = robot.check_q(p.q[0])
+    angles = np.array([pin.difference(robot.model, q0, q) for q in np.asarray(p.q, dtype=float)[keep]])
     joints = JointTrack("robot", tuple(robot.joint_names), angles, np.asarray(p.v)[keep],
                         np.asarray(p.locked, dtype=bool)[keep])
     notes = list(geometry.notes)

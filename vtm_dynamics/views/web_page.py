@@ -1,9 +1,11 @@
 """A scene as ONE self-contained HTML file: opens offline in any current browser, loads nothing from anywhere.
 
 The page inlines Drake's Meshcat viewer (``meshcat.js`` from the ``drake`` wheel: three.js with its COLLADA, OBJ
-and STL loaders), the robot's mesh files (text formats verbatim, binary ones in base64; each file once, however
-many ghosts use it), the scene as JSON (arrays as base64 little-endian float32/float64) and the page's own script
-and style (``assets/``). Its Content-Security-Policy (``default-src 'none'``) makes the browser refuse any
+and STL loaders) and the robot's mesh files packed (compressed and in base64, each file once, however many ghosts
+use it; ``packed_files``: packed once, then copied from its cache), meshes made in memory (a scene's triangle
+meshes) as text or base64, the scene as JSON (arrays as base64 little-endian float32/float64) and the page's own
+script and style (``assets/``). The page's script unpacks the viewer and the meshes with the browser's
+``DecompressionStream`` (each to at most the size the scene gives it) before it builds the scene. Its Content-Security-Policy (``default-src 'none'``) makes the browser refuse any
 request to the network or the file system, so the file cannot depend on one unnoticed; a
 ``securitypolicyviolation`` listener counts attempts, another (``assets/watch.js``, before the viewer) records
 console errors and uncaught exceptions, and the page reports its state (ready, meshes loaded, errors, console errors,
@@ -21,9 +23,17 @@ import importlib.util
 import json
 import os
 import re
+import stat
 
 import numpy as np
 
+from vtm_dynamics.views.packed_files import PackedFile, clear_memory, packed_file
+from vtm_dynamics.views.mesh_files import (
+    MeshFile,
+    MeshFileError,
+    open_mesh_file,
+    read_mesh_file,
+)
 from vtm_dynamics.views.scene import Box, Cylinder, Mesh, Scene, Sphere, check_scene
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
@@ -33,6 +43,7 @@ _UNSAFE_IN_SCRIPT = re.compile(rb"</script|<!--|<script", re.IGNORECASE)
 # the picture is drawn this far right of the window's centre (a fraction of the half width; the camera still orbits
 # the scene's centre), so that the info panel on the left does not cover what the camera looks at
 PANEL_SHIFT = 0.3
+MAX_VIEWER_BYTES = 32 * 1024 * 1024  # meshcat.js (2.2 MB in Drake 1.51)
 
 
 class ViewError(RuntimeError):
@@ -40,20 +51,57 @@ class ViewError(RuntimeError):
 
 
 @functools.lru_cache(maxsize=1)
-def meshcat_script() -> str:
-    """Drake's Meshcat browser viewer, read from the installed ``drake`` wheel without importing pydrake."""
+def meshcat_path() -> str:
+    """Drake's Meshcat browser viewer in the installed ``drake`` wheel (found without importing pydrake)."""
     spec = importlib.util.find_spec("pydrake")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for base in locations:
-        path = os.path.join(base, "share", "drake", "geometry", "meshcat.js")
+    for base in list(spec.submodule_search_locations or []) if spec else []:
+        path = os.path.realpath(os.path.join(base, "share", "drake", "geometry", "meshcat.js"))
         if os.path.isfile(path):
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-            if "</script" in text.lower():
-                raise ViewError("drake: meshcat.js contains '</script' and cannot be inlined")
-            return text
+            return path
     raise ViewError("drake: Meshcat's viewer (pydrake/share/drake/geometry/meshcat.js) is not installed; "
                     "install the drake wheel of requirements.txt")
+
+
+def forget_process_caches() -> None:
+    """Forget what this process keeps between pages (the packed files, the viewer's path, the page's assets): the
+    next page costs what it costs a new process (the disk cache stays)."""
+    clear_memory()
+    meshcat_path.cache_clear()
+    _asset.cache_clear()
+
+
+def packed_viewer() -> PackedFile:
+    """Drake's viewer script, packed (``packed_files``)."""
+    path = meshcat_path()
+
+    def read() -> bytes:
+        data = fh.read(info.st_size + 1)
+        if len(data) != info.st_size:
+            raise ViewError("drake: meshcat.js changed while read")
+        return data
+
+    try:
+        with open(path, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if info.st_size > MAX_VIEWER_BYTES:
+                raise ViewError(f"drake: meshcat.js has {info.st_size} bytes, over {MAX_VIEWER_BYTES}")
+            return packed_file(path, info, read)
+    except OSError as err:
+        raise ViewError(f"drake: cannot read meshcat.js ({err.strerror or type(err).__name__})") from None
+
+
+def packed_mesh(mesh: MeshFile) -> tuple[PackedFile, int]:
+    """(the mesh file packed, its size now [bytes]), read under the checks of ``robot_geometry`` when not cached."""
+    try:
+        fd, info = open_mesh_file(mesh)
+    except MeshFileError as err:
+        raise ViewError(f"view: {err}") from None
+    try:
+        return packed_file(mesh.path, info, lambda: read_mesh_file(fd, info, mesh)), info.st_size
+    except MeshFileError as err:
+        raise ViewError(f"view: {err}") from None
+    finally:
+        os.close(fd)
 
 
 @functools.lru_cache(maxsize=2)
@@ -143,19 +191,29 @@ def obj_text(vertices: np.ndarray, triangles: np.ndarray) -> bytes:
 
 
 def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, bytes]]]:
-    """(the JSON-ready scene, the mesh blocks (element id, encoding, UTF-8 content)) of ``scene``: text meshes
-    verbatim when they are UTF-8 and hold nothing that could end their element, else base64. The robot's mesh
-    files come first, then the scene's triangle meshes (as OBJ text)."""
+    """(the JSON-ready scene, the mesh blocks (element id, encoding, ASCII or UTF-8 content)) of ``scene``: the
+    robot's mesh files packed ('deflate': base64 of zlib's format), then meshes made in memory (the scene's
+    triangle meshes as OBJ text): verbatim when they are UTF-8 and hold nothing that could end their element, else
+    base64. The robot's mesh files together are at most its geometry's ``max_total_bytes``."""
     g = scene.geometry
-    blocks, meshes = [], []
-    files = [(m.format, m.data) for m in (g.meshes if g is not None else ())]
-    files += [("obj", obj_text(s.vertices, s.triangles)) for s in scene.shapes if isinstance(s, Mesh)]
-    for k, (fmt, data) in enumerate(files):
+    blocks, meshes, total = [], [], 0
+    files = [(m.format, m.data, m.file) for m in (g.meshes if g is not None else ())]
+    files += [("obj", obj_text(s.vertices, s.triangles), None) for s in scene.shapes if isinstance(s, Mesh)]
+    for k, (fmt, data, file) in enumerate(files):
         element = f"vtm-mesh-{k}"
+        if file is not None:
+            packed, size = packed_mesh(file)
+            total += size
+            if total > g.max_total_bytes:
+                raise ViewError(f"view: the mesh files exceed max_total_bytes {g.max_total_bytes}")
+            blocks.append((element, "deflate", packed.text))
+            meshes.append({"format": fmt, "element": element, "encoding": "deflate", "size": packed.size})
+            continue
+        data = data or b""
         verbatim = fmt in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(data) and _is_utf8(data)
         encoding = "text" if verbatim else "base64"
         blocks.append((element, encoding, data if verbatim else base64.b64encode(data)))
-        meshes.append({"format": fmt, "element": element, "encoding": encoding})
+        meshes.append({"format": fmt, "element": element, "encoding": encoding, "size": len(data)})
     next_mesh = len(g.meshes) if g is not None else 0
     links = []
     for link in g.links if g is not None else ():
@@ -209,9 +267,11 @@ def _escape_html(text: str) -> str:
 
 
 def page_parts(scene: Scene) -> list[bytes]:
-    """The page (module docstring) as UTF-8 pieces, in order: written one after the other, never joined."""
+    """The page (module docstring) as pieces of its bytes, in order (:func:`write_parts` writes them)."""
     check_scene(scene)
     payload, blocks = scene_payload(scene)
+    viewer = packed_viewer()
+    payload["viewer"] = {"element": "vtm-viewer", "size": viewer.size}
     # '<' occurs only inside JSON strings, where \u003c means the same: no '</script' or '<!--' can end the block
     data = json.dumps(payload, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     head = "".join([
@@ -226,14 +286,9 @@ def page_parts(scene: Scene) -> list[bytes]:
     for element, encoding, content in blocks:
         parts += [f"<script type=\"text/plain\" id=\"{element}\" data-encoding=\"{encoding}\">".encode(), content,
                   b"</script>\n"]
-    parts += [b"<script>", viewer_bytes(), b"</script>\n<script>", _asset("page.js").encode("utf-8"),
-              b"</script>\n</body></html>\n"]
+    parts += [b"<script type=\"text/plain\" id=\"vtm-viewer\" data-encoding=\"deflate\">", viewer.text,
+              b"</script>\n<script>", _asset("page.js").encode("utf-8"), b"</script>\n</body></html>\n"]
     return parts
-
-
-@functools.lru_cache(maxsize=1)
-def viewer_bytes() -> bytes:
-    return meshcat_script().encode("utf-8")
 
 
 def page_bytes(scene: Scene) -> bytes:
@@ -246,13 +301,43 @@ def page_html(scene: Scene) -> str:
     return page_bytes(scene).decode("utf-8")
 
 
-def write_page(scene: Scene, path: str) -> str:
-    """Write the page of ``scene`` to ``path`` (a trusted path from the command line); returns ``path``."""
-    parts = page_parts(scene)
+def write_parts(parts: list[bytes], path: str) -> str:
+    """Write the page ``parts`` to ``path`` (a trusted path from the command line) in one ``writev``, without
+    joining them; returns ``path``. A writable regular file already at ``path`` (one link) is replaced by a new
+    file, not truncated and rewritten: ext4 (its default ``auto_da_alloc``) flushes a file truncated and rewritten
+    as it is closed, which took longer than the whole write of the UR5's page on our test machine. A symbolic link
+    or a file with other links there is written through, as before."""
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and os.access(path, os.W_OK):
+            os.unlink(path)
+    except OSError:
+        pass  # none there, or a folder we cannot change: open() below says what is wrong, if anything
     try:
         with open(path, "wb") as fh:
-            fh.writelines(parts)
+            _write_all(fh.fileno(), parts)
     except OSError as err:
         raise ViewError(f"view: cannot write {os.path.basename(path)!r}: {err.strerror or type(err).__name__}") \
             from None
     return path
+
+
+def _write_all(fd: int, parts: list[bytes]) -> None:
+    """All of ``parts`` to ``fd``, in order: ``os.writev`` of up to 1024 (IOV_MAX) at a time, resumed after a
+    partial write."""
+    views = [memoryview(p) for p in parts if len(p)]
+    first = 0
+    while first < len(views):
+        done = os.writev(fd, views[first:first + 1024])
+        while done > 0:
+            if done >= len(views[first]):
+                done -= len(views[first])
+                first += 1
+            else:
+                views[first] = views[first][done:]
+                done = 0
+
+
+def write_page(scene: Scene, path: str) -> str:
+    """Write the page of ``scene`` to ``path`` (a trusted path from the command line); returns ``path``."""
+    return write_parts(page_parts(scene), path)

@@ -1,0 +1,251 @@
+"""Files a view page inlines unchanged from page to page (Drake's viewer script, the robot's mesh files), packed
+once and kept in a cache in the process and on disk.
+
+Packed: compressed (zlib's DEFLATE, which the page undoes with the browser's own ``DecompressionStream``) and in
+base64, so that writing the UR5's page copies 3.8 MB of packed text instead of reading, checking and copying
+8.9 MB of raw files.
+
+Key: the source file's resolved path, device, inode, size, modification and change times (one ``fstat`` of the
+opened file) and :data:`FORMAT`: a hit neither reads nor hashes the source. A file modified less than
+:data:`SETTLE_S` before it is packed is not kept (its time stamp cannot yet tell a second change in the same clock
+tick from none).
+
+On disk: one file per entry in :func:`cache_directory` (``$VTM_VIEW_CACHE``, else ``$XDG_CACHE_HOME/vtm_dynamics/
+views``, else ``~/.cache/vtm_dynamics/views``; ``VTM_VIEW_CACHE=off`` keeps the cache in the process only), named by
+the key's sha256, written to a temporary name and renamed (``os.replace``), so no reader sees half an entry under
+its name. An entry is served only when its header has this format and this key, and its payload the length and
+CRC-32 the header gives and no ``<`` (so it can never end the page element it goes into): a truncated, flipped,
+edited or foreign file is packed again and replaced. The directory is kept under :data:`MAX_DISK_BYTES` (least
+recently used entries removed first, to the day); an entry is at most :data:`MAX_ENTRY_BYTES`. A cache directory
+that cannot be written only costs the packing again: the page is the same.
+
+In the process: the entries used, least recently used dropped first beyond :data:`MAX_MEMORY_BYTES`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import secrets
+import stat
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FORMAT = "vtm-packed/1 zlib-6 base64"
+LEVEL = 6  # zlib's default: level 9 saves 1.5 % of the UR5's bytes for 2.5 x the packing time
+SETTLE_S = 2.0  # [s] a file changed more recently than this is packed but not kept
+MAX_ENTRY_BYTES = 64 * 1024 * 1024  # one entry on disk or in memory (a 32 MB mesh packs to <= 44 MB)
+MAX_DISK_BYTES = 512 * 1024 * 1024  # all entries on disk
+MAX_MEMORY_BYTES = 128 * 1024 * 1024  # all entries kept in the process
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.pack$")
+_TEMP = re.compile(r"^\.[0-9a-f]{64}\.[0-9a-f]{16}\.part$")
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_TOUCH_AFTER_S = 86400.0  # [s] an entry used is marked used (its time stamp) at most once a day: a hit writes nothing
+_TEMP_AGE_S = 600.0  # [s] a temporary file this old is a writer's leftover (it crashed): removed when pruning
+
+
+@dataclass(frozen=True)
+class PackedFile:
+    """A file as the page holds it: ``text``, the base64 (ASCII) of its zlib-compressed bytes, and ``size``, the
+    number of bytes it decompresses to."""
+
+    text: bytes
+    size: int
+
+
+def pack(data: bytes) -> PackedFile:
+    """``data`` packed (module docstring)."""
+    return PackedFile(base64.b64encode(zlib.compress(data, LEVEL)), len(data))
+
+
+def cache_key(path: str, info: os.stat_result) -> tuple:
+    """The cache key of the file at the resolved ``path`` with status ``info``."""
+    return (FORMAT, path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def cache_directory() -> str | None:
+    """Where packed files are kept on disk (module docstring), or None when ``VTM_VIEW_CACHE=off``."""
+    explicit = os.environ.get("VTM_VIEW_CACHE", "").strip()
+    if explicit:
+        return None if explicit.lower() == "off" else os.path.abspath(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "vtm_dynamics", "views")
+
+
+class ProcessCache:
+    """The entries kept in this process: least recently used dropped first beyond MAX_MEMORY_BYTES."""
+
+    def __init__(self) -> None:
+        self.items: OrderedDict[tuple, PackedFile] = OrderedDict()
+        self.total = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple) -> PackedFile | None:
+        with self.lock:
+            item = self.items.get(key)
+            if item is not None:
+                self.items.move_to_end(key)
+            return item
+
+    def put(self, key: tuple, item: PackedFile) -> None:
+        with self.lock:
+            if key in self.items or len(item.text) > MAX_MEMORY_BYTES:
+                return
+            self.items[key] = item
+            self.total += len(item.text)
+            while self.total > MAX_MEMORY_BYTES:
+                self.total -= len(self.items.popitem(last=False)[1].text)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+            self.total = 0
+
+
+_memory = ProcessCache()
+
+
+def clear_memory() -> None:
+    """Forget the entries kept in this process (the disk cache stays): the next page is as a new process's."""
+    _memory.clear()
+
+
+def _digest(key: tuple) -> str:
+    return hashlib.sha256(repr(key).encode("utf-8")).hexdigest()
+
+
+def entry_name(key: tuple) -> str:
+    """The name of the disk cache's entry for ``key`` (:func:`cache_key`) in :func:`cache_directory`."""
+    return f"{_digest(key)}.pack"
+
+
+_HEADER_MAX = 256  # bytes: FORMAT, the digest and three numbers
+
+
+def _header(digest: str, item: PackedFile) -> bytes:
+    return f"{FORMAT}\n{digest} {item.size:x} {len(item.text):x} {zlib.crc32(item.text):08x}\n".encode("ascii")
+
+
+def _header_fields(digest: str, head: bytes) -> tuple[int, int, int, int] | None:
+    """(unpacked size, payload offset, payload length, CRC-32) from an entry's first bytes ``head`` when they are a
+    header of this format and key ``digest``, else None."""
+    lead = f"{FORMAT}\n{digest} ".encode("ascii")
+    end = head.find(b"\n", len(lead))
+    if not head.startswith(lead) or end < 0:
+        return None
+    fields = head[len(lead):end].split(b" ")
+    if len(fields) != 3 or not all(re.fullmatch(rb"[0-9a-f]{1,16}", f) for f in fields):
+        return None
+    return int(fields[0], 16), end + 1, int(fields[1], 16), int(fields[2], 16)
+
+
+def _read_entry(folder: str, digest: str) -> PackedFile | None:
+    """The entry of key ``digest`` in ``folder`` when it is intact (module docstring), else None."""
+    path = os.path.join(folder, f"{digest}.pack")  # entry_name
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None
+        fields = _header_fields(digest, os.pread(fd, _HEADER_MAX, 0))
+        if fields is None or fields[1] + fields[2] != info.st_size:
+            return None
+        size, start, length, crc = fields
+        text = os.pread(fd, length + 1, start)  # the payload alone: not copied out of a larger buffer
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(text) != length or zlib.crc32(text) != crc or b"<" in text:
+        return None
+    if time.time() - info.st_mtime > _TOUCH_AFTER_S:  # pruning removes the least recently used first
+        try:
+            os.utime(path, follow_symlinks=False)
+        except OSError:
+            pass
+    return PackedFile(text, size)
+
+
+def _write_entry(folder: str, digest: str, item: PackedFile) -> None:
+    """Store ``item`` under ``digest`` atomically, then prune the directory; any OSError is the caller's."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    temp = os.path.join(folder, f".{digest}.{secrets.token_hex(8)}.part")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_header(digest, item) + item.text)
+        os.replace(temp, os.path.join(folder, f"{digest}.pack"))
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    prune(folder)
+
+
+def prune(folder: str, limit: int = MAX_DISK_BYTES) -> None:
+    """Remove the least recently used entries of ``folder`` until the rest holds at most ``limit`` bytes, and
+    temporary files left by a writer that stopped. Only regular files with this module's names are touched."""
+    entries, now = [], time.time()
+    for name in os.listdir(folder):
+        entry, temp = _ENTRY.match(name), _TEMP.match(name)
+        if not (entry or temp):
+            continue
+        try:
+            info = os.stat(os.path.join(folder, name), follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        if temp:
+            if now - info.st_mtime > _TEMP_AGE_S:
+                _remove(folder, name)
+            continue
+        entries.append((info.st_mtime_ns, info.st_size, name))
+    total = sum(size for _, size, _ in entries)
+    for _, size, name in sorted(entries):
+        if total <= limit:
+            break
+        _remove(folder, name)
+        total -= size
+
+
+def _remove(folder: str, name: str) -> None:
+    try:
+        os.unlink(os.path.join(folder, name))
+    except OSError:
+        pass
+
+
+def packed_file(path: str, info: os.stat_result, read: Callable[[], bytes]) -> PackedFile:
+    """The file at the resolved ``path`` with status ``info`` (of the descriptor ``read`` reads) packed: from the
+    cache (memory, then disk) when it holds this key intact, else ``read()`` packed and kept (module docstring)."""
+    key = cache_key(path, info)
+    item = _memory.get(key)
+    if item is not None:
+        return item
+    folder, digest = cache_directory(), _digest(key)
+    item = _read_entry(folder, digest) if folder is not None else None
+    if item is None:
+        item = pack(read())
+        settled = time.time_ns() - info.st_mtime_ns > SETTLE_S * 1e9
+        if not settled or len(item.text) + _HEADER_MAX > MAX_ENTRY_BYTES:
+            return item
+        if folder is not None:
+            try:
+                _write_entry(folder, digest, item)
+            except OSError:
+                pass  # a cache that cannot be written costs the packing again, nothing else
+    _memory.put(key, item)
+    return item
