@@ -97,10 +97,11 @@ def test_nothing_continuous_is_published_after_a_trigger_came_during_its_computa
     assert graph.wait(lambda: graph.predictor.stop is None)
 
 
-@pytest.mark.parametrize("graph", [CONTINUOUS], indirect=True)
+@pytest.mark.parametrize("graph", [dict(CONTINUOUS, stopping_envelope=True)], indirect=True)
 def test_continuous_work_pauses_while_the_estop_prediction_runs(graph):
     """The E-stop prediction waits (test instrumentation) until the continuous work running beside it has paused;
-    before the pause points, it would have waited in vain (the prediction then fails on its deadline)."""
+    before the pause points, it would have waited in vain (the prediction then fails on its deadline). The
+    envelope's predictions go to the prediction process, and each call pauses first while E-stop work is due."""
     release = threading.Event()
     entered = _slow_envelope(graph, before=release)
     predictor = graph.predictor
@@ -169,3 +170,29 @@ def test_continuous_predictions_run_in_a_process_of_their_own(graph, monkeypatch
     assert not in_node
     calls = graph.predictor.continuous_calls
     assert calls.calls >= 2 and calls.pid is not None and calls.pid != os.getpid()
+
+
+@pytest.mark.parametrize("graph", [dict(CONTINUOUS, continuous_rate=0.0)], indirect=True)
+def test_continuous_markers_and_ghost_follow_at_most_ten_times_a_second(graph):
+    """The RViz outputs of continuous rounds (stop_markers, predicted_joint_states) are built at most every
+    CONTINUOUS_VISUALS_PERIOD; the data (prediction, trajectory, reactions) at every round."""
+    from types import SimpleNamespace
+
+    from vtm_dynamics.core.estop import predict_stop
+    from vtm_dynamics.nodes.continuous_mode import ContinuousRound
+    from vtm_dynamics.nodes.stop_outputs import CONTINUOUS_VISUALS_PERIOD
+    from vtm_dynamics.nodes.stop_worker import Outcome
+
+    outputs, model = graph.predictor.outputs, graph.predictor.model
+    state = graph.h.state()
+    result = predict_stop(model.aux, model.brakes, list(state.position), list(state.velocity))
+    round_ = ContinuousRound(0, model, SimpleNamespace(stamp=1.0), Outcome(result, "", 0.0), 0.0)
+    clock = [100.0]
+    outputs.clock = lambda: clock[0]
+    built = []
+    for periods in (0.0, 0.3, 0.6, 0.99, 1.01, 1.5, 2.02):
+        clock[0] = 100.0 + periods * CONTINUOUS_VISUALS_PERIOD
+        out = outputs.nominal(round_)
+        assert {"prediction", "reactions"} <= set(out)
+        built.append("markers" in out and "ghost" in out)
+    assert built == [True, False, False, False, True, False, True]

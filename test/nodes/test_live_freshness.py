@@ -113,3 +113,50 @@ def test_work_inside_yielding_pauses_at_the_next_call_into_the_core_while_an_est
         stop.set()
         urgent.settle(urgent.epoch)
         t.join(5.0)
+
+
+def test_the_message_builders_are_pause_points_too_when_asked():
+    """The node's continuous rounds pause at calls into its message builders as well (their predictions run in
+    the prediction process, so building messages is what is left in the thread)."""
+    from vtm_dynamics.nodes.conversions import seconds_to_stamp
+    from vtm_dynamics.nodes.work_priority import MESSAGE_BUILDERS, PAUSE_PACKAGE
+
+    urgent = UrgentWork(max_wait=30.0)
+    calls = {"n": 0}
+    stop = threading.Event()
+
+    def building() -> None:
+        with urgent.yielding((PAUSE_PACKAGE, *MESSAGE_BUILDERS)):
+            while not stop.is_set():
+                seconds_to_stamp(1.5)  # a message builder, no core call
+                calls["n"] += 1
+
+    t = threading.Thread(target=building, daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 10.0
+        while calls["n"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        urgent.raise_()
+        while urgent.pauses == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert urgent.pauses == 1
+        frozen = calls["n"]
+        time.sleep(0.05)
+        assert calls["n"] == frozen
+    finally:
+        stop.set()
+        urgent.settle(urgent.epoch)
+        t.join(5.0)
+
+
+def test_the_message_builders_hold_no_lock():
+    """A pause point must never be reached while holding a lock the E-stop path needs: the builders use none."""
+    import importlib
+    import inspect
+
+    from vtm_dynamics.nodes.work_priority import MESSAGE_BUILDERS
+
+    for name in MESSAGE_BUILDERS:
+        source = inspect.getsource(importlib.import_module(name))
+        assert "threading" not in source and "Lock(" not in source and ".acquire(" not in source, name

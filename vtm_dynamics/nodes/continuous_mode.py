@@ -10,7 +10,9 @@ from it. Then each registered :class:`ContinuousOutput` in turn: its ``evaluate`
 only if no trigger came since the ticket (``live_freshness``), with the age of the input at that moment and the
 reason it must not be published as a value ('' when fresh: older than ``max_start_state_age`` or stamped ahead of
 the clock is refused, the E-stop's own limits). A round stops at the first output the gate refuses. The achieved
-rate is measured per round (``live_freshness.RateMonitor``).
+rate is measured per round (``live_freshness.RateMonitor``). The pause points are the calls into
+``pause_packages``: the core by default; the node adds its message builders (``work_priority.MESSAGE_BUILDERS``),
+since its predictions run in the prediction process and building the messages is most of what is left here.
 
 Adding a continuous output (e.g. a protective separation distance beside the stopping distance): a small part
 that computes its value from a round (``round.outcome`` is the nominal prediction; ``predict`` repeats it with
@@ -28,7 +30,7 @@ from vtm_dynamics.nodes.model_slot import LoadedModel, ModelSlot
 from vtm_dynamics.nodes.state_intake import StateIntake
 from vtm_dynamics.nodes.stop_session import StartLimits, StateSample
 from vtm_dynamics.nodes.stop_worker import Outcome
-from vtm_dynamics.nodes.work_priority import UrgentWork
+from vtm_dynamics.nodes.work_priority import PAUSE_PACKAGE, UrgentWork
 
 
 @dataclass(frozen=True)
@@ -61,9 +63,11 @@ class ContinuousMode:
 
     def __init__(self, gate: ContinuousGate, urgent: UrgentWork, intake: StateIntake, models: ModelSlot,
                  limits: StartLimits, predict: Callable[..., Outcome], now: Callable[[], float],
-                 wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+                 wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+                 pause_packages: tuple[str, ...] = (PAUSE_PACKAGE,)) -> None:
         self.gate, self.urgent, self.intake, self.models, self.limits = gate, urgent, intake, models, limits
         self.predict, self.now, self.wall, self.monotonic = predict, now, wall, monotonic
+        self.pause_packages = pause_packages  # calls into these are the pause points (``work_priority``)
         self.outputs: list[ContinuousOutput] = []
         self.rate = RateMonitor()
 
@@ -85,13 +89,13 @@ class ContinuousMode:
                                     waited=0.0, at_receipt=sample)
         outcome = Outcome(None, choice.reason, 0.0)
         if choice.ok:
-            with self.urgent.yielding():  # pauses while an E-stop prediction is due or running
+            with self.urgent.yielding(self.pause_packages):  # pauses while an E-stop prediction is due or running
                 outcome = self.predict(model, model.aux, sample.state)
         round_ = ContinuousRound(ticket, model, sample, outcome, started)
         for output in self.outputs:
             if not output.enabled():
                 continue
-            with self.urgent.yielding():
+            with self.urgent.yielding(self.pause_packages):
                 value = output.evaluate(round_)
             with self.gate.publishing(ticket) as allowed:
                 if not allowed:

@@ -58,7 +58,7 @@ from vtm_dynamics.nodes.stop_triggers import StopTriggers, TriggerStep
 from vtm_dynamics.nodes.stop_worker import Outcome, StopResult, StopWorker, predict
 from vtm_dynamics.nodes.stopsafe_kit import StopsafeKits
 from vtm_dynamics.nodes.trajectory_check import TrajectoryChecks
-from vtm_dynamics.nodes.work_priority import UrgentWork
+from vtm_dynamics.nodes.work_priority import MESSAGE_BUILDERS, PAUSE_PACKAGE, UrgentWork
 from vtm_dynamics.nodes.work_queue import WorkQueue
 
 NODE_NAME = "estop_predictor"
@@ -97,7 +97,8 @@ class EstopPredictor(Node):
         if self.p["continuous_rate"] > 0:
             self.continuous_calls.start()
         self.continuous = ContinuousMode(self.continuous_gate, self.urgent, self.intake, self.models, limits,
-                                         self.continuous_calls.predict, self.now)
+                                         self.continuous_calls.predict, self.now,
+                                         pause_packages=(PAUSE_PACKAGE, *MESSAGE_BUILDERS))
         self.continuous.add(ContinuousOutput("stop_prediction", self.outputs.nominal, self.outputs.publish_nominal))
         self.continuous.add(ContinuousOutput("stopping_distance",
                                              lambda round_: self.outputs.stopping_distance(

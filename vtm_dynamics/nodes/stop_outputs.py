@@ -45,6 +45,10 @@ from vtm_dynamics.nodes.stop_session import StartChoice, StopJob
 from vtm_dynamics.nodes.stop_worker import PredictionSettings, StopResult
 
 LATENCIES = 1000  # E-stop latencies kept for the statistics
+#: [s] in continuous mode the RViz outputs (stop_markers, predicted_joint_states) follow at most every this long;
+#: the data outputs (stop_prediction, predicted_trajectory, joint_reactions) at every round. Building and sending
+#: the markers was half of a round's work in the node process (about 2 ms of 4 at 90 Hz).
+CONTINUOUS_VISUALS_PERIOD = 0.1
 
 
 def provenance(pred: StopPrediction, model: LoadedModel | None, choice: StartChoice | None, revision: int,
@@ -78,6 +82,8 @@ class StopOutputs:
         self.last_prediction: StopPrediction | None = None
         self.last_result: Any = None
         self.ghost: JointState | None = None
+        self._visuals_at = -math.inf  # monotonic [s] of the last continuous markers
+        self.clock = time.monotonic
         self.latencies: list[float] = []
         self.last_latency = math.nan
 
@@ -192,10 +198,14 @@ class StopOutputs:
         frame = self.frame(robot)
         pred = io.stop_prediction_message(robot, result, stamp, frame, "continuous", self.settings.category,
                                           self.p["max_trajectory_points"])
-        return {"prediction": pred, "result": result, "reactions": io.joint_reactions_message(robot, result, stamp),
-                "markers": io.stop_markers_message(robot, result, stamp, frame, self._scales()),
-                "ghost": joint_state_message(robot.joint_names, io.rest_positions(robot, result), [0.0] * robot.nv,
-                                             stamp=stamp)}
+        out = {"prediction": pred, "result": result, "reactions": io.joint_reactions_message(robot, result, stamp)}
+        now = self.clock()
+        if now - self._visuals_at >= CONTINUOUS_VISUALS_PERIOD:  # RViz's markers and ghost: 10 Hz is plenty
+            self._visuals_at = now
+            out["markers"] = io.stop_markers_message(robot, result, stamp, frame, self._scales())
+            out["ghost"] = joint_state_message(robot.joint_names, io.rest_positions(robot, result),
+                                               [0.0] * robot.nv, stamp=stamp)
+        return out
 
     def publish_nominal(self, round_: ContinuousRound, nominal: dict[str, Any] | None, age: float,
                         stale: str) -> None:
@@ -217,9 +227,10 @@ class StopOutputs:
             return
         self.pub_traj.publish(pred.trajectory)
         self.pub_react.publish(nominal["reactions"])
-        self.pub_markers.publish(nominal["markers"])
-        self.ghost = nominal["ghost"]
-        self.pub_ghost.publish(self.ghost)
+        if "markers" in nominal:
+            self.pub_markers.publish(nominal["markers"])
+            self.ghost = nominal["ghost"]
+            self.pub_ghost.publish(self.ghost)
         self.last_result = nominal["result"]
         self.stats["predictions"] += 1
         self.replay.offer(model.aux, nominal["result"], self.frame(model.aux), continuous=True)  # constant time

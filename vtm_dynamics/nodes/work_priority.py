@@ -23,6 +23,10 @@ from typing import Any, Iterator
 
 #: Calls into this package are the pause points (pure physics: no locks held there).
 PAUSE_PACKAGE = "vtm_dynamics.core"
+#: The nodes' message builders: pure functions from results to messages (no lock, no state, no publishing), so
+#: calls into them are safe pause points too (``test_work_priority`` checks they use no threading).
+MESSAGE_BUILDERS = ("vtm_dynamics.nodes.prediction_io", "vtm_dynamics.nodes.markers",
+                    "vtm_dynamics.nodes.conversions")
 
 
 class UrgentWork:
@@ -69,12 +73,14 @@ class UrgentWork:
             return True
 
     @contextlib.contextmanager
-    def yielding(self, package: str = PAUSE_PACKAGE) -> Iterator[None]:
-        """Run the block with pause points at every call into ``package`` made by this thread (module docstring)."""
+    def yielding(self, package: str | tuple[str, ...] = PAUSE_PACKAGE) -> Iterator[None]:
+        """Run the block with pause points at every call into ``package`` (one or several) made by this thread
+        (module docstring)."""
         previous = sys.gettrace()
+        prefixes = (package,) if isinstance(package, str) else tuple(package)
 
         def hook(frame: Any, event: str, arg: Any) -> Any:
-            if self.urgent and frame.f_globals.get("__name__", "").startswith(package):
+            if self.urgent and frame.f_globals.get("__name__", "").startswith(prefixes):
                 self.pause()
             return previous(frame, event, arg) if previous is not None else None
 
