@@ -64,10 +64,12 @@ class ContinuousMode:
     def __init__(self, gate: ContinuousGate, urgent: UrgentWork, intake: StateIntake, models: ModelSlot,
                  limits: StartLimits, predict: Callable[..., Outcome], now: Callable[[], float],
                  wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
-                 pause_packages: tuple[str, ...] = (PAUSE_PACKAGE,)) -> None:
+                 pause_packages: tuple[str, ...] = (PAUSE_PACKAGE,),
+                 nominal_options: Callable[[LoadedModel, StateSample], dict[str, Any]] | None = None) -> None:
         self.gate, self.urgent, self.intake, self.models, self.limits = gate, urgent, intake, models, limits
         self.predict, self.now, self.wall, self.monotonic = predict, now, wall, monotonic
         self.pause_packages = pause_packages  # calls into these are the pause points (``work_priority``)
+        self.nominal_options = nominal_options  # extra keywords of the nominal prediction call, per round
         self.outputs: list[ContinuousOutput] = []
         self.rate = RateMonitor()
 
@@ -90,7 +92,8 @@ class ContinuousMode:
         outcome = Outcome(None, choice.reason, 0.0)
         if choice.ok:
             with self.urgent.yielding(self.pause_packages):  # pauses while an E-stop prediction is due or running
-                outcome = self.predict(model, model.aux, sample.state)
+                extra = self.nominal_options(model, sample) if self.nominal_options is not None else {}
+                outcome = self.predict(model, model.aux, sample.state, **extra)
         round_ = ContinuousRound(ticket, model, sample, outcome, started)
         for output in self.outputs:
             if not output.enabled():

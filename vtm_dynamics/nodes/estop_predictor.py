@@ -98,7 +98,9 @@ class EstopPredictor(Node):
             self.continuous_calls.start()
         self.continuous = ContinuousMode(self.continuous_gate, self.urgent, self.intake, self.models, limits,
                                          self.continuous_calls.predict, self.now,
-                                         pause_packages=(PAUSE_PACKAGE, *MESSAGE_BUILDERS))
+                                         pause_packages=(PAUSE_PACKAGE, *MESSAGE_BUILDERS),
+                                         nominal_options=lambda model, sample: {
+                                             "messages": self.outputs.message_request(model, sample)})
         self.continuous.add(ContinuousOutput("stop_prediction", self.outputs.nominal, self.outputs.publish_nominal))
         self.continuous.add(ContinuousOutput("stopping_distance",
                                              lambda round_: self.outputs.stopping_distance(

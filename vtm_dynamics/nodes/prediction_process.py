@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Callable
 
 import numpy as np
@@ -182,6 +182,7 @@ class PredictionProcess:
     def predict(self, model: Any, robot: Any, state: Any, **options: Any) -> Any:
         """What ``stop_worker.predict(model, robot, state, settings, **options)`` returns, computed in the child."""
         brakes = options.pop("brakes", None)
+        messages = options.pop("messages", None)  # a continuous_messages.MessageRequest: build them there too
         brakes = brakes if brakes is not None else model.brakes
         if brakes is None:
             return Outcome(None, model.brake_error, 0.0)
@@ -197,13 +198,13 @@ class PredictionProcess:
                 self._spawn()
             try:
                 return self._call(robot, brakes, StateQV(np.asarray(state.q, dtype=float),
-                                                         np.asarray(state.v, dtype=float)), options)
+                                                         np.asarray(state.v, dtype=float)), options, messages)
             except (ChannelError, OSError, pickle.PickleError, EOFError, ValueError) as err:
                 why = str(err) or type(err).__name__
                 self._end_child(why)
                 return Outcome(None, f"continuous prediction process: {why}", 0.0)
 
-    def _call(self, robot: Any, brakes: Any, state: StateQV, options: dict[str, Any]) -> Any:
+    def _call(self, robot: Any, brakes: Any, state: StateQV, options: dict[str, Any], messages: Any) -> Any:
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
@@ -217,7 +218,8 @@ class PredictionProcess:
             payload = robot if token not in self._sent else None
             first = 0.0 if self._answered else self.start_timeout
             deadline = time.monotonic() + self.call_timeout + first
-            write_frame(proc.stdin, ("predict", token, payload, brakes, state, self.settings, options), deadline)
+            write_frame(proc.stdin, ("predict", token, payload, brakes, state, self.settings, options, messages),
+                        deadline)
             self._sent.add(token)
             reply = read_frame(fd, deadline)
             if reply[0] == "outcome":
@@ -277,7 +279,7 @@ def child_main(argv: list[str]) -> int:
         except ChannelError:
             return 0  # the node closed the channel
         try:
-            _, token, robot, brakes, state, settings, options = request
+            _, token, robot, brakes, state, settings, options, messages = request
             if robot is not None:
                 robots[token] = robot
                 while len(robots) > MAX_ROBOTS:
@@ -287,7 +289,12 @@ def child_main(argv: list[str]) -> int:
                 write_frame(out, ("missing", token))
                 continue
             robots.move_to_end(token)
-            write_frame(out, ("outcome", predict_with_brakes(robot, brakes, state, settings, **options)))
+            outcome = predict_with_brakes(robot, brakes, state, settings, **options)
+            if messages is not None and outcome.result is not None:
+                from vtm_dynamics.nodes.continuous_messages import serialized_messages
+
+                outcome = replace(outcome, messages=serialized_messages(robot, outcome.result, messages))
+            write_frame(out, ("outcome", outcome))
         except (BrokenPipeError, ChannelError):
             return 0
         except Exception as err:  # noqa: BLE001 - a malformed request is answered, the child goes on

@@ -35,13 +35,14 @@ from vtm_msgs.msg import JointReactions, StopPrediction, StoppingDistance
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import diagnostics, graph
 from vtm_dynamics.nodes import prediction_io as io
+from vtm_dynamics.nodes.continuous_messages import MessageRequest
 from vtm_dynamics.nodes.continuous_mode import ContinuousRound
 from vtm_dynamics.nodes.conversions import joint_state_message, seconds_to_stamp
 from vtm_dynamics.nodes.ghost_replay import GhostReplay
 from vtm_dynamics.nodes.live_stopping import LiveStopping, stopping_distance_message
 from vtm_dynamics.nodes.markers import MarkerScales
 from vtm_dynamics.nodes.model_slot import LoadedModel, ModelSlot
-from vtm_dynamics.nodes.stop_session import StartChoice, StopJob
+from vtm_dynamics.nodes.stop_session import StartChoice, StateSample, StopJob
 from vtm_dynamics.nodes.stop_worker import PredictionSettings, StopResult
 
 LATENCIES = 1000  # E-stop latencies kept for the statistics
@@ -189,16 +190,27 @@ class StopOutputs:
                                   hardware_id=model.name if model else "", limit=300)
 
     # ------------------------------------------------------------------------------------------------ continuous
+    def message_request(self, model: LoadedModel, sample: StateSample) -> MessageRequest:
+        """What the prediction process needs to build a round's messages (``continuous_messages``)."""
+        return MessageRequest(sample.stamp, sample.header_stamp, self.frame(model.aux), self.settings.category,
+                              self.p["max_trajectory_points"], model.name, model.hash,
+                              bool(sample.estimated or sample.unavailable))
+
     def nominal(self, round_: ContinuousRound) -> dict[str, Any] | None:
-        """The messages of a round's nominal prediction, built before publication (the age is set then)."""
+        """The messages of a round's nominal prediction, built before publication (the age is set then): as the
+        prediction process serialized them (``serialized``), or built here."""
         result = round_.outcome.result
         if result is None:
             return None
         robot, stamp = round_.model.aux, seconds_to_stamp(round_.sample.stamp)
         frame = self.frame(robot)
-        pred = io.stop_prediction_message(robot, result, stamp, frame, "continuous", self.settings.category,
-                                          self.p["max_trajectory_points"])
-        out = {"prediction": pred, "result": result, "reactions": io.joint_reactions_message(robot, result, stamp)}
+        if round_.outcome.messages is not None:
+            out = {"serialized": round_.outcome.messages, "result": result}
+        else:
+            pred = io.stop_prediction_message(robot, result, stamp, frame, "continuous", self.settings.category,
+                                              self.p["max_trajectory_points"])
+            out = {"prediction": pred, "result": result,
+                   "reactions": io.joint_reactions_message(robot, result, stamp)}
         now = self.clock()
         if now - self._visuals_at >= CONTINUOUS_VISUALS_PERIOD:  # RViz's markers and ghost: 10 Hz is plenty
             self._visuals_at = now
@@ -212,6 +224,9 @@ class StopOutputs:
         """Publish the nominal prediction with its input age, or success=false naming why there is none."""
         model, sample = round_.model, round_.sample
         reason = round_.outcome.reason or stale
+        if not reason and nominal is not None and "serialized" in nominal:
+            self._publish_serialized(model, nominal, age)
+            return
         pred = None if reason or nominal is None else nominal["prediction"]
         if pred is None:
             self.stats["continuous_refused"] += 1
@@ -227,6 +242,19 @@ class StopOutputs:
             return
         self.pub_traj.publish(pred.trajectory)
         self.pub_react.publish(nominal["reactions"])
+        self._publish_rest(model, nominal)
+
+    def _publish_serialized(self, model: LoadedModel, nominal: dict[str, Any], age: float) -> None:
+        """A fresh round's messages as the prediction process serialized them, with the age at publication."""
+        messages = nominal["serialized"]
+        self.pub_pred.publish(messages.prediction_with_age(age))
+        self.last_prediction = StopPrediction(scenario_id="continuous", stop_category=self.settings.category,
+                                              success=True)  # what /diagnostics reports of it
+        self.pub_traj.publish(messages.trajectory)
+        self.pub_react.publish(messages.reactions)
+        self._publish_rest(model, nominal)
+
+    def _publish_rest(self, model: LoadedModel, nominal: dict[str, Any]) -> None:
         if "markers" in nominal:
             self.pub_markers.publish(nominal["markers"])
             self.ghost = nominal["ghost"]

@@ -58,11 +58,13 @@ class PredictionSettings:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a prediction produced (``result`` None: failed with ``reason``); ``seconds`` of wall time."""
+    """What a prediction produced (``result`` None: failed with ``reason``); ``seconds`` of wall time;
+    ``messages``: its continuous messages serialized where it was made (``continuous_messages``), if asked."""
 
     result: Any
     reason: str
     seconds: float
+    messages: Any = None
 
 
 def predict(model: LoadedModel, robot: RobotModel, state: Any, settings: PredictionSettings,
