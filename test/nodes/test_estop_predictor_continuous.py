@@ -32,9 +32,10 @@ def _listen(graph) -> tuple[list[StoppingDistance], list[StopPrediction]]:
 
 
 def _slow_envelope(graph, before=None, seconds: float = 0.0):
-    """Make the node's envelope evaluation wait ``seconds`` (or for ``before``, an Event) before it runs."""
-    live = graph.predictor.outputs.live
-    evaluate = live.evaluate
+    """Make the node's envelope evaluation wait ``seconds`` (or for ``before``, an Event) before it runs (the
+    node's call of the prediction process for the envelope: the seam in the node's thread)."""
+    live = graph.predictor.continuous_calls
+    evaluate = live.envelope
     entered = threading.Event()
 
     def slow(*args, **kwargs):
@@ -45,7 +46,7 @@ def _slow_envelope(graph, before=None, seconds: float = 0.0):
             threading.Event().wait(seconds)
         return evaluate(*args, **kwargs)
 
-    live.evaluate = slow
+    live.envelope = slow
     return entered
 
 

@@ -174,3 +174,35 @@ def test_close_ends_a_call_in_progress_at_once(ur5):
     caller.join(10.0)
     assert not caller.is_alive() and time.monotonic() - start < 10.0  # not the call's 60 s bound
     assert got[0].result is None
+
+
+ENVELOPE = {"stopping_envelope": True, "stopping_envelope_torque_min": 0.9, "stopping_envelope_torque_max": 1.1,
+            "stopping_envelope_delay_min": 1.0, "stopping_envelope_delay_max": 1.5,
+            "stopping_envelope_payload_max": 2.0, "stopping_envelope_random": 2, "unrelated": "not sent"}
+
+
+def test_the_envelope_in_one_call_is_the_nodes_own(ur5, process):
+    """Every case of the live stopping distance's envelope predicted in the child in one call: the same worst
+    values as LiveStopping.evaluate with the node's prediction call in this process."""
+    from vtm_dynamics.nodes.live_stopping import LiveStopping
+
+    robot, brakes, model = ur5
+    state = SimpleNamespace(q=Q, v=V)
+    nominal = predict_with_brakes(robot, brakes, state, SETTINGS).result
+    want = LiveStopping().evaluate(robot, brakes, nominal, ENVELOPE, "tool0",
+                                   lambda r, b: predict_with_brakes(r, b, state, SETTINGS))
+    got = process.envelope(model, robot, state, nominal, ENVELOPE, "tool0")
+    assert want.error == "" and got.error == "" and got.cases == want.cases == 1 + 4 * 2 + 2
+    for field in ("distance", "path_length", "time", "worst_distance", "worst_path_length", "worst_time"):
+        assert getattr(got, field) == pytest.approx(getattr(want, field), abs=1e-12), field
+    np.testing.assert_allclose(got.worst_rest, want.worst_rest, rtol=0, atol=1e-12)
+
+
+def test_an_envelope_without_a_child_is_a_failure_naming_it(ur5):
+    robot, brakes, model = ur5
+    state = SimpleNamespace(q=Q, v=V)
+    nominal = predict_with_brakes(robot, brakes, state, SETTINGS).result
+    p = PredictionProcess(SETTINGS, 20.0)
+    p.close()
+    got = p.envelope(model, robot, state, nominal, ENVELOPE, "tool0")
+    assert "shutting down" in got.error and got.distance == pytest.approx(nominal.tcp_straight_distance)

@@ -104,7 +104,8 @@ class EstopPredictor(Node):
         self.continuous.add(ContinuousOutput("stop_prediction", self.outputs.nominal, self.outputs.publish_nominal))
         self.continuous.add(ContinuousOutput("stopping_distance",
                                              lambda round_: self.outputs.stopping_distance(
-                                                 round_, self.continuous_calls.predict),
+                                                 round_, self.continuous_calls.predict,
+                                                 self.continuous_calls.envelope),
                                              self.outputs.publish_stopping, lambda: self.p["stopping_distance"]))
         self.kits = StopsafeKits(self.p, self.settings)  # collision geometry and stop cases, built on first use
         self.separation = LiveSeparation(self, self.p, self.kits, self.settings.category, self.log, self.now)

@@ -67,6 +67,32 @@ class LiveStop:
     worst_rest: Any = None
 
 
+#: the parameters the envelope is evaluated with (what the prediction process is given of the node's)
+ENVELOPE_KEYS = ("stopping_envelope", "stopping_envelope_torque_min", "stopping_envelope_torque_max",
+                 "stopping_envelope_delay_min", "stopping_envelope_delay_max", "stopping_envelope_payload_max",
+                 "stopping_envelope_random")
+
+
+@dataclass(frozen=True)
+class StopSummary:
+    """What the envelope uses of the nominal prediction: TCP ``tcp_straight_distance`` and ``tcp_path_length``
+    [m], ``stop_time`` [s], whether it ``stopped``, and ``q_final``."""
+
+    tcp_straight_distance: float
+    tcp_path_length: float
+    stop_time: float
+    stopped: bool
+    q_final: Any
+
+    @classmethod
+    def of(cls, result: Any) -> "StopSummary":
+        return cls(float(result.tcp_straight_distance), float(result.tcp_path_length), float(result.stop_time),
+                   bool(result.stopped), result.q_final)
+
+    def values(self) -> tuple[float, float, float]:
+        return _values(self)
+
+
 def _values(result: Any) -> tuple[float, float, float]:
     t = float(result.stop_time) if result.stopped else math.inf
     return float(result.tcp_straight_distance), float(result.tcp_path_length), t
@@ -103,8 +129,8 @@ class LiveStopping:
 
     def evaluate(self, robot: RobotModel, brakes: BrakeSet, nominal: Any, p: dict, tcp_frame: str,
                  predict: Callable[[RobotModel, BrakeSet], Any]) -> LiveStop:
-        """The envelope around ``nominal`` (a core StopPrediction); ``predict(robot, brakes)`` returns the node's
-        ``Outcome`` (``result`` None: ``reason``)."""
+        """The envelope around ``nominal`` (a core StopPrediction or its :class:`StopSummary`);
+        ``predict(robot, brakes)`` returns the node's ``Outcome`` (``result`` None: ``reason``)."""
         start = time.monotonic()
         d0, l0, t0 = _values(nominal)
         worst = [d0, l0, t0]

@@ -27,6 +27,7 @@ at :data:`MAX_FRAME` bytes both ways.
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import select
@@ -42,6 +43,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from vtm_dynamics.nodes.live_stopping import ENVELOPE_KEYS, LiveStop, LiveStopping, StopSummary
 from vtm_dynamics.nodes.stop_worker import Outcome, predict_with_brakes
 
 #: nice increment of the child where the idle scheduling class is not available (the lowest weight)
@@ -180,31 +182,48 @@ class PredictionProcess:
         return entry[1]
 
     def predict(self, model: Any, robot: Any, state: Any, **options: Any) -> Any:
-        """What ``stop_worker.predict(model, robot, state, settings, **options)`` returns, computed in the child."""
+        """What ``stop_worker.predict(model, robot, state, settings, **options)`` returns, computed in the child
+        (``messages``: a ``continuous_messages.MessageRequest``, to have its messages built there too)."""
         brakes = options.pop("brakes", None)
-        messages = options.pop("messages", None)  # a continuous_messages.MessageRequest: build them there too
+        messages = options.pop("messages", None)
         brakes = brakes if brakes is not None else model.brakes
         if brakes is None:
             return Outcome(None, model.brake_error, 0.0)
+        reply = self._request("predict", robot, brakes, state, (options, messages))
+        return reply if isinstance(reply, Outcome) else Outcome(None, reply, 0.0)
+
+    def envelope(self, model: Any, robot: Any, state: Any, nominal: Any, p: dict[str, Any], tcp_frame: str) -> Any:
+        """``LiveStopping.evaluate`` of ``nominal`` (a core StopPrediction from ``state``) with the model's
+        brakes, every case predicted in the child in one call; a failure is a ``LiveStop`` naming it."""
+        summary = StopSummary.of(nominal)
+        reply = self._request("envelope", robot, model.brakes, state,
+                              (summary, {k: p[k] for k in ENVELOPE_KEYS}, tcp_frame))
+        if isinstance(reply, LiveStop):
+            return reply
+        d, length, t = summary.values()
+        return LiveStop(d, length, t, math.nan, math.nan, math.nan, 1, 0.0, reply)
+
+    def _request(self, kind: str, robot: Any, brakes: Any, state: Any, extra: tuple) -> Any:
+        """The child's answer to one request, or a one-line reason (str) why there is none."""
         if self.before_call is not None:
             self.before_call()
         with self._lock:
             self.calls += 1
             if self._closed:
-                return Outcome(None, "continuous predictions: the node is shutting down", 0.0)
+                return "continuous predictions: the node is shutting down"
             if self._proc is None:
                 if time.monotonic() - self._failed_at < self.restart_backoff:
-                    return Outcome(None, f"continuous prediction process unavailable ({self._failure})", 0.0)
+                    return f"continuous prediction process unavailable ({self._failure})"
                 self._spawn()
+            qv = StateQV(np.asarray(state.q, dtype=float), np.asarray(state.v, dtype=float))
             try:
-                return self._call(robot, brakes, StateQV(np.asarray(state.q, dtype=float),
-                                                         np.asarray(state.v, dtype=float)), options, messages)
+                return self._exchange(kind, robot, brakes, qv, extra)
             except (ChannelError, OSError, pickle.PickleError, EOFError, ValueError) as err:
                 why = str(err) or type(err).__name__
                 self._end_child(why)
-                return Outcome(None, f"continuous prediction process: {why}", 0.0)
+                return f"continuous prediction process: {why}"
 
-    def _call(self, robot: Any, brakes: Any, state: StateQV, options: dict[str, Any], messages: Any) -> Any:
+    def _exchange(self, kind: str, robot: Any, brakes: Any, state: StateQV, extra: tuple) -> Any:
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         fd = proc.stdout.fileno()
@@ -218,11 +237,10 @@ class PredictionProcess:
             payload = robot if token not in self._sent else None
             first = 0.0 if self._answered else self.start_timeout
             deadline = time.monotonic() + self.call_timeout + first
-            write_frame(proc.stdin, ("predict", token, payload, brakes, state, self.settings, options, messages),
-                        deadline)
+            write_frame(proc.stdin, (kind, token, payload, brakes, state, self.settings, extra), deadline)
             self._sent.add(token)
             reply = read_frame(fd, deadline)
-            if reply[0] == "outcome":
+            if reply[0] == "answer":
                 self._answered = True
                 return reply[1]
             if reply[0] == "missing" and attempt == 0:
@@ -245,6 +263,24 @@ class PredictionProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _answer(kind: str, robot: Any, brakes: Any, state: StateQV, settings: Any, extra: tuple,
+            live: LiveStopping) -> Any:
+    """The child's computation of one request (``PredictionProcess.predict`` / ``envelope``)."""
+    if kind == "predict":
+        options, messages = extra
+        outcome = predict_with_brakes(robot, brakes, state, settings, **options)
+        if messages is not None and outcome.result is not None:
+            from vtm_dynamics.nodes.continuous_messages import serialized_messages
+
+            outcome = replace(outcome, messages=serialized_messages(robot, outcome.result, messages))
+        return outcome
+    if kind == "envelope":
+        summary, p, tcp_frame = extra
+        return live.evaluate(robot, brakes, summary, p, tcp_frame,
+                             lambda variant, scaled: predict_with_brakes(variant, scaled, state, settings))
+    raise ValueError(f"unknown request {kind!r}")
 
 
 def lower_priority(nice: int) -> str:
@@ -271,6 +307,7 @@ def child_main(argv: list[str]) -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr, never into the channel
     robots: OrderedDict[int, Any] = OrderedDict()
+    live = LiveStopping()  # keeps the payload variants of the robots it is given
     write_frame(out, ("ready",))
     fd = sys.stdin.fileno()
     while True:
@@ -279,7 +316,7 @@ def child_main(argv: list[str]) -> int:
         except ChannelError:
             return 0  # the node closed the channel
         try:
-            _, token, robot, brakes, state, settings, options, messages = request
+            kind, token, robot, brakes, state, settings, extra = request
             if robot is not None:
                 robots[token] = robot
                 while len(robots) > MAX_ROBOTS:
@@ -289,12 +326,7 @@ def child_main(argv: list[str]) -> int:
                 write_frame(out, ("missing", token))
                 continue
             robots.move_to_end(token)
-            outcome = predict_with_brakes(robot, brakes, state, settings, **options)
-            if messages is not None and outcome.result is not None:
-                from vtm_dynamics.nodes.continuous_messages import serialized_messages
-
-                outcome = replace(outcome, messages=serialized_messages(robot, outcome.result, messages))
-            write_frame(out, ("outcome", outcome))
+            write_frame(out, ("answer", _answer(kind, robot, brakes, state, settings, extra, live)))
         except (BrokenPipeError, ChannelError):
             return 0
         except Exception as err:  # noqa: BLE001 - a malformed request is answered, the child goes on

@@ -263,16 +263,22 @@ class StopOutputs:
         self.stats["predictions"] += 1
         self.replay.offer(model.aux, nominal["result"], self.frame(model.aux), continuous=True)  # constant time
 
-    def stopping_distance(self, round_: ContinuousRound, predict: Callable[..., Any]) -> StoppingDistance:
+    def stopping_distance(self, round_: ContinuousRound, predict: Callable[..., Any],
+                          envelope: Callable[..., Any] | None = None) -> StoppingDistance:
         """The live stopping distance of a round: nominal = its prediction, worst case over the envelope predicted
-        with the same settings (``predict(model, robot, state, brakes=...)``); a failure is success=false."""
+        with the same settings (``predict(model, robot, state, brakes=...)`` per case, or ``envelope(model, robot,
+        state, nominal, p, tcp_frame)`` for all of them, e.g. ``PredictionProcess.envelope``); a failure is
+        success=false."""
         model, outcome = round_.model, round_.outcome
         tcp = self.settings.tcp_frame_of(model.aux)
         live = None
         if outcome.result is not None and model.brakes is not None:
-            live = self.live.evaluate(model.aux, model.brakes, outcome.result, self.p, tcp,
-                                      lambda robot, brakes: predict(model, robot, round_.sample.state,
-                                                                    brakes=brakes))
+            if envelope is not None:
+                live = envelope(model, model.aux, round_.sample.state, outcome.result, self.p, tcp)
+            else:
+                live = self.live.evaluate(model.aux, model.brakes, outcome.result, self.p, tcp,
+                                          lambda robot, brakes: predict(model, robot, round_.sample.state,
+                                                                        brakes=brakes))
             if not live.error and live.worst_rest is not None:
                 self.replay.offer_worst(outcome.result, live.worst_rest)
         return self._distance(round_, live, outcome.reason)
