@@ -206,3 +206,59 @@ def test_an_envelope_without_a_child_is_a_failure_naming_it(ur5):
     p.close()
     got = p.envelope(model, robot, state, nominal, ENVELOPE, "tool0")
     assert "shutting down" in got.error and got.distance == pytest.approx(nominal.tcp_straight_distance)
+
+
+def _state_letter(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().split(") ")[1][0]
+
+
+def test_the_child_is_stopped_while_estop_work_runs_and_goes_on_after(ur5, process):
+    robot, _, model = ur5
+    pid = process.pid
+    process.suspend(True)
+    try:
+        for _ in range(200):
+            if _state_letter(pid) == "T":
+                break
+            time.sleep(0.005)
+        assert _state_letter(pid) == "T"  # stopped: it computes nothing beside the E-stop path
+    finally:
+        process.suspend(False)
+    assert process.predict(model, robot, SimpleNamespace(q=Q, v=V)).reason == ""
+
+
+# a child that answers each request 0.3 s late with a canned failure
+SLOW = [sys.executable, "-c", "import sys, time; from vtm_dynamics.nodes.prediction_process import read_frame, "
+        "write_frame; from vtm_dynamics.nodes.stop_worker import Outcome; out = sys.stdout.buffer; "
+        "write_frame(out, ('ready',))\nwhile True:\n    read_frame(0); time.sleep(0.3); "
+        "write_frame(out, ('answer', Outcome(None, 'canned', 0.0)))"]
+
+
+def test_time_the_child_spends_stopped_does_not_count_against_a_call(ur5):
+    robot, _, model = ur5
+    with PredictionProcess(SETTINGS, 0.5, command=SLOW, start_timeout=30.0) as p:
+        assert p.predict(model, robot, SimpleNamespace(q=Q, v=V)).reason == "canned"  # the first (start allowance)
+        stopper = threading.Timer(0.05, p.suspend, args=(True,))
+        goer = threading.Timer(0.85, p.suspend, args=(False,))
+        stopper.start()
+        goer.start()
+        start = time.monotonic()
+        got = p.predict(model, robot, SimpleNamespace(q=Q, v=V))  # 0.3 s of work + 0.8 s stopped > 0.5 s
+        stopper.join()
+        goer.join()
+        assert got.reason == "canned" and time.monotonic() - start > 0.8
+
+
+def test_the_urgent_flag_reports_when_it_goes_up_and_down():
+    from vtm_dynamics.nodes.work_priority import UrgentWork
+
+    changes = []
+    urgent = UrgentWork(on_change=changes.append)
+    urgent.raise_()
+    urgent.raise_()  # already up: no second report
+    epoch = urgent.epoch
+    urgent.settle(epoch - 1)  # work raised since: stays up
+    urgent.settle(epoch)
+    urgent.release()  # already down
+    assert changes == [True, False]

@@ -94,6 +94,7 @@ class EstopPredictor(Node):
         self.continuous_calls = PredictionProcess(self.settings, self.p["prediction_deadline"] + 1.0,
                                                   before_call=self.urgent.pause)
         self.closing.callback(self.continuous_calls.close)  # also if the constructor fails below
+        self.urgent.on_change = self.continuous_calls.suspend  # stopped while E-stop work is due or running
         if self.p["continuous_rate"] > 0:
             self.continuous_calls.start()
         self.continuous = ContinuousMode(self.continuous_gate, self.urgent, self.intake, self.models, limits,

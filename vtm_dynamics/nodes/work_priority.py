@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 #: Calls into this package are the pause points (pure physics: no locks held there).
 PAUSE_PACKAGE = "vtm_dynamics.core"
@@ -32,8 +32,9 @@ MESSAGE_BUILDERS = ("vtm_dynamics.nodes.prediction_io", "vtm_dynamics.nodes.mark
 class UrgentWork:
     """The "E-stop work pending" flag with an epoch, and cooperative pauses of other work (module docstring)."""
 
-    def __init__(self, max_wait: float = 5.0) -> None:
+    def __init__(self, max_wait: float = 5.0, on_change: Callable[[bool], Any] | None = None) -> None:
         self.max_wait = float(max_wait)
+        self.on_change = on_change  # called with True when the flag goes up, False when it comes down
         self._cond = threading.Condition()
         self._epoch = 0
         self.urgent = False  # read without the lock by the pause points (a single attribute read)
@@ -43,6 +44,8 @@ class UrgentWork:
         """E-stop work is due (call after the work is recorded where the E-stop worker will find it)."""
         with self._cond:
             self._epoch += 1
+            if not self.urgent and self.on_change is not None:
+                self.on_change(True)
             self.urgent = True
 
     @property
@@ -54,14 +57,19 @@ class UrgentWork:
         """The E-stop worker found no work after reading ``epoch``: lower the flag unless work was raised since."""
         with self._cond:
             if epoch == self._epoch and self.urgent:
-                self.urgent = False
-                self._cond.notify_all()
+                self._lower()
 
     def release(self) -> None:
         """Lower the flag whatever the epoch (the node shuts down: no E-stop work will settle it)."""
         with self._cond:
-            self.urgent = False
-            self._cond.notify_all()
+            if self.urgent:
+                self._lower()
+
+    def _lower(self) -> None:
+        self.urgent = False
+        self._cond.notify_all()
+        if self.on_change is not None:
+            self.on_change(False)
 
     def pause(self) -> bool:
         """Block while E-stop work is pending (at most ``max_wait`` [s]); returns whether it paused."""
