@@ -77,42 +77,56 @@ def test_the_rate_shortfall_is_reported_with_the_cost_of_one_evaluation():
     assert monitor.shortfall(100.0) == ""
 
 
+class _Worker:
+    """Other work in a thread: ``step()`` in a loop inside ``urgent.yielding(packages)``, counting its steps."""
+
+    def __init__(self, urgent: UrgentWork, step, packages=None) -> None:
+        self.urgent, self.calls, self.stop = urgent, 0, threading.Event()
+
+        def run() -> None:
+            with urgent.yielding() if packages is None else urgent.yielding(packages):
+                while not self.stop.is_set():
+                    step()
+                    self.calls += 1
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.deadline = time.monotonic() + 10.0
+
+    def __enter__(self) -> "_Worker":
+        self.thread.start()
+        while self.calls == 0 and time.monotonic() < self.deadline:
+            time.sleep(0.001)
+        return self
+
+    def paused_after_raise(self) -> int:
+        """Raise the flag; returns the step count once the worker paused (and has stayed paused for 50 ms)."""
+        self.urgent.raise_()
+        while self.urgent.pauses == 0 and time.monotonic() < self.deadline:
+            time.sleep(0.001)
+        assert self.urgent.pauses == 1
+        frozen = self.calls
+        time.sleep(0.05)
+        assert self.calls == frozen  # blocked, not computing
+        return frozen
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.urgent.settle(self.urgent.epoch)
+        self.thread.join(5.0)
+
+
 def test_work_inside_yielding_pauses_at_the_next_call_into_the_core_while_an_estop_is_due():
     urgent = UrgentWork(max_wait=30.0)
-    calls = {"n": 0}
-    stop = threading.Event()
-
-    def other_work() -> None:
-        with urgent.yielding():
-            while not stop.is_set():
-                clip("x")  # a call into vtm_dynamics.core: a pause point
-                calls["n"] += 1
-
-    t = threading.Thread(target=other_work, daemon=True)
-    t.start()
-    try:
-        deadline = time.monotonic() + 10.0
-        while calls["n"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.001)
+    with _Worker(urgent, lambda: clip("x")) as worker:  # clip: a call into vtm_dynamics.core, a pause point
         epoch_before = urgent.epoch
-        urgent.raise_()
-        while urgent.pauses == 0 and time.monotonic() < deadline:
-            time.sleep(0.001)
-        assert urgent.pauses == 1
-        frozen = calls["n"]
-        time.sleep(0.05)
-        assert calls["n"] == frozen  # blocked, not computing
+        frozen = worker.paused_after_raise()
         urgent.settle(epoch_before)  # an old epoch: work raised since is still due
         time.sleep(0.05)
-        assert calls["n"] == frozen
+        assert worker.calls == frozen
         urgent.settle(urgent.epoch)
-        while calls["n"] == frozen and time.monotonic() < deadline:
+        while worker.calls == frozen and time.monotonic() < worker.deadline:
             time.sleep(0.001)
-        assert calls["n"] > frozen
-    finally:
-        stop.set()
-        urgent.settle(urgent.epoch)
-        t.join(5.0)
+        assert worker.calls > frozen
 
 
 def test_the_message_builders_are_pause_points_too_when_asked():
@@ -122,32 +136,9 @@ def test_the_message_builders_are_pause_points_too_when_asked():
     from vtm_dynamics.nodes.work_priority import MESSAGE_BUILDERS, PAUSE_PACKAGE
 
     urgent = UrgentWork(max_wait=30.0)
-    calls = {"n": 0}
-    stop = threading.Event()
-
-    def building() -> None:
-        with urgent.yielding((PAUSE_PACKAGE, *MESSAGE_BUILDERS)):
-            while not stop.is_set():
-                seconds_to_stamp(1.5)  # a message builder, no core call
-                calls["n"] += 1
-
-    t = threading.Thread(target=building, daemon=True)
-    t.start()
-    try:
-        deadline = time.monotonic() + 10.0
-        while calls["n"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.001)
-        urgent.raise_()
-        while urgent.pauses == 0 and time.monotonic() < deadline:
-            time.sleep(0.001)
-        assert urgent.pauses == 1
-        frozen = calls["n"]
-        time.sleep(0.05)
-        assert calls["n"] == frozen
-    finally:
-        stop.set()
-        urgent.settle(urgent.epoch)
-        t.join(5.0)
+    # seconds_to_stamp: a message builder, no core call
+    with _Worker(urgent, lambda: seconds_to_stamp(1.5), (PAUSE_PACKAGE, *MESSAGE_BUILDERS)) as worker:
+        worker.paused_after_raise()
 
 
 def test_the_message_builders_hold_no_lock():
