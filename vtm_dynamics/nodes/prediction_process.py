@@ -15,7 +15,9 @@ continuous rounds: each call sends the robot (once per robot object; the child k
 :data:`MAX_ROBOTS`), the brakes, the state and the settings to the child (``python -m`` this module, in Linux's
 idle scheduling class: it computes only on a core that nothing else wants; elsewhere at nice +:data:`CHILD_NICE`),
 which runs :func:`~vtm_dynamics.nodes.stop_worker.predict_with_brakes` and sends the
-``Outcome`` back. It never raises: a child that does not start, dies or does not answer within ``call_timeout``
+``Outcome`` back (with the continuous messages serialized, when asked: ``continuous_messages``);
+:meth:`PredictionProcess.envelope` runs the live stopping distance's whole envelope (``live_stopping``) there in
+one call. It never raises: a child that does not start, dies or does not answer within ``call_timeout``
 makes the call a failure naming it; the child is then ended (by its PID) and started again at the next call, at
 most once per ``restart_backoff``. Before each call ``before_call`` runs (the node passes the pause point of
 ``work_priority``: no new continuous prediction starts while E-stop work is due), and :meth:`suspend` stops the
