@@ -142,7 +142,7 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
     from vtm_dynamics.nodes.estop_predictor import SWITCH_INTERVAL, EstopPredictor
     from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
     from vtm_dynamics.nodes.graph import one_line
-    from vtm_dynamics.nodes.node_main import use_switch_interval
+    from vtm_dynamics.nodes.node_main import settle_heap, use_switch_interval
     from vtm_dynamics.nodes.params import ParameterError
     from vtm_dynamics.nodes.robot_sim import RobotSim
 
@@ -171,6 +171,7 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
         except _rclpy.RCLError as err:  # the middleware refused the participant (e.g. security it cannot provide)
             print(f"vtm-estop-demo: cannot start: {one_line(err, 500)}", file=sys.stderr)
             return 2
+        settle_heap()  # as run_node: no full garbage collection of the start-up heap during the stop
         executor = MultiThreadedExecutor(num_threads=3)
         for n in nodes:
             executor.add_node(n)
