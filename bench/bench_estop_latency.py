@@ -44,6 +44,7 @@ import os
 import argparse  # noqa: E402
 import signal  # noqa: E402
 import statistics  # noqa: E402
+import struct  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -55,6 +56,7 @@ sys.path.insert(0, REPO)
 
 import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Bool  # noqa: E402
@@ -200,6 +202,28 @@ def estop_triggers(node, executor, spin_until, pub_estop, received, count: int, 
             lost += 1
         pub_estop.publish(Bool(data=False))
     return latencies, lost
+
+
+def scenario_id(raw: bytes) -> str | None:
+    """The ``scenario_id`` of a serialized StopPrediction (plain CDR: the header's stamp and frame_id, then
+    model_name, model_hash, scenario_id), or None when the bytes are not that. Read without deserializing: a
+    continuous prediction carries a 200-point trajectory that takes rclpy about 1 ms to deserialize, work of this
+    script's own, not of the predictor, that would otherwise land on the E-stop's measurement in phase (c)."""
+    if len(raw) < 12 or raw[:2] not in (b"\x00\x01", b"\x00\x00"):
+        return None
+    order = "<" if raw[1] == 1 else ">"
+    at = 4 + 8  # after the encapsulation header and the stamp (int32 sec, uint32 nanosec)
+    text = None
+    for _ in range(4):  # frame_id, model_name, model_hash, scenario_id
+        at = 4 + (at - 4 + 3) // 4 * 4
+        if at + 4 > len(raw):
+            return None
+        (n,) = struct.unpack_from(order + "I", raw, at)
+        if n < 1 or at + 4 + n > len(raw):
+            return None
+        text = raw[at + 4:at + 3 + n]
+        at += 4 + n
+    return text.decode("utf-8", "replace")
 
 
 def summary(label: str, latencies: list[float], lost: int, sent: int, target: float) -> str:
@@ -352,8 +376,17 @@ def main() -> int:
     pub_brake = node.create_publisher(BrakeEvent, "brake_events", events_qos)
     pub_estop = node.create_publisher(Bool, "estop", events_qos)
     received: list[tuple[float, StopPrediction]] = []
-    node.create_subscription(StopPrediction, "stop_prediction", lambda m: received.append((time.perf_counter(), m)),
-                             100)
+    skipped = {"continuous": 0}
+
+    def on_prediction(raw: bytes) -> None:
+        """Keep E-stop and stop predictions (deserialized, then timed, as before); count continuous ones unread."""
+        if scenario_id(raw) == "continuous":
+            skipped["continuous"] += 1
+            return
+        m = deserialize_message(raw, StopPrediction)
+        received.append((time.perf_counter(), m))
+
+    node.create_subscription(StopPrediction, "stop_prediction", on_prediction, 100, raw=True)
     t0_epoch = time.time()
     last = {}
 

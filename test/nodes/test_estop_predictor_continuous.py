@@ -12,6 +12,7 @@ made deterministic); the node, its threads and DDS are real.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 
@@ -96,6 +97,45 @@ def test_nothing_continuous_is_published_after_a_trigger_came_during_its_computa
     assert graph.predictor.continuous_gate.dropped >= 1
     graph.h.pub_estop.publish(Bool(data=False))
     assert graph.wait(lambda: graph.predictor.stop is None)
+
+
+@pytest.mark.parametrize("graph", [dict(CONTINUOUS, max_start_state_age=5.0)], indirect=True)
+def test_a_trigger_is_taken_at_once_during_a_continuous_publication_and_its_prediction_follows_it(graph):
+    """Before: the trigger path waited for the gate a continuous publication held, so a publishing thread that the
+    operating system preempted delayed the E-stop by its time slice. Now the trigger is recorded at once and the
+    stop's prediction is published after that publication (the order every subscriber sees)."""
+    mode, outputs = graph.predictor.continuous, graph.predictor.outputs
+    inside, release, order = threading.Event(), threading.Event(), []
+    k = next(i for i, o in enumerate(mode.outputs) if o.name == "stopping_distance")
+    original = mode.outputs[k]
+
+    def slow_publish(round_, value, age, stale):  # a publication that takes long (a preempted thread)
+        inside.set()
+        release.wait(10.0)
+        original.publish(round_, value, age, stale)
+        order.append("continuous")
+
+    mode.outputs[k] = dataclasses.replace(original, publish=slow_publish)
+    publish = outputs.pub_pred.publish
+    outputs.pub_pred.publish = lambda msg: (order.append(getattr(msg, "scenario_id", "continuous (bytes)")),
+                                            publish(msg))
+
+    def publishing() -> bool:
+        graph.feed(graph.h.state())
+        return inside.is_set()
+
+    assert graph.wait(publishing, timeout=30.0)
+    graph.h.pub_estop.publish(Bool(data=True))
+    assert graph.wait(lambda: graph.predictor.stop is not None, timeout=5.0), \
+        "the trigger waited for the continuous publication"
+    graph.spin_for(0.3)
+    assert not graph.stop_predictions()  # its prediction waits for the publication begun before the trigger
+    release.set()
+    assert graph.wait(lambda: graph.stop_predictions())
+    assert graph.stop_predictions()[0].success
+    stop_outputs = [i for i, what in enumerate(order) if what.startswith("estop-")]
+    assert order.index("continuous") < stop_outputs[0] and "continuous" not in order[stop_outputs[0]:]
+    graph.h.pub_estop.publish(Bool(data=False))
 
 
 @pytest.mark.parametrize("graph", [dict(CONTINUOUS, stopping_envelope=True)], indirect=True)

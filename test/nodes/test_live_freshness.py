@@ -39,27 +39,33 @@ def test_work_begun_before_a_trigger_is_never_published_and_none_begins_during_a
         assert ok
 
 
-def test_a_trigger_waits_for_a_publication_in_progress_so_none_follows_it():
+def test_a_trigger_never_waits_for_a_continuous_publication_but_the_stops_outputs_follow_it():
     active = {"stop": False}
     gate = ContinuousGate(lambda: active["stop"])
     order: list[str] = []
-    inside = threading.Event()
+    inside, recorded = threading.Event(), threading.Event()
 
-    def trigger() -> None:
+    def estop_path() -> None:
         inside.wait(5.0)
         with gate.trigger():
             active["stop"] = True
-            order.append("trigger")
+            order.append("trigger recorded")
+        recorded.set()
+        gate.after_continuous()  # before the stop's first output
+        order.append("stop output")
 
-    t = threading.Thread(target=trigger)
+    t = threading.Thread(target=estop_path)
     t.start()
     with gate.publishing(gate.ticket()) as ok:
         assert ok
         inside.set()
-        time.sleep(0.05)  # the trigger thread is blocked on the gate meanwhile
-        order.append("published")
+        assert recorded.wait(5.0), "the trigger waited for the continuous publication"
+        time.sleep(0.05)  # the stop's output waits for this publication meanwhile
+        order.append("continuous published")
     t.join(5.0)
-    assert order == ["published", "trigger"]
+    assert order == ["trigger recorded", "continuous published", "stop output"]
+    with gate.publishing(0) as ok:
+        assert not ok  # and none begins once the trigger is recorded
 
 
 def test_the_rate_shortfall_is_reported_with_the_cost_of_one_evaluation():

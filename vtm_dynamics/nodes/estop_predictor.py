@@ -89,7 +89,7 @@ class EstopPredictor(Node):
         self.revision_bucket = graph.TokenBucket(self.p["event_rate_limit"], self.p["event_burst"])
         self.urgent = UrgentWork(max_wait=2.0 * self.p["prediction_deadline"] + 1.0)  # other work pauses for E-stops
         self.worker = StopWorker(self.models, self.intake, self.settings, limits, self.now)
-        self.outputs = StopOutputs(self, self.p, self.settings, self.stats, self.log)
+        self.outputs = StopOutputs(self, self.p, self.settings, self.stats, self.log, self.continuous_gate)
         # continuous predictions run in a child process (prediction_process: never the E-stop path's lock)
         self.continuous_calls = PredictionProcess(self.settings, self.p["prediction_deadline"] + 1.0,
                                                   before_call=self.urgent.pause)

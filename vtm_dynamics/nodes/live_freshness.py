@@ -7,9 +7,11 @@ unit-testable.
   and a value older than the E-stop's own limit (``max_start_state_age``: an E-stop prediction refuses a start
   state older than that) is published as ``success=false`` naming the age - never as a result.
 * **No continuous output during a stop.** :class:`ContinuousGate` counts triggers. Continuous work takes a ticket
-  before it starts; its outputs are published only under the gate's lock and only if no trigger came since the
-  ticket and no stop is active. The trigger path records each trigger under the same lock, so no continuous
-  message is published after the node has taken a trigger and before the stop ends.
+  before it starts; its outputs are published only under the gate's publication lock and only if no trigger came
+  since the ticket and no stop is active when the publication begins. The trigger path records a trigger without
+  waiting for that lock (an E-stop is never delayed by a continuous publication); every output of a stop is
+  published only once no continuous publication is in progress. So a subscriber receives no continuous output
+  after the first output of a stop, until the stop ends.
 * **Rate.** :class:`RateMonitor` keeps the publication times of the last ``window`` seconds; diagnostics report the
   achieved rate and, when it falls short of the configured one, by how much and how long one evaluation takes.
 
@@ -45,34 +47,50 @@ def stale_reason(age: float, max_age: float, future_tolerance: float) -> str:
 
 
 class ContinuousGate:
-    """Tickets for continuous work and the lock its publication happens under (module docstring)."""
+    """Tickets for continuous work and the order of its publications against a stop's (module docstring).
+
+    Two locks: a short one for the trigger count (taken by the trigger path to record a trigger, and by continuous
+    work for a ticket or to check one), and the publication lock, held while continuous outputs are published. The
+    trigger path never takes the publication lock, so a trigger is recorded at once even while a continuous
+    publication is in progress; a stop's outputs wait for that publication instead (:meth:`after_continuous`),
+    so every subscriber receives them after the last continuous output."""
 
     def __init__(self, stop_active: Callable[[], bool]) -> None:
         self._stop_active = stop_active
-        self._lock = threading.Lock()
+        self._count = threading.Lock()
+        self._publication = threading.Lock()
         self._triggers = 0
         self.dropped = 0  # finished continuous work not published because a trigger came meanwhile
 
     def ticket(self) -> int | None:
         """A ticket for continuous work, or None while a stop is active (no work to do then)."""
-        with self._lock:
+        with self._count:
             return None if self._stop_active() else self._triggers
 
     @contextlib.contextmanager
     def trigger(self) -> Iterator[None]:
-        """Wrap the recording of a trigger: from here on no earlier ticket publishes."""
-        with self._lock:
+        """Wrap the recording of a trigger: from here on no earlier ticket starts a publication. Never waits for a
+        continuous publication in progress."""
+        with self._count:
             self._triggers += 1
             yield
 
     @contextlib.contextmanager
     def publishing(self, ticket: int) -> Iterator[bool]:
-        """Hold the gate while publishing; yields whether the work of ``ticket`` may still be published."""
-        with self._lock:
-            ok = ticket == self._triggers and not self._stop_active()
-            if not ok:
-                self.dropped += 1
+        """Hold the publication lock while publishing; yields whether the work of ``ticket`` may still be published
+        (no trigger since the ticket, no stop active)."""
+        with self._publication:
+            with self._count:
+                ok = ticket == self._triggers and not self._stop_active()
+                if not ok:
+                    self.dropped += 1
             yield ok
+
+    def after_continuous(self) -> None:
+        """Return once no continuous publication is in progress: called before each output of a stop, so that a
+        publication begun before the trigger was recorded ends first (none begins after it)."""
+        with self._publication:
+            pass
 
 
 class RateMonitor:

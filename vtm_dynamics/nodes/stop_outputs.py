@@ -39,6 +39,7 @@ from vtm_dynamics.nodes.continuous_messages import MessageRequest
 from vtm_dynamics.nodes.continuous_mode import ContinuousRound
 from vtm_dynamics.nodes.conversions import joint_state_message, seconds_to_stamp
 from vtm_dynamics.nodes.ghost_replay import GhostReplay
+from vtm_dynamics.nodes.live_freshness import ContinuousGate
 from vtm_dynamics.nodes.live_stopping import LiveStopping, stopping_distance_message
 from vtm_dynamics.nodes.markers import MarkerScales
 from vtm_dynamics.nodes.model_slot import LoadedModel, ModelSlot
@@ -69,8 +70,10 @@ class StopOutputs:
     marker scales may change), ``stats`` its counters, ``log`` its log limiter."""
 
     def __init__(self, node: Node, p: MutableMapping[str, Any], settings: PredictionSettings,
-                 stats: MutableMapping[str, int], log: Callable[[str, str], Any]) -> None:
+                 stats: MutableMapping[str, int], log: Callable[[str, str], Any],
+                 gate: ContinuousGate | None = None) -> None:
         self.node, self.p, self.settings, self.stats, self.log = node, p, settings, stats, log
+        self.gate = gate or ContinuousGate(lambda: False)  # a stop's outputs follow every continuous one
         depth = graph.OUTPUT_DEPTH
         self.pub_pred = node.create_publisher(StopPrediction, "stop_prediction", depth)
         self.pub_traj = node.create_publisher(JointTrajectory, "predicted_trajectory", depth)
@@ -103,6 +106,7 @@ class StopOutputs:
         pred = io.stop_prediction_message(robot, res.result, stamp, frame, job.scenario, self.settings.category,
                                           self.p["max_trajectory_points"])
         provenance(pred, res.model, res.choice, job.revision, final)
+        self.gate.after_continuous()
         self.pub_pred.publish(pred)
         self.last_latency = time.monotonic() - job.wall
         self.latencies.append(self.last_latency)
@@ -146,6 +150,7 @@ class StopOutputs:
         return provenance(msg, model, choice, job.revision if job is not None else 0, final)
 
     def publish_failure(self, msg: StopPrediction) -> None:
+        self.gate.after_continuous()
         self.pub_pred.publish(msg)
         self.last_prediction = msg
         self.log("error", f"{msg.scenario_id}: no prediction: {msg.message}")
@@ -154,6 +159,7 @@ class StopOutputs:
         """Republish a stop's last prediction marked final."""
         final = copy.copy(prediction)
         final.final = True
+        self.gate.after_continuous()
         self.pub_pred.publish(final)
 
     def ghost_tick(self) -> None:
