@@ -406,8 +406,8 @@ class EstopPredictor(Node):
                   "continuous_rate_achieved": f"{self.continuous.rate.achieved():.2f}",
                   "continuous_shortfall": shortfall, "continuous_refused": str(self.stats["continuous_refused"]),
                   "continuous_dropped_for_stop": str(self.continuous_gate.dropped),
-                  "paused_for_estop": str(self.urgent.pauses), "estop_line_holders": str(self.line.holders),
-                  "estop_unrecorded_holders": str(self.line.unrecorded)}
+                  "continuous_cpus": self.continuous_calls.cpus, "paused_for_estop": str(self.urgent.pauses),
+                  "estop_line_holders": str(self.line.holders), "estop_unrecorded_holders": str(self.line.unrecorded)}
         self.pub_diag.publish(diagnostics.diagnostic_array(self.get_clock().now().to_msg(), self.outputs.status(
             self.models, self.intake.age(), shortfall, values)))
 

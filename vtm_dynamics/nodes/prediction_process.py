@@ -22,7 +22,8 @@ makes the call a failure naming it; the child is then ended (by its PID) and sta
 most once per ``restart_backoff``. Before each call ``before_call`` runs (the node passes the pause point of
 ``work_priority``: no new continuous prediction starts while E-stop work is due), and :meth:`suspend` stops the
 child outright (SIGSTOP / SIGCONT) while E-stop work is due or running: a computing core beside the E-stop path
-measurably slowed it (about 1 ms of its median in the bench, also for an idle-class process). The child ends
+measurably slowed it (about 1 ms of its median in the bench, also for an idle-class process), and the child runs
+on a CPU of its own, the node's threads on the others (``cpu_split``; with at least two CPUs). The child ends
 with the node (Linux: a parent-death signal, which also reaches a stopped child; it is tied to the thread that
 started the child, the node's own or its worker's, which live as long as the node).
 
@@ -49,6 +50,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from vtm_dynamics.nodes import cpu_split
 from vtm_dynamics.nodes.live_stopping import ENVELOPE_KEYS, LiveStop, LiveStopping, StopSummary
 from vtm_dynamics.nodes.stop_worker import Outcome, predict_with_brakes
 
@@ -155,6 +157,8 @@ class PredictionProcess:
         self._suspended_total = 0.0  # [s] the child was stopped so far (a call's deadline excludes it)
         self._failure = ""
         self._closed = False
+        self._confined = False  # this instance holds the node's threads off the child's CPU (``cpu_split``)
+        self.cpus = cpu_split.describe(None)
 
     @property
     def pid(self) -> int | None:
@@ -170,6 +174,11 @@ class PredictionProcess:
             return
         self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=None, close_fds=True)
+        split = cpu_split.pin_child(self._proc.pid)  # its own CPU, the node's threads on the others
+        if split is not None and not self._confined:
+            cpu_split.confine_node(split)
+            self._confined = True
+        self.cpus = cpu_split.describe(split)
         self._ready = False
         self._answered = False  # the first prediction of a child may load or compile the kernels
         self._sent.clear()
@@ -311,6 +320,9 @@ class PredictionProcess:
             proc.kill()  # our own child, by its PID: a call in progress reads the end of its output
         with self._lock:
             self._end_child("closed")
+            if self._confined:
+                cpu_split.release_node()
+                self._confined = False
 
     def __enter__(self) -> "PredictionProcess":
         return self
