@@ -273,6 +273,10 @@ def continuous_phase(args, env, node, spin_until, pub_estop, received, rng, pred
                             [sys.executable, me, "--flood-worker", f"{budget:.1f}", "--flood-topics", "joint_states",
                              "--flood-rate", str(args.flood_rate / n_flood), "--t0-epoch", repr(t0_epoch)],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                    for _ in range(args.continuous_hogs):  # busy processes beside it (stopped with the flood)
+                        floods.append(subprocess.Popen([sys.executable, me, "--hog-worker", f"{budget:.1f}"],
+                                                       cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                                       stderr=subprocess.DEVNULL))
                     spin_until(lambda: node.count_publishers("joint_states") > n_flood, 30.0)
                     spin_until(lambda: False, 1.5)  # the flood and (with continuous on) its evaluations are running
                     start = time.monotonic()
@@ -298,8 +302,9 @@ def continuous_phase(args, env, node, spin_until, pub_estop, received, rng, pred
 def print_continuous(args, label, off, off_lost, on, on_lost, stats) -> None:
     outputs, seconds = stats
     print(f"(c) [{label}] E-stop line with continuous mode off and at {args.continuous_rate:g} Hz (stopping distance "
-          f"with its envelope), under a {args.flood_rate:g} Hz joint-state flood, {args.continuous_blocks} alternating "
-          "blocks")
+          f"with its envelope), under a {args.flood_rate:g} Hz joint-state flood"
+          + (f" and {args.continuous_hogs} CPU hog(s)" if args.continuous_hogs else "")
+          + f", {args.continuous_blocks} alternating blocks")
     print(f"  machine load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
           f"{os.cpu_count()} cores (shared with other work)")
     print(summary("continuous off", off, off_lost, len(off) + off_lost, LOAD_TARGET_P95))
@@ -329,6 +334,8 @@ def main() -> int:
                     help="processes sharing the flood (each publishes every topic at flood-rate / N Hz)")
     ap.add_argument("--lost-after", type=float, default=2.0, help="[s] a trigger without prediction is lost")
     ap.add_argument("--continuous-rate", type=float, default=100.0, help="[Hz] continuous mode in phase (c)")
+    ap.add_argument("--continuous-hogs", type=int, default=0,
+                    help="CPU hog processes (busy loops) beside the flood in phase (c), on and off alike")
     ap.add_argument("--continuous-blocks", type=int, default=4,
                     help="alternating blocks (off, on, ...) of --triggers / 2 edges each in phase (c); 0 skips it")
     ap.add_argument("--baseline", default="", help="a checkout of the code to compare with (before / after)")
