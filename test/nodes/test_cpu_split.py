@@ -1,9 +1,10 @@
-"""The node's threads and its prediction process on separate CPUs (nodes/cpu_split.py): the child gets the
-highest-numbered CPU the node may use, the node's threads the others, and they get their CPUs back when the last
-prediction process closes; with fewer than two CPUs nothing changes.
+"""The node's threads kept off one CPU, left to its prediction process (nodes/cpu_split.py): the highest-numbered
+CPU the node may use is left to the child, the node's threads keep to the others and get their CPUs back when the
+last prediction process closes; the child itself stays free to use any CPU (pinned, it starved beside a busy
+process); with fewer than two CPUs nothing changes.
 
 Why: with the child computing on the CPUs the node's threads run on, the E-stop median grew by 1.9-4 ms with
-continuous mode on (bench_estop_latency --phases c); on a CPU of its own it no longer did.
+continuous mode on (bench_estop_latency --phases c); with the node's threads off its CPU it no longer did.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _thread_cpus() -> dict[int, frozenset[int]]:
     return out
 
 
-def test_a_prediction_process_runs_on_its_own_cpu_while_the_node_keeps_the_others():
+def test_the_nodes_threads_keep_off_the_cpu_left_to_a_prediction_process():
     before = frozenset(os.sched_getaffinity(0))
     split = split_cpus(before)
     first, second = PredictionProcess(SETTINGS, 20.0), PredictionProcess(SETTINGS, 20.0)
@@ -47,7 +48,7 @@ def test_a_prediction_process_runs_on_its_own_cpu_while_the_node_keeps_the_other
             assert child == before and set(_thread_cpus().values()) == {before}
             assert first.cpus.startswith("shared")
             return
-        assert child == split.child and frozenset(os.sched_getaffinity(second.pid)) == split.child
+        assert child == before  # free to use any CPU nothing else wants (pinned, a busy process starved it)
         assert set(_thread_cpus().values()) == {split.node}  # every thread of this process, middleware's too
         assert first.cpus == cpu_split.describe(split)
         first.close()

@@ -1,18 +1,22 @@
-"""The node's threads and its prediction process on separate CPUs (Linux), so that continuous predictions never
-compute on a CPU the E-stop path runs on. Plain Python (no node).
+"""The node's threads kept off one CPU (Linux), which is left to its prediction process, so that continuous
+predictions compute where the E-stop path does not run. Plain Python (no node).
 
 Why: the prediction process (``prediction_process``) runs in Linux's idle scheduling class and is stopped while
 E-stop work runs, yet with it computing beside the node the E-stop latency still grew (median +1.9 to +4 ms, p95
 up to +5 ms in ``bench/bench_estop_latency.py --phases c`` on a 2-CPU machine). The same continuous rounds with a
 child that only slept instead of computing added 0.9 ms to the median: most of the cost was the child's computing
-on the CPUs the node's threads run on (their caches and wake-ups), not the node's own continuous work. With the
-child on one CPU and the node's threads on the others, the E-stop median and p95 with continuous mode on were no
-worse than with it off in the same run (docs/ros.md, "Continuous mode").
+on the CPUs the node's threads run on, not the node's own continuous work. With the node's threads off the CPU the
+child computes on, the E-stop median and p95 with continuous mode on were no worse than with it off in the same run
+(docs/ros.md, "Continuous mode").
+
+The child itself is not pinned: pinned to its CPU it starved whenever another busy process took that CPU (0.0 Hz of
+continuous outputs beside one CPU hog, 23 Hz before the split), while unpinned and in the idle class it computes on
+the CPU left to it and on any other CPU nothing else wants (29 Hz beside the hog, the E-stop p95 on/off 0.79).
 
 The split: of the CPUs the node may use (its affinity when the first child starts), the highest-numbered one is
-the child's and the others are the node's; with fewer than two CPUs nothing changes. The node's threads are all
-confined (every thread of the process, also those of the middleware; threads started later inherit it) while any
-prediction process runs, and given back their former CPUs when the last one closes. A user who starts the node
+left to the child and the others are the node's; with fewer than two CPUs nothing changes. The node's threads are
+all confined (every thread of the process, also those of the middleware; threads started later inherit it) while
+any prediction process runs, and given back their former CPUs when the last one closes. A user who starts the node
 with its own affinity (``taskset``, a container's CPU set) keeps it: the split is made inside it.
 """
 
@@ -26,7 +30,8 @@ from typing import Iterable
 
 @dataclass(frozen=True)
 class CpuSplit:
-    """The CPUs of the prediction process (``child``) and of the node's threads (``node``)."""
+    """The CPU left to the prediction process (``child``; it may also use the others when they are idle) and the
+    CPUs of the node's threads (``node``)."""
 
     child: frozenset[int]
     node: frozenset[int]
@@ -66,18 +71,6 @@ def current_split() -> CpuSplit | None:
     return split_cpus(base)
 
 
-def pin_child(pid: int) -> CpuSplit | None:
-    """Put the prediction process ``pid`` (our own child) on its CPU; returns the split used, None if none."""
-    split = current_split()
-    if split is None:
-        return None
-    try:
-        os.sched_setaffinity(pid, split.child)
-    except OSError:
-        return None
-    return split
-
-
 def confine_node(split: CpuSplit) -> None:
     """Hold every thread of this process on ``split.node`` until the matching :func:`release_node`."""
     global _users, _original
@@ -104,5 +97,5 @@ def describe(split: CpuSplit | None) -> str:
     """One line for logs and diagnostics."""
     if split is None:
         return "shared (fewer than two CPUs, or no CPU affinity on this system)"
-    return (f"prediction process on CPU {','.join(map(str, sorted(split.child)))}, node threads on CPU "
-            f"{','.join(map(str, sorted(split.node)))}")
+    return (f"node threads on CPU {','.join(map(str, sorted(split.node)))}, CPU "
+            f"{','.join(map(str, sorted(split.child)))} left to the prediction process")

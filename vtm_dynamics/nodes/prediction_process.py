@@ -22,8 +22,8 @@ makes the call a failure naming it; the child is then ended (by its PID) and sta
 most once per ``restart_backoff``. Before each call ``before_call`` runs (the node passes the pause point of
 ``work_priority``: no new continuous prediction starts while E-stop work is due), and :meth:`suspend` stops the
 child outright (SIGSTOP / SIGCONT) while E-stop work is due or running: a computing core beside the E-stop path
-measurably slowed it (about 1 ms of its median in the bench, also for an idle-class process), and the child runs
-on a CPU of its own, the node's threads on the others (``cpu_split``; with at least two CPUs). The child ends
+measurably slowed it (about 1 ms of its median in the bench, also for an idle-class process), and the node's
+threads keep off one CPU, left to the child (``cpu_split``; with at least two CPUs). The child ends
 with the node (Linux: a parent-death signal, which also reaches a stopped child; it is tied to the thread that
 started the child, the node's own or its worker's, which live as long as the node).
 
@@ -174,7 +174,7 @@ class PredictionProcess:
             return
         self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=None, close_fds=True)
-        split = cpu_split.pin_child(self._proc.pid)  # its own CPU, the node's threads on the others
+        split = cpu_split.current_split()  # the node's threads keep off the CPU left to the child
         if split is not None and not self._confined:
             cpu_split.confine_node(split)
             self._confined = True
