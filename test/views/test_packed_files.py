@@ -122,12 +122,12 @@ def _flipped(raw: bytes) -> bytes:
 
 
 def _crafted(raw: bytes) -> bytes:
-    """A '<' put into the payload with the CRC-32 of the header made to match: it could end the page element."""
+    """A '<' put into the payload with the header's checksum made to match: it could end the page element."""
     head, _, text = raw.partition(b"\n")
     line, _, text = text.partition(b"\n")
     digest, size, length, _ = line.split(b" ")
     text = text[:5] + b"<" + text[6:]
-    return head + b"\n" + b" ".join([digest, size, length, f"{zlib.crc32(text):08x}".encode()]) + b"\n" + text
+    return head + b"\n" + b" ".join([digest, size, length, f"{packed_files.checksum(text):x}".encode()]) + b"\n" + text
 
 
 def _foreign(raw: bytes) -> bytes:
@@ -136,7 +136,7 @@ def _foreign(raw: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("damage", [_truncated, _flipped, _crafted, _foreign, lambda raw: b""],
-                         ids=["truncated", "one bit flipped", "crafted '<' with its CRC", "another key's", "empty"])
+                         ids=["truncated", "one bit flipped", "crafted '<' with its checksum", "another key's", "empty"])
 def test_a_damaged_cache_entry_is_never_served_but_packed_again(cache, robot, monkeypatch, damage):
     cold = page_bytes(_scene(robot))
     entry = _mesh_entry(cache, robot)
@@ -231,3 +231,16 @@ def test_the_process_cache_keeps_within_its_size(monkeypatch):
     assert list(memory.items) == [("key", 2), ("key", 4)] and memory.total == 200
     memory.put(("key", 5), packed_files.PackedFile(b"A" * 300, 225))  # larger than the whole cache: not kept
     assert ("key", 5) not in memory.items
+
+
+def test_the_entry_checksum_is_the_sum_of_the_64_bit_words_and_sees_every_single_changed_byte():
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 7, 8, 9, 1000, 4099):
+        text = base64.b64encode(rng.bytes(n))
+        words = [int.from_bytes(text[k:k + 8], "little") for k in range(0, len(text), 8)]  # the last one short
+        assert packed_files.checksum(text) == sum(words) % 2**64
+        for _ in range(20 if text else 0):
+            k = int(rng.integers(len(text)))
+            changed = text[:k] + bytes([(text[k] + int(rng.integers(1, 256))) % 256]) + text[k + 1:]
+            assert packed_files.checksum(changed) != packed_files.checksum(text)
+    assert packed_files.checksum(b"A" * 16) != packed_files.checksum(b"A" * 15)  # a truncation

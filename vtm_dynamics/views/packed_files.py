@@ -14,10 +14,14 @@ On disk: one file per entry in :func:`cache_directory` (``$VTM_VIEW_CACHE``, els
 views``, else ``~/.cache/vtm_dynamics/views``; ``VTM_VIEW_CACHE=off`` keeps the cache in the process only), named by
 the key's sha256, written to a temporary name and renamed (``os.replace``), so no reader sees half an entry under
 its name. An entry is served only when its header has this format and this key, and its payload the length and
-CRC-32 the header gives and no ``<`` (so it can never end the page element it goes into): a truncated, flipped,
-edited or foreign file is packed again and replaced. The directory is kept under :data:`MAX_DISK_BYTES` (least
-recently used entries removed first, to the day); an entry is at most :data:`MAX_ENTRY_BYTES`. A cache directory
-that cannot be written only costs the packing again: the page is the same.
+checksum the header gives and no ``<`` (so it can never end the page element it goes into): a truncated, flipped,
+edited or foreign file is packed again and replaced. The checksum is the sum of the payload's 64-bit words
+(:func:`checksum`): it finds any one changed byte, a truncation and a zeroed block like a CRC-32, in a ninth of the
+time (0.06 against 0.54 ms for the UR5's 3.8 MB, which every page that reads the disk cache pays); what it can miss
+(two changes that cancel, swapped words) the page's own check still finds: zlib's Adler-32 of every unpacked file.
+The directory is kept under :data:`MAX_DISK_BYTES` (least recently used entries removed first, to the day); an entry
+is at most :data:`MAX_ENTRY_BYTES`. A cache directory that cannot be written only costs the packing again: the page
+is the same.
 
 In the process: the entries used, least recently used dropped first beyond :data:`MAX_MEMORY_BYTES`.
 """
@@ -33,11 +37,13 @@ import stat
 import threading
 import time
 import zlib
+
+import numpy as np
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-FORMAT = "vtm-packed/1 zlib-6 base64"
+FORMAT = "vtm-packed/2 zlib-6 base64 sum64"
 LEVEL = 6  # zlib's default: level 9 saves 1.5 % of the UR5's bytes for 2.5 x the packing time
 SETTLE_S = 2.0  # [s] a file changed more recently than this is packed but not kept
 MAX_ENTRY_BYTES = 64 * 1024 * 1024  # one entry on disk or in memory (a 32 MB mesh packs to <= 44 MB)
@@ -62,6 +68,13 @@ class PackedFile:
 def pack(data: bytes) -> PackedFile:
     """``data`` packed (module docstring)."""
     return PackedFile(base64.b64encode(zlib.compress(data, LEVEL)), len(data))
+
+
+def checksum(text: bytes) -> int:
+    """The sum, modulo 2**64, of ``text`` read as little-endian 64-bit words (the last one padded with zeros)."""
+    whole = len(text) // 8
+    words = int(np.frombuffer(text, dtype="<u8", count=whole).sum(dtype=np.uint64)) if whole else 0
+    return (words + int.from_bytes(text[8 * whole:], "little")) % (1 << 64)
 
 
 def cache_key(path: str, info: os.stat_result) -> tuple:
@@ -130,11 +143,11 @@ _HEADER_MAX = 256  # bytes: FORMAT, the digest and three numbers
 
 
 def _header(digest: str, item: PackedFile) -> bytes:
-    return f"{FORMAT}\n{digest} {item.size:x} {len(item.text):x} {zlib.crc32(item.text):08x}\n".encode("ascii")
+    return f"{FORMAT}\n{digest} {item.size:x} {len(item.text):x} {checksum(item.text):x}\n".encode("ascii")
 
 
 def _header_fields(digest: str, head: bytes) -> tuple[int, int, int, int] | None:
-    """(unpacked size, payload offset, payload length, CRC-32) from an entry's first bytes ``head`` when they are a
+    """(unpacked size, payload offset, payload length, checksum) from an entry's first bytes ``head`` when they are a
     header of this format and key ``digest``, else None."""
     lead = f"{FORMAT}\n{digest} ".encode("ascii")
     end = head.find(b"\n", len(lead))
@@ -160,13 +173,13 @@ def _read_entry(folder: str, digest: str) -> PackedFile | None:
         fields = _header_fields(digest, os.pread(fd, _HEADER_MAX, 0))
         if fields is None or fields[1] + fields[2] != info.st_size:
             return None
-        size, start, length, crc = fields
+        size, start, length, total = fields
         text = os.pread(fd, length + 1, start)  # the payload alone: not copied out of a larger buffer
     except OSError:
         return None
     finally:
         os.close(fd)
-    if len(text) != length or zlib.crc32(text) != crc or b"<" in text:
+    if len(text) != length or checksum(text) != total or b"<" in text:
         return None
     if time.time() - info.st_mtime > _TOUCH_AFTER_S:  # pruning removes the least recently used first
         try:
