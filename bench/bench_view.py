@@ -1,11 +1,11 @@
 """What ``--view`` costs next to the prediction it shows, and next to writing the same page with Drake's own Meshcat.
 
-For the shipped robots with their shipped brakes from their demo state (UR5: seven COLLADA meshes, 6.7 MB;
-planar 3R: no visuals, a stick figure): the prediction (``predict_stop``) alone and with an 8-case envelope (what
-``vtm-predict --envelope 8 --view`` runs), and the view's steps: the robot's geometry (URDF visuals, mesh files
-read), the scene (forward kinematics of every frame), the page (HTML with meshcat.js and the meshes inlined) and
-the write. The issue asks the view to cost at most 10 % of the prediction it shows; both the absolute times and
-the ratios are printed.
+For the shipped robots with their shipped brakes from their demo state (UR5: seven COLLADA meshes, 6.7 MB; planar
+3R: no visuals, a stick figure): the prediction (``predict_stop``) alone and with an 8-case envelope (what
+``vtm-predict --envelope 8 --view`` runs), and the view's steps: the robot's geometry (the URDF's visuals from the element
+the model kept when it parsed the URDF, mesh files found and checked), the scene (forward kinematics of every
+frame), the page (HTML with meshcat.js and the meshes inlined) and the write. The issue asks the view to cost at
+most 10 % of the prediction it shows; both the absolute times and the ratios are printed.
 
 The viewer script and the mesh files are packed (compressed, base64) once and kept in a cache on disk and in the
 process (``views/packed_files``); the bench uses a cache directory of its own, empty at the start. Three figures
@@ -43,7 +43,7 @@ from vtm_dynamics.core.estop.brakes import brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, stop_envelope  # noqa: E402
 from vtm_dynamics.views import web_page  # noqa: E402
 from vtm_dynamics.views.mesh_files import mesh_bytes  # noqa: E402
-from vtm_dynamics.views.robot_geometry import robot_geometry  # noqa: E402
+from vtm_dynamics.views.robot_geometry import geometry_of  # noqa: E402
 from vtm_dynamics.views.stop_view import stop_scene  # noqa: E402
 
 
@@ -155,7 +155,7 @@ def check_row(repeat: int, tmp: str, cache: str) -> None:
     path = os.path.join(tmp, "check.html")
 
     def geo():
-        return robot_geometry(robot.model, robot.urdf_text)
+        return geometry_of(robot)
 
     def draw(g):
         return trajectory_check_scene(robot, trajectory, scene, result, paths, geometry=g, tcp_frame="tool0")
@@ -199,7 +199,7 @@ def main() -> int:
         path = os.path.join(tmp, f"{name}.html")
 
         def geo(robot=robot):
-            return robot_geometry(robot.model, robot.urdf_text)
+            return geometry_of(robot)
 
         def draw(g, robot=robot, p=p, env=env):
             return stop_scene(robot, p, geometry=g, envelope=env)
@@ -213,8 +213,8 @@ def main() -> int:
               f"{1e3 * t['scene']:>7.1f}ms{1e3 * t['page']:>7.1f}ms{1e3 * t['write']:>7.1f}ms{1e3 * t['view']:>7.1f}ms"
               f"{1e3 * t['in-proc']:>7.1f}ms{1e3 * t_first:>7.0f}ms{size / 1e6:>7.2f}{t['view'] / t_pred:>10.2f}x"
               f"{t['view'] / total:>10.2f}x{t_first / total:>11.1f}x")
-        if not args.no_peer and robot_geometry(robot.model, robot.urdf_text).meshes:
-            g = robot_geometry(robot.model, robot.urdf_text)
+        if not args.no_peer and geometry_of(robot).meshes:
+            g = geometry_of(robot)
             peers.append((name, t["view"], size, *drake_peer(draw(g), g, os.path.join(tmp, f"{name}_drake.html"))))
     print("\npredict: predict_stop alone; +envelope: with the envelope's 8 corners and the random cases (the worst")
     print("case the view shows). view = geometry + scene + page + write as each later run of a tool writes it (a new")

@@ -122,3 +122,35 @@ def test_package_names_resolve_inside_the_given_package_roots_only(robot_dir):
     robot = RobotModel.from_urdf(text)
     g = robot_geometry(robot.model, text, package_roots=[str(robot_dir)])
     assert len(g.meshes) == 1 and g.notes == ()
+
+
+def test_the_geometry_of_a_model_reuses_the_urdf_it_parsed_and_draws_the_same(monkeypatch):
+    """``geometry_of`` draws from the ``<robot>`` element the model kept (its URDF is not parsed a second time),
+    and what it draws is what parsing the text again gives; a copy of the model keeps the element."""
+    from vtm_dynamics.views import robot_geometry as module
+
+    robot, _, _ = ur5_stop()
+    assert robot.urdf_root is not None and robot.copy().urdf_root is robot.urdf_root
+    again = robot_geometry(robot.model, robot.urdf_text)
+
+    def no_parse(*_args, **_kw):
+        raise AssertionError("the URDF was parsed again")
+
+    monkeypatch.setattr(module, "parse_urdf_xml", no_parse)
+    kept = module.geometry_of(robot)
+    assert [(link.name, link.frame_id) for link in kept.links] == [(link.name, link.frame_id) for link in again.links]
+    for a, b in zip(kept.links, again.links):
+        assert [(v.kind, v.mesh, v.scale) for v in a.visuals] == [(v.kind, v.mesh, v.scale) for v in b.visuals]
+        assert all(np.array_equal(u.origin, v.origin) for u, v in zip(a.visuals, b.visuals))
+    assert [m.file.path for m in kept.meshes] == [m.file.path for m in again.meshes] and kept.notes == again.notes
+
+
+def test_link_poses_of_many_configurations_are_each_configurations_own():
+    """A motion's poses, row by row, are those of each configuration alone."""
+    robot, p, _ = ur5_stop()
+    g = ur5_geometry()
+    qs = p.q[:: max(len(p.q) // 7, 1)]
+    together = link_poses(robot.model, g, qs)
+    assert together.shape == (len(qs), len(g.links), 7)
+    for k, q in enumerate(qs):
+        assert np.array_equal(together[k], link_poses(robot.model, g, q[None, :])[0])

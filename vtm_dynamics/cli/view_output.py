@@ -50,15 +50,17 @@ def wants_view(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "view", None) or getattr(args, "serve", False))
 
 
-def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | None = None) -> RobotGeometry:
-    """The robot's drawable geometry with the mesh roots the command line allows."""
+def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | None = None,
+             root=None) -> RobotGeometry:
+    """The robot's drawable geometry with the mesh roots the command line allows (``root``: the URDF's parsed
+    ``<robot>`` element when the caller holds it)."""
     from vtm_dynamics.views.mesh_files import default_package_roots
     from vtm_dynamics.views.robot_geometry import robot_geometry
 
     given = list(getattr(args, "mesh_dir", None) or []) + list(getattr(args, "package_dir", None) or [])
     roots = [os.path.abspath(d) for d in given] + default_package_roots()
     return robot_geometry(model, urdf_text, urdf_dir=os.path.dirname(os.path.abspath(urdf_path)) if urdf_path
-                          else None, package_roots=roots)
+                          else None, package_roots=roots, root=root)
 
 
 def check_view_target(args: argparse.Namespace) -> None:
@@ -100,7 +102,8 @@ def show_stop(args: argparse.Namespace, robot: RobotModel, prediction, envelope=
     """The view of one predicted stop (``vtm-predict``, ``vtm-estop-demo``)."""
     from vtm_dynamics.views.stop_view import stop_scene
 
-    scene = stop_scene(robot, prediction, geometry=geometry(robot.model, robot.urdf_text, args, urdf_path),
+    scene = stop_scene(robot, prediction, geometry=geometry(robot.model, robot.urdf_text, args, urdf_path,
+                                                                  robot.urdf_root),
                        envelope=envelope, reference=reference)
     return emit(scene, args, say, serve)
 

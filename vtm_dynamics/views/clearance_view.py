@@ -22,7 +22,7 @@ from vtm_dynamics.core.stopsafe.scene import Obstacle
 from vtm_dynamics.core.stopsafe.scene import Scene as CheckScene
 from vtm_dynamics.core.stopsafe.trajectory import PlannedTrajectory, model_order
 from vtm_dynamics.views import palette
-from vtm_dynamics.views.robot_geometry import RobotGeometry, frame_positions, geometry_scale, link_poses, robot_geometry
+from vtm_dynamics.views.robot_geometry import RobotGeometry, frame_positions, geometry_scale, geometry_of, link_poses
 from vtm_dynamics.views.scene import (
     MAX_FRAMES,
     MAX_MESH_TRIANGLES,
@@ -172,7 +172,7 @@ def trajectory_check_scene(robot: RobotModel, trajectory: PlannedTrajectory, sce
     ``worst_stop_paths`` of ``result.worst`` (None when there is no worst stop); ``robot`` is the kinematic model
     the check used, ``geometry`` its visual geometry (default: the URDF's visuals); ``scaling`` the speed-scaling
     search's result when one ran (stated in the info)."""
-    geometry = geometry if geometry is not None else robot_geometry(robot.model, robot.urdf_text)
+    geometry = geometry if geometry is not None else geometry_of(robot)
     t_plan, q_plan = planned_frames(robot, trajectory, result)
     keep = thinned(t_plan, list(result.times), max_frames)
     t_plan, q_plan = t_plan[keep], q_plan[keep]

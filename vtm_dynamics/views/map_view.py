@@ -21,7 +21,7 @@ from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping.workspace_map import MapSpec
 from vtm_dynamics.views import palette
-from vtm_dynamics.views.robot_geometry import RobotGeometry, robot_geometry
+from vtm_dynamics.views.robot_geometry import RobotGeometry, geometry_of
 from vtm_dynamics.views.scene import Box, Label, LegendEntry, PointCloud, Polyline, Scene, check_scene, clip_text
 from vtm_dynamics.views.stop_view import stop_scene
 
@@ -62,7 +62,7 @@ def map_scene(robot: RobotModel, columns: dict[str, np.ndarray], *, cell_box=Non
               title: str | None = None, max_points: int = MAX_MAP_POINTS, seed: int = 0) -> Scene:
     """The scene of a map (module docstring). ``worst``: (row, its replayed prediction), worst first; the first is
     animated with its ghosts and events, every one gets its TCP path and a label."""
-    geometry = geometry if geometry is not None else robot_geometry(robot.model, robot.urdf_text)
+    geometry = geometry if geometry is not None else geometry_of(robot)
     d = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
     start = np.column_stack([columns["tcp_x_m"], columns["tcp_y_m"], columns["tcp_z_m"]]).astype(float)
     n = len(d)

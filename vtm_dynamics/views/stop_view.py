@@ -18,7 +18,7 @@ from vtm_dynamics.core.estop.envelope import StopEnvelope
 from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.views import palette
-from vtm_dynamics.views.robot_geometry import RobotGeometry, frame_positions, geometry_scale, link_poses, robot_geometry
+from vtm_dynamics.views.robot_geometry import RobotGeometry, frame_positions, geometry_scale, geometry_of, link_poses
 from vtm_dynamics.views.scene import (
     MAX_FRAMES,
     JointTrack,
@@ -86,7 +86,7 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     ``reference``: (label, times [s], configurations) of another motion of the same stop, drawn beside it
     (e.g. the reference plant of ``vtm-estop-demo``). ``geometry`` defaults to the model's URDF visuals."""
     p = prediction
-    geometry = geometry if geometry is not None else robot_geometry(robot.model, robot.urdf_text)
+    geometry = geometry if geometry is not None else geometry_of(robot)
     events = merged_events(p)
     t = np.asarray(p.t, dtype=float)
     keep = thinned(t, [e[0] for e in events], max_frames, values=p.q)

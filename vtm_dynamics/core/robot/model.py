@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -106,16 +107,19 @@ class RobotModel:
     """Unconstrained robot dynamics from a URDF (Müller 2026, eq. (3) with J = 0), via Pinocchio.
 
     Build with :meth:`from_urdf`. Public attributes (read-only by convention): ``model`` (pinocchio.Model),
-    ``data`` (pinocchio.Data workspace), ``extension`` (parsed vtm_dynamics URDF extension), ``urdf_text``.
+    ``data`` (pinocchio.Data workspace), ``extension`` (parsed vtm_dynamics URDF extension), ``urdf_text`` and
+    ``urdf_root`` (its ``<robot>`` element as :meth:`from_urdf` parsed it, or None: read it, never change it).
     """
 
-    __slots__ = ("model", "data", "extension", "urdf_text", "_joints", "_by_name")
+    __slots__ = ("model", "data", "extension", "urdf_text", "urdf_root", "_joints", "_by_name")
 
-    def __init__(self, model: pin.Model, extension: URDFExtension | None = None, urdf_text: str = "") -> None:
+    def __init__(self, model: pin.Model, extension: URDFExtension | None = None, urdf_text: str = "",
+                 urdf_root: ET.Element | None = None) -> None:
         self.model = model
         self.data = model.createData()
         self.extension = extension
         self.urdf_text = urdf_text
+        self.urdf_root = urdf_root
         joints = []
         for jid in range(1, model.njoints):
             jm = model.joints[jid]
@@ -162,7 +166,7 @@ class RobotModel:
             raise ModelError("urdf: the model has no movable joint")
         if gravity is not None:
             model.gravity.linear = _vector(gravity, 3, "gravity")
-        return cls(model, extension, urdf)
+        return cls(model, extension, urdf, root)
 
     @classmethod
     def from_urdf_file(cls, path: str, gravity: Sequence[float] | None = None, **limits: int) -> "RobotModel":
@@ -176,7 +180,7 @@ class RobotModel:
 
     def copy(self) -> "RobotModel":
         """An independent instance (own Model and Data), e.g. for another thread."""
-        return RobotModel(self.model.copy(), self.extension, self.urdf_text)
+        return RobotModel(self.model.copy(), self.extension, self.urdf_text, self.urdf_root)
 
     def with_gravity(self, gravity: Sequence[float]) -> "RobotModel":
         """A copy whose gravity vector is ``gravity`` [m/s^2]."""
