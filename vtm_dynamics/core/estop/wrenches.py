@@ -15,10 +15,10 @@ import pinocchio as pin
 
 
 def joint_forces(data: pin.Data, njoints: int) -> np.ndarray:
-    """(njoints - 1) x 6 spatial forces transmitted by the joints, from ``data.f`` after RNEA (the attribute is
-    fetched once: each ``data.f`` access costs more than reading one force)."""
-    f = data.f
-    return np.array([f[i].vector for i in range(1, njoints)])
+    """(njoints - 1) x 6 spatial forces transmitted by the joints, from ``data.f`` after RNEA (the forces are
+    taken out in one ``tolist``: indexing ``data.f`` joint by joint costs twice as much, and this runs at every
+    event of a stop)."""
+    return np.array([f.vector for f in data.f.tolist()[1:njoints]]).reshape(njoints - 1, 6)
 
 
 @dataclass(frozen=True)
