@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from vtm_dynamics.cli.stopping_map import catalogue_max_speeds  # noqa: E402
 from vtm_dynamics.cli.stopping_robots import load_robot  # noqa: E402
 from vtm_dynamics.core.estop.brakes import brakes_from_config  # noqa: E402
 from vtm_dynamics.core.estop.warm_up import compile_kernels, warm_up  # noqa: E402
@@ -52,8 +53,7 @@ def main() -> int:
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     loaded = load_robot("ur5")
-    limit = loaded.robot.model.velocityLimit
-    max_speeds = tuple(min(s, float(limit[k])) for k, s in enumerate(loaded.defaults.all_max_speeds))
+    max_speeds = catalogue_max_speeds(loaded)  # as vtm-stopping-map takes them
 
     def spec(n: int) -> MapSpec:
         return MapSpec(n_states=n, chunk_size=args.chunk_size, tcp_frame="tool0", payload_frame="tool0",

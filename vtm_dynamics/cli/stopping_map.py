@@ -83,6 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def catalogue_max_speeds(loaded) -> tuple[float, ...] | None:
+    """The maker's maximum joint speeds [rad/s] of a catalogue robot, each at most the URDF's velocity limit where
+    it gives one; None for a robot given by its files."""
+    d = loaded.defaults
+    if d is None or d.max_speeds is None:
+        return None
+    limit = loaded.robot.model.velocityLimit
+    return tuple(min(float(s), float(limit[k])) if limit[k] > 0 else float(s) for k, s in enumerate(d.max_speeds))
+
+
 def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     from vtm_dynamics.core.estop import StopInputError
     from vtm_dynamics.core.stopping.workspace_map import MapSpec
@@ -91,10 +101,7 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     tcp = args.tcp_frame or (d.tcp_frame if d else None)
     if tcp is None:
         raise StopInputError("tcp_frame: --tcp-frame is required with --urdf")
-    max_speeds = args.max_speeds
-    if max_speeds is None and d is not None:
-        limit = loaded.robot.model.velocityLimit
-        max_speeds = [min(s, float(limit[k])) if limit[k] > 0 else s for k, s in enumerate(d.max_speeds)]
+    max_speeds = args.max_speeds if args.max_speeds is not None else catalogue_max_speeds(loaded)
     box = None if args.box is None else (tuple(args.box[:3]), tuple(args.box[3:]))
     grid = None if args.grid is None else tuple(args.grid)
     n_states = args.states
