@@ -17,6 +17,7 @@ import stat
 from dataclasses import dataclass
 
 from vtm_dynamics.core.excerpt import excerpt
+from vtm_dynamics.core.package_data import example_robot_data_share
 
 MESH_FORMATS = {".dae": "dae", ".obj": "obj", ".stl": "stl"}
 DEFAULT_MAX_MESH_BYTES = 32 * 1024 * 1024  # one mesh file (the Panda's largest visual mesh is ~2 MB)
@@ -54,14 +55,8 @@ class MeshData:
 def default_package_roots() -> list[str]:
     """Directories holding ROS-style packages: example-robot-data's share directory (its URDFs say
     ``package://example-robot-data/...``) and ``share`` of every ``AMENT_PREFIX_PATH`` entry."""
-    roots = []
-    try:
-        import importlib.metadata
-
-        dist = importlib.metadata.distribution("example-robot-data")
-        roots.append(str(dist.locate_file(os.path.join("cmeel.prefix", "share"))))
-    except importlib.metadata.PackageNotFoundError:
-        pass
+    share = example_robot_data_share()
+    roots = [share] if share is not None else []
     for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
         if prefix:
             roots.append(os.path.join(prefix, "share"))

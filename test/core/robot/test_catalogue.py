@@ -82,3 +82,30 @@ def test_package_data_is_found_by_plain_names_only():
     assert package_data_dir("urdf") is not None and package_data_dir("no_such_directory") is None
     for name in ("../config/ur5_brakes.yaml", "/etc/passwd", "", ".", "..", "no_such_file.yaml"):
         assert package_data_file("config", name) is None
+
+
+def test_the_example_robot_data_folder_is_where_the_wheels_metadata_puts_it(monkeypatch, tmp_path):
+    import importlib.metadata
+    import sys
+
+    from vtm_dynamics.core import package_data
+
+    dist = importlib.metadata.distribution("example-robot-data")  # the wheel's own record of where it is
+    assert package_data.example_robot_data_share() == str(dist.locate_file("cmeel.prefix/share"))
+
+    class Elsewhere:  # a wheel installed where no folder of sys.path has it: the metadata is asked
+        def locate_file(self, path):
+            return tmp_path / path
+
+    monkeypatch.setattr(sys, "path", ["relative/site-packages", "", str(tmp_path / "empty")])
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Elsewhere())
+    package_data._share_from_metadata.cache_clear()
+    assert package_data.example_robot_data_share() == str(tmp_path / "cmeel.prefix" / "share")
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    package_data._share_from_metadata.cache_clear()
+    assert package_data.example_robot_data_share() is None
+    package_data._share_from_metadata.cache_clear()

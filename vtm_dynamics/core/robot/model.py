@@ -16,7 +16,6 @@ A ``RobotModel`` owns one Pinocchio ``Data`` workspace: it is not thread-safe; u
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Sequence
 import numpy as np
 import pinocchio as pin
 
+from vtm_dynamics.core.package_data import example_robot_data_share
 from vtm_dynamics.core.robot.urdf_extension import (
     DEFAULT_MAX_DOF,
     DEFAULT_MAX_LINKS,
@@ -88,11 +88,10 @@ def example_robot_urdf(relative_path: str) -> str:
 
     The wheel (version 6) ships the robot descriptions but no Python loader; this finds its data directory.
     """
-    try:
-        dist = importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
-        raise ModelError("example-robot-data is not installed") from None
-    root = str(dist.locate_file(os.path.join("cmeel.prefix", "share", "example-robot-data", "robots")))
+    share = example_robot_data_share()
+    if share is None:
+        raise ModelError("example-robot-data is not installed")
+    root = os.path.join(share, "example-robot-data", "robots")
     path = os.path.join(root, relative_path)
     if not os.path.isfile(path):
         raise ModelError(f"example robot URDF not found: {relative_path}")

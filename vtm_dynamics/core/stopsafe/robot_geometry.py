@@ -22,7 +22,6 @@ unreadable mesh is one line naming it. Units: m, rad.
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 import os
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ import numpy as np
 import pinocchio as pin
 
 from vtm_dynamics.core.excerpt import clip, first_line
+from vtm_dynamics.core.package_data import example_robot_data_share
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
 from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, parse_urdf_xml
 from vtm_dynamics.core.stopsafe.bounding_volumes import (
@@ -86,11 +86,10 @@ def convex_hull(mesh: object, name: str) -> object:
 
 def example_robot_package_dir() -> str:
     """The directory that holds ``example-robot-data`` (what ``package://example-robot-data/...`` resolves in)."""
-    try:
-        dist = importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
-        raise ModelError("example-robot-data is not installed") from None
-    return str(dist.locate_file(os.path.join("cmeel.prefix", "share")))
+    share = example_robot_data_share()
+    if share is None:
+        raise ModelError("example-robot-data is not installed")
+    return share
 
 
 def resolve_mesh(filename: str, package_dirs: Sequence[str]) -> str:
