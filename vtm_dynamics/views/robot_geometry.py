@@ -255,7 +255,8 @@ def robot_geometry(model: pin.Model, urdf_text: str, *, urdf_dir: str | None = N
             links.append(LinkGeometry(name, fid, tuple(visuals)))
             drawn_joints.add(int(model.frames[fid].parentJoint))
     bare = set(range(model.njoints)) - drawn_joints
-    links += _stick_figures(model, root, extension, bare)
+    if bare:
+        links += _stick_figures(model, root, extension, bare)
     return RobotGeometry(tuple(links), tuple(reader.meshes), tuple(notes), max_total_bytes)
 
 
