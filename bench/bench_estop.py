@@ -2,9 +2,10 @@
 the same stops with the Python engine (the path before the compiled one, ``StopSettings(engine="python")``) and
 with MuJoCo in the same run, accuracy of both engines against an independent tight reference (scipy DOP853 at
 rtol 1e-12 restarted at every event, with its own brake law: :mod:`vtm_dynamics.core.estop.reference_stop`, also
-timed), and a cProfile summary.
+timed), the same accuracy on held-out states (another seed, faster: no setting of the engine was chosen on them), and
+a cProfile summary.
 
-Run: python bench/bench_estop.py [--repeat 30] [--states 5]
+Run: python bench/bench_estop.py [--repeat 30] [--states 5] [--held-out 16]
 """
 
 from __future__ import annotations
@@ -142,6 +143,29 @@ def batch_throughput(robot, brakes, states, repeat):
           f"{n / t_single:.0f} stops/s ({t_single / t_batch:.2f}x the batch's time)")
 
 
+def held_out_accuracy(label, robot, brakes, states):
+    """Accuracy against the reference on states no setting of the engine was chosen on (another seed, up to 90 % of
+    the velocity limits): the worst |dq| and |dt| and, for the worst stop time, the joint's deceleration just
+    before it stops (a stop time is as accurate as the velocity divided by that deceleration)."""
+    worst_dq, worst = 0.0, (0.0, 0, 0, math.nan)
+    evals = []
+    for k, (q, v) in enumerate(states):
+        p = predict_stop(robot, brakes, q, v)
+        ref = reference_stop(robot, brakes, q, v)
+        evals.append(p.n_evaluations)
+        worst_dq = max(worst_dq, float(np.max(np.abs(ref.q_final - p.q_final))))
+        d = np.abs(ref.joint_stop_times - p.joint_stop_times)
+        j = int(np.nanargmax(d))
+        if d[j] > worst[0]:
+            i = max(int(np.searchsorted(p.t, p.joint_stop_times[j])) - 2, 0)
+            worst = (float(d[j]), k, j, float(p.a[i, j]))
+    dt, k, j, a = worst
+    print(f"held out ({label}, {len(states)} other states, seed 4242, |v| up to 90 % of the limits): evaluations "
+          f"{min(evals)}-{max(evals)}; worst |dq| {worst_dq:.1e} rad, worst |dt| {dt:.1e} s (state {k}, "
+          f"{robot.joint_names[j]}, decelerating at {abs(a):.1f} rad/s^2 before it stops: a velocity error of "
+          f"{dt * abs(a):.1e} rad/s)")
+
+
 def profile_summary(robot, brakes, states, n=20):
     prof = cProfile.Profile()
     prof.enable()
@@ -161,6 +185,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--states", type=int, default=5)
+    ap.add_argument("--held-out", type=int, default=16, help="states of the held-out accuracy check (0: none)")
     args = ap.parse_args(argv)
     ur5 = RobotModel.from_urdf_file(example_robot_urdf(UR5))
     ur5_brakes = brakes_from_config(ur5, os.path.join(REPO, "config", "ur5_brakes.yaml"))
@@ -174,6 +199,11 @@ def main(argv=None) -> int:
     bench_robot("Panda (fingers fixed), assumed brakes", panda, panda_brakes(panda),
                 mujoco_model_from_urdf(example_robot_urdf(PANDA), fixed_joints=PANDA_FINGERS),
                 moving_states(panda, args.states, seed=2), args.repeat)
+    if args.held_out > 0:
+        print()
+        held_out_accuracy("UR5", ur5, ur5_brakes, moving_states(ur5, args.held_out, seed=4242, speed=0.9))
+        held_out_accuracy("Panda", panda, panda_brakes(panda), moving_states(panda, args.held_out, seed=4242,
+                                                                             speed=0.9))
     batch_throughput(ur5, ur5_brakes, ur5_states, max(3, args.repeat // 3))
     profile_summary(ur5, ur5_brakes, ur5_states)
     return 0
