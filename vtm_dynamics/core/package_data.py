@@ -9,7 +9,6 @@ a file.
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import os
 import sys
@@ -41,17 +40,12 @@ def example_robot_data_share() -> str | None:
     and is what ``package://example-robot-data/...`` resolves in), or None when it is not installed. The wheel puts
     it in ``cmeel.prefix/share`` of the site-packages folder it is installed in: the absolute folders of
     ``sys.path`` are tried in order (a few ``stat`` calls), and only if none has it the wheel's metadata is asked
-    (which lists every folder of ``sys.path``: 0.1-0.4 ms; once per process)."""
+    (which lists every folder of ``sys.path``: 0.1-0.4 ms)."""
     for entry in sys.path:
         if entry and os.path.isabs(entry):
             share = os.path.join(entry, "cmeel.prefix", "share")
             if os.path.isdir(os.path.join(share, "example-robot-data", "robots")):
                 return share
-    return _share_from_metadata()
-
-
-@functools.lru_cache(maxsize=1)
-def _share_from_metadata() -> str | None:
     try:
         dist = importlib.metadata.distribution("example-robot-data")
     except importlib.metadata.PackageNotFoundError:

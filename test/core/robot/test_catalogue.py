@@ -99,13 +99,10 @@ def test_the_example_robot_data_folder_is_where_the_wheels_metadata_puts_it(monk
 
     monkeypatch.setattr(sys, "path", ["relative/site-packages", "", str(tmp_path / "empty")])
     monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Elsewhere())
-    package_data._share_from_metadata.cache_clear()
     assert package_data.example_robot_data_share() == str(tmp_path / "cmeel.prefix" / "share")
 
     def missing(name):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
-    package_data._share_from_metadata.cache_clear()
     assert package_data.example_robot_data_share() is None
-    package_data._share_from_metadata.cache_clear()
