@@ -51,6 +51,22 @@ def spin_until(executor: Any, condition: Callable[[], bool], timeout: float) -> 
     return condition()
 
 
+def call_until_answered(executor: Any, client: Any, request: Any, timeout: float = 60.0,
+                        attempt: float = 2.0) -> Any:
+    """The answer of ``client``'s service to ``request``, sent again every ``attempt`` seconds until one arrives or
+    ``timeout`` passes (then None). For requests that may be served twice (a query, a refusal). Why: a service
+    reads as ready once it hears requests, but its answers are dropped while its reply writer has not yet matched
+    the client's reply reader (Fast DDS waits 100 ms for that, then drops the answer: ros2/rmw_fastrtps#418), and
+    between processes on a loaded machine the match can take longer. A client that got one answer gets them all."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        future = client.call_async(request)
+        if spin_until(executor, future.done, min(attempt, max(deadline - time.monotonic(), 0.0))):
+            return future.result()
+        client.remove_pending_request(future)
+    return None
+
+
 def declared_parameters(node: Any) -> dict[str, Any]:
     """Every declared parameter of ``node`` with its value, through the node's public API: what its
     ``list_parameters`` and ``get_parameters`` services answer (an uninitialized parameter would raise here)."""

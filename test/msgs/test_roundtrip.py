@@ -10,7 +10,7 @@ from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
 from test.msgs.echo_node import MESSAGE_TYPES
-from test.ros_helpers import filled_message, python_executable, ros_subprocess_env, spin_until
+from test.ros_helpers import call_until_answered, filled_message, python_executable, ros_subprocess_env, spin_until
 
 
 @pytest.fixture(scope="module")
@@ -79,9 +79,8 @@ def test_predict_stop_service_round_trip(echo_process, node):
         state=JointState(name=["shoulder", "elbow"], position=[0.5, -1.25], velocity=[1.0, 2.0], effort=[3.0, 4.0]),
         stop_category=M.StopPrediction.CATEGORY_1, brake_config_yaml="brakes: {}", tcp_frame="tool0", horizon=2.0,
     )
-    future = client.call_async(request)
-    assert spin_until(executor, future.done, 20.0)
-    response = future.result()
+    response = call_until_answered(executor, client, request, 20.0)
+    assert response is not None
     assert response.success and response.message == "shoulder,elbow"
     assert response.prediction.stop_category == M.StopPrediction.CATEGORY_1
     assert list(response.prediction.stopping_angles) == [0.5, -1.25]
@@ -93,9 +92,9 @@ def test_analyze_solvability_service_round_trip(echo_process, node):
     n, executor = node
     client = n.create_client(S.AnalyzeSolvability, "/roundtrip/analyze_solvability")
     assert spin_until(executor, client.service_is_ready, 20.0)
-    future = client.call_async(S.AnalyzeSolvability.Request(urdf="<robot name='r'/>", planar=True, positions=[1.0, 2.0, 3.0]))
-    assert spin_until(executor, future.done, 20.0)
-    response = future.result()
+    request = S.AnalyzeSolvability.Request(urdf="<robot name='r'/>", planar=True, positions=[1.0, 2.0, 3.0])
+    response = call_until_answered(executor, client, request, 20.0)
+    assert response is not None
     assert response.message == "<robot name='r'/>" and response.report.planar
     assert [(p.name, p.rows) for p in response.report.pairs] == [("p0", 0), ("p1", 1), ("p2", 2)]
 
@@ -121,9 +120,8 @@ def test_check_trajectory_service_round_trip(echo_process, node):
         trajectory=traj, obstacles=[SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[1.0, 2.0, 3.0])],
         obstacle_poses=[pose], obstacle_names=["table"], has_floor=True, floor_height=-0.5, self_collision=True,
         margin=0.02, stop_categories=[0, 1], sample_period=0.01, search_speed_scaling=True)
-    future = client.call_async(request)
-    assert spin_until(executor, future.done, 20.0)
-    r = future.result()
+    r = call_until_answered(executor, client, request, 20.0)
+    assert r is not None
     assert r.success and r.message == "a,b" and r.header.frame_id == "base"
     assert list(r.time) == [0.0, 1.5] and list(r.stop_time) == [0.1, 0.2, 0.3, 0.4]
     assert list(r.min_clearance) == [1.0, 2.0, 3.0] and list(r.certified_clearance) == [0.75, 1.0]

@@ -31,7 +31,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from test.nodes.node_harness import EVENTS, TEST_BRAKES, UR5_JOINTS, UR5_Q, UR5_V
-from test.ros_helpers import REPO_ROOT, default_signals, python_executable, ros_subprocess_env, spin_until
+from test.ros_helpers import (
+    REPO_ROOT, call_until_answered, default_signals, python_executable, ros_subprocess_env, spin_until,
+)
 
 CONFIG = os.path.join(REPO_ROOT, "config")
 ARGS = {
@@ -58,9 +60,9 @@ def _call(node, executor, srv_type, name: str, request):
     client = node.create_client(srv_type, name)
     try:
         assert client.wait_for_service(timeout_sec=30.0), f"no service {name}"
-        future = client.call_async(request)
-        assert spin_until(executor, future.done, 30.0), f"no answer from {name}"
-        return future.result()
+        answer = call_until_answered(executor, client, request, 30.0)
+        assert answer is not None, f"no answer from {name}"
+        return answer
     finally:
         node.destroy_client(client)
 

@@ -26,7 +26,9 @@ from std_msgs.msg import String
 from vtm_msgs.msg import SolvabilityReport
 from vtm_msgs.srv import AnalyzeSolvability
 
-from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env, spin_until, stop_process
+from test.ros_helpers import (
+    REPO_ROOT, call_until_answered, python_executable, ros_subprocess_env, spin_until, stop_process,
+)
 
 LATCHED = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -147,6 +149,8 @@ def _reporter_process(tmp_path_factory, *params: str, name: str = NODE):
     client = Client(name)
     try:
         assert spin_until(client.executor, client.analyze.service_is_ready, 60.0), "node did not start"
+        # an empty request (refused at once, nothing analysed) until the node's answers reach the client
+        assert call_until_answered(client.executor, client.analyze, AnalyzeSolvability.Request(urdf="")) is not None
         yield proc, client, secrets, record
     finally:
         client.close()
