@@ -19,8 +19,11 @@ the UR5 driven down towards the tilted table of ``stopsafe_scenarios.cell`` for 
 the default sampling (tolerance-driven refinement); its view is the worst stop's paths, the geometry, the scene
 (forward kinematics of the planned motion and of the worst stop) and the page with its write.
 
-Run: ``python bench/bench_view.py [--repeat N]``. Medians of N runs in one process. The machine may be loaded by
-other work: compare figures of one run with each other, not across runs.
+Last, whole ``vtm-predict ur5 --envelope N`` runs with and without ``--view`` (``--tool-runs``, new processes, the
+two kinds alternated): what the view adds to the time a person waits for the tool.
+
+Run: ``python bench/bench_view.py [--repeat N] [--tool-runs N]``. Medians of N runs in one process. The machine may
+be loaded by other work: compare figures of one run with each other, not across runs.
 """
 
 from __future__ import annotations
@@ -171,11 +174,33 @@ def check_row(repeat: int, tmp: str, cache: str) -> None:
           f"first/check {t_first / t_check:.3f}")
 
 
+def tool_runs(runs: int, envelope: int, tmp: str) -> None:
+    """Wall time of whole ``vtm-predict ur5 --envelope N`` runs with and without ``--view`` (a new process each, the
+    two kinds alternated, the bench's own warm disk cache): what a person running the tool waits for."""
+    import subprocess
+
+    base = [sys.executable, "-m", "vtm_dynamics.cli.predict", "ur5", "--envelope", str(envelope)]
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    view = base + ["--view", os.path.join(tmp, "tool.html")]
+    subprocess.run(view, env=env, capture_output=True, check=True)  # packs the files, as a first run does
+    times: dict[str, list[float]] = {"without": [], "with": []}
+    for _ in range(runs):
+        for kind, cmd in (("without", base), ("with", view)):
+            start = time.perf_counter()
+            subprocess.run(cmd, env=env, capture_output=True, check=True)
+            times[kind].append(time.perf_counter() - start)
+    a, b = statistics.median(times["without"]), statistics.median(times["with"])
+    print(f"\nwhole tool runs (vtm-predict ur5 --envelope {envelope}, new process each, medians of {runs}): "
+          f"{a:.3f} s without --view, {b:.3f} s with it: the view adds {1e3 * (b - a):.0f} ms, "
+          f"{(b - a) / a:+.1%} of the run")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--envelope", type=int, default=8, help="random envelope cases beside the corners")
     ap.add_argument("--no-peer", action="store_true", help="skip the pydrake Meshcat peer")
+    ap.add_argument("--tool-runs", type=int, default=5, help="whole vtm-predict runs with and without --view (0: none)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-view-")
     cache = os.path.join(tmp, "cache")
@@ -226,6 +251,8 @@ def main() -> int:
         print(f"  {name}: view/+env {ratio:.2f} ({'met' if ratio <= 0.1 else 'not met'}), in-proc {in_proc:.2f} "
               f"({'met' if in_proc <= 0.1 else 'not met'}), first {first:.1f}")
     check_row(args.repeat, tmp, cache)
+    if args.tool_runs > 0:
+        tool_runs(args.tool_runs, args.envelope, tmp)
     for name, ours, size, theirs, their_size in peers:
         print(f"\npeer ({name}): pydrake Meshcat + StaticHtml of the same robots: {1e3 * theirs:.0f} ms, "
               f"{their_size / 1e6:.1f} MB; ours {1e3 * ours:.0f} ms, {size / 1e6:.1f} MB "
