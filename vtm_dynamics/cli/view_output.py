@@ -102,9 +102,8 @@ def show_stop(args: argparse.Namespace, robot: RobotModel, prediction, envelope=
     """The view of one predicted stop (``vtm-predict``, ``vtm-estop-demo``)."""
     from vtm_dynamics.views.stop_view import stop_scene
 
-    scene = stop_scene(robot, prediction, geometry=geometry(robot.model, robot.urdf_text, args, urdf_path,
-                                                                  robot.urdf_root),
-                       envelope=envelope, reference=reference)
+    shown = geometry(robot.model, robot.urdf_text, args, urdf_path, root=robot.urdf_root)
+    scene = stop_scene(robot, prediction, geometry=shown, envelope=envelope, reference=reference)
     return emit(scene, args, say, serve)
 
 

@@ -37,11 +37,11 @@ import stat
 import threading
 import time
 import zlib
-
-import numpy as np
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 FORMAT = "vtm-packed/2 zlib-6 base64 sum64"
 LEVEL = 6  # zlib's default: level 9 saves 1.5 % of the UR5's bytes for 2.5 x the packing time
