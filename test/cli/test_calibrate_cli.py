@@ -143,7 +143,7 @@ def test_a_prior_capacity_below_the_fitted_sliding_torque_gives_a_consistent_fil
     out = tmp_path / "b.yaml"
     code, _, err = _calibrate([four_stops, "--robot", "ur5", "--payload", "5", "--prior", str(prior), "--starts",
                                "1", "--fields", "sliding_torque", "holding_torque", "--accept-nonconservative",
-                               "--out", str(out)], capsys)
+                               "--accept-unconverged", "--out", str(out)], capsys)  # two fields: the rest misfit
     assert code == 0, err
     loaded = brakes_from_config(REALISTIC.robot(), str(out))
     assert np.all(loaded.holding_torque >= loaded.sliding_torque)

@@ -19,7 +19,8 @@ file in its header. ``--holdout N`` keeps the last N stops out of the fit and re
 
 Exit status: 0 when the fit converged and no cross-validated (or held-out) stop is predicted shorter than recorded
 by more than ``--tolerance``; 3 (one line: "non-conservative: ...") when one is, 4 ("not converged: ...") when
-the starts of the global fit disagree. Neither writes the brake YAML unless accepted explicitly
+the starts of the global fit disagree or agree on an optimum that leaves more than twice the noise ("inadequate
+fit: ...", "model: ..."). Neither writes the brake YAML unless accepted explicitly
 (``--accept-nonconservative``, ``--accept-unconverged``); the report and plots are written for the diagnosis.
 
 Bad input (no such topic, joints that do not match the model, a corrupt or truncated bag, a stop cut off by the end
@@ -42,8 +43,8 @@ from vtm_dynamics.cli.recorded_stops import add_recording_options, read_stops
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
 from vtm_dynamics.core.estop.identification import (
-    DEFAULT_FIELDS, DEFAULT_STARTS, INADEQUATE_MISFIT, Identification, compare_stops, default_parameters,
-    identify_brakes,
+    DEFAULT_FIELDS, DEFAULT_STARTS, INADEQUATE_MISFIT, MODEL_MISFIT, Identification, compare_stops,
+    default_parameters, identify_brakes,
 )
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.stop_comparison import shortfalls
@@ -133,7 +134,8 @@ class CalibrationRun:
 def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: float,
              accept_nonconservative: bool, accept_unconverged: bool) -> tuple[list[str], int]:
     """The run's verdict lines and exit status: 0 fine, ``EXIT_UNCONVERGED`` when the starts of the global fit
-    disagree or agree on an optimum whose residual is ``INADEQUATE_MISFIT`` times the noise, ``EXIT_NONCONSERVATIVE``
+    disagree or agree on an optimum whose residual is over ``MODEL_MISFIT`` times the noise (``INADEQUATE_MISFIT``
+    times: a wrong basin as likely as a missing effect), ``EXIT_NONCONSERVATIVE``
     when a cross-validated or held-out stop of the brakes written is shorter than recorded by more than
     ``tolerance`` (either may be accepted explicitly)."""
     lines: list[str] = []
@@ -165,13 +167,18 @@ def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: 
                      + "; check the overlay plots, the capacities and the prior before using any file"
                      + (" (accepted: --accept-unconverged)" if accept_unconverged else ""))
         status = status or (0 if accept_unconverged else EXIT_UNCONVERGED)
-    elif ident.converged and ident.residual_rms > 2.0 * noise:
+    elif ident.converged and ident.residual_rms > MODEL_MISFIT * noise:
         # only a converged fit close to the data may blame the model: an unconverged one has not shown what the
-        # model can do
+        # model can do. A model that misses an effect still moves its fitted values to make up for it (a torque
+        # rise left out comes back as engagement delays 10-30 sigma late), and no interval shows such a shared
+        # bias: the file is refused like an unconverged one
         lines.append(f"model: the residual RMS {ident.residual_rms:.3g} rad is more than twice the noise {noise:.3g} "
                      "rad at an optimum the starts agree on: the brake model may miss an effect in these stops (the "
-                     "terms it can switch on: --fields ... breakaway_torque stribeck_velocity rise_time armature); "
-                     "check the overlay plots")
+                     "terms it can switch on: --fields ... breakaway_torque stribeck_velocity rise_time armature), "
+                     "and its fitted values may make up for it beyond their intervals; check the overlay plots"
+                     + (" (accepted: --accept-unconverged)" if accept_unconverged else
+                        "; the brake file is not written (--accept-unconverged writes it anyway)"))
+        status = status or (0 if accept_unconverged else EXIT_UNCONVERGED)
     return lines, status
 
 

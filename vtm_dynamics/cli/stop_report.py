@@ -194,7 +194,7 @@ def _note(b: JointBrake, field: str, e, cap, pct: str) -> str:
             return f"  # between {cap.lower:.5g} and {cap.upper:.5g} by the stick/slip decisions of the stops"
         if cap.loaded:
             return f"  # at least {cap.lower:.5g} (held in the stops; upper side not tested)"
-        return "  # not tested by the stops: prior value, at least the static friction"
+        return "  # not tested by the stops: written at the static friction (the smallest it can be)"
     if e is None:
         return ""
     if e.identifiable and math.isfinite(e.lower):

@@ -85,6 +85,7 @@ DEFAULT_STARTS = 3
 UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
 INADEQUATE_MISFIT = 3.0  # a residual this many times the noise is no fit to use: the fit restarts (the starts
 #                          share a wrong basin), and if it stays there, vtm-calibrate refuses it
+MODEL_MISFIT = 2.0  # a converged fit leaving this many times the noise misses an effect: vtm-calibrate refuses it
 
 
 class IdentificationError(ValueError):
