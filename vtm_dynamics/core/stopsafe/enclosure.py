@@ -56,3 +56,13 @@ def inside_mesh(point: np.ndarray, mesh, placement) -> bool:
         if not coal.collide(ray, coal.Transform3s(R, point + 0.5 * length * u), mesh, placement, request, result):
             return False
     return True
+
+
+def enclosed(shapes: tuple, placements: tuple, result) -> bool:
+    """Whether one of two ``shapes`` (coal geometries at coal ``placements``) lies inside the other's triangle mesh,
+    after a distance query that found them apart (``result``: its coal ``DistanceResult``, nearest points in the
+    world frame)."""
+    (a, b), (Ta, Tb) = shapes, placements
+    if is_mesh(b) and inside_mesh(np.array(result.getNearestPoint1()), b, Tb):
+        return True
+    return is_mesh(a) and inside_mesh(np.array(result.getNearestPoint2()), a, Ta)

@@ -36,7 +36,7 @@ from vtm_dynamics.core.estop import StopPrediction
 from vtm_dynamics.core.stopsafe.broad_phase import (
     Body, capsule_pair_bounds, part_body_bounds, part_body_support_bounds, part_pair_bounds,
 )
-from vtm_dynamics.core.stopsafe.enclosure import inside_mesh, is_mesh
+from vtm_dynamics.core.stopsafe.enclosure import enclosed, is_mesh
 from vtm_dynamics.core.stopsafe.robot_geometry import RobotGeometry
 
 MAX_REFINEMENTS = 20_000  # exact evaluations of one state's search beyond which it reports what it reached
@@ -130,13 +130,10 @@ class Sweeper:
         model = geometry.robot.model
         self._model, self._data = model, model.createData()
         self._req, self._res = coal.DistanceRequest(), coal.DistanceResult()
-        self._functors, self._shapes = [], []
-        for s in range(self.n_slots):
-            other = geometry.parts[self.slot_b[s]].shape if self.slot_self[s] else self.bodies[self.slot_b[s]].shape
-            self._functors.append(coal.ComputeDistance(geometry.parts[self.slot_a[s]].shape, other))
-            self._shapes.append((geometry.parts[self.slot_a[s]].shape, other))
-        # a triangle mesh's distance is its surface's: a slot with one may hide a shape inside the other (enclosure)
-        self._enclosing = np.array([is_mesh(a) or is_mesh(b) for a, b in self._shapes], dtype=bool)
+        self._shapes = [(geometry.parts[a].shape, geometry.parts[b].shape if own else self.bodies[b].shape)
+                        for a, b, own in zip(self.slot_a, self.slot_b, self.slot_self)]
+        self._functors = [coal.ComputeDistance(a, b) for a, b in self._shapes]
+        self._enclosing = [is_mesh(a) or is_mesh(b) for a, b in self._shapes]  # a mesh's distance is its surface's
         self.tcp = None
         if tcp_frame is not None:
             fid = geometry.robot.frame_id(tcp_frame)
@@ -181,19 +178,11 @@ class Sweeper:
             Tb = self.bodies[self.slot_b[s]].transform
         self._res.clear()
         d = float(self._functors[s](Ta, Tb, self._req, self._res))
-        if d > 0.0 and self._enclosing[s] and self._enclosed(s, Ta, Tb):
-            d = -d  # one shape inside the other, d below the outer surface: they overlap (enclosure module)
+        if d > 0.0 and self._enclosing[s] and enclosed(self._shapes[s], (Ta, Tb), self._res):
+            d = -d  # one shape inside the other, d below the outer surface: they overlap
         if not points:
             return d
         return d, np.vstack((np.array(self._res.getNearestPoint1()), np.array(self._res.getNearestPoint2())))
-
-    def _enclosed(self, s: int, Ta, Tb) -> bool:
-        """Whether one shape of slot ``s`` lies inside the other's triangle mesh (after a positive distance query,
-        whose nearest points are in ``self._res``)."""
-        a, b = self._shapes[s]
-        if is_mesh(b) and inside_mesh(np.array(self._res.getNearestPoint1()), b, Tb):
-            return True
-        return is_mesh(a) and inside_mesh(np.array(self._res.getNearestPoint2()), a, Ta)
 
     def placements_of(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Parts' world rotations and translations of one configuration (Pinocchio's forward kinematics)."""
