@@ -138,3 +138,20 @@ def test_the_ur3_by_name_uses_its_own_brakes_and_stops_as_published(tmp_path, ca
     assert "ur3" in capsys.readouterr().out
     assert abs(data["stopping_angles_rad"][joint]) == pytest.approx(angle, rel=0.10)
     assert data["stop_time_s"] == pytest.approx(time, rel=0.10)  # the whole arm is at rest by then
+
+
+def test_a_stop_that_does_not_end_names_the_joints_still_moving_and_why(tmp_path, capsys):
+    """The summary used to blame "a joint without brake?" whatever kept the arm moving; it names the joints free at
+    the horizon, each with "no brake" or "brake too weak?"."""
+    config = yaml.safe_load(open(os.path.join(REPO, "config", "ur5_brakes.yaml")))
+    joints = config["brakes"]["joints"]
+    joints["shoulder_lift_joint"].update(sliding_torque=5.0, breakaway_torque=6.0, holding_torque=7.0, viscous=0.0)
+    del joints["wrist_3_joint"]  # no brake: it turns on at its own speed
+    weak = tmp_path / "weak.yaml"
+    weak.write_text(yaml.safe_dump(config))
+    assert main(["ur5", "--q", "0", "0", "0", "0", "0", "0", "--v", "0", "0", "0", "0", "0", "1", "--brakes",
+                 str(weak)]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("stop time"))
+    assert "not stopped within the horizon" in line
+    assert "shoulder_lift_joint (brake too weak?)" in line and "wrist_3_joint (no brake)" in line
+    assert "elbow_joint" not in line and "without brake" not in line

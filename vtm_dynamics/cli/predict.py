@@ -75,7 +75,7 @@ def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: S
     if p.stopped:
         lines.append(f"stop time        {p.stop_time:9.4f} s   (all joints held)")
     else:
-        lines.append(f"stop time        not stopped within the horizon ({p.t[-1]:.3f} s): a joint without brake?")
+        lines.append(f"stop time        {p.not_stopped_text(brakes.braked)}")
     if p.tcp_frame:
         lines.append(f"TCP '{p.tcp_frame}'      straight {p.tcp_straight_distance:.4f} m, path {p.tcp_path_length:.4f} m")
     lines.append(f"energy           brakes {p.brake_energy + 0.0:.3f} J, impulsive locks {p.impulse_energy + 0.0:.3f} J")

@@ -103,7 +103,7 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     info = [f"{robot.name}: predicted emergency stop, category {p.category}"
             + (f" (power off at {p.power_off_time:.3f} s)" if p.category == 1 else "")]
     info.append(f"stop time {p.stop_time:.4f} s (all joints held)" if p.stopped else
-                f"NOT STOPPED within the horizon ({t[-1]:.3f} s): a joint without brake?")
+                p.not_stopped_text().replace("not stopped", "NOT STOPPED", 1))
     if p.tcp_frame and p.tcp_positions is not None:
         tcp = np.asarray(p.tcp_positions, dtype=float)
         info.append(f"TCP {p.tcp_frame}: straight {p.tcp_straight_distance:.4f} m, path {p.tcp_path_length:.4f} m")

@@ -87,3 +87,14 @@ class StopPrediction:
     potential_energy_change: float = math.nan
     n_steps: int = field(default=0, compare=False)
     n_evaluations: int = field(default=0, compare=False)
+
+    def not_stopped_text(self, braked: np.ndarray | None = None) -> str:
+        """Why the prediction did not stop, in one line: the joints still free at the horizon, each marked "no
+        brake" or "brake too weak?" where ``braked`` (bool per joint) is known; "" when it stopped."""
+        if self.stopped:
+            return ""
+        free = [i for i, held in enumerate(np.asarray(self.locked[-1], dtype=bool)) if not held]
+        names = [self.joint_names[i] + ("" if braked is None else " (brake too weak?)" if braked[i] else " (no brake)")
+                 for i in free]
+        return f"not stopped within the horizon ({self.t[-1]:.3f} s): still moving {', '.join(names) or '?'}"
+
