@@ -83,3 +83,63 @@ def test_bad_input_is_one_line(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("vtm-safety-distance: error:") and words in err and "\n" not in err
+
+
+def _ssm_csv(path) -> dict[int, dict]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        return {int(r["state"]): r for r in csv.DictReader(fh)}
+
+
+@pytest.fixture(scope="module")
+def category_one_map(tmp_path_factory):
+    """A small map built by vtm-stopping-map with category-1 stops (its manifest records the category)."""
+    from vtm_dynamics.cli.stopping_map import main as stopping_map
+
+    out = tmp_path_factory.mktemp("map") / "run"
+    old = os.umask(0o022)
+    try:
+        assert stopping_map(["UR5", "--states", "4", "--chunk-size", "4", "--threads", "--workers", "1",
+                             "--payload", "5", "--speed-fraction", "0.6", "1.0", "--category", "1", "--decel", "4",
+                             "--out", str(out)]) == 0
+    finally:
+        os.umask(old)
+    return out / "stopping_map.parquet"
+
+
+def test_ssm_map_with_both_categories_keeps_each_states_larger_S_p_and_names_its_category(category_one_map,
+                                                                                          tmp_path, capsys):
+    import shutil
+
+    bare = tmp_path / "rows.parquet"  # the rows without their manifest: any category may be asked for
+    shutil.copy(category_one_map, bare)
+    person = ["1.0", "0.3", "0.5"]
+    common = ["ssm-map", str(bare), "--person", *person, "--reaction-time", "0.1", "--decel", "4",
+              "--quiet"]
+    by = {}
+    for c in ("0", "1", "both"):
+        assert main(common + ["--category", c, "--csv", str(tmp_path / f"ssm_{c}.csv")]) == 0
+        by[c] = _ssm_csv(tmp_path / f"ssm_{c}.csv")
+    assert "category 1 in" in capsys.readouterr().out
+    assert any(row["category"] == "1" for row in by["both"].values())  # the case the old code missed
+    for state, row in by["both"].items():
+        sp0, sp1 = float(by["0"][state]["S_p_m"]), float(by["1"][state]["S_p_m"])
+        assert float(row["S_p_m"]) == pytest.approx(max(sp0, sp1), rel=1e-12)
+        assert row["category"] == ("1" if sp1 > sp0 else "0")
+        assert float(row["margin_m"]) == pytest.approx(min(float(by["0"][state]["margin_m"]),
+                                                           float(by["1"][state]["margin_m"])), rel=1e-12)
+
+
+def test_ssm_map_defaults_to_the_maps_recorded_category_and_refuses_another(category_one_map, tmp_path, capsys):
+    common = ["ssm-map", str(category_one_map), "--person", "1.0", "0.3", "0.5", "--reaction-time", "0.1",
+              "--quiet"]
+    assert main(common + ["--csv", str(tmp_path / "default.csv")]) == 0
+    assert main(common + ["--category", "1", "--decel", "4", "--csv", str(tmp_path / "one.csv")]) == 0
+    capsys.readouterr()
+    default, one = _ssm_csv(tmp_path / "default.csv"), _ssm_csv(tmp_path / "one.csv")
+    assert {s: float(r["S_p_m"]) for s, r in default.items()} == {s: float(r["S_p_m"]) for s, r in one.items()}
+    assert all(r["category"] == "1" for r in default.values())
+    assert main(common + ["--category", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "map was built with category 1" in err and "\n" not in err

@@ -27,6 +27,7 @@ import numpy as np
 from vtm_dynamics.core.robot.catalogue import ROBOTS
 from vtm_dynamics.cli.stopsafe_setup import LoadedSetup, ProgressBar, add_robot_arguments, fmt_seconds, load_setup
 from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION
 from vtm_dynamics.core.stopsafe.iso13855 import (
     DEVICES, MinimumDistance, Safeguard, intrusion_from_detection_capability, minimum_distance,
 )
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     smap.add_argument("--max-minutes", type=float, default=30.0, help="refuse runs estimated longer (30)")
     smap.add_argument("--csv", help="write one row per map state")
     smap.add_argument("--quiet", action="store_true", help="no progress output")
+    smap.set_defaults(category=None, decel=None)  # default: the map's own (its manifest), see map_stop_category
     return ap
 
 
@@ -196,7 +198,42 @@ def _ssm_dict(r) -> dict:
     return out
 
 
+def map_stop_category(path: str) -> tuple[int | None, float | None]:
+    """The stop category and category-1 deceleration [rad/s^2] a map was built with, from the ``manifest.json``
+    beside its result file when that manifest belongs to it (same inputs hash); (None, None) when not recorded."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    manifest = os.path.join(os.path.dirname(os.path.abspath(path)), "manifest.json")
+    try:
+        digest = (pq.read_schema(path).metadata or {}).get(b"vtm_inputs_hash")
+        with open(manifest, encoding="utf-8") as fh:
+            data = json.load(fh)
+        spec = data["inputs"]["spec"]
+        if digest is None or data["inputs_hash"].encode() != digest:
+            return None, None
+        return int(spec["category"]), float(spec["category1_deceleration"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+
+
+def _map_categories(args: argparse.Namespace) -> None:
+    """Resolve ``--category`` / ``--decel`` of ``ssm-map``: the map's recorded stop unless given; a single category
+    other than the recorded one is refused (the rows' stops would be re-predicted as another kind of stop)."""
+    recorded, decel = map_stop_category(args.map)
+    if args.category is None:
+        args.category = str(recorded) if recorded is not None else "0"
+    elif recorded is not None and args.category != "both" and int(args.category) != recorded:
+        raise StopInputError(f"category: the map was built with category {recorded}, not --category "
+                             f"{args.category} (omit --category to use the map's, or give both)")
+    if args.decel is None:
+        args.decel = decel if decel is not None else CATEGORY1_DECELERATION
+
+
 def run(args: argparse.Namespace) -> str:
+    if args.command == "ssm-map":
+        _map_categories(args)
     loaded = load_setup(args)
     if args.command == "iso13855":
         ts, source = worst_stopping_time(loaded, args)
@@ -236,26 +273,31 @@ def run(args: argparse.Namespace) -> str:
                              f"{args.max_minutes:g}")
     if seconds > 10 and not args.quiet:
         sys.stderr.write(f"{PROG}: {n} map rows, estimated {fmt_seconds(seconds)}\n")
-    category = int(args.category) if args.category != "both" else 0
+    categories = (0, 1) if args.category == "both" else (int(args.category),)
     bar = ProgressBar("ssm-map", args.quiet)
-    rows = separation_table(monitor, columns, args.person, category=category, max_rows=args.max_rows, progress=bar)
+    rows = separation_table(monitor, columns, args.person, category=categories, max_rows=args.max_rows,
+                            progress=bar)
     bar.close()
     if args.csv:
         with open(args.csv, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(["state", "S_p_m", "S_h_m", "S_r_m", "S_s_m", "C_m", "Z_d_m", "Z_r_m", "T_s_s", "v_r_m_s",
-                        "separation_m", "margin_m", "safe", "link"])
+                        "separation_m", "margin_m", "safe", "link", "category"])
             for row in rows:
                 r = row.result
                 w.writerow([row.state, repr(r.S_p), repr(r.S_h), repr(r.S_r), repr(r.S_s), repr(r.C), repr(r.Z_d),
                             repr(r.Z_r), repr(r.T_s), repr(r.v_r), repr(r.separation), repr(r.margin), int(r.safe),
-                            r.link])
+                            r.link, row.category])
     sp = np.array([row.result.S_p for row in rows])
     k = int(np.argmax(sp))
     unsafe = sum(not row.result.safe for row in rows)
-    text = (f"ISO/TS 15066 S_p over {len(rows)} map states (person at {list(args.person)}): median "
-            f"{np.median(sp):.4f} m, 90 % {np.percentile(sp, 90):.4f} m, largest {sp[k]:.4f} m (state "
-            f"{rows[k].state}); {unsafe} states closer than their S_p")
+    text = (f"ISO/TS 15066 S_p over {len(rows)} map states (person at {list(args.person)}, category "
+            f"{args.category}): median {np.median(sp):.4f} m, 90 % {np.percentile(sp, 90):.4f} m, largest "
+            f"{sp[k]:.4f} m (state {rows[k].state}, category {rows[k].category}); {unsafe} states closer than their "
+            "S_p")
+    if len(categories) > 1:
+        ones = sum(row.category == 1 for row in rows)
+        text += f"\nthe larger S_p of both categories per state: category 1 in {ones}, category 0 in {len(rows) - ones}"
     return text + (f"\nwrote {args.csv}" if args.csv else "")
 
 

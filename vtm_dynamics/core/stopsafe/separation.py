@@ -174,38 +174,51 @@ class SeparationMonitor:
 
 @dataclass(frozen=True)
 class SeparationRow:
-    """One workspace-map row: its ``state`` number and the :class:`SeparationDistance` for the row's own case."""
+    """One workspace-map row: its ``state`` number and the :class:`SeparationDistance` for the row's own case, in
+    the stop ``category`` that limits it (the one with the larger S_p when several are evaluated)."""
 
     state: int
     result: SeparationDistance
+    category: int = 0
 
 
 def separation_table(monitor: SeparationMonitor, columns: Mapping[str, np.ndarray], person: Sequence[float], *,
-                     category: int = 0, max_rows: int = 100_000, cancel: Callable[[], bool] | None = None,
+                     category: int | Sequence[int] = 0, max_rows: int = 100_000,
+                     cancel: Callable[[], bool] | None = None,
                      progress: Callable[[int, int], None] | None = None) -> list[SeparationRow]:
     """S_p for every row of a workspace map (the columns of
     :func:`vtm_dynamics.core.stopping.workspace_map.evaluate_chunk`: ``state``, ``q_<joint>``, ``v_<joint>``,
     ``payload_kg``, ``torque_factor``, ``delay_factor``), each with the row's own brake and payload case; at most
-    ``max_rows`` rows (one-line error beyond)."""
+    ``max_rows`` rows (one-line error beyond). ``category``: the stop category (IEC 60204-1) of the rows' cases, or
+    several (e.g. ``(0, 1)``): each is evaluated on its own and the row keeps the one with the larger S_p (the
+    smaller margin; a case that does not stop first), whichever category that is."""
+    categories = (category,) if isinstance(category, (int, np.integer)) else tuple(category)
+    if not categories or any(c not in (0, 1) for c in categories):
+        raise StopInputError(f"category: 0, 1 or both, got {category!r}")
     robot = monitor.setup.robot
     try:
         n = len(columns["state"])
         q = np.column_stack([np.asarray(columns[f"q_{j}"], dtype=float) for j in robot.joint_names])
         v = np.column_stack([np.asarray(columns[f"v_{j}"], dtype=float) for j in robot.joint_names])
-        cases = [StopCase(category, float(tf), float(df), float(m)) for tf, df, m in
-                 zip(columns["torque_factor"], columns["delay_factor"], columns["payload_kg"])]
+        factors = [(float(tf), float(df), float(m)) for tf, df, m in
+                   zip(columns["torque_factor"], columns["delay_factor"], columns["payload_kg"])]
     except KeyError as err:
         raise StopInputError(f"map: column {err.args[0]!r} is missing (a map of {robot.name!r} is needed)") from None
     if not 1 <= n <= min(max_rows, MAX_TABLE_ROWS):
         raise StopInputError(f"map: {n} rows, expected 1..{min(max_rows, MAX_TABLE_ROWS)}")
-    if any(c.payload > 0 for c in cases) and monitor.setup.payload_frame is None:
+    if any(m > 0 for _, _, m in factors) and monitor.setup.payload_frame is None:
         raise StopInputError("map: rows carry a payload but no payload frame is set")
     out = []
     states = np.asarray(columns["state"])
     for k in range(n):
         if cancel is not None and cancel():
             raise CheckCancelled("cancelled: the caller asked to stop")
-        out.append(SeparationRow(int(states[k]), monitor.evaluate(q[k], v[k], person, cases=[cases[k]])))
+        worst: SeparationRow | None = None
+        for c in categories:
+            r = monitor.evaluate(q[k], v[k], person, cases=[StopCase(int(c), *factors[k])], cancel=cancel)
+            if worst is None or (not r.stopped, r.S_p) > (not worst.result.stopped, worst.result.S_p):
+                worst = SeparationRow(int(states[k]), r, int(c))
+        out.append(worst)
         if progress is not None:
             progress(k + 1, n)
     return out
