@@ -56,3 +56,19 @@ def test_the_run_files_are_readable_like_any_other_output(small_map):
              small_map / "stopping_map.csv", *sorted((small_map / "chunks").iterdir())]
     for f in files:
         assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
+
+
+def test_a_percentile_that_reaches_a_state_that_did_not_stop_is_printed_and_written_as_not_stopped():
+    from types import SimpleNamespace
+
+    from vtm_dynamics.cli.stopping_map import summary_dict, summary_lines
+    from vtm_dynamics.core.stopping.workspace_map import summarize
+
+    t = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, np.inf])  # p90, p99 and the max reach the last
+    s = summarize({"state": np.arange(10), "stop_time_s": t, "tcp_straight_distance_m": np.linspace(0.01, 0.1, 10),
+                   "stopped": np.isfinite(t)})
+    summary = summary_dict(SimpleNamespace(summary=s, inputs_hash="0" * 64))
+    assert json.loads(json.dumps(summary))["time_percentiles_s"]["max"] is None
+    assert summary["time_percentiles_s"]["p50"] == pytest.approx((t[4] + t[5]) / 2, rel=1e-12)  # rank 4.5 of 0..9
+    line = next(x for x in summary_lines(summary) if x.startswith("time"))
+    assert line.count("not stopped") == 3 and "-" not in line.split(":")[1]

@@ -198,7 +198,8 @@ def summary_lines(summary: dict) -> list[str]:
     lines.append(f"{summary['stopped']}/{summary['rows']} stopped")
     d, t = summary["distance_percentiles_m"], summary["time_percentiles_s"]
     lines.append("distance p50/p90/p99/max [m]: " + " / ".join(f"{d[k]:.4f}" if d[k] is not None else "-" for k in d))
-    lines.append("time     p50/p90/p99/max [s]: " + " / ".join(f"{t[k]:.4f}" if t[k] is not None else "-" for k in t))
+    lines.append("time     p50/p90/p99/max [s]: "  # None: the rank reaches a state that did not stop (inf)
+                 + " / ".join(f"{t[k]:.4f}" if t[k] is not None else "not stopped" for k in t))
     sw = summary["software"]
     lines.append(f"software {sw['name']} {sw['version']}" + (f" (git {sw['git_commit']})" if sw["git_commit"] else ""))
     return lines

@@ -121,6 +121,7 @@ def summary_lines(columns: dict[str, np.ndarray]) -> list[str]:
                    + " / ".join(f"{x:.4f}" for x in np.percentile(d[np.isfinite(d)], (50, 90, 99))) + " m")
     if np.isfinite(t).any():
         k = int(np.argmax(np.where(np.isfinite(t), t, -np.inf)))
-        out.append(f"worst stop time {t[k]:.4f} s (state {int(columns['state'][k])})"
-                   + ("" if stopped == len(d) else f"; {len(d) - stopped} did not stop"))
+        out.append(f"worst stop time {t[k]:.4f} s (state {int(columns['state'][k])})" if stopped == len(d) else
+                   f"worst stop time: not stopped ({len(d) - stopped} states); longest stop {t[k]:.4f} s (state "
+                   f"{int(columns['state'][k])})")
     return out

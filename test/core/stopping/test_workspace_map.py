@@ -9,7 +9,9 @@ import pytest
 
 from vtm_dynamics.core.robot.catalogue import UR5
 from vtm_dynamics.core.robot.model import RobotModel
-from vtm_dynamics.core.stopping.workspace_map import MapInputError, MapSpec, check_map_spec, chunk_states
+from vtm_dynamics.core.stopping.workspace_map import (
+    MapInputError, MapSpec, check_map_spec, chunk_states, summarize,
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +71,26 @@ def test_a_grid_enumerates_every_point_of_the_joint_ranges_once(ur5):
     assert [tuple(row) for row in q] == expected
     with pytest.raises(MapInputError, match=r"^grid: 3 x 2 x 2 x 1 x 1 x 1 points, but n_states is 10$"):
         check_map_spec(ur5, spec(n_states=10, grid=(3, 2, 2, 1, 1, 1)))
+
+
+def _rows(times: list[float]) -> dict[str, np.ndarray]:
+    t = np.array(times)
+    return {"state": np.arange(t.size), "stop_time_s": t, "tcp_straight_distance_m": np.linspace(0.01, 0.1, t.size),
+            "stopped": np.isfinite(t)}
+
+
+@pytest.mark.parametrize("times", [
+    [0.1, 0.2, 0.3, 0.4, 0.5, np.inf, np.inf, np.inf, np.inf, np.inf],  # half did not stop: p50 reaches them
+    [0.05 * k for k in range(1, 100)] + [np.inf],  # one in a hundred did not stop: p99 and the max reach it
+    [0.3, 0.1, 0.2, 0.4],  # every state stopped: numpy's percentiles
+])
+def test_a_state_that_did_not_stop_counts_as_an_infinite_stop_time_in_the_percentiles(times):
+    s = summarize(_rows(times))
+    # independent: the not-stopped states as a time larger than any other, numpy's linear percentiles over all rows
+    big = 1e300
+    ref = np.percentile(np.where(np.isfinite(times), times, big), (50, 90, 99, 100))
+    longest = max(t for t in times if np.isfinite(t))
+    expected = [np.inf if x > longest else x for x in ref]  # interpolated towards a state that did not stop
+    assert s.time_percentiles == pytest.approx(expected, rel=1e-12)
+    assert s.worst_time == max(times) and s.stopped == int(np.sum(np.isfinite(times)))
+

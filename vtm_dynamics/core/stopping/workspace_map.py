@@ -113,8 +113,9 @@ class StateBatch:
 @dataclass(frozen=True)
 class MapSummary:
     """Reduction of a map: ``count`` states, ``stopped`` of them came to rest; ``worst_distance`` /
-    ``worst_time`` (the row's state number and value [m] / [s]); distribution percentiles (50, 90, 99, 100)
-    ``distance_percentiles`` [m] and ``time_percentiles`` [s]."""
+    ``worst_time`` (the row's state number and value [m] / [s]; inf when a state did not stop); distribution
+    percentiles (50, 90, 99, 100) ``distance_percentiles`` [m] and ``time_percentiles`` [s] (over every row, a state
+    that did not stop counting as inf: :func:`summarize`)."""
 
     count: int
     stopped: int
@@ -369,18 +370,33 @@ def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: in
     return cols
 
 
+def _percentiles(values: np.ndarray, pct: Sequence[float]) -> tuple[float, ...]:
+    """Percentiles (numpy's linear interpolation between order statistics) of ``values`` that may hold +inf: a
+    percentile whose interpolation reaches an infinite value is inf (never nan)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    out = []
+    for p in pct:
+        h = (x.size - 1) * p / 100.0
+        lo, hi = int(math.floor(h)), int(math.ceil(h))
+        out.append(math.inf if math.isinf(x[hi]) else float(x[lo] + (h - lo) * (x[hi] - x[lo])))
+    return tuple(out)
+
+
 def summarize(columns: dict[str, np.ndarray]) -> MapSummary:
-    """Worst cases and distribution of a map's rows (a state that did not stop counts as worst time)."""
+    """Worst cases and distribution of a map's rows. A state that did not stop has the stop time inf: it is the
+    worst time, and it takes part in the time percentiles as inf (so a percentile whose rank reaches the states
+    that did not stop is inf, and the maximum is inf when any did not stop)."""
     dist = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
     time = np.asarray(columns["stop_time_s"], dtype=float)
     states = np.asarray(columns["state"])
     if dist.size == 0:
         raise MapInputError("map: no rows to summarize")
     d = np.where(np.isfinite(dist), dist, -np.inf)
-    kd, kt = int(np.argmax(d)), int(np.argmax(time))
+    kd = int(np.argmax(d))
     pct = (50, 90, 99, 100)
-    finite_t = time[np.isfinite(time)]
-    tp = tuple(float(x) for x in np.percentile(finite_t, pct)) if finite_t.size else (math.nan,) * 4
+    time = np.where(np.asarray(columns["stopped"], dtype=bool) & ~np.isnan(time), time, math.inf)
+    kt = int(np.argmax(time))
+    tp = _percentiles(time, pct)
     dp = tuple(float(x) for x in np.percentile(dist[np.isfinite(dist)], pct)) if np.isfinite(dist).any() else (math.nan,) * 4
     return MapSummary(count=int(dist.size), stopped=int(np.sum(columns["stopped"])),
                       worst_distance_state=int(states[kd]), worst_distance=float(dist[kd]),
