@@ -143,3 +143,36 @@ def test_ssm_map_defaults_to_the_maps_recorded_category_and_refuses_another(cate
     assert main(common + ["--category", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert "map was built with category 1" in err and "\n" not in err
+
+
+def test_iso13855_on_a_trajectory_stops_from_a_speed_peak_between_the_grid_instants(tmp_path):
+    import yaml
+
+    from vtm_dynamics.cli.safety_distance import build_parser
+    from vtm_dynamics.cli.stopsafe_setup import load_setup
+    from vtm_dynamics.core.stopsafe.stop_cases import predict_stops
+
+    # one cubic Hermite segment at rest at both ends: the pan speed peaks, 1.5 x 1.29 / 1.05 rad/s, at t = T / 2 =
+    # 0.525 s, halfway between two instants of the 20 Hz grid (0.50 s and 0.55 s)
+    T, dq = 1.05, 1.29
+    rest = [-1.2, 1.5, -0.8, 0.5, 0.2]
+    names = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+             "wrist_3_joint"]
+    path = tmp_path / "peak.yaml"
+    path.write_text(yaml.safe_dump({"joint_names": names, "points": [
+        {"positions": [p] + rest, "velocities": [0.0] * 6, "time_from_start": t} for t, p in ((0.0, 0.0), (T, dq))]}))
+    argv = ["iso13855", "--trajectory", str(path), "--device", "multi_beam", "--beams", "3", "--detection-response",
+            "0.02", "--control-response", "0.015", "--nominal", "--json", str(tmp_path / "iso.json")]
+    assert main(argv) == 0
+    ts = {t["symbol"]: t for t in json.loads((tmp_path / "iso.json").read_text())["terms"]}["ts"]["value"]
+    # independent: the stop from the peak state, and the worst over the 20 Hz grid alone
+    setup = load_setup(build_parser().parse_args(argv)).setup
+    peak_q, peak_v = np.array([dq / 2] + rest), np.array([1.5 * dq / T, 0, 0, 0, 0, 0])
+    at_peak = max(p.stop_time for p in predict_stops(setup, peak_q[None], peak_v[None])[0])
+    grid = np.arange(0.0, T + 1e-9, 0.05)
+    s = grid / T
+    q = np.column_stack([dq * (3 * s**2 - 2 * s**3)] + [np.full_like(s, r) for r in rest])
+    v = np.column_stack([dq * (6 * s - 6 * s**2) / T] + [np.zeros_like(s)] * 5)
+    on_grid = max(p.stop_time for preds in predict_stops(setup, q, v) for p in preds)
+    assert at_peak > on_grid  # the peak matters
+    assert ts >= at_peak - 1e-9

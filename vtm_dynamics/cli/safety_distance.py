@@ -34,7 +34,7 @@ from vtm_dynamics.core.stopsafe.iso13855 import (
 from vtm_dynamics.core.stopsafe.sampling import states, uniform_instants
 from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, SeparationParameters, separation_table
 from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, predict_stops
-from vtm_dynamics.core.stopsafe.trajectory import check_limits, model_order
+from vtm_dynamics.core.stopsafe.trajectory import check_limits, critical_times, model_order
 from vtm_dynamics.core.stopsafe.trajectory_files import read_trajectory_file
 from vtm_dynamics.core.excerpt import first_line
 from vtm_dynamics.cli.arguments import parse_or_exit_status
@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_robot_arguments(iso)
     _state_arguments(iso)
     iso.add_argument("--trajectory", help="the stopping time is the worst over this trajectory's E-stop instants")
-    iso.add_argument("--rate", type=float, default=20.0, help="E-stop instants per second on --trajectory (20)")
+    iso.add_argument("--rate", type=float, default=20.0,
+                     help="E-stop instants per second on --trajectory (20), besides its points and speed extremes")
     iso.add_argument("--device", choices=DEVICES, required=True, help="safeguard type")
     iso.add_argument("--d", type=float, help="detection capability d [mm]")
     iso.add_argument("--beams", type=int, help="multi-beam: number of beams (2, 3, 4)")
@@ -125,9 +126,15 @@ def worst_stopping_time(loaded: LoadedSetup, args: argparse.Namespace) -> tuple[
         traj = read_trajectory_file(args.trajectory)
         order = model_order(setup.robot, traj)
         check_limits(setup.robot, traj, order)
-        inst = uniform_instants(traj, args.rate, MAX_STATE_SAMPLES)
+        # the grid, and every point and in-segment speed extreme of any joint (a peak between grid instants)
+        extra = np.unique(np.concatenate(critical_times(traj, 1)))
+        inst = uniform_instants(traj, args.rate, MAX_STATE_SAMPLES).merged(
+            extra[(extra >= traj.start) & (extra <= traj.end)])
+        if len(inst) > MAX_STATE_SAMPLES:
+            raise StopInputError(f"sampling: {len(inst)} E-stop instants, more than {MAX_STATE_SAMPLES}")
         q, v = states(traj, order, inst)
-        where = f"{len(q)} E-stop instants of the trajectory at {args.rate:g} Hz"
+        where = (f"{len(q)} E-stop instants of the trajectory ({args.rate:g} Hz, its points and every joint's speed "
+                 "extremes)")
     else:
         q0, v0, where = _state(loaded, args)
         q, v = q0[None], v0[None]
