@@ -163,15 +163,15 @@ def ssm_report(r, sources: dict) -> str:
         ("v_h", "person's approach speed", r.v_h, "m/s", sources["v_h"]),
         ("T_r", "reaction time", r.T_r, "s", "given"),
         ("T_s", "robot stopping time", r.T_s, "s", f"predicted ({sources['cases']})"),
-        ("v_r", "closest point's speed towards the person", r.v_r, "m/s", f"state, point on {r.link}"),
+        ("v_r", "limiting point's speed towards the person", r.v_r, "m/s", f"state, point on {r.link}"),
         ("S_h", "v_h (T_r + T_s)", r.S_h, "m", "ISO/TS 15066, 5.5.4"),
         ("S_r", "v_r T_r", r.S_r, "m", "ISO/TS 15066, 5.5.4"),
-        ("S_s", "closest point's stopping travel towards the person", r.S_s, "m", f"predicted ({r.case})"),
+        ("S_s", "limiting point's stopping travel towards the person", r.S_s, "m", f"predicted ({r.case})"),
         ("C", "intrusion distance", r.C, "m", sources["C"]),
         ("Z_d", "person position uncertainty", r.Z_d, "m", "given"),
         ("Z_r", "robot position uncertainty", r.Z_r, "m", "given"),
         ("S_p", "protective separation distance", r.S_p, "m", "ISO/TS 15066, 5.5.4, formula (1)"),
-        ("d", "current separation (closest point to the person)", r.separation, "m", "state and --person"),
+        ("d", "current separation (limiting point to the person)", r.separation, "m", "state and --person"),
     ]
     lines = [f"ISO/TS 15066 protective separation distance: S_p = {r.S_p:.4f} m; separation {r.separation:.4f} m; "
              f"{'SAFE' if r.safe else 'NOT SAFE'} (margin {r.margin:+.4f} m)", ""]
@@ -180,7 +180,10 @@ def ssm_report(r, sources: dict) -> str:
     for sym, name, value, unit, src in rows:
         lines.append(f"{sym:<5} {name:<52} {value:>10.4f} {unit:<4} {src}")
     lines.append("")
-    lines.append(f"closest point {np.round(r.closest_point, 4).tolist()} on {r.link}, person {r.person.tolist()}")
+    lines.append(f"limiting point {np.round(r.closest_point, 4).tolist()} on {r.link} (the smallest margin over the "
+                 f"robot's parts), person {r.person.tolist()}")
+    if r.closest_link and r.closest_link != r.link:
+        lines.append(f"the nearest part, {r.closest_link} at {r.closest_separation:.4f} m, has a larger margin")
     return "\n".join(lines)
 
 
@@ -200,8 +203,11 @@ def _parameters(args: argparse.Namespace) -> tuple[SeparationParameters, dict]:
 
 def _ssm_dict(r) -> dict:
     out = {k: getattr(r, k) for k in ("S_p", "S_h", "S_r", "S_s", "C", "Z_d", "Z_r", "T_r", "T_s", "v_h", "v_r",
-                                      "link", "separation", "margin", "safe", "case", "stopped")}
-    out.update(closest_point=r.closest_point.tolist(), person=r.person.tolist(), direction=r.direction.tolist())
+                                      "link", "separation", "margin", "safe", "case", "stopped",
+                                      "closest_link", "closest_separation")}
+    out.update(closest_point=r.closest_point.tolist(), person=r.person.tolist(), direction=r.direction.tolist(),
+               parts=[{"link": x.link, "separation": x.separation, "v_r": x.v_r, "S_s": x.S_s, "S_p": x.S_p,
+                       "margin": x.margin} for x in r.parts])
     return out
 
 

@@ -84,3 +84,41 @@ def test_table_over_a_workspace_map_uses_each_rows_case(monitor):
         assert row.result.T_s == pytest.approx(columns["stop_time_s"][k], rel=1e-6)  # the map's own stop
     with pytest.raises(StopInputError, match="column 'q_elbow_joint' is missing"):
         separation_table(monitor, {k: v for k, v in columns.items() if k != "q_elbow_joint"}, [1, 0, 0])
+
+
+def test_the_part_with_the_smallest_margin_limits_not_only_the_closest_part(monitor):
+    """ISO/TS 15066, 5.5.4, formula (1) holds for every part of the robot: a part a little farther from the person
+    but moving fast towards it can need more room than the closest part."""
+    import coal
+
+    robot = monitor.setup.robot
+    person = np.array([0.8417, -0.3844, 0.0875])
+    q = np.array([-2.144, -1.3261, -1.7939, -1.3562, 0.4667, -0.376])
+    v = np.array([-1.5816, 1.551, -2.331, -2.9537, -1.7639, 0.0168])
+    r = monitor.evaluate(q, v, person)
+    # independent: each part's nearest point by coal, its speed by central differences, its travel by Pinocchio
+    case = monitor.setup.worst_corner[0]
+    stop = predict_stop(with_payload(robot, case.payload, "tool0"),
+                        monitor.setup.brakes.scaled(case.torque_factor, case.delay_factor), q, v, category=0,
+                        category_one=CategoryOne(), settings=monitor.setup.settings)
+    data = robot.model.createData()
+    pin.forwardKinematics(robot.model, data, q)
+    margins = {}
+    for part in monitor.geometry.parts:
+        M = data.oMi[part.joint] * pin.SE3(part.rotation, part.translation)
+        res = coal.DistanceResult()
+        d = coal.distance(part.shape, coal.Transform3s(M.rotation, M.translation), coal.Sphere(1e-9),
+                          coal.Transform3s(np.eye(3), person), coal.DistanceRequest(), res)
+        x = np.array(res.getNearestPoint1())
+        n = (person - x) / np.linalg.norm(person - x)
+        local = data.oMi[part.joint].actInv(x)
+        h = 1e-6
+        v_r = max(0.0, float((_point(robot, q + h * v, part.joint, local)
+                              - _point(robot, q - h * v, part.joint, local)) @ n / (2 * h)))
+        S_s = max(0.0, max(float((_point(robot, qk, part.joint, local) - x) @ n) for qk in stop.q))
+        S_p = 1.6 * (0.12 + stop.stop_time) + v_r * 0.12 + S_s + 0.05 + 0.03 + 0.01
+        margins[part.link] = min(margins.get(part.link, np.inf), d - S_p)
+    limiting = min(margins, key=margins.get)
+    assert r.link == limiting and r.margin == pytest.approx(margins[limiting], abs=1e-5)
+    assert r.closest_link != r.link and r.closest_separation < r.separation  # the closest part does not limit
+    assert r.safe == (margins[limiting] >= 0)

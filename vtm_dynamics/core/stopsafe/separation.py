@@ -9,10 +9,13 @@ speed of ISO 13855, unless measured), S_r = v_r T_r the robot's approach during 
 speed towards the person, taken constant, not below 0), S_s the robot's stopping distance towards the person, C
 the intrusion distance of the person detection (e.g. ISO 13855's 8 (d - 14) mm), Z_d and Z_r the position
 uncertainties of the person and the robot. Here T_s and S_s are PREDICTED (Müller 2026, eqs. (3) and (22) with
-brakes, :mod:`vtm_dynamics.core.estop`), not taken from a data sheet: S_s is the largest displacement, along the
-direction to the person, of the robot's CLOSEST material point - on any link's collision geometry, not only the
-tool - during the predicted stop, over the cases asked for (the envelope's worst corner by default, every case
-on request); T_s the longest stop of those cases.
+brakes, :mod:`vtm_dynamics.core.estop`), not taken from a data sheet: T_s is the longest stop of the cases asked
+for (the envelope's worst corner by default, every case on request). The formula is applied to every part of the
+robot's collision geometry (any link, not only the tool), each with its own nearest material point: v_r that
+point's speed towards the person, S_s its largest displacement along the direction to the person during the
+predicted stops, d its distance to the person. The part with the smallest margin d - S_p limits (the closest part
+need not: a slightly farther one moving fast towards the person can have the larger S_p), and its terms are the
+result's.
 
 :class:`SeparationMonitor` evaluates it from a joint state by name and a person's position, in one call, at a
 continuous rate; :func:`separation_table` evaluates it over the rows of a workspace map
@@ -63,10 +66,13 @@ class SeparationParameters:
 @dataclass(frozen=True)
 class SeparationDistance:
     """Every term of S_p [m] (module docstring) for one state and one person position: ``S_p``, ``S_h``, ``S_r``,
-    ``S_s``, ``C``, ``Z_d``, ``Z_r``, the times ``T_r``, ``T_s`` [s] and speeds ``v_h``, ``v_r`` [m/s]; the robot's
-    closest ``link`` and ``closest_point`` (3), the ``person`` (3) and unit ``direction`` from the point to the
-    person; the current ``separation`` [m] (distance between them), ``margin`` = separation - S_p and ``safe``
-    (margin >= 0 and every case stopped); ``case`` (label of the case that gave S_s) and ``stopped``."""
+    ``S_s``, ``C``, ``Z_d``, ``Z_r``, the times ``T_r``, ``T_s`` [s] and speeds ``v_h``, ``v_r`` [m/s] of the
+    LIMITING part (the smallest margin over the parts, module docstring): its ``link`` and nearest point
+    ``closest_point`` (3), the ``person`` (3) and unit ``direction`` from the point to the person; that point's
+    ``separation`` [m] from the person, ``margin`` = separation - S_p and ``safe`` (margin >= 0 and every case
+    stopped); ``case`` (label of the case that gave S_s) and ``stopped``. ``closest_link`` and
+    ``closest_separation`` [m]: the part nearest to the person (the limiting one or not); ``parts``: every part's
+    :class:`PartSeparation`."""
 
     S_p: float
     S_h: float
@@ -88,6 +94,27 @@ class SeparationDistance:
     safe: bool
     case: str
     stopped: bool
+    closest_link: str = ""
+    closest_separation: float = math.nan
+    parts: tuple["PartSeparation", ...] = ()
+
+
+@dataclass(frozen=True)
+class PartSeparation:
+    """ISO/TS 15066 formula (1) for one collision part of the robot: its ``link``, the ``separation`` [m] from its
+    nearest material ``point`` (3, world frame) to the person, that point's speed ``v_r`` [m/s] and stopping travel
+    ``S_s`` [m] towards the person (unit ``direction``, 3), ``S_p`` [m], ``margin`` = separation - S_p [m] and the
+    ``case`` that gave S_s."""
+
+    link: str
+    separation: float
+    v_r: float
+    S_s: float
+    S_p: float
+    margin: float
+    point: np.ndarray
+    direction: np.ndarray
+    case: str
 
 
 class SeparationMonitor:
@@ -132,44 +159,49 @@ class SeparationMonitor:
         ps = np.array([M.translation for M in self._data.oMi])[None]
         Rp, tp = g.part_placements(Rs, ps)
         target = coal.Transform3s(np.eye(3), p)
-        best, part, point = math.inf, -1, None
-        for k in range(len(g.parts)):
+        preds = predict_stops(self.setup, q[None], v[None], cases=cases, cancel=cancel)[0]
+        poses = [g.joint_poses(pred.q) for pred in preds]
+        stopped = all(pred.stopped for pred in preds)
+        T_s = max(pred.stop_time if pred.stopped else float(pred.t[-1]) for pred in preds)
+        P = self.parameters
+        S_h = P.human_speed * (P.reaction_time + T_s)
+        rest = P.intrusion + P.human_uncertainty + P.robot_uncertainty
+        parts = []
+        for k in range(len(g.parts)):  # every part's nearest point, with its own v_r and S_s (module docstring)
             self._res.clear()
             d = coal.distance(g.parts[k].shape, coal.Transform3s(Rp[0, k], tp[0, k]), self._point, target,
                               self._req, self._res)
-            if d < best:
-                best, part, point = d, k, np.array(self._res.getNearestPoint1())
-        joint = g.parts[part].joint
-        R0, p0 = Rs[0, joint], ps[0, joint]
-        local = R0.T @ (point - p0)
-        gap = p - point
-        separation = max(float(best), 0.0)
-        direction = gap / np.linalg.norm(gap) if np.linalg.norm(gap) > 1e-12 else np.zeros(3)
-        # the point's velocity towards the person (classical linear velocity of the material point)
-        vel_joint = pin.getVelocity(self._model, self._data, joint, pin.ReferenceFrame.LOCAL)
-        v_point = R0 @ (np.array(vel_joint.linear) + np.cross(np.array(vel_joint.angular), local))
-        v_r = max(0.0, float(v_point @ direction))
-        preds = predict_stops(self.setup, q[None], v[None], cases=cases, cancel=cancel)[0]
-        S_s, T_s, worst_case, stopped = 0.0, 0.0, cases[0], True
-        for case, pred in zip(cases, preds):
-            Rj, pj = g.joint_poses(pred.q)
-            travel = pj[:, joint] + Rj[:, joint] @ local - point
-            reach = float(np.max(travel @ direction)) if np.any(direction) else float(np.max(np.linalg.norm(travel, axis=1)))
-            stopped &= pred.stopped
-            t = pred.stop_time if pred.stopped else float(pred.t[-1])
-            if reach > S_s or (reach == S_s and t > T_s):
-                S_s, worst_case = max(reach, 0.0), case
-            T_s = max(T_s, t)
-        P = self.parameters
-        S_h = P.human_speed * (P.reaction_time + T_s)
-        S_r = v_r * P.reaction_time
-        S_p = S_h + S_r + S_s + P.intrusion + P.human_uncertainty + P.robot_uncertainty
-        margin = separation - S_p
+            point = np.array(self._res.getNearestPoint1())
+            joint = g.parts[k].joint
+            R0, p0 = Rs[0, joint], ps[0, joint]
+            local = R0.T @ (point - p0)
+            gap = p - point
+            direction = gap / np.linalg.norm(gap) if np.linalg.norm(gap) > 1e-12 else np.zeros(3)
+            # the point's velocity towards the person (classical linear velocity of the material point)
+            vel_joint = pin.getVelocity(self._model, self._data, joint, pin.ReferenceFrame.LOCAL)
+            v_point = R0 @ (np.array(vel_joint.linear) + np.cross(np.array(vel_joint.angular), local))
+            v_r = max(0.0, float(v_point @ direction))
+            S_s, worst_case, T_case = 0.0, cases[0], 0.0
+            for case, pred, (Rj, pj) in zip(cases, preds, poses):
+                travel = pj[:, joint] + Rj[:, joint] @ local - point
+                reach = (float(np.max(travel @ direction)) if np.any(direction)
+                         else float(np.max(np.linalg.norm(travel, axis=1))))
+                t = pred.stop_time if pred.stopped else float(pred.t[-1])
+                if reach > S_s or (reach == S_s and t > T_case):
+                    S_s, worst_case = max(reach, 0.0), case
+                T_case = max(T_case, t)
+            separation = max(float(d), 0.0)
+            S_p = S_h + v_r * P.reaction_time + S_s + rest
+            parts.append(PartSeparation(g.parts[k].link, separation, v_r, S_s, S_p, separation - S_p, point,
+                                        direction, worst_case.label()))
+        closest = min(parts, key=lambda x: x.separation)
+        lim = min(parts, key=lambda x: x.margin)
         return SeparationDistance(
-            S_p=S_p, S_h=S_h, S_r=S_r, S_s=S_s, C=P.intrusion, Z_d=P.human_uncertainty, Z_r=P.robot_uncertainty,
-            T_r=P.reaction_time, T_s=T_s, v_h=P.human_speed, v_r=v_r, link=g.parts[part].link,
-            closest_point=point, person=p, direction=direction, separation=separation, margin=margin,
-            safe=bool(margin >= 0 and stopped), case=worst_case.label(), stopped=bool(stopped))
+            S_p=lim.S_p, S_h=S_h, S_r=lim.v_r * P.reaction_time, S_s=lim.S_s, C=P.intrusion, Z_d=P.human_uncertainty,
+            Z_r=P.robot_uncertainty, T_r=P.reaction_time, T_s=T_s, v_h=P.human_speed, v_r=lim.v_r, link=lim.link,
+            closest_point=lim.point, person=p, direction=lim.direction, separation=lim.separation,
+            margin=lim.margin, safe=bool(lim.margin >= 0 and stopped), case=lim.case, stopped=bool(stopped),
+            closest_link=closest.link, closest_separation=closest.separation, parts=tuple(parts))
 
 
 @dataclass(frozen=True)
