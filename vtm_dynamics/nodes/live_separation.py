@@ -1,8 +1,9 @@
 """Live protective separation distance (ISO/TS 15066 speed and separation monitoring) in continuous mode of
 ``estop_predictor``: "if the E-stop fired now", S_p = S_h + S_r + S_s + C + Z_d + Z_r with T_s and S_s predicted
 (:class:`vtm_dynamics.core.stopsafe.separation.SeparationMonitor`: formula (1) for every part of any link's
-collision geometry, each part's nearest point with its speed and predicted displacement towards the person over the envelope's
-worst corner or every case; the part with the smallest margin limits and is reported), on ``protective_separation_distance`` (vtm_msgs/SeparationDistance). A continuous output
+collision geometry, each part's nearest point with its speed and predicted displacement towards the person
+over the envelope's worst corner or every case; the part with the smallest margin limits and is reported), on
+``protective_separation_distance`` (vtm_msgs/SeparationDistance). A continuous output
 (``continuous_mode``): it is evaluated from the round's joint state with pauses for E-stop work, and published
 under the continuous gate, never during a stop, with the input's age; a stale input (``live_freshness``) makes
 the message ``success=false`` naming the age.
