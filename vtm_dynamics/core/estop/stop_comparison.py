@@ -3,7 +3,9 @@
 A prediction that stops the robot sooner or shorter than it really stopped is non-conservative: a separation
 distance computed from it is too small. :func:`shortfalls` lists every stop whose predicted stop time or TCP
 distance falls short of the recorded one by more than a tolerance. Stop times are read by one rule on both sides
-(:func:`~.recorded.settle_time`). Units: rad, s, m.
+(:func:`~.recorded.settle_time` with the recorded stop's threshold; for a recording without velocities on the speeds
+:func:`~.recorded.position_velocities` derives from the positions at the recording's sample instants, the
+recorded ones and the prediction's alike: :func:`predicted_stop_time`). Units: rad, s, m.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.output_error import StopPredictor, interp_hermite
-from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
+from vtm_dynamics.core.estop.recorded import RecordedStop, position_velocities, settle_time
 from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -55,10 +57,32 @@ class StopComparison:
         return (pred - rec) / rec if rec and math.isfinite(rec) and math.isfinite(pred) else math.nan
 
 
+def predicted_stop_time(prediction: StopPrediction, stop: RecordedStop, rest_speed: float | None = None) -> float:
+    """The stop time [s] of ``prediction`` by the rule ``stop`` was timed with (threshold ``rest_speed`` [rad/s],
+    default the stop's): :func:`~.recorded.settle_time` of the predicted velocities, or, for a stop timed by its
+    positions (``stop.timed_by_positions``), of :func:`~.recorded.position_velocities` of the predicted angles at
+    the recording's sample instants (continued at its median sample step while the prediction goes on after the
+    last one), so that the recording's noise is the only difference between the two sides; nan if the prediction
+    does not come to rest."""
+    rest_speed = stop.rest_speed if rest_speed is None else rest_speed
+    if not prediction.stopped:
+        return math.nan
+    if not stop.timed_by_positions:
+        return settle_time(prediction.t, prediction.v, rest_speed)
+    times = np.asarray(stop.t, dtype=float)
+    steps = np.diff(times)
+    step = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
+    if step > 0 and prediction.t[-1] > times[-1]:
+        more = int(math.ceil((prediction.t[-1] - times[-1]) / step)) + 2  # past the end: q is constant there
+        times = np.concatenate([times, times[-1] + step * np.arange(1, more + 1)])
+    q = interp_hermite(prediction.t, prediction.q, prediction.v, times)
+    return settle_time(times, position_velocities(times, q), rest_speed)
+
+
 def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, stop: RecordedStop,
                        tcp_frame: str | None, rest_speed: float | None = None) -> StopComparison:
-    """One stop's comparison (a failed prediction compares as nan); the predicted stop time by the stop-time rule
-    with ``rest_speed`` [rad/s] (default: the threshold the recorded stop was timed with)."""
+    """One stop's comparison (a failed prediction compares as nan); the predicted stop time by the rule the recorded
+    one was read with (:func:`predicted_stop_time`), threshold ``rest_speed`` [rad/s] (default: the stop's own)."""
     rest_speed = stop.rest_speed if rest_speed is None else rest_speed
     rec_tcp = pred_tcp = math.nan
     if tcp_frame is not None:
@@ -74,7 +98,7 @@ def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, sto
         pred_tcp = prediction.tcp_straight_distance
     return StopComparison(
         stop.label, stop.q[-1] - stop.q0, prediction.stopping_angles, stop.stop_time,
-        settle_time(prediction.t, prediction.v, rest_speed) if prediction.stopped else math.nan, rec_tcp, pred_tcp,
+        predicted_stop_time(prediction, stop, rest_speed), rec_tcp, pred_tcp,
         float(np.sqrt(np.mean((qp - stop.q) ** 2))), prediction.t, prediction.q,
     )
 
@@ -83,8 +107,8 @@ def compare_stops(robot: RobotModel, brakes: BrakeSet, stops: Sequence[RecordedS
                   settings: StopSettings = StopSettings(step=0.01), rest_speed: float | None = None,
                   predictor: StopPredictor | None = None) -> list[StopComparison]:
     """Predicted vs recorded stopping angle, time and TCP distance for each stop (see :class:`StopComparison`).
-    The predicted time is :func:`~.recorded.settle_time` of the prediction with ``rest_speed`` [rad/s] (default:
-    each stop's own threshold), the rule by which the recorded stop time was read (``RecordedStop.stop_time``)."""
+    The predicted time is read by the rule the recorded stop time was read with (:func:`predicted_stop_time`),
+    with ``rest_speed`` [rad/s] (default: each stop's own threshold)."""
     predictor = predictor or StopPredictor(robot, settings)
     preds = predictor.predict_many([(brakes, s) for s in stops], tcp_frame, to_rest=True)
     return [compare_prediction(robot, p, s, tcp_frame, rest_speed) for p, s in zip(preds, stops)]

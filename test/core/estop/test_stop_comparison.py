@@ -1,0 +1,49 @@
+"""Predictions are timed by the rule their recorded stop was timed with (module stop_comparison)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from core_testdata import REPO
+from vtm_dynamics.core.estop import predict_stop
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.output_error import interp_hermite
+from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
+from vtm_dynamics.core.estop.stop_comparison import predicted_stop_time
+
+UR5_BRAKES = os.path.join(REPO, "test", "core", "estop", "data", "ur5_coulomb_viscous_brakes.yaml")
+Q_MOVING = np.array([0.3, -1.2, 1.5, -0.8, 0.5, 0.2])
+V_MOVING = np.array([2.0, -2.5, 2.8, 1.5, -2.0, 3.0])
+STEP = 0.002  # [s] 500 Hz
+THRESHOLD = 0.05  # [rad/s]
+
+
+@pytest.fixture(scope="module")
+def prediction(ur5):
+    return predict_stop(ur5, brakes_from_config(ur5, UR5_BRAKES), Q_MOVING, V_MOVING)
+
+
+def positions_only(prediction, until: float) -> RecordedStop:
+    """The prediction's own angles sampled at 500 Hz from 1 ms after the trigger to ``until`` [s], without
+    velocities."""
+    t = np.arange(0.001, until, STEP)
+    q = interp_hermite(prediction.t, prediction.q, prediction.v, t)
+    return RecordedStop("positions", Q_MOVING, V_MOVING, t, q, rest_speed=THRESHOLD, timed_by_positions=True)
+
+
+def test_a_stop_timed_by_positions_times_its_prediction_near_where_the_predicted_speed_falls_below_the_threshold(
+        prediction):
+    # independent: the engine's own velocities; the derived speed averages over +-4 ms, so within a few samples
+    assert prediction.stopped
+    expected = settle_time(prediction.t, prediction.v, THRESHOLD)
+    stop = positions_only(prediction, prediction.stop_time + 0.3)
+    assert predicted_stop_time(prediction, stop) == pytest.approx(expected, abs=2 * STEP)
+
+
+def test_a_prediction_that_goes_on_after_the_recording_ends_is_timed_at_its_own_rest_not_at_the_last_sample(
+        prediction):
+    full = positions_only(prediction, prediction.stop_time + 0.3)
+    cut = positions_only(prediction, 0.5 * prediction.stop_time)
+    assert predicted_stop_time(prediction, cut) == pytest.approx(predicted_stop_time(prediction, full), abs=STEP)
+    assert predicted_stop_time(prediction, cut) > cut.t[-1] + 5 * STEP
