@@ -6,12 +6,16 @@ states of the ``pre_window`` [s] before it (:func:`state_at_trigger`; the robot 
 stop ends when the arm is at rest: the first sample after which every joint stays within ``rest_tolerance`` [rad]
 of its value for ``rest_hold`` [s] (so a joint creeping slower than rest_tolerance / rest_hold counts as resting).
 The recorded stop time is when the last joint's recorded speed falls below a threshold for good
-(:func:`~vtm_dynamics.core.estop.recorded.settle_time`; the start of the rest window when the recording has no
-velocities): ``rest_speed`` [rad/s], or ``REST_SPEED_SIGMAS`` times the velocity noise seen in the rest window if
-that is larger (at 3e-3 rad/s noise a 0.01 rad/s threshold is crossed by noise alone a few times per second,
-which pushed recorded stop times late by up to 60 %); the threshold is kept with the stop, and predictions are
-timed by the same one. The samples used for the fit run from
-the trigger to the end of the rest window.
+(:func:`~vtm_dynamics.core.estop.recorded.settle_time`): ``rest_speed`` [rad/s], or ``REST_SPEED_SIGMAS`` times the
+velocity noise seen in the rest window if that is larger (at 3e-3 rad/s noise a 0.01 rad/s threshold is crossed by
+noise alone a few times per second, which pushed recorded stop times late by up to 60 %); the threshold is kept with
+the stop, and predictions are timed by the same one. A recording without velocities is timed the same way on the
+speeds :func:`~vtm_dynamics.core.estop.recorded.position_velocities` derives from its positions over the stop's
+samples (their noise sets the threshold: about 0.07 rad/s at 1e-4 rad and 500 Hz), and the stop is marked
+``timed_by_positions`` so that predictions are timed from their positions at the same instants (it used to be
+timed by the start of the rest window, 3-14 % earlier than the rule its predictions were timed by, which let a
+brake file 15 % too strong pass a 5 % shortfall check). The samples used for the fit run from the trigger to the
+end of the rest window.
 
 A stop that the recording cuts off before the rest window is complete, or a new trigger edge before rest, is an
 error naming the stop: its end is unknown, and a shortened stop would bias the fit. Joint names must match the
@@ -24,7 +28,7 @@ import math
 
 import numpy as np
 
-from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
+from vtm_dynamics.core.estop.recorded import RecordedStop, position_velocities, settle_time
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
 from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE, first_rest
@@ -91,12 +95,6 @@ def model_order(rec: Recording, robot: RobotModel) -> np.ndarray:
     return np.array([names.index(n) for n in robot.joint_names])
 
 
-def _velocities(t: np.ndarray, q: np.ndarray) -> np.ndarray:
-    if t.size < 2:
-        return np.zeros_like(q)
-    return np.gradient(q, t, axis=0)
-
-
 def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = REST_TOLERANCE,
                rest_hold: float = REST_HOLD, rest_speed: float = REST_SPEED,
                pre_window: float = PRE_WINDOW) -> list[RecordedStop]:
@@ -105,7 +103,7 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
     t = rec.joints.t
     q = rec.joints.q[:, cols]
     has_v = rec.joints.v is not None
-    v = rec.joints.v[:, cols] if has_v else _velocities(t, q)
+    v = rec.joints.v[:, cols] if has_v else position_velocities(t, q)
     edges = trigger_edges(rec)
     if edges.size == 0:
         raise RecordingError(f"{rec.name}: the trigger never signals a stop ({rec.rule.type_name} field "
@@ -127,13 +125,11 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): {cause}")
         last = int(np.searchsorted(t, t[end] + rest_hold, side="right")) - 1
         span = slice(first, last + 1)
-        threshold = rest_speed
-        if has_v:
-            resting = v[end:last + 1]
-            spread = 1.4826 * float(np.median(np.abs(resting - np.median(resting, axis=0)))) if resting.size else 0.0
-            threshold = max(rest_speed, REST_SPEED_SIGMAS * spread)
-        stop_time = (settle_time(t[first:last + 1] - te, v[first:last + 1], threshold) if has_v
-                     else float(t[end] - te))
-        stops.append(RecordedStop(label, q0, v0, t[span] - te, q[span], stop_time, float(te), q0_sigma, v0_sigma,
-                                  threshold))
+        ts = t[span] - te
+        speeds = v[span] if has_v else position_velocities(ts, q[span])  # the predictions' rule: see the docstring
+        resting = speeds[end - first:]
+        spread = 1.4826 * float(np.median(np.abs(resting - np.median(resting, axis=0)))) if resting.size else 0.0
+        threshold = max(rest_speed, REST_SPEED_SIGMAS * spread)
+        stops.append(RecordedStop(label, q0, v0, ts, q[span], settle_time(ts, speeds, threshold), float(te), q0_sigma,
+                                  v0_sigma, threshold, timed_by_positions=not has_v))
     return stops
