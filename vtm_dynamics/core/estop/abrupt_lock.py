@@ -38,6 +38,7 @@ class AbruptLock:
         f_imp = self._wrenches(q, zero, jump.dv) - self._wrenches(q, zero, zero)
         for k, i in enumerate(new):
             self.locked[i] = True
+            self.lock_cap[i] = capacity[k]
             self.cap[i] = max(capacity[k], self.hold[i] if self.engaged[i] else 0.0)
             self.rest_since[i] = t
         self._set_phase()

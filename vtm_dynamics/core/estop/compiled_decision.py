@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vtm_dynamics.core.estop.compiled_dynamics import HOLD, braked_dynamics, capacity, jit
+from vtm_dynamics.core.estop.compiled_dynamics import braked_dynamics, capacity, jit
 
 # outcome codes per velocity index
 UNCHANGED, STUCK, SLIPPING, RELEASED = 0, 1, 2, 3
@@ -58,8 +58,8 @@ def _consistent(candidates, S_mask, d, a, lam, cap_now, force, use_force):
 
 @jit
 def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau, work):
-    """The decision at time t [s] (module docstring). Commits it to ``locked``, ``s`` and ``cap`` (a newly stuck
-    brake gets its holding torque as capacity), writes ``outcome`` per joint (UNCHANGED, STUCK, SLIPPING,
+    """The decision at time t [s] (module docstring). Commits it to ``locked``, ``s`` and the lock capacities ``cap``
+    (none for a joint that sticks or is released), writes ``outcome`` per joint (UNCHANGED, STUCK, SLIPPING,
     RELEASED) and the committed split's dynamics (a, lambda, tau). Returns the number of candidates (0: nothing
     to decide, dynamics not computed), or -1 when no split is consistent."""
     n = v.shape[0]
@@ -79,7 +79,7 @@ def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau, 
             k += 1
     cap_now = np.zeros(n)
     for i in C:
-        cap_now[i] = capacity(B, cap[i] if locked[i] > 0.5 else B[HOLD, i], i, t)
+        cap_now[i] = capacity(B, cap[i] if locked[i] > 0.5 else 0.0, engaged[i], i, t)
     use_force = False
     for i in range(n):
         if force[i]:
@@ -139,11 +139,12 @@ def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau, 
         if S_mask[i]:
             if locked[i] < 0.5:
                 locked[i] = 1.0
-                cap[i] = B[HOLD, i]
+                cap[i] = 0.0  # held by its brake alone
                 outcome[i] = STUCK
         else:
             outcome[i] = RELEASED if locked[i] > 0.5 else SLIPPING
             locked[i] = 0.0
+            cap[i] = 0.0  # a released lock does not hold again
             if d[i] != 0.0:
                 s[i] = d[i]
     return count

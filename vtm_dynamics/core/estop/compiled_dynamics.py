@@ -16,7 +16,7 @@ two Pinocchio calls and one compiled call instead of dozens of numpy operations:
   supply lambda_L = (M + A)_LF a_F - (tau - h)_L (eq. (3): M a + h = tau + E_L lambda).
 
 The brake table ``B`` (rows below, one column per velocity index) is fixed for a prediction; the active set is
-described by ``engaged`` / ``locked`` masks (1.0 / 0.0), the slip directions ``s`` and the capacities ``cap``.
+described by ``engaged`` / ``locked`` masks (1.0 / 0.0), the slip directions ``s`` and the lock capacities ``cap`` (0 where none).
 Units: SI (rad/s, rad/s^2, N m, N m s/rad, kg m^2, s).
 """
 
@@ -83,16 +83,24 @@ def brake_torques(B, engaged, locked, s, v, t, tau):
 
 
 @jit
-def capacity(B, c, i, t):
-    """Holding capacity [N m] at time t [s] of joint i held with capacity c: a brake's capacity (c == its holding
-    torque) rises with r_i(t) (zero before its rise begins, whatever its size); lock capacities (pawls, lock
-    events) are not scaled."""
-    if c == B[HOLD, i]:
+def capacity(B, lock, engaged, i, t):
+    """Holding capacity [N m] at time t [s] of joint i with the lock capacity ``lock`` (pawls, lock events; 0 where
+    none) and its brake ``engaged`` (1.0 / 0.0): max(lock, r_i(t) holding_i if engaged else 0). A lock's capacity is
+    not scaled; the brake's rises with its torque (zero before its rise begins, whatever its size)."""
+    c = lock
+    if engaged > 0.5:
         r = rise_factor(B, i, t)
-        if r <= 0.0:
-            return 0.0
-        return c * r
+        if r > 0.0:
+            b = B[HOLD, i] * r
+            if b > c:
+                c = b
     return c
+
+
+@jit
+def releasable(B, lock, engaged, i):
+    """Whether a held joint i can be released: its capacity (:func:`capacity`) is finite at the end of a rise."""
+    return lock < math.inf and not (engaged > 0.5 and B[HOLD, i] == math.inf)
 
 
 @jit

@@ -28,7 +28,7 @@ from vtm_dynamics.core.estop import compiled_steps as cs
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.compiled_decision import RELEASED, SLIPPING, STUCK
 from vtm_dynamics.core.estop.compiled_dynamics import (
-    ARMATURE, BRAKE_ROWS, HOLD, INVERSE_STRIBECK_SPEED, RISE, brake_table,
+    ARMATURE, BRAKE_ROWS, INVERSE_STRIBECK_SPEED, RISE, brake_table,
 )
 from vtm_dynamics.core.estop.event_loop import ScheduledLock, first_positive
 from vtm_dynamics.core.estop.inputs import StopSettings
@@ -152,10 +152,9 @@ class CompiledEngine:
         f_dv = joint_forces(self.d, self.m.njoints)
         pin.rnea(self.m, self.d, q, zero, zero)
         f_imp = f_dv - joint_forces(self.d, self.m.njoints)
-        hold = X[cs.BRAKES + HOLD]
         for k, i in enumerate(new):
             X[cs.LOCKED, i] = 1.0
-            X[cs.CAP, i] = max(capacity[k], hold[i] if X[cs.ENGAGED, i] > 0.5 else 0.0)
+            X[cs.CAP, i] = capacity[k]  # the brake's own capacity is added as it rises (compiled_dynamics.capacity)
             self.rest_since[i] = t
         self._set_state(t, q, jump.v_plus, float(self.Z[cs.W0]))
         self._record_event(t, "lock", new, q, v, jump.v_plus, jump.dv, jump.impulses, jump.locked,
@@ -204,12 +203,9 @@ class CompiledEngine:
             if due:
                 eng = [e[3] for e in due if e[2] == "engage"]
                 if eng:
-                    hold = X[cs.BRAKES + HOLD]
                     for i in eng:
-                        X[cs.ENGAGED, i] = 1.0
-                        if X[cs.LOCKED, i] > 0.5:
-                            X[cs.CAP, i] = max(X[cs.CAP, i], hold[i])
-                        elif X[cs.V0, i] != 0.0:
+                        X[cs.ENGAGED, i] = 1.0  # a held joint's capacity gains the brake's (rising) capacity
+                        if X[cs.LOCKED, i] < 0.5 and X[cs.V0, i] != 0.0:
                             X[cs.DIRECTION, i] = np.sign(X[cs.V0, i])
                     q, v = X[cs.Q0].copy(), X[cs.V0].copy()
                     stuck, slip, rel = self._decide(no_force)

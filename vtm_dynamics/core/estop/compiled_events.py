@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from vtm_dynamics.core.estop.compiled_dynamics import BRAKE_ROWS, capacity, jit
+from vtm_dynamics.core.estop.compiled_dynamics import BRAKE_ROWS, capacity, jit, releasable
 from vtm_dynamics.core.estop.compiled_steps import (
     BRAKES, CAP, DIRECTION, DP_A, ENGAGED, H, KS, LAM, LAM0, LOCKED, P, Q0, Q1, QE, QS, SCRATCH, T0, T1, TAU,
     TAU1, V0, V1, VE, VS, VST, W0, WE, brakes_when_sliding, evaluate,
@@ -167,9 +167,10 @@ def start_margin(X, Z):
 def _margin(X, row, t):
     n = X.shape[1]
     g = -np.inf
+    B = X[BRAKES:BRAKES + BRAKE_ROWS]
     for i in range(n):
-        if X[LOCKED, i] > 0.5 and X[CAP, i] < math.inf:
-            g = max(g, abs(X[row, i]) - capacity(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], i, t))
+        if X[LOCKED, i] > 0.5 and releasable(B, X[CAP, i], X[ENGAGED, i], i):
+            g = max(g, abs(X[row, i]) - capacity(B, X[CAP, i], X[ENGAGED, i], i, t))
     return g
 
 
@@ -177,10 +178,11 @@ def _margin(X, row, t):
 def release_force(X, t, force):
     """Held joints whose needed torque (row LAM0) is at their capacity at time t [s] to rounding (1e-9)."""
     n = X.shape[1]
+    B = X[BRAKES:BRAKES + BRAKE_ROWS]
     for i in range(n):
         force[i] = False
-        if X[LOCKED, i] > 0.5 and X[CAP, i] < math.inf:
-            cap = capacity(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], i, t)
+        if X[LOCKED, i] > 0.5 and releasable(B, X[CAP, i], X[ENGAGED, i], i):
+            cap = capacity(B, X[CAP, i], X[ENGAGED, i], i, t)
             force[i] = abs(X[LAM0, i]) >= cap * (1.0 - 1e-9)
 
 

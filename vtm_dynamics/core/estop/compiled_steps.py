@@ -28,7 +28,7 @@ import numpy as np
 from vtm_dynamics.core.estop.compiled_decision import decide
 from vtm_dynamics.core.estop.compiled_dynamics import (
     ARMATURE, BRAKE_ROWS, INVERSE_STRIBECK_SPEED, RISE, SLIDING, STRIBECK_AMPLITUDE, VISCOUS, braked_dynamics, capacity,
-    jit, rise_factor,
+    jit, releasable, rise_factor,
 )
 
 # --- rows of X (nv columns each)
@@ -41,7 +41,7 @@ Q1, V1 = 20, 21  # 5th-order solution at the step end
 QE, VE = 22, 23  # a state on the continuous extension (events)
 TAU0, LAM0 = 24, 25  # brake and holding torques at the step start
 TAU1, LAM1 = 26, 27  # brake and holding torques at the step end
-ENGAGED, LOCKED, DIRECTION, CAP = 28, 29, 30, 31  # active set: 1.0 / 0.0 masks, slip directions, capacities
+ENGAGED, LOCKED, DIRECTION, CAP = 28, 29, 30, 31  # active set: 1.0 / 0.0 masks, slip directions, lock capacities
 SCRATCH = 32  # accelerations not kept (release location)
 BRAKES = 33  # BRAKE_ROWS rows: the brake table of compiled_dynamics
 HC = BRAKES + BRAKE_ROWS  # h(q, v) of the current step-start state
@@ -244,8 +244,8 @@ def end_step(X, Z, R):
         if X[ENGAGED, i] > 0.5 and X[LOCKED, i] < 0.5 and brakes_when_sliding(X, i) and X[DIRECTION, i] != 0.0:
             if X[V1, i] * X[DIRECTION, i] <= 0.0:
                 flags |= CROSSING
-        elif X[LOCKED, i] > 0.5 and X[CAP, i] < math.inf:
-            if abs(X[LAM1, i]) > capacity(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], i, Z[T1]):
+        elif X[LOCKED, i] > 0.5 and releasable(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], X[ENGAGED, i], i):
+            if abs(X[LAM1, i]) > capacity(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], X[ENGAGED, i], i, Z[T1]):
                 flags |= RELEASE
     if flags == ACCEPTED:
         commit_end(X, Z, R)

@@ -91,7 +91,8 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
         self.hold = brakes.holding_torque
         self.engaged = np.zeros(self.nv, dtype=bool)
         self.locked = np.zeros(self.nv, dtype=bool)
-        self.cap = np.zeros(self.nv)  # holding capacity of locked joints
+        self.cap = np.zeros(self.nv)  # holding capacity of locked joints [N m] at the end of every rise
+        self.lock_cap = np.zeros(self.nv)  # capacity of the pawls / lock events holding joints [N m] (0: none)
         self.s = np.zeros(self.nv)  # slip direction of engaged free joints (frozen between events)
         self.events: list[StopEvent] = []
         self.rest_since = np.full(self.nv, np.nan)
@@ -263,7 +264,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             tau_r = math.inf
             ri = self.release_idx
             if ri.size:
-                if (np.abs(k1[1].take(self._release_pos)) > self._capacity(self.cap.take(ri), ri, t + h)).any():
+                if (np.abs(k1[1].take(self._release_pos)) > self._capacity(ri, t + h)).any():
                     tau_r = self._locate_release(q, v, W, h, k, ri, min(tau_c, h))
             if tau_c == math.inf and tau_r == math.inf:
                 t = t_next if h == t_next - t else t + h  # land exactly on time events
@@ -330,7 +331,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                 lf = np.zeros(self.nv)
                 lf[self.L] = ke[1]
                 cap_now = np.zeros(self.nv)
-                cap_now[ri] = self._capacity(self.cap.take(ri), ri, t)
+                cap_now[ri] = self._capacity(ri, t)
                 force = frozenset(int(i) for i in ri if abs(lf[i]) >= cap_now[i] * (1 - 1e-9))
             self._clock = t
             newly, slip, rel = self._decide(t, q, v, force)
@@ -377,7 +378,6 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
     def _locate_release(self, q, v, W, h, k, ri, h_max) -> float:
         """Earliest time in (0, h_max] [s] where a held joint's needed torque reaches its capacity (Illinois)."""
         t0 = self._t0
-        cap = self.cap[ri]
 
         def g(tau):
             qq, vv, _ = self._step(q, v, W, tau, (k[0], k[2] @ v))
@@ -385,10 +385,10 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
             _, lam, _ = self._f(qq, vv)
             lf = np.zeros(self.nv)
             lf[self.L] = lam
-            return float(np.max(np.abs(lf[ri]) - self._capacity(cap, ri, t0 + tau)))
+            return float(np.max(np.abs(lf[ri]) - self._capacity(ri, t0 + tau)))
         lf = np.zeros(self.nv)
         lf[self.L] = k[1]
-        ga = float(np.max(np.abs(lf[ri]) - self._capacity(cap, ri, t0)))
+        ga = float(np.max(np.abs(lf[ri]) - self._capacity(ri, t0)))
         return first_positive(g, h_max, ga, 1e-12)
 
 

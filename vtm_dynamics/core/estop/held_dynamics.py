@@ -124,22 +124,23 @@ class HeldSetDynamics:
         """The brakes' rise factors r(t) in [0, 1] (1 for brakes without a rise time)."""
         return np.where(self.rise > 0.0, np.clip((t - self.engage_t) / self.rise_safe, 0.0, 1.0), 1.0)
 
-    def _capacity(self, cap: np.ndarray, idx, t: float) -> np.ndarray:
-        """Holding capacities ``cap`` [N m] of the velocity indices ``idx`` (None: all joints) at time t [s]: a
-        brake's capacity rises with its torque (r(t) hold); other capacities (pawls, locks) are not scaled.
+    def _capacity(self, idx, t: float) -> np.ndarray:
+        """Holding capacities [N m] of the velocity indices ``idx`` (None: all joints) at time t [s]:
+        max(lock capacity, r_i(t) holding_i if joint i's brake is engaged else 0). The capacity of a pawl or lock
+        event (``lock_cap``, 0 where none) is not scaled; the brake's rises with its torque and is zero until its
+        rise begins, whatever its size (inf x 0 is not a number). Without rise times this is ``cap``, the capacity
+        of the held joints at the end of every rise.
 
-        An infinite capacity times a zero rise factor is not a number: a brake's capacity is zero until its rise
-        begins, whatever its size, and lock capacities are never multiplied."""
+        Only held joints and engaged joints at rest are asked for (a joint that is not held has no lock capacity)."""
         if not self.has_rise:
-            return cap
-        if idx is None:
-            hold, r = self.hold, self._ramp(t)
-        else:
-            hold = self.hold.take(idx) if not np.isscalar(idx) else self.hold[idx]
-            r = self._ramp(t).take(idx)
-        with np.errstate(invalid="ignore"):  # inf x 0 where a rise has not begun: replaced by 0 below
-            rising = hold * r
-        return np.where(cap == hold, np.where(r > 0.0, rising, 0.0), cap)
+            if idx is not None:
+                return self.cap.take(idx)
+            return np.maximum(self.lock_cap, np.where(self.engaged, self.hold, 0.0))
+        r = self._ramp(t)
+        with np.errstate(invalid="ignore"):  # inf x 0 where a rise has not begun: replaced by 0
+            brake = np.where(self.engaged & (r > 0.0), self.hold * r, 0.0)
+        c = np.maximum(self.lock_cap, brake)
+        return c if idx is None else c.take(idx)
 
     def _f(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(a [rad/s^2], lambda_L [N m], tau_b [N m]) for the current phase (eq. (3) with held joints).

@@ -63,7 +63,7 @@ class StickSlipDecisions:
         self._k_after = None
         if C.size == 0:
             return StickSlipOutcome([], [], [])
-        cap = self._capacity(np.where(self.locked, self.cap, self.hold), None, t)  # brakes' capacities rise (r(t) hold)
+        cap = self._capacity(None, t)  # a lock's capacity, or the brake's as it rises (r(t) hold)
         C_list = C.tolist()
         S = set(C_list)
         d = np.zeros(self.nv)
@@ -119,10 +119,12 @@ class StickSlipDecisions:
             if not self.locked[i]:
                 self.locked[i] = True
                 self.cap[i] = self.hold[i]
+                self.lock_cap[i] = 0.0
                 self.rest_since[i] = t
         for i in Ra:
             if self.locked[i]:
                 self.locked[i] = False
+                self.lock_cap[i] = 0.0  # a released lock does not hold again
                 self.rest_since[i] = np.nan
             self.s[i] = d[i] if d[i] != 0 else self.s[i]
         self._set_phase()
