@@ -49,3 +49,56 @@ def test_a_pawl_holds_with_its_own_capacity_while_the_brake_torque_still_rises(p
     else:
         assert released(p, "joint3") == pytest.approx([0.002], abs=1e-12)  # the pawl alone cannot hold it
 
+
+def pawl_after_brake(robot, pawl_delay=None):
+    """Joint 1 swings (3 rad/s) until its brake engages at 50 ms; joint 3's brake (700 N m, too weak for the swing's
+    reaction at 50 ms) holds it from 0, optionally with a form-locking pawl at ``pawl_delay``."""
+    joint3 = {"sliding_torque": 600.0, "holding_torque": 700.0, "engage_delay": 0.0}
+    if pawl_delay is not None:
+        joint3["pawl_delay"] = pawl_delay  # pawl_holding_torque: inf (a form lock)
+    return planar(robot, joint3, joint1={**STRONG, "engage_delay": 0.05}, joint2={**STRONG, "engage_delay": 0.0})
+
+
+SWING = np.array([3.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("how", ["pawl", "lock_event"])
+def test_a_lock_on_a_joint_the_brake_already_holds_holds_it_with_the_locks_capacity(planar_3r, engine, how):
+    """Joint 3 is held by its brake from t = 0; a rigid lock (a pawl at 5 ms, or a LockEvent) on it adds its own
+    (infinite) capacity: joint 3 is not released when joint 1's brake engages at 50 ms, as it is without the lock.
+    The lock is recorded at 5 ms and makes no velocity jump (joint 3 is already at rest, no joint newly locks)."""
+    settings = StopSettings(engine=engine)
+    without = predict_stop(planar_3r, pawl_after_brake(planar_3r), HORIZONTAL, SWING, settings=settings)
+    assert not held_after(without, 2, 0.0)  # the brake alone lets go: the lock below is what holds
+    if how == "pawl":
+        p = predict_stop(planar_3r, pawl_after_brake(planar_3r, 0.005), HORIZONTAL, SWING, settings=settings)
+    else:
+        p = predict_stop(planar_3r, pawl_after_brake(planar_3r), HORIZONTAL, SWING, settings=settings,
+                         lock_events=[LockEvent(0.005, "joint3")])
+    lock = [e for e in p.events if e.kind == "lock"]
+    assert len(lock) == 1 and lock[0].time == pytest.approx(0.005, abs=1e-12) and lock[0].joints == ("joint3",)
+    np.testing.assert_array_equal(lock[0].v_plus, lock[0].v_minus)
+    assert lock[0].energy_loss == 0.0
+    assert held_after(p, 2, 0.0) and released(p, "joint3") == []
+    assert np.all(p.q[:, 2] == HORIZONTAL[2])  # joint 3 never moved
+    assert p.stopped
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_lock_on_a_held_and_a_free_joint_jumps_only_the_free_ones_and_records_both(planar_3r, engine):
+    """Joint 2 is held by its brake from t = 0 and locked at 10 ms; at 20 ms a lock of joints 1 (swinging) and 2: each
+    is recorded with all its joints; the jump of eq. (22) stops joint 1 and keeps the momentum of joint 3, which
+    stays free ((M v+)_3 = (M v-)_3)."""
+    brakes = planar(planar_3r, {"sliding_torque": 10.0, "holding_torque": 10.0, "engage_delay": 1.0},
+                    joint1={**STRONG, "engage_delay": 1.0}, joint2={**STRONG, "engage_delay": 0.0})
+    p = predict_stop(planar_3r, brakes, HORIZONTAL, SWING, settings=StopSettings(engine=engine, t_max=0.05),
+                     lock_events=[LockEvent(0.01, "joint2"), LockEvent(0.02, ("joint1", "joint2"))])
+    lock = [e for e in p.events if e.kind == "lock"]
+    assert [e.time for e in lock] == pytest.approx([0.01, 0.02], abs=1e-12)
+    assert set(lock[1].joints) == {"joint1", "joint2"}
+    e = lock[1]
+    assert e.v_plus[0] == 0.0 and e.v_plus[1] == 0.0
+    M = planar_3r.mass_matrix(e.q)
+    assert (M @ e.v_plus)[2] == pytest.approx((M @ e.v_minus)[2], rel=1e-9)
+    assert e.energy_loss > 0.0

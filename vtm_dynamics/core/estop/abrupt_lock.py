@@ -24,17 +24,27 @@ class AbruptLock:
     """Lock joints at an instant with the momentum-consistent jump; records the ``lock`` event."""
 
     def _abrupt_lock(self, t: float, q: np.ndarray, v: np.ndarray, idx: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-        """Lock the velocity indices ``idx`` (holding ``capacity`` [N m]) at time t [s]; returns v+ [rad/s]."""
-        keep = [k for k, i in enumerate(idx) if not self.locked[i]]  # joints already held keep their lock
-        if not keep:
+        """Lock the velocity indices ``idx`` (holding ``capacity`` [N m] each) at time t [s]; returns v+ [rad/s].
+
+        The joints not yet held lock with the jump of eq. (22); a joint already held (v_i = 0, no jump) gains the
+        lock's capacity beside its brake's. One ``lock`` event names all of ``idx``."""
+        idx = np.asarray(idx, dtype=int)
+        capacity = np.broadcast_to(np.asarray(capacity, dtype=float), idx.shape)
+        held = self.locked[idx]
+        for i, c in zip(idx[held], capacity[held]):
+            self.lock_cap[i] = max(self.lock_cap[i], c)
+            self.cap[i] = max(self.cap[i], c)
+        new, capacity = idx[~held], capacity[~held]
+        zero = np.zeros(self.nv)
+        if not new.size:
+            self._set_phase()  # a rigid lock makes a held joint unreleasable
+            static = self._wrenches(q, zero, zero)
+            self._record_event(t, "lock", idx, q, v, v, zero, np.zeros(self.nL), self.L, 0.0, static - static)
             return v
-        new = np.asarray(idx, dtype=int)[keep]
-        capacity = np.asarray(capacity)[keep]  # aligned with ``new``
         M = pin.crba(self.m, self.d, q).copy()
         M = np.triu(M) + np.triu(M, 1).T
         jump = switching.joint_lock_jump(M, self.L, new, v, self.st.jump_method)
         self.impulse_energy += jump.energy_loss
-        zero = np.zeros(self.nv)
         f_imp = self._wrenches(q, zero, jump.dv) - self._wrenches(q, zero, zero)
         for k, i in enumerate(new):
             self.locked[i] = True
@@ -42,6 +52,7 @@ class AbruptLock:
             self.cap[i] = max(capacity[k], self.hold[i] if self.engaged[i] else 0.0)
             self.rest_since[i] = t
         self._set_phase()
-        self._record_event(t, "lock", new, q, v, jump.v_plus, jump.dv, jump.impulses, jump.locked, jump.energy_loss,
+        self._record_event(t, "lock", idx, q, v, jump.v_plus, jump.dv, jump.impulses, jump.locked, jump.energy_loss,
                            f_imp)
         return jump.v_plus
+

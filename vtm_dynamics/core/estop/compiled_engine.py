@@ -133,21 +133,29 @@ class CompiledEngine:
     # ---------------------------------------------------------------- abrupt locks (eq. (22))
     def _abrupt_lock(self, t: float, lock: ScheduledLock) -> None:
         """Lock ``lock.joints`` with the momentum-consistent jump (:mod:`.abrupt_lock`, eq. (22)) at the
-        step-start state; the state becomes (q, v+)."""
+        step-start state; the state becomes (q, v+). A joint already held (v_i = 0, no jump) gains the lock's
+        capacity beside its brake's; one ``lock`` event names all the lock's joints."""
         X, n = self.X, self.nv
         locked = X[cs.LOCKED] > 0.5
-        keep = [k for k, i in enumerate(lock.joints) if not locked[i]]
-        if not keep:
-            return
-        new = np.asarray(lock.joints, dtype=int)[keep]
-        capacity = np.asarray(lock.capacity)[keep]
+        idx = np.asarray(lock.joints, dtype=int)
+        capacity = np.broadcast_to(np.asarray(lock.capacity, dtype=float), idx.shape)
+        held = locked[idx]
+        for i, c in zip(idx[held], capacity[held]):
+            X[cs.CAP, i] = max(X[cs.CAP, i], c)
+        new, capacity = idx[~held], capacity[~held]
         q, v = X[cs.Q0].copy(), X[cs.V0].copy()
+        zero = np.zeros(n)
+        if not new.size:
+            pin.rnea(self.m, self.d, q, zero, zero)
+            static = joint_forces(self.d, self.m.njoints)
+            self._record_event(t, "lock", idx, q, v, v, zero, np.zeros(int(locked.sum())), np.flatnonzero(locked),
+                               0.0, static - static)
+            return
         M = X[cs.MC:cs.MC + n].copy()
         M = np.triu(M) + np.triu(M, 1).T + np.diag(X[cs.BRAKES + ARMATURE])
         jump = switching.joint_lock_jump(M, np.flatnonzero(locked), new, v, self.st.jump_method)
         self.impulse_energy += jump.energy_loss
         self.Z[cs.J] = self.impulse_energy
-        zero = np.zeros(n)
         pin.rnea(self.m, self.d, q, zero, jump.dv)
         f_dv = joint_forces(self.d, self.m.njoints)
         pin.rnea(self.m, self.d, q, zero, zero)
@@ -157,7 +165,7 @@ class CompiledEngine:
             X[cs.CAP, i] = capacity[k]  # the brake's own capacity is added as it rises (compiled_dynamics.capacity)
             self.rest_since[i] = t
         self._set_state(t, q, jump.v_plus, float(self.Z[cs.W0]))
-        self._record_event(t, "lock", new, q, v, jump.v_plus, jump.dv, jump.impulses, jump.locked,
+        self._record_event(t, "lock", idx, q, v, jump.v_plus, jump.dv, jump.impulses, jump.locked,
                            jump.energy_loss, f_imp)
 
     # ---------------------------------------------------------------- main loop
