@@ -114,6 +114,8 @@ def _bad_brakes(tmp_path, entry):
     (lambda t: ["ur5", "--q", "0", "0", "0", "--v", "0", "0", "0"], "q"),
     (lambda t: ["ur5", "--state", "flying"], "state"),
     (lambda t: ["ur5", "--lock", "elbow_joint"], "lock"),
+    (lambda t: ["ur5", "--category", "1", "--max-duration", "-0.2"], "category_one.max_duration"),
+    (lambda t: ["ur5", "--category", "1", "--max-duration", "nan"], "category_one.max_duration"),
     (lambda t: ["kuka"], "argument robot: unknown robot 'kuka'"),
     (lambda t: ["--urdf", str(t / "missing.urdf"), "--brakes", "x.yaml"], "urdf"),
 ])

@@ -27,6 +27,9 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
         if np.ndim(c1.deceleration) == 0 else stop_vector(c1.deceleration, nv, "category_one.deceleration")
     if not np.all(np.isfinite(dec)) or np.any(dec <= 0):
         raise StopInputError("category_one.deceleration: must be positive and finite")
+    if c1.max_duration is not None and not (math.isfinite(float(c1.max_duration)) and float(c1.max_duration) >= 0.0):
+        # a negative time would cut the power before the stop begins (the ramp extrapolated backwards)
+        raise StopInputError(f"category_one.max_duration: must be a finite number >= 0 s, got {c1.max_duration!r}")
     T = float(np.max(np.abs(v0) / dec)) if np.any(v0 != 0) else 0.0
     lim = None
     if c1.torque_limits == "urdf":
