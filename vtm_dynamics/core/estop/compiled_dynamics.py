@@ -16,7 +16,8 @@ two Pinocchio calls and one compiled call instead of dozens of numpy operations:
   supply lambda_L = (M + A)_LF a_F - (tau - h)_L (eq. (3): M a + h = tau + E_L lambda).
 
 The brake table ``B`` (rows below, one column per velocity index) is fixed for a prediction; the active set is
-described by ``engaged`` / ``locked`` masks (1.0 / 0.0), the slip directions ``s`` and the lock capacities ``cap`` (0 where none).
+described by ``engaged`` / ``locked`` masks (1.0 / 0.0), the slip directions ``s`` and the lock capacities ``cap``
+(0 where none).
 Units: SI (rad/s, rad/s^2, N m, N m s/rad, kg m^2, s).
 """
 

@@ -44,8 +44,8 @@ class LockEvent:
 class CategoryOne:
     """Category-1 stop parameters: per-joint deceleration limits ``deceleration`` [rad/s^2] (scalar or nv values),
     optional ``torque_limits`` [N m] (nv values, or "urdf" for the model's effort limits) that lengthen the ramp
-    until the drive torques fit, and ``max_duration`` [s] after which power is cut regardless (None: never; else finite and >= 0, checked when
-    the ramp is computed)."""
+    until the drive torques fit, and ``max_duration`` [s] after which power is cut regardless (None: never; else
+    finite and >= 0, checked when the ramp is computed)."""
 
     deceleration: float | tuple[float, ...] = CATEGORY1_DECELERATION
     torque_limits: str | tuple[float, ...] | None = None
