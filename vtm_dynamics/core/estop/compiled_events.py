@@ -22,7 +22,7 @@ import numpy as np
 from vtm_dynamics.core.estop.compiled_dynamics import BRAKE_ROWS, capacity, jit, releasable
 from vtm_dynamics.core.estop.compiled_steps import (
     BRAKES, CAP, DIRECTION, DP_A, ENGAGED, H, KS, LAM, LAM0, LOCKED, P, Q0, Q1, QE, QS, SCRATCH, T0, T1, TAU,
-    TAU1, V0, V1, VE, VS, VST, W0, WE, brakes_when_sliding, evaluate,
+    TAU1, V0, V1, VE, VS, VST, W0, WE, watched_for_rest, evaluate,
 )
 
 # Shampine's continuous extension: y(t0 + theta h) = y0 + h sum_s k_s (D[s] . (theta, theta^2, theta^3, theta^4))
@@ -129,7 +129,7 @@ def locate_crossing(X, Z, simultaneity, zero):
     best = np.inf
     for i in range(n):
         zero[i] = False
-        if X[ENGAGED, i] > 0.5 and X[LOCKED, i] < 0.5 and brakes_when_sliding(X, i) and X[DIRECTION, i] != 0.0 \
+        if X[ENGAGED, i] > 0.5 and X[LOCKED, i] < 0.5 and watched_for_rest(X, i) and X[DIRECTION, i] != 0.0 \
                 and X[V1, i] * X[DIRECTION, i] <= 0.0:
             for k in range(4):
                 acc = 0.0

@@ -27,8 +27,8 @@ import numpy as np
 
 from vtm_dynamics.core.estop.compiled_decision import decide
 from vtm_dynamics.core.estop.compiled_dynamics import (
-    ARMATURE, BRAKE_ROWS, INVERSE_STRIBECK_SPEED, RISE, SLIDING, STRIBECK_AMPLITUDE, VISCOUS, braked_dynamics, capacity,
-    jit, releasable, rise_factor,
+    ARMATURE, BRAKE_ROWS, HOLD, INVERSE_STRIBECK_SPEED, RISE, SLIDING, STRIBECK_AMPLITUDE, VISCOUS, braked_dynamics,
+    capacity, jit, releasable, rise_factor,
 )
 
 # --- rows of X (nv columns each)
@@ -241,7 +241,7 @@ def end_step(X, Z, R):
     Z[W1] = W1_
     flags = ACCEPTED
     for i in range(n):
-        if X[ENGAGED, i] > 0.5 and X[LOCKED, i] < 0.5 and brakes_when_sliding(X, i) and X[DIRECTION, i] != 0.0:
+        if X[ENGAGED, i] > 0.5 and X[LOCKED, i] < 0.5 and watched_for_rest(X, i) and X[DIRECTION, i] != 0.0:
             if X[V1, i] * X[DIRECTION, i] <= 0.0:
                 flags |= CROSSING
         elif X[LOCKED, i] > 0.5 and releasable(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], X[ENGAGED, i], i):
@@ -253,9 +253,12 @@ def end_step(X, Z, R):
 
 
 @jit
-def brakes_when_sliding(X, i):
-    """Whether joint i's brake exerts a torque while it slides (sliding, Stribeck or viscous part)."""
-    return X[BRAKES + SLIDING, i] > 0.0 or X[BRAKES + VISCOUS, i] > 0.0 or X[BRAKES + STRIBECK_AMPLITUDE, i] > 0.0
+def watched_for_rest(X, i):
+    """Whether the zero crossings of sliding joint i's velocity are events: its brake exerts a torque while it slides
+    (sliding, Stribeck or viscous part) or can hold it at rest (holding torque > 0; a brake without sliding torque
+    still catches its joint where it comes to rest)."""
+    return X[BRAKES + SLIDING, i] > 0.0 or X[BRAKES + VISCOUS, i] > 0.0 or X[BRAKES + STRIBECK_AMPLITUDE, i] > 0.0 \
+        or X[BRAKES + HOLD, i] > 0.0
 
 
 @jit

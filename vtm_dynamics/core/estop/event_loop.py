@@ -97,7 +97,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
         self.events: list[StopEvent] = []
         self.rest_since = np.full(self.nv, np.nan)
         self.impulse_energy = 0.0
-        self._brake_key = self.ts.tobytes() + self.c.tobytes()
+        self._brake_key = self.ts.tobytes() + self.c.tobytes() + (self.hold > 0.0).tobytes()  # see _phase
         stribeck = brakes.stribeck
         self.has_stribeck = bool(stribeck.any())
         self.dbr = np.where(stribeck, brakes.breakaway_torque - brakes.sliding_torque, 0.0)

@@ -39,10 +39,11 @@ class HeldPhase:
     Brake torque on the free engaged joints tau_b = ``brake_constant`` + ``brake_viscous`` * v [N m, N m s/rad]
     (``viscous``: whether the second part is nonzero); the held set ``held`` (L, ``n_held``) and the free set
     ``free`` (F, ``n_free``); ``flat_free_free`` and ``flat_held_free``: flat indices of M_FF and of M_LF in the
-    upper triangle that ``pin.crba`` fills; ``sliding``: free engaged joints with a brake torque, with their slip
-    directions ``slide_directions`` (+-1); ``releasable``: held joints with a finite capacity, and their rows
-    ``release_rows`` in lambda_L; ``brake_stribeck`` [N m]: amplitude -s (breakaway - sliding) of the Stribeck
-    term on the free engaged joints (None when no brake has one), multiplied by exp(-(v / v_s)^2)."""
+    upper triangle that ``pin.crba`` fills; ``sliding``: free engaged joints with a brake torque or a holding
+    torque (their zero crossings are events), with their slip directions ``slide_directions`` (+-1);
+    ``releasable``: held joints with a finite capacity, and their rows ``release_rows`` in lambda_L;
+    ``brake_stribeck`` [N m]: amplitude -s (breakaway - sliding) of the Stribeck term on the free engaged joints
+    (None when no brake has one), multiplied by exp(-(v / v_s)^2)."""
 
     brake_constant: np.ndarray
     brake_viscous: np.ndarray
@@ -84,7 +85,8 @@ class HeldSetDynamics:
             L = np.flatnonzero(locked)
             F = np.flatnonzero(~locked)
             cv = np.where(slide, -self.c, 0.0)
-            sliding = np.flatnonzero(slide & ((self.ts > 0) | (self.c > 0)))
+            # watched for coming to rest: a brake torque while sliding, or a brake that can hold the joint
+            sliding = np.flatnonzero(slide & ((self.ts > 0) | (self.c > 0) | (self.dbr > 0) | (self.hold > 0)))
             releasable = np.flatnonzero(locked & np.isfinite(self.cap))
             stribeck = np.where(slide, -s * self.dbr, 0.0) if self.has_stribeck else None
             hit = HeldPhase(
