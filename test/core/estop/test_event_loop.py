@@ -39,3 +39,17 @@ def test_a_brake_that_only_holds_catches_its_joint_where_it_comes_to_rest(planar
     kinetic = 0.5 * v0 @ planar_3r.mass_matrix(HORIZONTAL) @ v0
     rise = potential_energy(planar_3r, p.q_final) - potential_energy(planar_3r, HORIZONTAL)
     assert rise == pytest.approx(kinetic, rel=1e-6)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_joint_that_a_brake_engagement_releases_is_recorded_as_released(planar_3r, engine):
+    """Joint 3 is held by its brake (700 N m) from t = 0 while joint 1 swings; when joint 1's brake engages at 50 ms
+    the reaction exceeds joint 3's capacity and the decision at the engagement releases it: each change from held
+    to free in the series is a release event of that joint at that time."""
+    brakes = planar(planar_3r, {**STRONG, "engage_delay": 0.05}, {**STRONG, "engage_delay": 0.0},
+                    {"sliding_torque": 600.0, "holding_torque": 700.0, "engage_delay": 0.0})
+    p = predict_stop(planar_3r, brakes, HORIZONTAL, np.array([3.0, 0.0, 0.0]), settings=StopSettings(engine=engine))
+    changes = [(float(p.t[k + 1]), p.joint_names[j]) for k, j in zip(*np.nonzero(p.locked[:-1] & ~p.locked[1:]))]
+    assert (0.05, "joint3") in [(pytest.approx(t, abs=1e-12), name) for t, name in changes]
+    for t, name in changes:
+        assert any(e.kind == "release" and name in e.joints and abs(e.time - t) <= 1e-12 for e in p.events), (t, name)

@@ -220,6 +220,7 @@ class CompiledEngine:
                     self._ensure_room(2)
                     cs.record(X, Z, self.R)
                     self._record_event(t, "engage", eng + [i for i in stuck if i not in eng], q, v, v)
+                    self._record_decision(t, [], slip, rel, q, v, v)  # the engagement's load may free others
                 for lock in (e[3] for e in due if e[2] == "lock"):
                     self._abrupt_lock(t, lock)
                     free_eng = (X[cs.ENGAGED] > 0.5) & (X[cs.LOCKED] < 0.5)

@@ -219,6 +219,7 @@ class BrakingEngine(HeldSetDynamics, RungeKuttaSteps, StickSlipDecisions, Abrupt
                     newly, slip, rel = self._decide(t, q, v)
                     k = record(t, q, v, self._k_after)
                     self._record_event(t, "engage", eng + [i for i in newly if i not in eng], q, v, v, k=k)
+                    self._record_decision(t, [], slip, rel, q, v, v, k)  # the engagement's load may free others
                 for lock in (e.lock for e in due if e.kind == "lock"):
                     v = self._abrupt_lock(t, q, v, lock.joints, lock.capacity)
                     free_eng = self.engaged & ~self.locked
