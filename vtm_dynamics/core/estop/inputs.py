@@ -55,16 +55,16 @@ class CategoryOne:
 @dataclass(frozen=True)
 class StopSettings:
     """Numerics: maximum ``step`` [s] of the explicit Runge-Kutta ``method`` (``dp5``: 5th order, 6 evaluations per
-    step, steps shortened to end just past predicted zero crossings; ``rk4``: classical, 4 per step, fixed),
-    horizon ``t_max`` [s], ``simultaneity_tol`` [s] (zero crossings closer than this are decided together),
-    ``event_tol`` [s] (Newton tolerance on crossing times of the Python engine), ``jump_method`` (``closed_form``
-    or a :mod:`~vtm_dynamics.core.switching.transitions` method), ``max_events``; ``rtol``, ``atol`` [rad] and
+    step, steps shortened to end just past predicted zero crossings; ``rk4``: classical, 4 per step, fixed), horizon
+    ``t_max`` [s] (of the braked phase: counted from the power cut, after a category-1 ramp), ``simultaneity_tol``
+    [s] (zero crossings closer than this are decided together), ``event_tol`` [s] (Newton tolerance on crossing
+    times of the Python engine), ``jump_method`` (``closed_form`` or a
+    :mod:`~vtm_dynamics.core.switching.transitions` method), ``max_events``; ``rtol``, ``atol`` [rad] and
     ``atol_velocity`` [rad/s]: the local error tolerances of the compiled engine's step-size control (the 5th-order
-    solution it advances is far more accurate than these bound: on the UR5 bench states 2e-9 rad and 2e-8 s
-    against a 1e-13 tolerance run); ``engine``: ``compiled`` (DP5
-    with error control on compiled kernels, :mod:`.compiled_engine`; models whose q is a vector, method dp5) or
-    ``python`` (:mod:`.event_loop`: fixed maximum steps; every model and method; the compiled engine falls back to
-    it where it does not apply)."""
+    solution it advances is far more accurate than these bound: on the UR5 bench states 2e-9 rad and 2e-8 s against
+    a 1e-13 tolerance run); ``engine``: ``compiled`` (DP5 with error control on compiled kernels,
+    :mod:`.compiled_engine`; models whose q is a vector, method dp5) or ``python`` (:mod:`.event_loop`: fixed
+    maximum steps; every model and method; the compiled engine falls back to it where it does not apply)."""
 
     step: float = INTEGRATION_STEP
     method: str = "dp5"
