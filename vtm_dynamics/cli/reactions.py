@@ -89,10 +89,11 @@ def read_torque_script(path: str, max_rows: int = MAX_SCRIPT_ROWS) -> Callable[[
 
 
 def _unique_columns(run: ReactionRun, name: str) -> np.ndarray:
-    """The components of pair ``name`` the run reports (the unique ones: the others are NaN at every sample)."""
+    """The components of pair ``name`` unique at every sample of the run (a component is NaN where it is not
+    unique, and which are depends on the configuration)."""
     a, b = run.columns[name]
     block = run.reactions[:, a:b]
-    return ~np.all(np.isnan(block), axis=0) if block.size else np.zeros(b - a, dtype=bool)
+    return ~np.any(np.isnan(block), axis=0) if block.size else np.zeros(b - a, dtype=bool)
 
 
 def magnitudes(run: ReactionRun, W: Mapping[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:

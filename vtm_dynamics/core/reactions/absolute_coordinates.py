@@ -580,10 +580,14 @@ def pair_point(pair: PairSpec, poses) -> tuple[np.ndarray, np.ndarray]:
     return R, p
 
 
-def constraint_matrix(model: AbsoluteModel, q=None) -> AbsoluteConstraintMatrix:
-    """Assemble C(q) (Wojtyra & Frączek 2013, eq. (5)) in absolute coordinates; see the module docstring."""
-    q = None if q is None else _q_or_neutral(model, q)
-    poses = body_poses(model, q)
+def constraint_matrix(model: AbsoluteModel, q=None, poses=None) -> AbsoluteConstraintMatrix:
+    """Assemble C(q) (Wojtyra & Frączek 2013, eq. (5)) in absolute coordinates; see the module docstring.
+
+    ``poses``: the bodies' world poses (R, o) (:func:`body_poses`), for a state known by its poses rather than by
+    ``q`` (which is then only recorded)."""
+    if poses is None:
+        q = None if q is None else _q_or_neutral(model, q)
+        poses = body_poses(model, q)
     k = model.coordinates_per_body
     col = {b: i * k for i, b in enumerate(model.bodies)}
     blocks, pairs, free = [], [], []

@@ -158,8 +158,10 @@ def simulate_kkt(
         tau = _efforts_vector(robot, eff)
         if k % every == 0 or k == n_steps:
             poses = body_poses(model, q)
-            rep = unique_reactions(model, q=q, v=v, gravity=gravity, applied=_applied_wrenches(model, poses, eff),
-                                   report=report)
+            # which components are unique depends on the configuration: analysed at every sample, not at q0
+            rep = unique_reactions(model, q=q, v=v, gravity=gravity, applied=_applied_wrenches(model, poses, eff))
+            for pr in rep.pairs:
+                unique[pr.name] = unique[pr.name] and pr.solvable
             lam = np.full(n_cols, np.nan)
             for pr in rep.pairs:
                 a0, _ = cols[pr.name]

@@ -630,13 +630,25 @@ def simulate_taylor(
         raise TaylorError(f"correction: must be one of {', '.join(CORRECTIONS)}, got {excerpt(str(correction))}")
     n_steps = check_run_size(dt, duration, max_steps)
     every = max(1, int(every))
-    C0 = constraint_matrix(mech.model, q0)
-    report = analyze_constraint_matrix(C0)
-    unique = {p.name: p.solvable for p in report.pairs}
-    components = unique_components(report, C0)
-    keep = np.zeros(mech.n_unknowns, dtype=bool)  # reported components: the unique ones (the rest NaN, never picked)
-    for pr in mech.pairs:
-        keep[pr.cols] = components.get(pr.name, (True,) * (pr.cols.stop - pr.cols.start))
+    fixed = body_poses(mech.model, q0)  # ground and the root link keep theirs; the bodies' come from the state
+    unique = {pr.name: True for pr in mech.pairs}
+
+    def unique_mask(s: BodyState) -> np.ndarray:
+        """The components unique at the state ``s`` (the rest are NaN, never picked: which they are depends on the
+        configuration, so C is analysed at every sample); each pair's verdict is kept as the AND over samples."""
+        poses = dict(fixed)
+        for i, b in enumerate(mech.bodies):
+            poses[b] = (s.R[i], s.x[i] - s.R[i] @ mech.com_local[i])
+        C = constraint_matrix(mech.model, poses=poses)
+        report = analyze_constraint_matrix(C)
+        components = unique_components(report, C)
+        for p in report.pairs:
+            unique[p.name] = unique.get(p.name, True) and p.solvable
+        keep = np.zeros(mech.n_unknowns, dtype=bool)
+        for pr in mech.pairs:
+            keep[pr.cols] = components.get(pr.name, (True,) * (pr.cols.stop - pr.cols.start))
+        return keep
+
     s = state_from_joints(mech, q0, v0)
     drive_target = velocity_rows(mech, s) @ np.concatenate([np.concatenate([v, w]) for v, w in zip(s.v, s.w)])
     is_drive = np.array([r.kind == "drive" for pr in mech.pairs for r in pr.rows], dtype=bool)
@@ -662,7 +674,7 @@ def simulate_taylor(
             if reactions_at == "state":
                 G0, rhs0, _ = assemble_system(mech, s, 0.0, wr)
                 lam = solve_reactions(G0, rhs0)[0]
-            rows.append((t, np.where(keep, lam, np.nan), s.x.copy(), s.R.copy(), mechanical_energy(mech, s),
+            rows.append((t, np.where(unique_mask(s), lam, np.nan), s.x.copy(), s.R.copy(), mechanical_energy(mech, s),
                          *constraint_gaps(mech, s)))
             if progress is not None:
                 progress(t)
