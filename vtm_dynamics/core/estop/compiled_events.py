@@ -15,8 +15,6 @@ Units: SI (rad, rad/s, rad/s^2, N m, J, s).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from vtm_dynamics.core.estop.compiled_dynamics import BRAKE_ROWS, capacity, jit, releasable
