@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from vtm_dynamics.core.projection.desired_trajectory import PiecewiseTrajectory, TrajectoryError
+from vtm_dynamics.core.projection.desired_trajectory import (
+    PiecewiseTrajectory, TrajectoryError, TrajectoryLimits, check_start_segment,
+)
 
 
 def poly(coeffs, t, d=0):
@@ -49,3 +51,16 @@ def test_malformed_trajectories_are_rejected_naming_the_field():
     with pytest.raises(TrajectoryError, match="^positions:"):
         PiecewiseTrajectory([0.0, 1.0], [[0.0], [np.nan]])
     # JointTrajectory messages (by joint name, field by field): test/nodes/test_projection_controller_io.py
+
+
+def test_a_first_point_already_due_is_refused_for_every_limited_joint_that_would_jump_to_it():
+    """A joint without a velocity limit may jump to a first point that is already due; every other joint that would
+    jump is refused. Only the first joint that moved used to be looked at: a small move of an unlimited wrist let an
+    elbow jump 2 rad at once."""
+    limits = TrajectoryLimits(("wrist", "elbow"), ("rad", "rad"), np.array([-np.inf, -3.0]), np.array([np.inf, 3.0]),
+                              np.array([np.inf, 1.0]))  # the wrist has no velocity limit
+    start = np.zeros(2)
+    check_start_segment(start, np.array([0.1, 0.0]), 0.0, limits)  # the unlimited wrist alone: accepted
+    for first in (np.array([0.0, 2.0]), np.array([0.1, 2.0])):
+        with pytest.raises(TrajectoryError, match=r"points\[0\]\.positions\[elbow\]: due at once"):
+            check_start_segment(start, first, 0.0, limits)

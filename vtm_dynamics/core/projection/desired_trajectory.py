@@ -306,8 +306,8 @@ def check_start_segment(start: np.ndarray, first: np.ndarray, seconds: float, li
     begins (e.g. a task angle, which has no position limit, 1e6 rad away and due in 0.01 s)."""
     step = np.abs(np.asarray(first, dtype=float) - np.asarray(start, dtype=float))
     if seconds <= 0.0:
-        hit = _first(step > 0.0)
-        if hit is not None and np.isfinite(limits.velocity[hit]):
+        hit = _first((step > 0.0) & np.isfinite(limits.velocity))  # a joint without a velocity limit may jump
+        if hit is not None:
             raise TrajectoryError(f"points[0].positions[{limits.names[hit]}]: due at once but "
                                   f"{step[hit]:g} {limits.units[hit]} from the measured position")
         return
