@@ -294,6 +294,9 @@ class ControlLoop:
             return Cycle(sat.efforts, ERROR, "passive joints not controllable here (eq. (64) fails): the desired "
                                              "motion cannot be produced with zero passive torque; unmet passive demand "
                                              f"{unmet}", out, state, sat)
+        unmet = io.demand_unmet(out, setup.robot.joint_names)
+        if unmet is not None:
+            return Cycle(sat.efforts, *unmet, out, state, sat)
         return Cycle(sat.efforts, OK, "holding the last trajectory point" if finished else "tracking", out, state, sat)
 
     def _law(self, active: ActiveTrajectory, state: JointStateSnapshot, now: float) -> tuple[ProjectedControl, bool]:

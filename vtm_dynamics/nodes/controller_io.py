@@ -24,7 +24,9 @@ from vtm_msgs.msg import JointReactions
 
 from vtm_dynamics.core.excerpt import excerpt
 from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
+from vtm_dynamics.core.projection.task_coordinates import TASK_SINGULAR
 from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.nodes.diagnostics import ERROR, WARN
 from vtm_dynamics.nodes.work_queue import collector_paused
 from vtm_dynamics.nodes.params import ParameterError
 from vtm_dynamics.nodes.trajectory_cdr import TrajectoryArrays, UnsupportedEncoding, read_joint_trajectory
@@ -313,3 +315,28 @@ def passive_unmet_text(joint_names: Sequence[str], report: Any) -> str:
     if unmet is None:
         return ""
     return ",".join(f"{joint_names[i]}={float(unmet[i])!r}" for i in report.passive_indices)
+
+
+#: A cycle whose demanded acceleration has a part the constraints forbid (``forbidden_acceleration``) above this
+#: fraction of the demand, and above the floor [rad/s^2, m/s^2], is reported WARN: the desired motion leaves them
+#: (a locked joint asked to move, a trajectory off the closures) and that part is not met.
+FORBIDDEN_FRACTION, FORBIDDEN_FLOOR = 0.1, 1e-2
+
+
+def demand_unmet(out: Any, joint_names: Sequence[str]) -> tuple[int, str] | None:
+    """(level, reason) of a control cycle whose demand the active constraints keep it from meeting, else None: task
+    coordinates that no longer determine the motion (ERROR: ``task_conditioning`` at or below ``TASK_SINGULAR``), or a
+    joint-space demand with a part the constraints forbid (WARN, naming the joints; ``FORBIDDEN_FRACTION``)."""
+    if out.task_conditioning is not None and not out.task_conditioning > TASK_SINGULAR:
+        return ERROR, ("task coordinates do not determine the constrained motion here (their Jacobian on the free "
+                       "motions is singular): the task demand is not met")
+    forbidden = out.forbidden_acceleration
+    if forbidden is None:
+        return None
+    gap = float(np.linalg.norm(forbidden))
+    if not (gap > FORBIDDEN_FLOOR and gap > FORBIDDEN_FRACTION * (gap + float(np.linalg.norm(out.qdd)))):
+        return None
+    worst = [i for i in np.argsort(-np.abs(forbidden))[:3] if abs(forbidden[i]) > 0.1 * gap]
+    named = ", ".join(f"{joint_names[i]} {forbidden[i]:+.3g}" for i in worst)
+    return WARN, ("the desired motion leaves the active constraints (locked joints, closures): demand they forbid, "
+                  f"not met: {named} (rad/s^2 or m/s^2)")

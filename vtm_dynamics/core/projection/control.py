@@ -90,6 +90,10 @@ class ProjectedControl:
         force_error: F_d - F_measured used by the force loop, or None without force control.
         task_conditioning: with a task-coordinate demand, sigma_min / sigma_max of J V2 (0: theta does not
             determine the motion here, e.g. at a singular configuration); None in the joint-space form.
+        forbidden_acceleration: in the joint-space form, the part of the demanded acceleration a_d that the
+            constraints forbid, a_d - u_p of eq. (46) [rad/s^2, m/s^2] (about zero for a demand along the
+            constraints, e.g. a desired motion that moves a locked joint leaves its demand here); None in the task
+            form.
     """
 
     tau: np.ndarray
@@ -104,6 +108,7 @@ class ProjectedControl:
     controllability: ControllabilityReport | None = None
     force_error: np.ndarray | None = None
     task_conditioning: float | None = None
+    forbidden_acceleration: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -197,9 +202,10 @@ def projected_inverse_dynamics(
     P = proj.P
     Q_perp = proj.complement
     Cqd_w = constraint_acceleration(proj, drift)  # -A_W^+ A' q'  (A_W' q_W' = A' q')
-    task_conditioning = None
+    task_conditioning = forbidden = None
     if task is None:
         u_p = Cqd_w + P @ (S @ a_d)  # eq. (46), joint-space form
+        forbidden = a_d - S_inv @ u_p
     else:
         ta = task_acceleration(proj, Cqd_w, task, S_inv)  # eq. (46) in independent coordinates theta
         u_p, task_conditioning = ta.u_p, ta.conditioning
@@ -257,6 +263,7 @@ def projected_inverse_dynamics(
         controllability=report,
         force_error=force_error,
         task_conditioning=task_conditioning,
+        forbidden_acceleration=forbidden,
     )
 
 
