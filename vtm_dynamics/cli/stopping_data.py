@@ -153,8 +153,10 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
          "  Category 1: not in this report (the published data give no category-1 deceleration; give the "
          "controller's with --category 0 1 --decel X)."),
         f"  Band: every corner of brake torque x {spec.torque_factor} and engage delay x {spec.delay_factor}.",
-        "  Stopping angle = the tested joint's angle travelled after the stop command; time = until it rests;",
-        f"  TCP distance = straight line of {spec.payload_frame} from the stop command to rest.",
+        "  Stopping angle = the farthest the tested joint got from its angle at the stop command (a joint that swings",
+        "  past and back counts its farthest point, not its net displacement); time = until it rests;",
+        f"  TCP distance = the largest straight distance of {spec.payload_frame} from its position at the stop command",
+        "  until rest (the start-to-rest distance where the path does not turn back).",
     ]
     short = sorted({(p.joint, p.extension_fraction, round(p.extension_actual, 3)) for p in points
                     if abs(p.extension_actual - p.extension_fraction) > 0.005})

@@ -144,3 +144,47 @@ def test_tcp_stopping_distance_of_the_base_test_is_the_chord_of_its_circle(ur5):
     (p,) = iso.stopping_points(robot, brakes, spec)
     assert p.tcp_distance == pytest.approx(2 * p.reach * math.sin(p.angle / 2), rel=1e-9)
     assert p.tcp_distance_max == pytest.approx(2 * p.reach * math.sin(p.angle_max / 2), rel=1e-9)
+
+
+def weak_shoulder_brakes(robot: RobotModel):
+    """The UR5 default brakes with the shoulder brake below its gravity load in the stretched pose (sliding 40 N m
+    against about 99 N m): the shoulder falls, swings past the bottom and rests on the way back."""
+    import yaml
+
+    with open(ROBOTS["ur5"].brakes_path(), encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    config["brakes"]["joints"]["shoulder_lift_joint"].update(
+        sliding_torque=40.0, viscous=2.0, breakaway_torque=48.0, holding_torque=60.0)
+    return brakes_from_config(robot, config)
+
+
+def test_the_stopping_angle_and_tcp_distance_are_the_farthest_reached_not_the_net_displacement(ur5):
+    """A joint that swings past and comes back before it rests travelled its farthest excursion: the angle, its band
+    and the TCP distance are the largest |q_i(t) - q_i(0)| and |p(t) - p(0)| over the single-stop time series
+    (nominal and every corner of the band), not the start-to-rest difference."""
+    from vtm_dynamics.core.estop import predict_stop
+    from vtm_dynamics.core.estop.payload import with_payload
+
+    robot = ur5[0]
+    brakes = weak_shoulder_brakes(robot)
+    spec = ur5_spec(joints=("shoulder_lift_joint",), fold_joints=("elbow_joint",), max_speeds=(math.pi,),
+                    categories=(0,), speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,),
+                    hold_others=False)
+    (p,) = iso.stopping_points(robot, brakes, spec)
+    i = robot.joint("shoulder_lift_joint").idx_v
+    loaded = with_payload(robot, p.payload, "tool0")
+    q0 = np.array(p.q_test)
+    v0 = np.zeros(robot.nv)
+    v0[i] = p.direction * p.speed
+    angles, tcps = [], []
+    for tf, df in [(1.0, 1.0), (0.9, 1.0), (0.9, 1.5), (1.1, 1.0), (1.1, 1.5)]:
+        stop = predict_stop(loaded, brakes.scaled(tf, df), q0, v0, tcp_frame="tool0")
+        angles.append(float(np.max(np.abs(stop.q[:, i] - q0[i]))))
+        tcps.append(float(np.max(np.linalg.norm(stop.tcp_positions - stop.tcp_positions[0], axis=1))))
+        if (tf, df) == (1.0, 1.0):
+            net_angle, net_tcp = abs(float(stop.stopping_angles[i])), float(stop.tcp_straight_distance)
+    assert angles[0] > net_angle + 0.1 and tcps[0] > net_tcp  # the case swings back: the two measures differ
+    assert p.angle == pytest.approx(angles[0], rel=1e-9)
+    assert p.angle_min == pytest.approx(min(angles), rel=1e-9) and p.angle_max == pytest.approx(max(angles), rel=1e-9)
+    assert p.tcp_distance == pytest.approx(tcps[0], rel=1e-9)
+    assert p.tcp_distance_max == pytest.approx(max(tcps), rel=1e-9)

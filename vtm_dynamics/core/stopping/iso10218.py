@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 import numpy as np
 import scipy.optimize
 
-from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError
+from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError, StopPrediction
 from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
@@ -77,10 +77,13 @@ class StoppingPoint:
     """One cell of the matrix and its prediction: the levels (fractions), the joint ``speed`` [rad/s] and
     ``payload`` [kg] they mean, ``direction`` (+1/-1), the test pose ``q_test`` [rad] and its ``reach`` [m]
     (the extension: payload frame to the extension axis) and ``extension_actual`` (reach / 100 % reach: above the
-    level where folding cannot reach it); nominal stopping ``angle`` [rad] and ``time`` [s] of the tested joint, the
-    band ``angle_min``/``angle_max``/``time_min``/``time_max`` over the envelope corners, and ``stopped`` (every
-    case came to rest within the horizon); ``tcp_distance`` [m], the straight-line distance the payload frame
-    travels from the stop command to rest (nominal), and ``tcp_distance_max`` [m], its largest over the band."""
+    level where folding cannot reach it); nominal stopping ``angle`` [rad] (the largest |q(t) - q(0)| of the tested
+    joint from the stop command until it rests: a joint that swings past and back counts its farthest point, not its
+    net displacement) and ``time`` [s] of the tested joint, the band ``angle_min``/``angle_max``/``time_min``/
+    ``time_max`` over the envelope corners (the same measures), and ``stopped`` (every case came to rest within the
+    horizon); ``tcp_distance`` [m], the largest straight distance of the payload frame from its position at the stop
+    command until rest (nominal; the start-to-rest distance where the path does not turn back), and
+    ``tcp_distance_max`` [m], its largest over the band."""
 
     category: int
     joint: str
@@ -180,6 +183,24 @@ def gravity_direction(robot: RobotModel, q: np.ndarray, joint: str) -> float:
     return 1.0 if g <= 1e-9 else -1.0
 
 
+def largest_excursion(robot: RobotModel, stop: StopPrediction, joint_index: int) -> float:
+    """The largest |q_i(t) - q_i(0)| [rad] of the joint with velocity index ``joint_index`` over the predicted time
+    series of ``stop``: a joint that swings past and comes back
+    before it rests travelled this far, not just its net displacement q_final - q_0."""
+    q0 = stop.q[0]
+    return max(abs(float(robot.difference(q0, qk)[joint_index])) for qk in stop.q)
+
+
+def largest_tcp_distance(stop: StopPrediction) -> float:
+    """The largest straight distance [m] of the TCP from its position at the stop command over the predicted time
+    series of ``stop`` (nan without a TCP frame): at least the start-to-rest distance, and where the path turns back
+    the farthest the TCP got."""
+    if stop.tcp_positions is None:
+        return math.nan
+    path = np.asarray(stop.tcp_positions, dtype=float)
+    return float(np.max(np.linalg.norm(path - path[0], axis=1)))
+
+
 def check_spec(robot: RobotModel, spec: StoppingTestSpec) -> None:
     """One-line ``StopInputError`` for a spec this robot cannot run (names the field)."""
     if not (len(spec.joints) == len(spec.fold_joints) == len(spec.max_speeds)) or not spec.joints:
@@ -247,10 +268,10 @@ def stopping_points(
                                        lock_events=locks, tcp_frame=spec.payload_frame, batch=batch)
         except BatchStopError as err:
             raise err.__cause__ if isinstance(err.__cause__, StopInputError) else err
-        angles = [abs(float(p.stopping_angles[i])) for p in band_stops]
+        angles = [largest_excursion(model, p, i) for p in band_stops]
         times = [float(p.joint_stop_times[i]) if p.stopped else math.inf for p in band_stops]
         stopped = all(p.stopped for p in band_stops)
-        tcp = [float(p.tcp_straight_distance) for p in band_stops]
+        tcp = [largest_tcp_distance(p) for p in band_stops]
         out.append(StoppingPoint(
             category=cat, joint=joint, speed_fraction=spd, extension_fraction=ext, payload_fraction=pay,
             speed=spd * spec.max_speeds[j], payload=mass, direction=direction, q_test=tuple(float(x) for x in q),
