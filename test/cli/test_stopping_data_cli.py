@@ -145,3 +145,41 @@ def test_a_stated_category1_deceleration_is_named_and_identical_joints_share_one
     assert "STATED deceleration: 4 rad/s^2" in note[0] and charted == {0: ("a", "b", "c"), 1: ("a",)}
     differ = same[:2] + [replace(base, joint="c", angle=1.3)]
     assert category1_page(spec, differ)[1][1] == ("a", "b", "c")
+
+
+@pytest.fixture(scope="module")
+def not_stopping_run(tmp_path_factory):
+    """A UR5 run whose shoulder brake (12 N m) cannot hold the arm: the shoulder tests and the tests whose shoulder
+    is braked alongside do not come to rest within the horizon. Returns (output directory, printed summary)."""
+    import yaml
+
+    from vtm_dynamics.core.robot.catalogue import ROBOTS
+
+    tmp = tmp_path_factory.mktemp("not_stopping")
+    with open(ROBOTS["ur5"].brakes_path(), encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    config["brakes"]["joints"]["shoulder_lift_joint"].update(
+        sliding_torque=12.0, viscous=0.0, breakaway_torque=14.4, holding_torque=18.0)
+    brakes = tmp / "weak_shoulder_brakes.yaml"
+    brakes.write_text(yaml.safe_dump(config), encoding="utf-8")
+    mp = pytest.MonkeyPatch()
+    printed = []
+    mp.setattr("builtins.print", lambda *a, **k: printed.append(" ".join(map(str, a))))
+    try:
+        assert main(["ur5", "--brakes", str(brakes), "--out", str(tmp / "ur5")]) == 0
+    finally:
+        mp.undo()
+    return tmp / "ur5", "\n".join(printed)
+
+
+def test_the_json_is_strict_json_with_null_for_the_time_of_a_stop_that_did_not_end(not_stopping_run):
+    out, _ = not_stopping_run
+
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    data = json.loads((out / "ur5_stopping_data.json").read_text(encoding="utf-8"), parse_constant=refuse)
+    late = [p for p in data["points"] if not p["stopped"]]
+    assert late and all(p["time_max"] is None for p in late)
+    assert any(p["time"] is None for p in late)
+    assert all(p["time"] is not None for p in data["points"] if p["stopped"])

@@ -10,11 +10,29 @@ from __future__ import annotations
 import datetime
 import functools
 import hashlib
+import math
 import os
 import subprocess
 from typing import Iterable
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def finite_or_none(x: float) -> float | None:
+    """``x`` as a float, or None (JSON ``null``) where it is inf or nan: strict JSON has no Infinity or NaN."""
+    return float(x) if math.isfinite(x) else None
+
+
+def json_ready(value: object) -> object:
+    """``value`` with every non-finite float in its dicts, lists and tuples replaced by None, for
+    ``json.dump(..., allow_nan=False)``: a stop that did not end within the horizon is ``null``, not ``Infinity``."""
+    if isinstance(value, float):
+        return finite_or_none(value)
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
 
 
 def text_sha256(text: str) -> str:

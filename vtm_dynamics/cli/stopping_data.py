@@ -379,9 +379,10 @@ def run(args: argparse.Namespace, progress=None, argv: Sequence[str] | None = No
     stem = os.path.join(args.out, f"{loaded.name}_stopping_data")
     write_csv(stem + ".csv", points, document)
     with open(stem + ".json", "w", encoding="utf-8") as fh:
-        json.dump({"document": document, "robot": loaded.name, "spec": asdict(spec),
-                   "points": [asdict(p) for p in points], "published_comparison": rows,
-                   "assumptions": assumptions(loaded, spec, points)}, fh, indent=1)
+        json.dump(provenance.json_ready({  # strict JSON: a time of a point that did not stop is null
+            "document": document, "robot": loaded.name, "spec": asdict(spec),
+            "points": [asdict(p) for p in points], "published_comparison": rows,
+            "assumptions": assumptions(loaded, spec, points)}), fh, indent=1, allow_nan=False)
     sw = document["software"]
     source = (f"{loaded.name} (URDF {document['model_sha256'][:10]}), brakes {os.path.basename(loaded.brake_source)} "
               f"({document['brakes_sha256'][:10]}); simulated, brakes fitted to published figures; {sw['name']} "

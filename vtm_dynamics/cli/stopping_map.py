@@ -117,8 +117,7 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     )
 
 
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
+_finite = provenance.finite_or_none  # inf and nan are JSON null
 
 
 def _state_row(columns: dict, state: int, joint_names: tuple[str, ...]) -> dict:
