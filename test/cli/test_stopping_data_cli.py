@@ -106,6 +106,7 @@ def test_category1_is_left_out_unless_its_deceleration_is_stated(ur5_report, tmp
     (["ur9"], "argument robot: unknown robot 'ur9'"),
     (["ur5", "--max-speeds", "3", "9", "3"], "max_speeds.shoulder_lift_joint: 9 rad/s is above"),
     (["--urdf", "arm.urdf"], "brakes: --brakes FILE is required with --urdf"),
+    (["ur5", "--fold", "no_such_joint"], "fold: 'no_such_joint' is not a joint of"),
 ])
 def test_bad_input_is_one_line(argv, words, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "x")]) == 2
@@ -183,3 +184,14 @@ def test_the_json_is_strict_json_with_null_for_the_time_of_a_stop_that_did_not_e
     assert late and all(p["time_max"] is None for p in late)
     assert any(p["time"] is None for p in late)
     assert all(p["time"] is not None for p in data["points"] if p["stopped"])
+
+
+def test_fold_is_applied_to_a_named_robot_for_every_tested_joint():
+    from vtm_dynamics.cli.stopping_data import build_parser, spec_for
+    from vtm_dynamics.cli.stopping_robots import load_robot
+
+    loaded = load_robot("ur5", None, None)
+    args = build_parser().parse_args(["ur5", "--fold", "shoulder_lift_joint", "--out", "unused"])
+    assert spec_for(loaded, args).fold_joints == ("shoulder_lift_joint",) * 3
+    default = build_parser().parse_args(["ur5", "--out", "unused"])
+    assert spec_for(loaded, default).fold_joints == ("elbow_joint",) * 3

@@ -97,6 +97,8 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
         limit = robot.model.velocityLimit  # the stated speeds, capped by the URDF (the prediction refuses more)
         speeds = tuple(min(sp, float(limit[robot.joint(j).idx_v])) if limit[robot.joint(j).idx_v] > 0 else sp
                        for j, sp in zip(joints, map(d.max_speed, joints)))
+        if args.fold:  # checked as for a URDF: a joint of the robot that folds the arm
+            folds = (fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
     else:
         joints = greatest_displacement_joints(robot, base, frame)
         folds = (fold_joint(robot, base, joints, frame, args.fold),) * len(joints)
@@ -350,7 +352,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-payload", type=float, help="maximum payload [kg] (default: the robot's rated payload)")
     ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% speed [rad/s] of each tested joint (default: "
                     "the vendor's joint speed limits, capped by the URDF)")
-    ap.add_argument("--fold", help="joint that folds the arm to 33/66 %% extension (default: the elbow-like joint)")
+    ap.add_argument("--fold", help="joint that folds the arm to 33/66 %% extension for every tested joint (default: "
+                    "the robot's stated fold joints; for --urdf the elbow-like joint)")
     ap.add_argument("--base-pose", type=float, nargs="+", help="100 %% extension pose [rad] (default: q = 0)")
     ap.add_argument("--category", type=int, nargs="+", default=[0], choices=(0, 1),
                     help="stop categories; 1 needs --decel (the published data give no category-1 deceleration)")
