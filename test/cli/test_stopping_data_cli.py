@@ -195,3 +195,21 @@ def test_fold_is_applied_to_a_named_robot_for_every_tested_joint():
     assert spec_for(loaded, args).fold_joints == ("shoulder_lift_joint",) * 3
     default = build_parser().parse_args(["ur5", "--out", "unused"])
     assert spec_for(loaded, default).fold_joints == ("elbow_joint",) * 3
+
+
+def test_the_csv_and_json_state_the_unit_of_every_column_distances_in_metres(ur5_report):
+    """The CSV carries SI values (the report's table shows mm): a ``# units:`` comment line names each column's
+    unit, and the TCP distance read with it is the JSON's value in metres, below the arm's 1 m reach."""
+    out, _ = ur5_report
+    lines = (out / "ur5_stopping_data.csv").read_text(encoding="utf-8").splitlines()
+    (units_line,) = [line for line in lines if line.startswith("# units: ")]
+    units = json.loads(units_line[len("# units: "):])
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
+    assert set(units) == set(rows[0])
+    assert units["tcp_distance"] == units["tcp_distance_max"] == units["reach"] == "m"
+    assert units["angle"] == "rad" and units["time"] == "s" and units["payload"] == "kg"
+    data = json.loads((out / "ur5_stopping_data.json").read_text())
+    assert data["point_units"]["tcp_distance"] == "m"
+    for row, point in zip(rows, data["points"]):
+        assert float(row["tcp_distance"]) == pytest.approx(point["tcp_distance"], rel=1e-12)
+        assert 0 < point["tcp_distance"] <= point["tcp_distance_max"] < 2 * point["reach"]

@@ -239,12 +239,17 @@ def table_lines(rows: list[dict]) -> list[str]:
 
 
 def write_csv(path: str, points: Sequence[StoppingPoint], document: dict | None = None) -> None:
-    """One row per point (the test pose last), headed by ``# key: value`` lines saying what produced it."""
+    """One row per point (the test pose last), headed by ``# key: value`` lines saying what produced it and a
+    ``# units: {...}`` line giving each column's unit (SI: rad, s, m, kg; readers that skip comments read on)."""
+    from vtm_dynamics.core.stopping.iso10218 import POINT_UNITS
+
     keys = [k for k in asdict(points[0]) if k != "q_test"]
     with open(path, "w", newline="", encoding="utf-8") as fh:
         if document:
             fh.write("\n".join(provenance.comment_lines((f"vtm-stopping-data {k}", json.dumps(v))
                                                         for k, v in document.items())) + "\n")
+        units = {k: POINT_UNITS[k] for k in keys + ["q_test"]}
+        fh.write("\n".join(provenance.comment_lines([("units", json.dumps(units))])) + "\n")
         w = csv.writer(fh)
         w.writerow(keys + ["q_test"])
         for p in points:
@@ -369,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, progress=None, argv: Sequence[str] | None = None) -> dict:
     from vtm_dynamics.cli.stopping_charts import save_vendor_charts
     from vtm_dynamics.core.estop.brakes import brakes_from_config
-    from vtm_dynamics.core.stopping.iso10218 import stopping_points
+    from vtm_dynamics.core.stopping.iso10218 import POINT_UNITS, stopping_points
 
     loaded = load_robot(None if args.urdf else args.robot, args.urdf, args.brakes)
     brakes = brakes_from_config(loaded.robot, loaded.brake_config)
@@ -383,7 +388,7 @@ def run(args: argparse.Namespace, progress=None, argv: Sequence[str] | None = No
     write_csv(stem + ".csv", points, document)
     with open(stem + ".json", "w", encoding="utf-8") as fh:
         json.dump(provenance.json_ready({  # strict JSON: a time of a point that did not stop is null
-            "document": document, "robot": loaded.name, "spec": asdict(spec),
+            "document": document, "robot": loaded.name, "spec": asdict(spec), "point_units": POINT_UNITS,
             "points": [asdict(p) for p in points], "published_comparison": rows,
             "assumptions": assumptions(loaded, spec, points)}), fh, indent=1, allow_nan=False)
     sw = document["software"]

@@ -107,6 +107,14 @@ class StoppingPoint:
     tcp_distance_max: float = math.nan
 
 
+POINT_UNITS = {  # the unit of each field of StoppingPoint ("fraction": of the 100 % value; "-": none)
+    "category": "-", "joint": "-", "speed_fraction": "fraction", "extension_fraction": "fraction",
+    "payload_fraction": "fraction", "speed": "rad/s", "payload": "kg", "direction": "-", "q_test": "rad",
+    "reach": "m", "extension_actual": "fraction", "angle": "rad", "time": "s", "angle_min": "rad", "angle_max": "rad",
+    "time_min": "s", "time_max": "s", "stopped": "-", "tcp_distance": "m", "tcp_distance_max": "m",
+}
+
+
 def _axis_distance(robot: RobotModel, q: np.ndarray, joint: str, frame: str) -> float:
     """Distance [m] of ``frame``'s origin from the axis line of the revolute ``joint`` at ``q``: the speed of the
     frame's origin per unit rate of that joint alone (column of the frame Jacobian, world-aligned)."""
