@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import json
 
 import pytest
@@ -213,3 +214,40 @@ def test_the_csv_and_json_state_the_unit_of_every_column_distances_in_metres(ur5
     for row, point in zip(rows, data["points"]):
         assert float(row["tcp_distance"]) == pytest.approx(point["tcp_distance"], rel=1e-12)
         assert 0 < point["tcp_distance"] <= point["tcp_distance_max"] < 2 * point["reach"]
+
+
+def test_points_that_do_not_come_to_rest_are_marked_on_the_charts_and_flagged_in_the_tables(not_stopping_run):
+    """A point whose arm is still moving at the horizon has no stopping time: the charts draw it as a triangle
+    (it does not vanish with its infinite time) and say why on the page; the printed safety table and the report's
+    table of every point flag its row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from vtm_dynamics.cli.stopping_charts import vendor_chart
+    from vtm_dynamics.core.estop.defaults import HORIZON
+    from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
+
+    out, printed = not_stopping_run
+    data = json.loads((out / "ur5_stopping_data.json").read_text(encoding="utf-8"))
+    points = [StoppingPoint(**{k: (math.inf if v is None else v) for k, v in p.items() if k != "q_test"},
+                            q_test=tuple(p["q_test"])) for p in data["points"]]
+    late = [p for p in points if p.joint == "shoulder_lift_joint" and not p.stopped
+            and 1.0 in (p.payload_fraction, p.extension_fraction)]
+    assert late
+    fig = vendor_chart(points, 0, "shoulder_lift_joint")
+    for row, col in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        ax = fig.axes[2 * row + col]
+        vary = "payload_fraction" if col == 0 else "extension_fraction"  # the level held at 100 % in that column
+        expected = sorted(100 * p.speed_fraction for p in late if getattr(p, vary) == 1.0)
+        drawn = sorted(float(x) for line in ax.get_lines() if line.get_marker() == "^"
+                       for x in line.get_xdata())
+        assert drawn == pytest.approx(expected), (row, col)
+    assert any(f"not at rest within {HORIZON:g} s" in label for label in fig.axes[0].get_legend_handles_labels()[1])
+    lift = next(line for line in printed.splitlines() if line.strip().startswith("shoulder_lift_joint"))
+    assert "NOT AT REST within the horizon" in lift
+    from vtm_dynamics.cli.stopping_report import points_table
+
+    rows = points_table(points)
+    flagged = [line for line in rows if line.rstrip().endswith("!")]
+    assert len(flagged) == sum(not p.stopped for p in points)
+    assert any("NOT AT REST within the horizon" in line for line in rows)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from vtm_dynamics.cli.plots import pyplot
-from vtm_dynamics.core.estop.defaults import ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
+from vtm_dynamics.core.estop.defaults import ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, HORIZON
 
 if TYPE_CHECKING:
     from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 BAND_NOTE = (f"shaded: the envelope band (brake torque x {ENVELOPE_TORQUE_FACTOR[0]:g}-{ENVELOPE_TORQUE_FACTOR[1]:g}, "
              f"engage delay x {ENVELOPE_DELAY_FACTOR[0]:g}-{ENVELOPE_DELAY_FACTOR[1]:g}); its upper edge is the value "
              "for safety calculations.")
+NOT_STOPPED_NOTE = (f"triangles: the arm had not come to rest within the {HORIZON:g} s horizon (nominal or a band "
+                    "corner): the time is unbounded (drawn above the dashed line, off scale) and the angle is the one "
+                    "reached by then, a lower bound; a longer horizon or stronger brakes are needed for a value.")
+NOT_STOPPED_LABEL = f"not at rest within {HORIZON:g} s\n(time: off scale, above - - -)"
 
 
 def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: str) -> list[tuple[float, list[StoppingPoint]]]:
@@ -38,8 +42,11 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
     """2 x 2 axes (stopping angle / time against speed; by extension at 100 % payload / by payload at 100 %
     extension), each level with its absolute value (m, kg), the envelope band shaded (its upper edge is the value
     for safety calculations), the speed also in rad/s on the top axis, the ``published`` figure (an object with
-    ``angle`` [rad] and ``time`` [s]) marked at 100 %. Drawn into ``fig`` (a report page) or a new figure;
-    curves that lie on top of each other are named in ``notes`` (and on the page)."""
+    ``angle`` [rad] and ``time`` [s]) marked at 100 %. Points where the arm did not come to rest within the
+    horizon (nominal or a band corner) are triangles: on the time axes at the top edge (unbounded), on the angle
+    axes at the band's upper edge (reached by the horizon, a lower bound); the line and band stop short of them.
+    Drawn into ``fig`` (a report page) or a new figure; curves that lie on top of each other are named in
+    ``notes`` (and on the page)."""
     from vtm_dynamics.cli.plots import overlap_note
 
     plt = pyplot()
@@ -55,8 +62,10 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
     for col in range(2):
         axes[1][col].sharex(axes[0][col])
     full_speed = None
+    tops: dict[tuple[int, int], list[float]] = {}  # finite values per panel: an unbounded band edge is off scale
+    flagged: set[int] = set()  # columns with points that did not come to rest
     for col, vary in enumerate(("extension", "payload")):
-        for lv, pts in _curves(points, category, joint, vary):
+        for n_curve, (lv, pts) in enumerate(_curves(points, category, joint, vary)):
             x = [100 * p.speed_fraction for p in pts]
             full_speed = pts[0].speed / pts[0].speed_fraction
             if vary == "extension":
@@ -65,18 +74,32 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
                     label = f"{lv:.0%}, reached {pts[0].extension_actual:.0%} ({pts[0].reach:.2f} m)"
             else:
                 label = f"{lv:.0%} ({pts[0].payload:.2f} kg)"
+            late = [k for k, p in enumerate(pts) if not p.stopped]
             for row, (val, lo, hi, scale) in enumerate((("angle", "angle_min", "angle_max", 1.0),
                                                         ("time", "time_min", "time_max", 1e3))):
                 ax = axes[row][col]
                 y = np.array([scale * getattr(p, val) for p in pts])
-                line, = ax.plot(x, y, marker="o", label=label)
+                upper = np.array([scale * getattr(p, hi) for p in pts])
+                finite = np.isfinite(y)
+                line, = ax.plot(np.array(x)[finite], y[finite], marker="o", label=label)
                 curves.setdefault((row, col), []).append((f"{vary} {label.split(' ')[0]}", np.array(x, float), y))
-                ax.fill_between(x, [scale * getattr(p, lo) for p in pts], [scale * getattr(p, hi) for p in pts],
+                ax.fill_between(x, [scale * getattr(p, lo) for p in pts], np.where(np.isfinite(upper), upper, 1e12),
                                 color=line.get_color(), alpha=0.15)
+                tops.setdefault((row, col), []).extend(v for v in (*y, *upper) if np.isfinite(v))
+                if late:  # the time off scale at the top edge; the angle reached by the horizon, a lower bound
+                    edge = 0.965 - 0.05 * n_curve  # one row of triangles per curve: none hides another
+                    where = (ax.get_xaxis_transform(), [edge] * len(late)) if row == 1 else \
+                        (ax.transData, [upper[k] for k in late])
+                    ax.plot([x[k] for k in late], where[1], transform=where[0], marker="^", ms=10, ls="none",
+                            color=line.get_color(), markeredgecolor="k", clip_on=False, zorder=5)
+                    flagged.add(col)
         if published is not None:
             axes[0][col].plot([100], [published.angle], marker="*", ms=12, color="k", ls="none",
                               label="published (100 %, 100 %)")
             axes[1][col].plot([100], [1e3 * published.time], marker="*", ms=12, color="k", ls="none")
+        if col in flagged:
+            axes[0][col].plot([], [], marker="^", ms=10, ls="none", color="w", markeredgecolor="k",
+                              label=NOT_STOPPED_LABEL)
         axes[0][col].set_title(f"by {vary} ({'payload' if vary == 'extension' else 'extension'} at 100 %)",
                                fontsize=9)
         axes[0][col].set_ylabel("stopping angle of the joint [rad]")
@@ -85,14 +108,23 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
         for row in range(2):
             axes[row][col].grid(True, alpha=0.3)
         axes[0][col].tick_params(labelbottom=False)
-        axes[1][col].legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False,
-                            title=vary + " level" + (" (reach)" if vary == "extension" else " (mass)"),
+        axes[1][col].legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
+                            ncol=3 if col in flagged else 4, title=vary + " level" + (" (reach)" if vary == "extension" else " (mass)"),
                             title_fontsize=7.5, handles=axes[0][col].get_legend_handles_labels()[0])
         if full_speed:
             top = axes[0][col].secondary_xaxis("top", functions=(lambda pct, v=full_speed: pct * v / 100,
                                                                   lambda w, v=full_speed: 100 * w / v))
             top.set_xlabel("speed [rad/s]", fontsize=8)
             top.tick_params(labelsize=7)
+    for (row, col), values in tops.items():
+        if col in flagged:  # the scale of the finite values (and the published figure); the unbounded off it
+            if published is not None:
+                values = values + [(published.angle, 1e3 * published.time)[row]]
+            top = max(values, default=0.0)
+            axes[row][col].set_ylim(0.0, (1.12 if row == 0 else 1.35) * top if top > 0 else 1.0)
+            if row == 1:  # the scale ends at the dashed line: the triangles above it are unbounded times
+                ax = axes[row][col]
+                ax.plot([0.0, 1.0], [0.83, 0.83], transform=ax.transAxes, ls="--", lw=0.9, color="k")
     for (row, col), drawn in curves.items():
         what = ("angle", "time")[row]
         hidden += [f"{what}: {n}" for n in overlap_note(axes[row][col], drawn)]
@@ -103,8 +135,10 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
         fig.suptitle(heading, fontsize=10)
     else:
         fig.text(0.04, 0.885, heading, fontsize=10, va="top")
-        fig.text(0.04, 0.045, "Note: " + BAND_NOTE + ("" if not hidden else " Curves on top of each other: "
-                                                        + "; ".join(hidden) + "."), fontsize=7.5, wrap=True)
+        fig.text(0.04, 0.045, "Note: " + BAND_NOTE + (" " + NOT_STOPPED_NOTE[0].upper() + NOT_STOPPED_NOTE[1:]
+                                                        if flagged else "")
+                 + ("" if not hidden else " Curves on top of each other: " + "; ".join(hidden) + "."),
+                 fontsize=7.5, wrap=True)
     return fig
 
 
@@ -127,8 +161,9 @@ def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name
             fig = vendor_chart(points, cat, joint, f"{robot_name}: stop category {cat}, {joint} (simulated)",
                                published=pub, notes=hidden)
             path = os.path.join(out_dir, f"{robot_name}_cat{cat}_{joint}.png")
-            files.append(save_figure_at(plt, fig, path, source, [BAND_NOTE] + [f"on top of each other: {h}"
-                                                                            for h in hidden], dpi=100))
+            late = any(not p.stopped for p in points if p.category == cat and p.joint == joint)
+            files.append(save_figure_at(plt, fig, path, source, [BAND_NOTE] + [NOT_STOPPED_NOTE] * late
+                                        + [f"on top of each other: {h}" for h in hidden], dpi=100))
     return files
 
 

@@ -156,7 +156,8 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
          "controller's with --category 0 1 --decel X)."),
         f"  Band: every corner of brake torque x {spec.torque_factor} and engage delay x {spec.delay_factor}.",
         "  Stopping angle = the farthest the tested joint got from its angle at the stop command (a joint that swings",
-        "  past and back counts its farthest point, not its net displacement); time = until it rests;",
+        "  past and back counts its farthest point, not its net displacement); time = until it rests, unbounded (inf)",
+        "  while any joint of the arm still moves at the horizon (NOT AT REST: angle and TCP distance lower bounds);",
         f"  TCP distance = the largest straight distance of {spec.payload_frame} from its position at the stop command",
         "  until rest (the start-to-rest distance where the path does not turn back).",
     ]
@@ -223,7 +224,7 @@ def published_table(name: str, points: Sequence[StoppingPoint]) -> list[dict]:
                      "angle_error_rad": p.angle - fig.angle, "time_error_s": p.time - fig.time,
                      "band_angle_rad": [p.angle_min, p.angle_max], "band_time_s": [p.time_min, p.time_max],
                      "safety_angle_rad": p.angle_max, "safety_time_s": p.time_max,
-                     "safety_tcp_distance_m": p.tcp_distance_max,
+                     "safety_tcp_distance_m": p.tcp_distance_max, "stopped": p.stopped,
                      # below beyond the published figure's own precision (angles to 0.01 rad, times to 1 ms)
                      "nominal_below_published": {"angle": p.angle < fig.angle - PUBLISHED_PRECISION[0],
                                                  "time": p.time < fig.time - PUBLISHED_PRECISION[1]}})

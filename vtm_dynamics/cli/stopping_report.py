@@ -65,7 +65,7 @@ def points_table(points: Sequence[Any]) -> list[str]:
     """One line per point: levels with their absolute values, nominal and band of angle, time and TCP distance,
     and the value for safety calculations (the band's upper edge). Two header lines (quantity, unit)."""
     cols = (("cat", 3), ("joint", 20), ("speed", 17), ("extension", 15), ("payload", 14), ("angle", 8),
-            ("band", 13), ("time", 7), ("band", 10), ("TCP", 7), ("band max", 9), ("safety: angle/time/TCP", 24))
+            ("band", 13), ("time", 7), ("band", 10), ("TCP", 7), ("band max", 9), ("safety: angle/time/TCP", 26))
     units = ("", "", "% / rad/s", "% / m", "% / kg", "rad", "rad", "ms", "ms", "mm", "mm", "rad / ms / mm")
     def line(cells) -> str:  # the joint name left-aligned, the numbers right-aligned
         return "".join(f"{c:<{w}} " if k == 1 else f"{c:>{w}} " for k, (c, (_, w)) in enumerate(zip(cells, cols)))
@@ -79,8 +79,12 @@ def points_table(points: Sequence[Any]) -> list[str]:
                  f"{p.payload_fraction:.0%} {p.payload:.2f}", f"{p.angle:.3f}", f"{p.angle_min:.3f}-{p.angle_max:.3f}",
                  _fmt_ms(p.time), f"{_fmt_ms(p.time_min)}-{_fmt_ms(p.time_max)}", f"{1e3 * p.tcp_distance:.0f}",
                  f"{1e3 * p.tcp_distance_max:.0f}",
-                 f"{p.angle_max:.3f} / {_fmt_ms(p.time_max)} / {1e3 * p.tcp_distance_max:.0f}")
+                 f"{p.angle_max:.3f} / {_fmt_ms(p.time_max)} / {1e3 * p.tcp_distance_max:.0f}"
+                 + ("" if p.stopped else " !"))
         out.append(line(cells))
+    if any(not p.stopped for p in points):
+        out += ["", "! NOT AT REST within the horizon (nominal or a band corner): the time is unbounded (inf), the "
+                "angle and TCP distance are those reached by then, lower bounds, not values for safety calculations."]
     return out
 
 
@@ -92,7 +96,8 @@ def safety_table(rows: Sequence[dict]) -> list[str]:
             f"{'value for safety calc.':>24}  flag")
     out = [head, "-" * (len(head) + 30)]
     for r in rows:
-        flags = []
+        flags = [] if r.get("stopped", True) else ["NOT AT REST within the horizon: time unbounded, angle a lower "
+                                                   "bound"]
         if r["nominal_below_published"]["angle"]:
             flags.append(f"angle below published ({100 * r['angle_error_rad'] / r['published_angle_rad']:+.1f} %)")
         if r["nominal_below_published"]["time"]:
