@@ -25,7 +25,7 @@ BAND_NOTE = (f"shaded: the envelope band (brake torque x {ENVELOPE_TORQUE_FACTOR
 NOT_STOPPED_NOTE = (f"triangles: the arm had not come to rest within the {HORIZON:g} s horizon (nominal or a band "
                     "corner): the time is unbounded (drawn above the dashed line, off scale) and the angle is the one "
                     "reached by then, a lower bound; a longer horizon or stronger brakes are needed for a value.")
-NOT_STOPPED_LABEL = f"not at rest within {HORIZON:g} s\n(time: off scale, above - - -)"
+NOT_STOPPED_LABEL = f"not at rest within {HORIZON:g} s"
 
 
 def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: str) -> list[tuple[float, list[StoppingPoint]]]:
@@ -57,7 +57,9 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
         fig = plt.figure(figsize=(11.0, 8.0), layout="constrained")
         gs = fig.add_gridspec(2, 2)
     else:
-        gs = fig.add_gridspec(2, 2, left=0.07, right=0.97, top=0.80, bottom=0.17, hspace=0.12, wspace=0.16)
+        late = any(not p.stopped for p in points if p.category == category and p.joint == joint)
+        gs = fig.add_gridspec(2, 2, left=0.07, right=0.97, top=0.80, bottom=0.23 if late else 0.17, hspace=0.12,
+                              wspace=0.16)  # room for a second legend row and the note on the not stopped
     axes = [[fig.add_subplot(gs[r, c]) for c in range(2)] for r in range(2)]
     for col in range(2):
         axes[1][col].sharex(axes[0][col])
