@@ -111,7 +111,8 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
             axes[row][col].grid(True, alpha=0.3)
         axes[0][col].tick_params(labelbottom=False)
         axes[1][col].legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
-                            ncol=3 if col in flagged else 4, title=vary + " level" + (" (reach)" if vary == "extension" else " (mass)"),
+                            ncol=3 if col in flagged else 4,
+                            title=vary + " level" + (" (reach)" if vary == "extension" else " (mass)"),
                             title_fontsize=7.5, handles=axes[0][col].get_legend_handles_labels()[0])
         if full_speed:
             top = axes[0][col].secondary_xaxis("top", functions=(lambda pct, v=full_speed: pct * v / 100,
