@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from vtm_dynamics.cli import provenance
 from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
+from vtm_dynamics.cli.published_comparison import published_figures, published_table, table_lines
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.excerpt import first_line
 
@@ -37,19 +38,6 @@ if TYPE_CHECKING:  # the core is imported when the data are computed, not for --
     from vtm_dynamics.core.stopping.iso10218 import StoppingPoint, StoppingTestSpec
 
 PROG = "vtm-stopping-data"
-
-PUBLISHED_SOURCE = "Universal Robots CB3 user manual, Appendix A (stop category 0, 100 % extension/speed/payload)"
-PUBLISHED_PRECISION = (0.005, 0.0005)  # [rad, s]: half the last digit of the published angles and times
-
-
-def published_figures(name: str) -> tuple:
-    """The published category-0 figures the default brakes of ``name`` were fitted to (one home: the robot
-    catalogue, ``core.robot.catalogue``); empty for a robot without them."""
-    from vtm_dynamics.core.robot.catalogue import ROBOTS
-
-    robot = ROBOTS.get(name)
-    return robot.published_stops if robot is not None else ()
-
 
 def fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, given: str | None) -> str:
     """The joint that folds the arm to lower extensions: ``given``, else the outermost tested joint that can bring
@@ -207,36 +195,6 @@ def brake_lines(loaded: LoadedRobot, brakes: BrakeSet) -> list[str]:
     if notes:
         lines += ["Source and assumptions stated in the brake file:"] + [f"  {n}" for n in notes[:30]]
     return lines
-
-
-def published_table(name: str, points: Sequence[StoppingPoint]) -> list[dict]:
-    """The 100 % category-0 points against the published figures, with the value for safety calculations (the
-    band's upper edge) and whether the nominal is below the published figure."""
-    rows = []
-    for fig in published_figures(name):
-        match = [p for p in points if p.category == 0 and p.joint == fig.joint and p.speed_fraction == 1.0
-                 and p.extension_fraction == 1.0 and p.payload_fraction == 1.0]
-        if not match:
-            continue
-        p = match[0]
-        rows.append({"joint": fig.joint, "published_angle_rad": fig.angle, "published_time_s": fig.time,
-                     "predicted_angle_rad": p.angle, "predicted_time_s": p.time,
-                     "angle_error_rad": p.angle - fig.angle, "time_error_s": p.time - fig.time,
-                     "band_angle_rad": [p.angle_min, p.angle_max], "band_time_s": [p.time_min, p.time_max],
-                     "safety_angle_rad": p.angle_max, "safety_time_s": p.time_max,
-                     "safety_tcp_distance_m": p.tcp_distance_max, "stopped": p.stopped,
-                     # below beyond the published figure's own precision (angles to 0.01 rad, times to 1 ms)
-                     "nominal_below_published": {"angle": p.angle < fig.angle - PUBLISHED_PRECISION[0],
-                                                 "time": p.time < fig.time - PUBLISHED_PRECISION[1]}})
-    return rows
-
-
-def table_lines(rows: list[dict]) -> list[str]:
-    from vtm_dynamics.cli.stopping_report import safety_table
-
-    if not rows:
-        return ["No published figures for this robot."]
-    return [f"100 % points (category 0) against {PUBLISHED_SOURCE}:"] + ["  " + line for line in safety_table(rows)]
 
 
 def write_csv(path: str, points: Sequence[StoppingPoint], document: dict | None = None) -> None:
