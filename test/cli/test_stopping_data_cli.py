@@ -251,3 +251,22 @@ def test_points_that_do_not_come_to_rest_are_marked_on_the_charts_and_flagged_in
     flagged = [line for line in rows if line.rstrip().endswith("!")]
     assert len(flagged) == sum(not p.stopped for p in points)
     assert any("NOT AT REST within the horizon" in line for line in rows)
+
+
+def test_the_published_figures_are_compared_only_with_points_at_the_rated_payload(ur5_report):
+    """The maker's figures are for the rated 5 kg: a run whose 100 % payload is another one (--max-payload 0) has
+    no point to compare, where it used to be compared and flagged far below them."""
+    from dataclasses import replace
+
+    from vtm_dynamics.cli.published_comparison import published_table
+    from vtm_dynamics.core.stopping.iso10218 import StoppingPoint
+
+    out, _ = ur5_report
+    data = json.loads((out / "ur5_stopping_data.json").read_text())
+    points = [StoppingPoint(**{**d, "q_test": tuple(d["q_test"]),
+                               **{k: math.inf for k in ("time", "time_min", "time_max") if d[k] is None}})
+              for d in data["points"]]
+    assert {r["joint"] for r in published_table("ur5", points)} == {"shoulder_pan_joint", "shoulder_lift_joint",
+                                                                     "elbow_joint"}
+    unloaded = [replace(p, payload=0.0) if p.payload_fraction == 1.0 else p for p in points]
+    assert published_table("ur5", unloaded) == []

@@ -25,11 +25,16 @@ def published_figures(name: str) -> tuple:
 
 def published_table(name: str, points: Sequence[StoppingPoint]) -> list[dict]:
     """The 100 % category-0 points against the published figures, with the value for safety calculations (the
-    band's upper edge) and whether the nominal is below the published figure."""
+    band's upper edge) and whether the nominal is below the published figure. The figures are for the maker's rated
+    payload: a run whose 100 % payload is another one (``--max-payload``) has no point to compare."""
+    from vtm_dynamics.core.robot.catalogue import ROBOTS
+
+    rated = ROBOTS[name].rated_payload if name in ROBOTS else None
     rows = []
     for fig in published_figures(name):
         match = [p for p in points if p.category == 0 and p.joint == fig.joint and p.speed_fraction == 1.0
-                 and p.extension_fraction == 1.0 and p.payload_fraction == 1.0]
+                 and p.extension_fraction == 1.0 and p.payload_fraction == 1.0
+                 and rated is not None and abs(p.payload - rated) <= 1e-9 * max(1.0, rated)]
         if not match:
             continue
         p = match[0]
@@ -49,5 +54,5 @@ def table_lines(rows: list[dict]) -> list[str]:
     from vtm_dynamics.cli.stopping_report import safety_table
 
     if not rows:
-        return ["No published figures for this robot."]
+        return ["No published figures for this robot at this run's conditions (they are for the rated payload)."]
     return [f"100 % points (category 0) against {PUBLISHED_SOURCE}:"] + ["  " + line for line in safety_table(rows)]
