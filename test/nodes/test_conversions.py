@@ -180,3 +180,39 @@ def test_measured_velocities_are_reported_as_measured(robot):
     tracker.update(_js(["hinge", "wheel"], [0.0, 1.0], [0.5, 0.25], stamp=0.0))
     s = tracker.snapshot()
     assert s.velocity_source == "measured" and s.unavailable_velocity == () and s.estimated_velocity == ()
+
+
+def test_a_state_merged_from_subsets_is_stamped_with_its_oldest_joint_value(robot):
+    """A silent publisher's joints are as old as its last message; the merged state must not look newer."""
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge", "wheel"], [0.1, 1.0], [0.0, 2.0], stamp=95.0))  # the wheel's publisher, then silent
+    tracker.update(_js(["hinge"], [0.2], [0.0], stamp=100.0))
+    assert tracker.snapshot().stamp == 95.0
+    tracker.update(_js(["wheel"], [1.5], [2.0], stamp=99.5))
+    assert tracker.snapshot().stamp == 99.5
+    tracker.update(_js(["hinge"], [0.3], [0.0], stamp=0.0), at=101.0)  # an unstamped message held at its receipt
+    assert tracker.snapshot().stamp == 99.5
+
+
+def test_positions_further_apart_than_max_velocity_gap_give_no_velocity(robot):
+    tracker = JointStateTracker(robot, max_velocity_gap=0.05)
+    tracker.update(_js(["hinge", "wheel"], [0.0, 1.0], stamp=10.0))
+    tracker.update(_js(["hinge", "wheel"], [0.0, 1.0], stamp=13.0))  # 3 s later: not the velocity now
+    s = tracker.snapshot()
+    assert s.velocity_source == "unavailable" and s.unavailable_velocity == ("hinge", "wheel")
+    tracker.update(_js(["hinge", "wheel"], [0.01, 1.02], stamp=13.01))
+    s = tracker.snapshot()
+    assert s.velocity_source == "estimated" and s.v == pytest.approx([1.0, 2.0])
+
+
+def test_a_continuous_joint_reported_wrapped_is_estimated_on_the_circle(robot):
+    """The wheel turns at +2 rad/s through +pi; its reported angle jumps from about +pi to about -pi."""
+    speed, dt = 2.0, 0.1
+    a0 = math.pi - 0.001
+    a1 = math.atan2(math.sin(a0 + speed * dt), math.cos(a0 + speed * dt))
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge", "wheel"], [2.9, a0], stamp=20.0))
+    tracker.update(_js(["hinge", "wheel"], [-2.9, a1], stamp=20.0 + dt))
+    s = tracker.snapshot()
+    assert s.v[1] == pytest.approx(speed, rel=1e-9)
+    assert s.v[0] == pytest.approx(-5.8 / dt)  # the limited hinge really moved 5.8 rad: no wrap there

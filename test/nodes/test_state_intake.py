@@ -94,3 +94,27 @@ def test_a_new_model_empties_the_history(intake):
     intake.receive(_state(), 5000.0)
     intake.reset(model_from_urdf_text(load_urdf_text("planar_3r")))
     assert intake.newest() is None
+
+
+def test_a_state_with_a_silent_publishers_joints_is_as_old_as_their_last_message(intake):
+    """The wrist publisher fell silent 5 s ago; fresh arm messages must not make its joints look fresh."""
+    intake.receive(_state(q=(0.1, 0.2, 0.3), v=(0.0, 0.0, 1.0), stamp=995.0), 4995.0)
+    got = intake.receive(_state(names=JOINTS[:2], q=(0.4, 0.5), v=(0.0, 0.0), stamp=1000.0), 5000.0)
+    assert got.sample.stamp == pytest.approx(995.0) and got.sample.header_stamp.sec == 995
+    choice = intake.choose(StartLimits(0.05, 0.05, 0.05), instant=1000.0, stamped=False, received=5000.0,
+                           now=1000.0, waited=0.0)
+    assert not choice.ok and choice.age == pytest.approx(5.0)
+    assert "start state is 5.000 s older than the trigger instant (max_start_state_age 0.05 s)" == choice.reason
+
+
+def test_velocities_are_not_estimated_over_a_gap_longer_than_max_velocity_gap():
+    clocks = Clocks()
+    intake = StateIntake(8, lambda: clocks.node, 0.05, wall=lambda: clocks.wall, monotonic=lambda: clocks.monotonic,
+                         max_velocity_gap=0.05)
+    intake.reset(model_from_urdf_text(load_urdf_text("planar_3r")))
+    intake.receive(_state(v=(), stamp=997.0), 4997.0)
+    got = intake.receive(_state(v=(), stamp=1000.0), 5000.0)  # 3 s later: a 3-s average is not the velocity now
+    assert set(got.sample.unavailable) == set(JOINTS)
+    choice = intake.choose(StartLimits(0.05, 0.05, 0.05), instant=1000.0, stamped=False, received=5000.0,
+                           now=1000.0, waited=0.0)
+    assert not choice.ok and "more than max_start_state_age apart" in choice.reason

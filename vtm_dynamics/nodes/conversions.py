@@ -164,10 +164,12 @@ class JointStateSnapshot:
     """The robot state assembled from joint state messages, in the model's velocity order.
 
     ``q`` configuration (size nq), ``v`` velocities [rad/s], ``positions`` one coordinate per joint [rad, m],
-    ``stamp`` [s] of the newest contributing message, ``estimated_velocity`` names of joints whose velocity was
+    ``stamp`` [s] of its oldest joint value (joints reported by different publishers may be of different ages; the
+    state is no newer than its stalest joint), ``estimated_velocity`` names of joints whose velocity was
     estimated by a backward difference because the messages carried none, ``unavailable_velocity`` names of joints
-    whose velocity is neither measured nor estimable (the last message carried no velocity and its stamp was zero or
-    not newer than the previous one, or there was only one message): their entry in ``v`` is a placeholder.
+    whose velocity is neither measured nor estimable (the last message carried no velocity and its stamp was zero, not
+    newer than the previous one or too far after it, or there was only one message): their entry in ``v`` is a
+    placeholder.
     ``velocity_source`` sums it up: "unavailable" if any joint's velocity is unavailable, else "estimated" if any is
     estimated, else "measured". A prediction must not start from a state whose velocities are unavailable.
     """
@@ -210,25 +212,33 @@ class JointStateTracker:
     Positions outside :func:`plausible_position_bands` reject the message (nothing of it is merged).
     Velocities: per joint by :func:`vtm_dynamics.core.robot.joint_velocity.joint_velocity`: taken from the message
     when it has them ("measured"); otherwise a backward difference of positions over the stamps when the stamp is
-    non-zero and newer than the joint's previous one ("estimated"); otherwise "unavailable" (the snapshot says so;
-    the old value is not passed off as an estimate).
+    non-zero, newer than the joint's previous one and at most ``max_velocity_gap`` [s] after it ("estimated"; taken on
+    the circle for continuous joints); otherwise "unavailable" (the snapshot says so; the old value is not passed off
+    as an estimate). Each joint keeps the instant its value holds (the message stamp, or ``update``'s ``at``); a
+    snapshot is stamped with the oldest of them.
     """
 
-    def __init__(self, robot: RobotModel, *, max_joints: int = DEFAULT_MAX_JOINTS) -> None:
+    def __init__(self, robot: RobotModel, *, max_joints: int = DEFAULT_MAX_JOINTS,
+                 max_velocity_gap: float = math.inf) -> None:
         check_joint_state_compatible(robot)
         self.robot = robot
         self.names = robot.joint_names
         self.max_joints = max_joints
+        self.max_velocity_gap = float(max_velocity_gap)
+        self._continuous = frozenset(j.name for j in robot.joints if j.nq == 2)
         self._known = frozenset(self.names)
         self._band = plausible_position_bands(robot)
         self._pos: dict[str, float] = {}
         self._vel: dict[str, float] = {}
         self._stamp: dict[str, float] = {}
+        self._held: dict[str, float] = {}  # [s] the instant each joint's value holds (its age in a snapshot)
         self._source: dict[str, str] = {}
         self.newest_stamp = -math.inf
 
-    def update(self, msg: JointState) -> ParsedJointState:
-        """Merge one message; raises :class:`JointStateError` (then nothing is merged)."""
+    def update(self, msg: JointState, at: float | None = None) -> ParsedJointState:
+        """Merge one message; raises :class:`JointStateError` (then nothing is merged). ``at`` [s]: the instant its
+        values hold, when not its header stamp (an unstamped message: its receipt instant); velocity estimates use
+        the header stamps only."""
         parsed = parse_joint_state(msg, self._known, max_joints=self.max_joints)
         for name, p in parsed.positions.items():
             lo, hi = self._band[name]
@@ -238,10 +248,12 @@ class JointStateTracker:
         t = parsed.stamp
         for name, p in parsed.positions.items():
             previous = (self._pos[name], self._stamp[name]) if name in self._pos else None
-            velocity = joint_velocity(p, t, None if parsed.velocities is None else parsed.velocities[name], previous)
+            velocity = joint_velocity(p, t, None if parsed.velocities is None else parsed.velocities[name], previous,
+                                      max_gap=self.max_velocity_gap, continuous=name in self._continuous)
             self._vel[name], self._source[name] = velocity.value, velocity.source
             self._pos[name] = p
             self._stamp[name] = t
+            self._held[name] = t if at is None else float(at)
         if parsed.positions:
             self.newest_stamp = max(self.newest_stamp, t)
         return parsed
@@ -259,7 +271,8 @@ class JointStateTracker:
         positions = np.array([self._pos[n] for n in self.names])
         v = np.array([self._vel[n] for n in self.names])
         return JointStateSnapshot(
-            stamp=self.newest_stamp, positions=positions, q=configuration_from_positions(self.robot, positions), v=v,
+            stamp=min(self._held[n] for n in self.names), positions=positions,
+            q=configuration_from_positions(self.robot, positions), v=v,
             estimated_velocity=tuple(n for n in self.names if self._source[n] == "estimated"),
             unavailable_velocity=tuple(n for n in self.names if self._source[n] == "unavailable"),
         )

@@ -71,7 +71,8 @@ PARAMETERS = (
                     "subsampled, first and last kept).", P.in_range(2, 100000),
                     constraint="2 .. 100000"),
     P.ParameterSpec("max_start_state_age", 0.05, "Largest age [s] of the start state relative to the trigger "
-                    "instant (a few joint-state periods); older: success=false with the age.",
+                    "instant (a few joint-state periods); older: success=false with the age. Also the longest gap "
+                    "between two positions a velocity is estimated over (position-only joint states).",
                     P.all_of(P.positive, P.in_range(0.0, 10.0)), constraint="0 < age <= 10 s"),
     P.ParameterSpec("future_stamp_tolerance", 0.05, "Largest lead [s] of a stamp over the node clock (joint "
                     "states: rejected on receipt; triggers: success=false) and of the start state over the "

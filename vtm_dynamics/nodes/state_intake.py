@@ -7,9 +7,12 @@ Plain Python (no node, no executor): the node hands each message with its receip
 * **Checks.** A state stamped more than ``future_stamp_tolerance`` ahead of the node clock is rejected on receipt
   (its stamp would poison velocity estimates and start-state choices); a malformed one (NaN, mismatched lengths, an
   implausible position) is rejected by the tracker (``conversions.JointStateTracker``) with a one-line reason and
-  nothing of it is merged. A zero stamp is replaced by the receipt instant (the message is *unstamped*).
+  nothing of it is merged. A zero stamp is replaced by the receipt instant (the message is *unstamped*). Velocities
+  are estimated only from samples at most ``max_velocity_gap`` apart (the node's ``max_start_state_age``).
 * **History.** Every complete state (each joint reported at least once) is kept as a ``StateSample`` in a history
-  of ``length`` states in receipt order (``stop_session.StateHistory``); the start state of a trigger is chosen
+  of ``length`` states in receipt order (``stop_session.StateHistory``), stamped with its OLDEST joint value (with
+  several publishers on ``joint_states``, a silent one's joints are as old as its last message, and the age check
+  of the start state must see that); the start state of a trigger is chosen
   from it (``stop_session.choose_start_state``). Without velocities in the message, velocities are estimated by the
   tracker and the sample says which joints were estimated or unavailable.
 
@@ -76,9 +79,11 @@ class StateIntake:
     """Tracker and history of the joint states (module docstring); ``now()`` is the node clock [s]."""
 
     def __init__(self, length: int, now: Callable[[], float], future_tolerance: float,
-                 wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic) -> None:
+                 wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
+                 max_velocity_gap: float = math.inf) -> None:
         self.now, self.wall, self.monotonic = now, wall, monotonic
         self.future_tolerance = float(future_tolerance)
+        self.max_velocity_gap = float(max_velocity_gap)
         self.lock = threading.Lock()
         self.history = StateHistory(length)
         self.tracker: JointStateTracker | None = None
@@ -87,7 +92,7 @@ class StateIntake:
     def reset(self, robot: RobotModel) -> None:
         """A new model: a new tracker, an empty history."""
         with self.lock:
-            self.tracker = JointStateTracker(robot)
+            self.tracker = JointStateTracker(robot, max_velocity_gap=self.max_velocity_gap)
             self.history.clear()
 
     def instant_of(self, received: float) -> float:
@@ -111,13 +116,15 @@ class StateIntake:
         with self.lock:
             tracker = self.tracker
             try:
-                parsed = tracker.update(msg)
+                parsed = tracker.update(msg, at=stamp)
             except JointStateError as err:
                 return StateReceipt(rejected=graph.one_line(err))
             sample = None
             if not tracker.missing:
                 snap = tracker.snapshot()
-                sample = StateSample(stamp, received, snap, tuple(snap.estimated_velocity), header_stamp,
+                if snap.stamp != stamp:  # an older joint value from another message: the state is that old
+                    header_stamp = seconds_to_stamp(snap.stamp)
+                sample = StateSample(snap.stamp, received, snap, tuple(snap.estimated_velocity), header_stamp,
                                      unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity))
                 self.history.add(sample)
         if sample is not None:

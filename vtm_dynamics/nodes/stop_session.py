@@ -160,8 +160,10 @@ def choose_start_state(history: StateHistory, *, instant: float, stamped: bool, 
         return StartChoice(None, reason="no complete joint state received before the trigger")
     if sample.unavailable or (sample.estimated and sample.unstamped):
         joints = list(sample.unavailable or sample.estimated)[:6]
+        why = "unstamped joint states (header.stamp zero)" if sample.unstamped else \
+            "the joint states (stamps zero, not advancing, or more than max_start_state_age apart)"
         return StartChoice(sample, instant - sample.stamp, f"velocity: not measured for {joints} and not estimable "
-                                                           "from unstamped joint states (header.stamp zero)")
+                                                           f"from {why}")
     age = instant - sample.stamp
     if age > limits.max_age:
         return StartChoice(sample, age, f"start state is {age:.3f} s older than the trigger instant "
