@@ -11,10 +11,12 @@ import pytest
 from vtm_msgs.msg import StoppingDistance
 
 from test.nodes.node_harness import TEST_BRAKES, UR5_Q, UR5_V, graph, ros  # noqa: F401 - fixtures
-from vtm_dynamics.core.estop import StopSettings
+from vtm_dynamics.core.estop import StopSettings, predict_stop
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples, stop_envelope
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+from vtm_dynamics.nodes.conversions import configuration_from_positions, seconds_to_stamp
+from vtm_dynamics.nodes.live_stopping import LiveStopping, stopping_distance_message
 
 
 def _listen(graph) -> list[StoppingDistance]:
@@ -76,3 +78,51 @@ def test_envelope_off_reports_the_nominal_as_worst(graph):
     assert msg.success and msg.envelope_cases == 1
     assert (msg.worst_distance, msg.worst_time) == (msg.distance, msg.time)
     assert np.isfinite(msg.distance)
+
+
+class _Outcome:
+    def __init__(self, result, reason=""):
+        self.result, self.reason = result, reason
+
+
+def _ur5_prediction(horizon: float, brakes=None):
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    brakes = brakes or brakes_from_config(robot, TEST_BRAKES)
+    q = configuration_from_positions(robot, UR5_Q)
+    return robot, brakes, predict_stop(robot, brakes, q, UR5_V, tcp_frame="tool0", settings=StopSettings(t_max=horizon))
+
+
+_OFF = {"stopping_envelope": False}
+
+
+def _message(live):
+    return stopping_distance_message(live, "", stamp=seconds_to_stamp(1.0), frame="base_link", model_name="ur5",
+                                     model_hash="0" * 16, category=0, tcp_frame="tool0")
+
+
+def test_a_nominal_stop_cut_off_by_the_horizon_is_no_stopping_distance():
+    """Travelled-to-horizon is short of the distance to rest: success=false and NaN, as the StopPrediction says."""
+    robot, brakes, short = _ur5_prediction(0.03)
+    _, _, full = _ur5_prediction(5.0)
+    assert not short.stopped and full.stopped
+    assert short.tcp_straight_distance < full.tcp_straight_distance  # what would have been published as a value
+    live = LiveStopping().evaluate(robot, brakes, short, _OFF, "tool0", lambda *a: pytest.fail("no envelope"))
+    msg = _message(live)
+    assert not msg.success and msg.message.startswith("nominal case: not at rest within the horizon")
+    assert all(math.isnan(x) for x in (msg.distance, msg.path_length, msg.time, msg.worst_distance,
+                                       msg.worst_path_length, msg.worst_time))
+    ok = _message(LiveStopping().evaluate(robot, brakes, full, _OFF, "tool0", lambda *a: pytest.fail("no envelope")))
+    assert ok.success and ok.distance == pytest.approx(full.tcp_straight_distance, abs=1e-12)
+
+
+def test_an_envelope_case_that_does_not_stop_makes_the_worst_case_no_value():
+    robot, brakes, nominal = _ur5_prediction(5.0)
+    cut_off = _ur5_prediction(0.03, brakes)[2]
+    p = {"stopping_envelope": True, "stopping_envelope_torque_min": 0.9, "stopping_envelope_torque_max": 1.1,
+         "stopping_envelope_delay_min": 1.0, "stopping_envelope_delay_max": 1.5, "stopping_envelope_payload_max": 0.0,
+         "stopping_envelope_random": 0}
+    live = LiveStopping().evaluate(robot, brakes, nominal, p, "tool0", lambda r, b: _Outcome(cut_off))
+    msg = _message(live)
+    assert not msg.success and msg.message.startswith("envelope case (torque x")
+    assert "not at rest within the horizon" in msg.message
+    assert math.isnan(msg.worst_distance) and math.isnan(msg.worst_time) and math.isnan(msg.distance)

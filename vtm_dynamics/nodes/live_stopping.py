@@ -7,8 +7,9 @@ distance; what it needs is the worst credible value now, not the nominal one alo
 :class:`LiveStopping`, which predicts the envelope's other cases (brake torque x, engage delay x, payload at the TCP
 frame: corners plus ``stopping_envelope_random`` seeded samples, :func:`vtm_dynamics.core.estop.envelope.envelope_samples`)
 through the node's own prediction call (same category, horizon, step and deadline) and publishes the nominal and
-the worst values. A case that fails makes the message ``success=false`` naming it: a worst case over part of the
-envelope is never published as a result. Units: m, s, kg.
+the worst values. A case that fails, or that is not at rest within the horizon (its distance is then the distance
+travelled until the horizon, not to rest), makes the message ``success=false`` naming it: a worst case over part of
+the envelope, or a distance short of the rest, is never published as a result. Units: m, s, kg.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class LiveStop:
     error: str = ""
     worst_rest: Any = None
 
+
+#: why a case that did not stop within the horizon gives no value
+NOT_AT_REST = "not at rest within the horizon (no distance to rest; a longer horizon may give one)"
 
 #: the parameters the envelope is evaluated with (what the prediction process is given of the node's)
 ENVELOPE_KEYS = ("stopping_envelope", "stopping_envelope_torque_min", "stopping_envelope_torque_max",
@@ -136,6 +140,9 @@ class LiveStopping:
         worst = [d0, l0, t0]
         worst_rest = nominal.q_final
         cases = 1
+        if not nominal.stopped:
+            return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start,
+                            f"nominal case: {NOT_AT_REST}")
         if p["stopping_envelope"]:
             try:
                 samples = envelope_samples(self.spec(p))[1:]
@@ -144,10 +151,11 @@ class LiveStopping:
             for tf, df, mass in samples:
                 outcome = predict(self._model(robot, mass, tcp_frame), brakes.scaled(torque_factor=tf,
                                                                                     delay_factor=df))
-                if outcome.result is None:
+                if outcome.result is None or not outcome.result.stopped:
+                    reason = outcome.reason if outcome.result is None else NOT_AT_REST
                     return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start,
                                     f"envelope case (torque x{tf:.3g}, delay x{df:.3g}, payload {mass:.3g} kg): "
-                                    f"{outcome.reason}")
+                                    f"{reason}")
                 values = _values(outcome.result)
                 if values[0] > worst[0]:
                     worst_rest = outcome.result.q_final
