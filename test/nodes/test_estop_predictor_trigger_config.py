@@ -80,6 +80,11 @@ def test_a_safety_mode_value_fires_a_prediction_and_lines_are_per_publisher(safe
     ({"trigger_field": "mode"}, "trigger_field: 'mode' does not exist in std_msgs/msg/Bool (fields: data)"),
     ({"trigger_type": "vtm_msgs/msg/BrakeEvent", "trigger_field": "header"}, "is not a single bool, number or "
                                                                              "string"),
+    ({"trigger_type": "vtm_msgs/msg/BrakeEvent", "trigger_field": "action", "trigger_values": ["ENGAGE", "ENGAEG"]},
+     "trigger_values: 'ENGAEG' is neither a number nor a constant of the type (trigger_field 'action' of "
+     "vtm_msgs/msg/BrakeEvent is a number; constants: ENGAGE, RELEASE)"),
+    ({"trigger_values": ["yes"]}, "trigger_values: 'yes' is not true or false (trigger_field 'data' of "
+                                  "std_msgs/msg/Bool is a bool)"),
 ])
 def test_a_trigger_that_cannot_work_refuses_to_start_with_one_line(extra, expected):
     with pytest.raises(P.ParameterError) as err:

@@ -89,9 +89,11 @@ PARAMETERS = (
     P.ParameterSpec("trigger_field", "data", "Field of trigger_type that carries the state, a dotted path to a "
                     "bool, number or string (e.g. data, mode). A field the type lacks: the node refuses to start.",
                     read_only=True, constraint="a field path of trigger_type"),
-    P.ParameterSpec("trigger_values", ["true"], "Values of trigger_field that mean 'stopping': true/false, numbers "
-                    "or constant names of the type (e.g. ROBOT_EMERGENCY_STOP); a message with any other value "
-                    "means 'not stopping'.", P.non_empty_list, read_only=True,
+    P.ParameterSpec("trigger_values", ["true"], "Values of trigger_field that mean 'stopping', read by the "
+                    "field's type: the text itself (string fields), true/false (bool fields), numbers or constant "
+                    "names of the type (numeric fields, e.g. ROBOT_EMERGENCY_STOP); a value the field cannot hold "
+                    "refuses the start. A message with any other value means 'not stopping'.", P.non_empty_list,
+                    read_only=True,
                     constraint="1 .. 64 values"),
     P.ParameterSpec("trigger_on_brake_event", True, "A BrakeEvent ENGAGE fires a prediction like the estop topic."),
     P.ParameterSpec("event_queue_depth", 10000, "DDS history depth of the trigger and event subscriptions (deep: "

@@ -8,9 +8,12 @@ the bag reader (messages deserialised by ``rosbags``): both expose fields as att
 attributes, which is all this module relies on.
 
 Type names are accepted only in the form ``<package>/msg/<Type>`` (lower-case package identifier, CamelCase type),
-so that a type name can never name an arbitrary module. Values are written as text and read as: ``true``/``false``
-(booleans), integers, decimal numbers, the name of a constant of the message type (``ROBOT_EMERGENCY_STOP``), else
-the text itself (string fields). Errors are :class:`TriggerConfigError`, one line naming the parameter.
+so that a type name can never name an arbitrary module. Values are written as text and read by the type of the
+field: a string field takes the text itself (``"1"`` stays the text "1"); a bool field only ``true``/``false``; a
+numeric field an integer, a decimal number or the name of a numeric constant of the message type
+(``ROBOT_EMERGENCY_STOP``). A value the field can never hold (a misspelt constant, ``maybe`` for a bool) is a
+configuration error, not a trigger that silently never fires. Errors are :class:`TriggerConfigError`, one line
+naming the parameter.
 """
 
 from __future__ import annotations
@@ -82,18 +85,42 @@ def field_names(msg: Any) -> list[str]:
     return []
 
 
-def _parse_value(text: str, msg_class: type) -> Any:
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
+def field_kind(value: Any) -> str:
+    """'bool', 'string' or 'number': the kind of a field's value (rclpy values and numpy scalars from rosbags)."""
+    if hasattr(value, "item") and not isinstance(value, (bool, int, float, str)):
+        value = value.item()
+    if isinstance(value, bool):
+        return "bool"
+    return "string" if isinstance(value, str) else "number"
+
+
+def numeric_constants(msg_class: type) -> list[str]:
+    """The names of the numeric constants of a message type (``ENGAGE``, ``ROBOT_EMERGENCY_STOP``)."""
+    values = {n: getattr(msg_class, n, None) for n in dir(msg_class) if CONSTANT_NAME.match(n)}
+    return sorted(n for n, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def parse_value(text: str, kind: str, msg_class: type, where: str) -> Any:
+    """The value ``text`` means for a field of ``kind`` (:func:`field_kind`) of ``msg_class``; a value the field
+    can never hold raises :class:`TriggerConfigError` (``where`` names the field in the line)."""
+    word = text.strip()
+    if kind == "string":
+        return text
+    if kind == "bool":
+        if word.lower() in ("true", "false"):
+            return word.lower() == "true"
+        raise TriggerConfigError(f"trigger_values: {word[:80]!r} is not true or false ({where} is a bool)")
     for cast in (int, float):
         try:
-            return cast(text.strip())
+            return cast(word)
         except ValueError:
             pass
-    if CONSTANT_NAME.match(text.strip()) and hasattr(msg_class, text.strip()):
-        return getattr(msg_class, text.strip())
-    return text
+    constants = numeric_constants(msg_class)
+    if word in constants:
+        return getattr(msg_class, word)
+    shown = ", ".join(constants[:20]) + (", ..." if len(constants) > 20 else "")
+    raise TriggerConfigError(f"trigger_values: {word[:80]!r} is neither a number nor a constant of the type "
+                             f"({where} is a number; constants: {shown or 'none'})")
 
 
 class TriggerMatcher:
@@ -115,8 +142,8 @@ class TriggerMatcher:
         if not isinstance(value, (bool, int, float, str)) and type(value).__name__ not in ("bool_", "int64", "uint8"):
             raise TriggerConfigError(f"trigger_field: {rule.field!r} of {rule.type_name} is not a single bool, "
                                      f"number or string (got {type(value).__name__})")
-        msg_class = type(sample)
-        self.values = frozenset(_parse_value(v, msg_class) for v in rule.values)
+        kind, where = field_kind(value), f"trigger_field {rule.field!r} of {rule.type_name}"
+        self.values = frozenset(parse_value(v, kind, type(sample), where) for v in rule.values)
 
     def value(self, msg: Any) -> Any:
         for name in self.path:
