@@ -237,3 +237,31 @@ def test_continuous_markers_and_ghost_follow_at_most_ten_times_a_second(graph):
         assert {"prediction", "reactions"} <= set(out)
         built.append("markers" in out and "ghost" in out)
     assert built == [True, False, False, False, True, False, True]
+
+
+@pytest.mark.parametrize("graph", [dict(CONTINUOUS, max_start_state_age=5.0, horizon=0.03)], indirect=True)
+def test_a_continuous_prediction_that_does_not_stop_is_recorded_as_a_failure_and_has_no_companions(graph):
+    """A horizon shorter than the stop: the continuous StopPrediction says success=false (not at rest); what the
+    node records for /diagnostics says the same, and no trajectory or reactions go out for it (as for an E-stop
+    prediction that did not stop). Before: the record said success=true and the companions were published."""
+    from vtm_dynamics.core.estop import StopSettings, predict_stop
+    from vtm_dynamics.nodes.conversions import configuration_from_positions
+
+    model = graph.predictor.models.current
+    core = predict_stop(model.aux, model.brakes, configuration_from_positions(model.aux, graph.h.state().position),
+                        list(graph.h.state().velocity), tcp_frame="tool0", settings=StopSettings(t_max=0.03))
+    assert not core.stopped  # the independent reference: this stop does not end within the horizon
+    outputs, companions = graph.predictor.outputs, []
+    for name in ("pub_traj", "pub_react"):
+        publish = getattr(outputs, name).publish
+        getattr(outputs, name).publish = lambda msg, publish=publish: (companions.append(msg), publish(msg))
+
+    def published() -> bool:
+        graph.feed(graph.h.state())
+        return any(p.scenario_id == "continuous" for p in graph.h.predictions)
+
+    assert graph.wait(published, timeout=30.0)
+    cont = [p for p in graph.h.predictions if p.scenario_id == "continuous"]
+    assert not any(p.success for p in cont) and "not at rest within the horizon" in cont[0].message
+    assert outputs.last_prediction is not None and outputs.last_prediction.success is False
+    assert companions == []

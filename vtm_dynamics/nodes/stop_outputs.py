@@ -251,11 +251,15 @@ class StopOutputs:
         self._publish_rest(model, nominal)
 
     def _publish_serialized(self, model: LoadedModel, nominal: dict[str, Any], age: float) -> None:
-        """A fresh round's messages as the prediction process serialized them, with the age at publication."""
-        messages = nominal["serialized"]
+        """A fresh round's messages as the prediction process serialized them, with the age at publication; as
+        for a message built here, a prediction not at rest within the horizon (``success=false``) goes out alone."""
+        messages, stopped = nominal["serialized"], bool(nominal["result"].stopped)
         self.pub_pred.publish(messages.prediction_with_age(age))
         self.last_prediction = StopPrediction(scenario_id="continuous", stop_category=self.settings.category,
-                                              success=True)  # what /diagnostics reports of it
+                                              success=stopped, message="ok" if stopped else
+                                              "not at rest within the horizon")  # what /diagnostics reports of it
+        if not stopped:
+            return
         self.pub_traj.publish(messages.trajectory)
         self.pub_react.publish(messages.reactions)
         self._publish_rest(model, nominal)
