@@ -11,13 +11,13 @@ Inputs: ``robot_description`` (URDF text, never a path; or the ``urdf_path`` / `
 Services ``predict_stop`` (``stop_request``) and ``~/check_trajectory`` (``trajectory_check``).
 
 Work and priorities. Triggers and events are never rate-limited or dropped (a deep reliable queue and cheap
-callbacks); with ``event_thread`` an executor thread of their own serves them (``event_executor``), so floods on
-the other inputs never queue before a trigger. Their work runs on the trigger worker, merged (revisions at most
-``event_rate_limit`` per second); services, continuous rounds and parsing run on a second worker, which pauses
-while E-stop work is due (both ``work_queue`` threads); the continuous rounds' predictions run in a child process
-(``prediction_process``), where they never hold the interpreter lock the E-stop path needs. A prediction still running after ``prediction_deadline``
-is answered ``success=false`` by the watchdog timer. Parameters are read-only after start-up except the marker
-scales (``parameter_policy``).
+callbacks); with ``event_thread`` an executor thread of their own serves them (``event_executor``), so floods on the
+other inputs never queue before a trigger. Their work runs on the trigger worker, merged (revisions at most
+``event_rate_limit`` per second); services, continuous rounds and parsing run on a second worker, which pauses while
+E-stop work is due (both ``work_queue`` threads); the continuous rounds' predictions run in a child process
+(``prediction_process``), where they never hold the interpreter lock the E-stop path needs. A prediction still
+running after ``prediction_deadline`` is answered ``success=false`` by the watchdog timer. Parameters are read-only
+after start-up except the marker scales (``parameter_policy``).
 """
 
 from __future__ import annotations
@@ -128,8 +128,7 @@ class EstopPredictor(Node):
         events_qos = graph.events_qos(self.p["event_queue_depth"])
         if self.p["robot_description_topic"]:
             self.create_subscription(String, self.p["robot_description_topic"],
-                                     graph.guarded(self.log, "robot_description")(self.on_description),
-                                     graph.LATCHED)
+                                     graph.guarded(self.log, "robot_description")(self.on_description), graph.LATCHED)
         self.create_subscription(JointState, "joint_states", self._guard("joint_states", self.on_joint_state),
                                  graph.sensor_qos(20))
         for msg_type, topic, callback in ((trigger_type, self.trigger_rule.topic, self.on_estop),
