@@ -51,3 +51,19 @@ def test_a_bag_without_a_trajectory_topic_is_one_line(tmp_path):
         read_planned_trajectory(path)
     with pytest.raises(RecordingError, match="has type std_msgs/msg/Bool"):
         read_planned_trajectory(path, "/estop")
+
+
+def test_a_message_whose_points_carry_different_fields_is_refused_as_a_trajectory_file_is(tmp_path):
+    """A point without velocities among points with them used to drop every point's velocities: the bag's motion
+    was checked with straight lines, where a trajectory controller runs cubics on the segments whose ends carry
+    velocities (a dip into the table passed). The same message as a file is refused; so is the bag now."""
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    msg = _message(store, [[0, 0], [0.5, 0.5], [1, 1]], [[], [1, 1], [0, 0]], [0.0, 0.5, 1.0])
+    path = str(tmp_path / "mixed")
+    write_bag(path, "mcap", {"/planned": "trajectory_msgs/msg/JointTrajectory"}, [("/planned", 1, msg)],
+              typestore=store)
+    with pytest.raises(RecordingError, match=r"points\[1\]: carries velocities but the first point carries "
+                                             r"positions only"):
+        read_planned_trajectory(path)

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from vtm_dynamics.core.stopsafe.trajectory import MAX_POINTS, PlannedTrajectory, TrajectoryError, planned_trajectory
+from vtm_dynamics.core.stopsafe.trajectory_files import same_fields
 from vtm_dynamics.recordings.bag_files import RecordingError, bag_summary
 
 TRAJECTORY_TYPE = "trajectory_msgs/msg/JointTrajectory"
@@ -71,9 +72,12 @@ def read_planned_trajectory(path: str, topic: str | None = None, index: int = 0,
     if not 2 <= len(points) <= max_points:
         raise RecordingError(f"{name}: the trajectory has {len(points)} points, expected 2..{max_points}")
     names = list(msg.joint_names)
-    has_v = all(len(p.velocities) for p in points)
-    has_a = has_v and all(len(p.accelerations) for p in points)
     try:
+        fields = None
+        for k, p in enumerate(points):  # every point the same fields, as a trajectory file must have
+            fields = same_fields(fields, tuple(f for f in ("velocities", "accelerations") if len(getattr(p, f))),
+                                 f"points[{k}]")
+        has_v, has_a = "velocities" in fields, "accelerations" in fields
         return planned_trajectory(
             names, [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in points],
             [list(p.positions) for p in points], [list(p.velocities) for p in points] if has_v else None,

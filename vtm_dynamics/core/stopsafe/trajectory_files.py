@@ -84,6 +84,17 @@ def _vector(value: Any, n: int, where: str) -> list[float]:
     return out
 
 
+def same_fields(fields: tuple[str, ...] | None, have: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The optional fields (``velocities``, ``accelerations``) every point of a trajectory carries: ``have`` of the
+    point at ``where`` if it is the first (``fields`` None), else the first point's, and a point that carries other
+    ones is refused (one interpolation for the whole trajectory: a point without velocities must not turn the
+    others' cubics into straight lines)."""
+    if fields is not None and have != fields:
+        raise TrajectoryError(f"{where}: carries {', '.join(have) or 'positions only'} but the first point "
+                              f"carries {', '.join(fields) or 'positions only'}")
+    return have
+
+
 def trajectory_from_mapping(data: Any, source: str = "trajectory", *, max_points: int = MAX_POINTS) -> PlannedTrajectory:
     """A :class:`PlannedTrajectory` from a ``JointTrajectory``-shaped mapping (see the module docstring)."""
     if isinstance(data, Mapping):
@@ -109,12 +120,8 @@ def trajectory_from_mapping(data: Any, source: str = "trajectory", *, max_points
             raise TrajectoryError(f"{where}: expected a mapping")
         check_keys(point, ("positions", "velocities", "accelerations", "effort", "time_from_start"), where,
                    TrajectoryError)
-        have = tuple(f for f in ("velocities", "accelerations") if point.get(f) not in (None, []))
-        if fields is None:
-            fields = have
-        elif have != fields:
-            raise TrajectoryError(f"{where}: carries {', '.join(have) or 'positions only'} but the first point "
-                                  f"carries {', '.join(fields) or 'positions only'}")
+        have = fields = same_fields(fields, tuple(f for f in ("velocities", "accelerations")
+                                                  if point.get(f) not in (None, [])), where)
         if "time_from_start" not in point:
             raise TrajectoryError(f"{where}.time_from_start: missing")
         t.append(_seconds(point["time_from_start"], f"{where}.time_from_start"))
