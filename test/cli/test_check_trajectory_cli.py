@@ -121,3 +121,22 @@ def test_bad_inputs_are_one_line_with_status_2(files, tmp_path, capsys):
         assert main([*argv, *FAST]) == 2, words
         err = capsys.readouterr().err.strip()
         assert err.startswith("vtm-check-trajectory: error:") and words in err and "\n" not in err, (words, err)
+
+
+def test_per_segment_scalings_that_would_break_a_velocity_limit_are_not_taken_and_the_search_goes_on(tmp_path,
+                                                                                                         capsys):
+    """A point's velocity takes the smaller scaling of its two segments, so a faster neighbour's cubic can exceed its
+    joint's velocity limit inside although every scaling is within the headroom: the per-segment search stopped the
+    whole run there (exit 2, blaming the trajectory). Such scalings are unsafe candidates: the run ends with its
+    verdict and per-segment scalings whose re-timed trajectory passes its check."""
+    pan = _write(tmp_path / "pan.yaml", S.ur5_pan(1.0, 1.6).as_message_dict())
+    post = [0.58 * np.cos(1.175), 0.58 * np.sin(1.175), 0.5]  # a post the last segment's stops come close to
+    cell = _write(tmp_path / "post.yaml", {"scene": {"self_collision": False, "obstacles": [
+        {"name": "post", "primitive": {"type": "cylinder", "dimensions": [1.0, 0.04]},
+         "pose": {"position": [float(x) for x in post]}}]}})
+    assert main([pan, "--scene", cell, "--nominal", "--quiet", "--scale", "--max-scaling", "10",
+                 "--per-segment"]) == 1  # the motion as planned is not safe
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("per segment:"))
+    assert "(re-check passes)" in line
+    scales = [float(x) for x in line.split(":", 1)[1].split("(")[0].split(",")]
+    assert len(scales) == 4 and max(scales) > min(scales)

@@ -134,23 +134,31 @@ def per_segment_scalings(checker: TrajectoryChecker, trajectory: PlannedTrajecto
     n = trajectory.n_points - 1
     lo = np.full(n, uniform)
     hi = np.full(n, upper)
+
+    def safe_segments(scales: np.ndarray) -> tuple[np.ndarray, TrajectoryCheck | None]:
+        """Which segments are safe at ``scales``, and the check; none, and no check, when the re-timed trajectory
+        leaves a velocity or position limit (a point's velocity takes the smaller scaling of its two segments, so
+        a faster neighbour's cubic can exceed s_k times its old speed inside: such scalings are not taken)."""
+        retimed = trajectory.retimed_per_segment(scales)
+        try:
+            result = checker.check(retimed, **hooks)
+        except TrajectoryError:
+            return np.zeros(n, dtype=bool), None
+        return _segment_safety(result, retimed), result
+
     # segments already safe at the upper limit need no bisection
     while np.any(hi - lo > tolerance * hi):
         mid = np.where(hi - lo > tolerance * hi, 0.5 * (lo + hi), lo)
-        retimed = trajectory.retimed_per_segment(mid)
-        ok = _segment_safety(checker.check(retimed, **hooks), retimed)
+        ok, _ = safe_segments(mid)
         lo = np.where(ok, mid, lo)
         hi = np.where(ok | (mid == lo), hi, mid)
         say(f"per segment: {int(np.sum(hi - lo > tolerance * hi))} segments still open")
-    at_upper = _segment_safety(checker.check(trajectory.retimed_per_segment(hi), **hooks),
-                               trajectory.retimed_per_segment(hi))
-    scales = np.where(at_upper, hi, lo)
+    scales = np.where(safe_segments(hi)[0], hi, lo)
     for _ in range(8):  # the re-check as one trajectory; lower the segments that fail there
-        retimed = trajectory.retimed_per_segment(scales)
-        result = checker.check(retimed, **hooks)
-        if result.safe:
+        ok, result = safe_segments(scales)
+        if result is not None and result.safe:
             return scales, result
-        bad = ~_segment_safety(result, retimed)
+        bad = ~ok & (scales > uniform)
         if not bad.any():
             break
         scales = np.where(bad, uniform + 0.5 * (scales - uniform), scales)
