@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 from test.views.views_testdata import ur5_stop
+from vtm_dynamics.core.estop import predict_stop
+from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.views.replay import ReplaySchedule, joint_origins, replay_frames
 
 
@@ -52,3 +57,26 @@ def test_frames_are_capped_and_carry_the_path_the_events_and_the_worst_case(fram
     origins = joint_origins(robot, p.q[0])
     np.testing.assert_allclose(origins[0], robot.frame_placement(p.q[0], "shoulder_link").translation, atol=1e-12)
     np.testing.assert_allclose(origins[2], robot.frame_placement(p.q[0], "forearm_link").translation, atol=1e-12)
+
+
+def test_a_continuous_joint_crossing_pi_is_replayed_along_its_motion_not_the_long_way_round():
+    """A continuous joint's wrapped angles jump from +pi to -pi between two frames; interpolating them swung the
+    ghost through 0 (the arm 4 m from the prediction for a moment). The frames are continuous along the stop."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = open(os.path.join(repo, "urdf", "planar_3r.urdf"), encoding="utf-8").read()
+    first = text.index('<joint name="joint1"')
+    end = text.index(">", first)
+    assert 'type="revolute"' in text[first:end]
+    robot = RobotModel.from_urdf(text[:first] + text[first:end].replace('type="revolute"', 'type="continuous"')
+                                        + text[end:])
+    brakes = brakes_from_config(robot, os.path.join(repo, "config", "planar_3r_brakes.yaml"))
+    q0 = robot.configuration_from_angles([np.pi - 0.02, 0.3, 0.2])
+    p = predict_stop(robot, brakes, q0, np.array([2.0, -0.5, 0.8]))
+    frames = replay_frames(robot, p)
+    assert np.max(np.abs(np.diff(frames.positions[:, 0]))) < 0.5  # no 2 pi jump between frames
+    schedule = ReplaySchedule(frames, speed=1.0, hold=0.0, loop=False)
+    for t in np.linspace(0.0, p.t[-1], 41):
+        shown = schedule.positions_at(t)[0]
+        k = int(np.searchsorted(p.t, t))
+        predicted = robot.difference(robot.neutral(), p.q[min(k, len(p.t) - 1)])[0]
+        assert abs(np.angle(np.exp(1j * (shown - predicted)))) < 0.1, t  # the same angle on the circle

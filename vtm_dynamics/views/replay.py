@@ -65,7 +65,11 @@ def replay_frames(robot: RobotModel, prediction: StopPrediction, *, worst_q: np.
     events = merged_events(p)
     keep = thinned(t, [e[0] for e in events], max(2, int(max_points)), values=p.q)
     neutral = robot.neutral()
-    positions = np.array([robot.difference(neutral, q) for q in np.asarray(p.q)[keep]])
+    # positions continuous along the stop: each frame the previous one plus the step to it (a continuous joint
+    # crossing +-pi would otherwise jump by 2 pi between frames, and the replay's interpolation swing it round)
+    qs = np.asarray(p.q)[keep]
+    steps = [robot.difference(neutral, qs[0])] + [robot.difference(a, b) for a, b in zip(qs[:-1], qs[1:])]
+    positions = np.cumsum(np.array(steps), axis=0)
     tcp = None if p.tcp_positions is None else np.asarray(p.tcp_positions, dtype=float)
     marks = []
     if tcp is not None:
