@@ -133,10 +133,37 @@ def test_an_estop_prediction_replaces_the_replay_at_once_and_continuous_ones_wai
     now[0] += 5.0  # many passes later, but within replay_keep: the E-stop stays
     replay._on_timer()
     assert replay._current[0].result is stop
-    now[0] += 6.0  # past replay_keep
+    now[0] += 6.0  # past replay_keep, in the middle of a pass: the pass is shown to its end
+    replay._on_timer()
+    assert replay._current[0].result is stop
+    period = replay._current[1].period
+    now[0] += period  # the next pass: the continuous prediction
     replay._on_timer()
     assert replay._current[0].result is later
     assert replay.builds == 3
+
+
+def test_a_continuous_prediction_takes_over_only_at_the_end_of_the_pass_in_progress(pair):
+    """A new continuous prediction replaced a replay that had looped for a while at once, in the middle of a pass:
+    the ghost jumped from the middle of one stop to the start of another."""
+    node, _, _ = pair
+    robot, p, _ = ur5_stop()
+    now = [100.0]
+    replay = GhostReplay(node, PARAMS, lambda level, text: None, clock=lambda: now[0])
+    replay.offer(robot, p, "world", continuous=True)
+    replay._on_timer()
+    period = replay._current[1].period
+    now[0] += 2.5 * period  # the third pass, half way
+    replay._on_timer()
+    newer = type(p)(**{**p.__dict__})
+    replay.offer(robot, newer, "world", continuous=True)
+    for _ in range(4):  # the rest of the third pass
+        now[0] += 0.1 * period
+        replay._on_timer()
+        assert replay._current[0].result is p
+    now[0] += 0.15 * period  # into the fourth pass
+    replay._on_timer()
+    assert replay._current[0].result is newer
 
 
 def test_the_predictor_replays_its_estop_prediction():

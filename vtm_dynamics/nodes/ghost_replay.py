@@ -59,11 +59,12 @@ MARKER_NAMESPACES = ("replay_tcp_path", "replay_events", "replay_worst_rest")
 
 
 class _Offer:
-    __slots__ = ("robot", "result", "frame", "urgent", "worst_q")
+    __slots__ = ("robot", "result", "frame", "urgent", "worst_q", "waits_from")
 
     def __init__(self, robot: RobotModel, result: Any, frame: str, urgent: bool) -> None:
         self.robot, self.result, self.frame, self.urgent = robot, result, frame, urgent
         self.worst_q: np.ndarray | None = None
+        self.waits_from: int | None = None  # the pass of the current replay in which it could first take over
 
 
 def _rgba(rgb, a: float = 1.0) -> ColorRGBA:
@@ -150,7 +151,10 @@ class GhostReplay:
                 current, schedule, start = self._current
                 if current.urgent and now - self._urgent_at < self.keep:
                     return None
-                if now - start < schedule.period:
+                passes = int((now - start) // schedule.period) if schedule.period > 0 else 0
+                if offer.waits_from is None:
+                    offer.waits_from = passes
+                if passes <= offer.waits_from:  # the pass in progress is shown to its end
                     return None
             self._pending = None
             return offer
