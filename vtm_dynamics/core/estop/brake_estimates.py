@@ -9,8 +9,10 @@ cross-validation.
 * :func:`widen_capacity`: a capacity interval's ends are demands (reactions, Müller 2026, eq. (3) with the
   joint-lock rows) at the fitted values and the recorded trigger state; their gradients over both by forward
   differences of the prediction that holds the joint, and sqrt(g^T C g + h^T P h), widen them.
-* :func:`conservative_brakes`: the nominal brakes with every fitted value at its conservative end and every
-  bracketed capacity at the smallest value the stops allow, kept consistent (holding >= breakaway >= sliding).
+* :func:`conservative_brakes`: the nominal brakes with every fitted value at its conservative end (a friction
+  term the stops do not bound at its lower bound, 0 at 95 %) and every capacity at the smallest value the stops
+  allow, kept consistent (holding >= breakaway >= sliding: an untested capacity at the file's own static
+  friction).
 * :func:`cross_validate`: each stop predicted by brakes refitted without it (:func:`~.fit_uncertainty.
   leave_out_refit`), nominal and conservative.
 
@@ -29,7 +31,7 @@ import numpy as np
 from vtm_dynamics.core.estop.brakes import BrakeSet, JointBrake
 from vtm_dynamics.core.estop.capacity_bounds import STATE_STEPS, CapacityInterval, demand_near, widened
 from vtm_dynamics.core.estop.fit_uncertainty import interval, leave_out_refit
-from vtm_dynamics.core.estop.identifiability import SLIDE_MOTION, SLIDE_REASON, TEST_MOTION
+from vtm_dynamics.core.estop.identifiability import SLIDE_MOTION, SLIDE_REASON, TEST_MOTION, UNSEEN_RELATIVE
 from vtm_dynamics.core.estop.output_error import (
     TYPICAL, FitParameter, MultiStartFit, OutputError, brakes_with, consistent_brake, start_value,
 )
@@ -63,10 +65,20 @@ class ParameterEstimate:
 
 
 def estimates(problem, prior, direct, values, sigma, reasons, fit, z, max_relative_sigma):
+    """Every smooth parameter's :class:`ParameterEstimate` and its conservative value by parameter index.
+
+    A value with a finite interval goes to the end of it that lengthens the stop. A value without one (not fitted,
+    or no 1-sigma) is not known from the stops: a friction term (``LENGTHENING`` -1: sliding, viscous, the
+    breakaway's excess over the sliding torque, the Stribeck speed) goes to its lower bound, max(0, value - z
+    ``UNSEEN_RELATIVE`` value) (0 at 95 %: the 50 % 1-sigma the uncertainty gives a friction no sample shows);
+    one that lengthens the stop when larger (a delay, a rise time, an armature) has no upper bound the stops
+    give: the conservative file keeps its value and its estimate's ``conservative`` is nan (not bounded)."""
     by_prior = {b.joint: b for b in prior}
     by_direct = {s.joint: s for s in direct.slides}
     reference = np.array([TYPICAL.get(p.field, 1.0) if p.field == "viscous" else 0.0 for p in problem.params])
-    out, conservative = [], {}
+    nominal = {b.joint: b for b in brakes_with(problem.base, problem.params, np.asarray(values, float))}
+    keep = max(0.0, 1.0 - z * UNSEEN_RELATIVE)  # the lower bound of an unknown friction term, relative
+    rows, conservative, excess = [], {}, {}
     active = set(fit.active) if fit is not None else set()
     for i, p in enumerate(problem.params):
         raw = getattr(by_prior[p.joint], p.field)
@@ -82,10 +94,28 @@ def estimates(problem, prior, direct, values, sigma, reasons, fit, z, max_relati
             # parameter was scaled with: 0 +- 0.04 N m s/rad is a result, not an unknown
             reason = f"relative uncertainty {sd / max(abs(value), reference[i], 1e-300):.2g} above {max_relative_sigma:g}"
         lo, hi = interval(value, sd, z, 0.0) if i in active else (math.nan, math.nan)
-        edge = value
+        lengthening = LENGTHENING.get(p.field, -1) > 0
         if i in active and math.isfinite(lo):
-            edge = hi if LENGTHENING.get(p.field, -1) > 0 else lo
-        conservative[i] = edge
+            edge = hi if lengthening else lo
+            conservative[i] = edge
+        elif lengthening:
+            edge = math.nan  # no upper bound known: the file keeps the value, and says it is not conservative
+            conservative[i] = value
+        elif p.field == "breakaway_torque":
+            excess[i] = keep * max(value - float(nominal[p.joint].sliding_torque), 0.0)
+            edge = math.nan  # set below, on the conservative sliding torque
+        else:
+            edge = keep * value
+            conservative[i] = edge
+        rows.append((i, p, prior_value, dval, dsig, value, sd, reason, lo, hi, edge))
+    sliding = {p.joint: i for i, p in enumerate(problem.params) if p.field == "sliding_torque"}
+    for i, e in excess.items():
+        joint = problem.params[i].joint
+        base = conservative[sliding[joint]] if joint in sliding else float(nominal[joint].sliding_torque)
+        conservative[i] = base + e
+    out = []
+    for i, p, prior_value, dval, dsig, value, sd, reason, lo, hi, edge in rows:
+        edge = conservative[i] if i in excess else edge
         motion = SLIDE_MOTION if reason.startswith(SLIDE_REASON) else TEST_MOTION.get(p.field, "a stop that exercises {j}")
         if reason and i not in active:
             out.append(ParameterEstimate(p.joint, p.field, None, None, False, prior_value, reason,
@@ -110,8 +140,10 @@ def direct_value(d, field: str) -> tuple[float, float]:
 
 def conservative_brakes(problem: OutputError, nominal: Sequence[JointBrake], values: Mapping[int, float],
                          caps: Mapping[str, CapacityInterval]) -> tuple[JointBrake, ...]:
-    """The nominal brakes with every fitted value at the end of its interval that lengthens the stop and every
-    bracketed capacity at the smallest value the stops allow (kept consistent: holding >= breakaway >= sliding)."""
+    """The nominal brakes with every fitted value at its conservative value (``values``, :func:`estimates`) and
+    every capacity at the smallest value the stops allow (:attr:`~.capacity_bounds.CapacityInterval.
+    conservative`), raised to this file's own static friction where that is larger (holding >= breakaway >=
+    sliding): an untested capacity is written at the conservative static friction, not the nominal one."""
     vector = np.array([values[i] for i in range(len(problem.params))])
     out = brakes_with(nominal, problem.params, vector)
     out = [dataclasses.replace(b, holding_torque=caps[b.joint].conservative) if b.joint in caps else b for b in out]
@@ -119,8 +151,11 @@ def conservative_brakes(problem: OutputError, nominal: Sequence[JointBrake], val
 
 
 def capacity_estimates(prior: Sequence[JointBrake], caps: Mapping[str, CapacityInterval],
-                        joints: Sequence[str]) -> list[ParameterEstimate]:
+                        joints: Sequence[str], conservative: Sequence[JointBrake]) -> list[ParameterEstimate]:
+    """Each capacity's :class:`ParameterEstimate`; its conservative value is the one the ``conservative`` file
+    carries."""
     by_prior = {b.joint: b for b in prior}
+    written = {b.joint: float(b.holding_torque) for b in conservative}
     out = []
     for joint in joints:
         c = caps[joint]
@@ -129,7 +164,7 @@ def capacity_estimates(prior: Sequence[JointBrake], caps: Mapping[str, CapacityI
         motion = "" if c.tested else TEST_MOTION["holding_torque"].format(j=joint)
         out.append(ParameterEstimate(joint, "holding_torque", c.nominal if c.tested else None, None, c.tested,
                                      float(by_prior[joint].holding_torque), reason, motion, c.lower, c.upper,
-                                     c.conservative))
+                                     written[joint]))
     return out
 
 

@@ -61,10 +61,10 @@ SHIFT = 0.2  # a capacity's value moved if its new one lies outside the old inte
 class CapacityInterval:
     """What the stops say about one joint's holding capacity [N m]: every value in [``lower``, ``upper``] fits
     them (``upper`` inf: no stop slipped the joint, so the stops bound it from below only); ``floor`` the static
-    friction it can never be below (breakaway, else sliding torque); ``nominal`` the value the fitted brake file
+    friction at the nominal values (breakaway, else sliding torque); ``nominal`` the value the fitted brake file
     carries (the least value the stops accept, also where they bound it from below only: never the prior's),
-    ``conservative`` the one of the conservative file (``lower``: a weaker brake slips sooner). ``held``
-    and ``slipped`` name the stops that bound it from below and from above."""
+    ``conservative`` the one of the conservative file (the least the stops show: a weaker brake slips sooner).
+    ``held`` and ``slipped`` name the stops that bound it from below and from above."""
 
     joint: str
     lower: float
@@ -89,7 +89,10 @@ class CapacityInterval:
 
     @property
     def conservative(self) -> float:
-        return max(self.lower, self.floor)
+        """The least value the stops themselves show [N m]: ``lower`` where some stop loaded the joint beyond its
+        static friction (a demand it held), else 0, which the conservative file raises to its own static friction
+        (the nominal ``floor`` is the static friction at the nominal values, above the conservative one)."""
+        return self.lower if self.lower > self.floor * (1.0 + 1e-9) else 0.0
 
     def describe(self) -> str:
         if self.tested:

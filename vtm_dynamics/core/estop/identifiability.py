@@ -30,6 +30,8 @@ SLIDE_FIELDS = ("sliding_torque", "viscous", "breakaway_torque", "stribeck_veloc
 
 MIN_SLIDE_SAMPLES = 2.0  # a joint sliding for less than this many sample periods shows its friction nowhere
 
+UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
+
 SLIDE_REASON = "no sample shows it"
 
 SLIDE_MOTION = ("stops in which {j} slides well after its brake engages (several samples): {j} alone at its top "

@@ -60,7 +60,7 @@ from vtm_dynamics.core.estop.fit_uncertainty import (
     trigger_state_covariance as trigger_states,
 )
 from vtm_dynamics.core.estop.identifiability import (
-    SLIDE_REASON, longest_slides, sample_period, sensitivity_screen, unobservable_friction,
+    SLIDE_REASON, UNSEEN_RELATIVE, longest_slides, sample_period, sensitivity_screen, unobservable_friction,
 )
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.multi_start import fitted_with_capacities, scaled_start, set_capacities, start_list
@@ -82,7 +82,6 @@ DEFAULT_FIELDS = ("engage_delay", "sliding_torque", "viscous", "holding_torque")
 STRIBECK_FIELDS = ("breakaway_torque", "stribeck_velocity")  # opt-in: stops must reach low speeds slowly
 THRESHOLD_FIELDS = ("holding_torque",)  # enter the prediction only through a stick/slip decision
 DEFAULT_STARTS = 3
-UNSEEN_RELATIVE = 0.5  # 1-sigma of a friction term no sample shows, relative to its start value
 INADEQUATE_MISFIT = 3.0  # a residual this many times the noise is no fit to use: the fit restarts (the starts
 #                          share a wrong basin), and if it stays there, vtm-calibrate refuses it
 MODEL_MISFIT = 2.0  # a converged fit leaving this many times the noise misses an effect: vtm-calibrate refuses it
@@ -308,7 +307,7 @@ def identify_brakes(
     nominal = tuple(consistent_brake(dataclasses.replace(b, holding_torque=caps[b.joint].nominal)
                                      if b.joint in caps else b) for b in problem.brakes(x))
     conservative = results.conservative_brakes(problem, nominal, conservative_values, caps)
-    estimates = results.ordered(params, fitted + results.capacity_estimates(prior, caps, capacity_joints))
+    estimates = results.ordered(params, fitted + results.capacity_estimates(prior, caps, capacity_joints, conservative))
 
     say("identification: residuals of the brakes written")
     residual = results.residual_rms_of(problem, nominal)
