@@ -2,12 +2,13 @@
 model (the tool used to answer a fit stuck in a wrong basin with "try breakaway_torque stribeck_velocity"); a
 cross-validated stop shorter than recorded beyond the tolerance gets status 3; either may be accepted explicitly."""
 
+import dataclasses
 import math
 
 import numpy as np
 
 from vtm_dynamics.cli.calibrate import EXIT_NONCONSERVATIVE, EXIT_UNCONVERGED, verdicts
-from vtm_dynamics.core.estop.identification import Identification
+from vtm_dynamics.core.estop.identification import Identification, ParameterEstimate
 from vtm_dynamics.core.estop.output_error import StartResult
 from vtm_dynamics.core.estop.stop_comparison import StopComparison
 
@@ -65,3 +66,17 @@ def test_starts_that_agree_on_an_optimum_far_from_the_data_are_no_fit_to_use():
     assert not any(line.startswith("model:") for line in lines)
     _, status = verdicts(_ident([True, True, True], 5e-4), [_stop("a", 1.0)], 0.05, 1e-4, False, True)
     assert status == 0
+
+
+def test_a_conservative_file_with_an_unidentified_delay_is_refused_unless_accepted():
+    """A later engagement lengthens the stop, and the stops give no upper bound for a delay they do not identify:
+    the conservative file cannot be at its lengthening end, so it is one line naming the joint and field, status 3
+    and no file unless accepted. The nominal file makes no such claim."""
+    unknown = ParameterEstimate("wrist_2_joint", "engage_delay", None, None, False, 0.01, "not fitted")
+    ident = dataclasses.replace(_ident([True, True], 1e-4), estimates=(unknown,))
+    lines, status = verdicts(ident, [_stop("a", 1.0)], 0.05, 1e-4, False, False, True)
+    assert status == EXIT_NONCONSERVATIVE and len(lines) == 1 and "wrist_2_joint.engage_delay" in lines[0], lines
+    _, status = verdicts(ident, [_stop("a", 1.0)], 0.05, 1e-4, True, False, True)
+    assert status == 0
+    lines, status = verdicts(ident, [_stop("a", 1.0)], 0.05, 1e-4, False, False, False)
+    assert status == 0 and not lines

@@ -14,7 +14,7 @@ from vtm_dynamics.cli.robot_choice import default_brakes_path, load_robot
 from vtm_dynamics.cli.stop_report import brake_yaml
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval
-from vtm_dynamics.core.estop.identification import Identification
+from vtm_dynamics.core.estop.identification import Identification, ParameterEstimate
 
 
 def _identification(brakes, capacities) -> Identification:
@@ -35,3 +35,22 @@ def test_an_untested_capacity_is_written_at_the_static_friction_and_its_comment_
     assert float(line.split(":")[1].split("#")[0]) == floor
     assert "prior" not in line and "not tested by the stops" in line and "static friction" in line
     assert yaml.safe_load(text)["brakes"]["joints"][first.joint]["holding_torque"] == floor
+
+
+def test_the_conservative_file_says_an_unidentified_friction_is_written_at_its_lower_bound_not_the_prior():
+    """A sliding torque no sample shows goes to the lower end of what is known about it in the conservative file;
+    its comment used to say "prior value" beside a value that was not the prior's."""
+    _, robot, _ = load_robot("ur5")
+    prior = brakes_from_config(robot, default_brakes_path("ur5")).brakes
+    first = prior[0]
+    written = replace(first, sliding_torque=0.02 * first.sliding_torque, breakaway_torque=None,
+                      holding_torque=0.02 * first.sliding_torque)
+    unseen = ParameterEstimate(first.joint, "sliding_torque", None, None, False, first.sliding_torque,
+                               "no sample shows it: it slides at most 1 ms after its brake engages",
+                               conservative=written.sliding_torque)
+    ident = replace(_identification(prior, []), conservative_brakes=(written, *prior[1:]), estimates=(unseen,))
+    text = brake_yaml(ident, ["site.mcap"], conservative=True)
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("sliding_torque:"))
+    assert float(line.split(":")[1].split("#")[0]) == written.sliding_torque
+    assert "not identified" in line and "lower end" in line and "lengthens the stop" in line, line
+    assert not line.rstrip().endswith("prior value"), line

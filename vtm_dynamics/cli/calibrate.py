@@ -132,14 +132,27 @@ class CalibrationRun:
 
 
 def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: float,
-             accept_nonconservative: bool, accept_unconverged: bool) -> tuple[list[str], int]:
+             accept_nonconservative: bool, accept_unconverged: bool,
+             conservative: bool = False) -> tuple[list[str], int]:
     """The run's verdict lines and exit status: 0 fine, ``EXIT_UNCONVERGED`` when the starts of the global fit
     disagree or agree on an optimum whose residual is over ``MODEL_MISFIT`` times the noise (``INADEQUATE_MISFIT``
     times: a wrong basin as likely as a missing effect), ``EXIT_NONCONSERVATIVE``
     when a cross-validated or held-out stop of the brakes written is shorter than recorded by more than
-    ``tolerance`` (either may be accepted explicitly)."""
+    ``tolerance``, or when the ``conservative`` file is asked for and some value that lengthens the stop when
+    larger (a delay, a rise time, an armature) is not identified: the stops give no upper bound for it (either
+    may be accepted explicitly)."""
     lines: list[str] = []
     status = 0
+    unbounded = [f"{e.joint}.{e.field}" for e in ident.estimates
+                 if e.field != "holding_torque" and not math.isfinite(e.conservative)]
+    if conservative and unbounded:
+        lines.append(f"non-conservative: {', '.join(unbounded)} not identified by the stops, which give no upper "
+                     "bound for it, so the conservative file cannot be at the end that lengthens the stop"
+                     + (" (accepted: --accept-nonconservative; written at the nominal value)"
+                        if accept_nonconservative else
+                        "; the brake file is not written (record the test motion named above, or "
+                        "--accept-nonconservative writes it with the nominal value)"))
+        status = 0 if accept_nonconservative else EXIT_NONCONSERVATIVE
     if not ident.converged:
         lines.append(f"not converged: only {ident.agreeing} of {len(ident.starts)} starts of the global fit reached "
                      "the best optimum, so it may not be the right one; try more --starts or stops that exercise "
@@ -228,7 +241,7 @@ def run(args: argparse.Namespace, say=print) -> CalibrationRun:
         say(f"held-out stops ({len(held)}), not used in the fit, {which} brakes:")
         say(stop_report.comparison_table(robot, comp_held))
     lines, status = verdicts(ident, list(cv) + list(comp_held), args.tolerance, ident.noise,
-                             args.accept_nonconservative, args.accept_unconverged)
+                             args.accept_nonconservative, args.accept_unconverged, args.conservative)
     say("")
     for line in lines or ["verdict: converged; every cross-validated stop within the tolerance or longer than recorded"]:
         say(line)

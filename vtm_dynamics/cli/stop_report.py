@@ -13,6 +13,7 @@ import tempfile
 from typing import Any, Sequence
 
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, JointBrake, friction_order_problem
+from vtm_dynamics.core.estop.identifiability import UNSEEN_RELATIVE
 from vtm_dynamics.core.estop.identification import Identification, StopComparison
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -184,14 +185,17 @@ def brake_yaml(ident: Identification, sources: Sequence[str], *, conservative: b
             if value is None:
                 continue
             text = ".inf" if isinstance(value, float) and math.isinf(value) else repr(float(value))
-            out.append(f"      {f}: {text}{_note(b, f, estimates.get((b.joint, f)), caps.get(b.joint), pct)}")
+            note = _note(b, f, estimates.get((b.joint, f)), caps.get(b.joint), pct, conservative)
+            out.append(f"      {f}: {text}{note}")
     return "\n".join(out) + "\n"
 
 
-def _note(b: JointBrake, field: str, e, cap, pct: str) -> str:
+def _note(b: JointBrake, field: str, e, cap, pct: str, conservative: bool = False) -> str:
     if field == "holding_torque" and cap is not None:
         if cap.tested:
-            return f"  # between {cap.lower:.5g} and {cap.upper:.5g} by the stick/slip decisions of the stops"
+            below = (f"; written at the static friction of this file, {b.holding_torque:.5g} (the lower end is the"
+                     " nominal static friction)" if b.holding_torque < cap.lower * (1.0 - 1e-9) else "")
+            return f"  # between {cap.lower:.5g} and {cap.upper:.5g} by the stick/slip decisions of the stops{below}"
         if cap.loaded:
             return f"  # at least {cap.lower:.5g} (held in the stops; upper side not tested)"
         return "  # not tested by the stops: written at the static friction (the smallest it can be)"
@@ -202,7 +206,19 @@ def _note(b: JointBrake, field: str, e, cap, pct: str) -> str:
     why = e.reason.split(":")[0].split(" (")[0]
     source = ("fitted value" if e.value is not None else
               "direct measurement" if math.isfinite(e.direct) else "prior value")
-    return f"  # not identified ({why}): {source}"
+    if not conservative:
+        return f"  # not identified ({why}): {source}"
+    if e.value is not None and math.isfinite(e.lower):
+        return f"  # not identified ({why}): the end of its {pct} interval [{e.lower:.5g}, {e.upper:.5g}] that " \
+               "lengthens the stop"
+    if not math.isfinite(e.conservative):
+        return f"  # not identified ({why}): {source}, NOT conservative (no upper bound known; accepted)"
+    return (f"  # not identified ({why}): the lower end of its {pct} interval with the {source} {_nominal(e):.5g} "
+            f"taken as {100 * UNSEEN_RELATIVE:g} % uncertain (the end that lengthens the stop)")
+
+
+def _nominal(e) -> float:
+    return e.value if e.value is not None else e.direct if math.isfinite(e.direct) else e.prior
 
 
 def identification_dict(ident: Identification, robot: RobotModel, comparisons: Sequence[StopComparison]) -> dict:
@@ -217,6 +233,7 @@ def identification_dict(ident: Identification, robot: RobotModel, comparisons: S
                  "recorded_tcp_m": f(c.recorded_tcp), "predicted_tcp_m": f(c.predicted_tcp),
                  "rms_residual_rad": f(c.rms_residual)} for c in items]
 
+    written = {b.joint: float(b.holding_torque) for b in ident.conservative_brakes}
     return {
         "robot": ident.robot, "residual_rms_rad": ident.residual_rms,
         "conservative_residual_rms_rad": ident.conservative_residual_rms, "noise_rad": ident.noise,
@@ -230,7 +247,7 @@ def identification_dict(ident: Identification, robot: RobotModel, comparisons: S
                         "prior": f(e.prior), "reason": e.reason, "test_motion": e.test_motion}
                        for e in ident.estimates],
         "capacities": [{"joint": c.joint, "lower_nm": c.lower, "upper_nm": f(c.upper), "floor_nm": c.floor,
-                        "nominal_nm": c.nominal, "conservative_nm": c.conservative, "tested": c.tested,
+                        "nominal_nm": c.nominal, "conservative_nm": written[c.joint], "tested": c.tested,
                         "held_in": list(c.held), "slipped_in": list(c.slipped)} for c in ident.capacities],
         "stops": stops(comparisons),
         "cross_validation": stops(ident.cross_validation),
