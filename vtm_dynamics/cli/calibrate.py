@@ -18,9 +18,10 @@ distance, and the leave-one-out cross-validation; then writes the brake YAML tha
 file in its header. ``--holdout N`` keeps the last N stops out of the fit and reports how well they are predicted.
 
 Exit status: 0 when the fit converged and no cross-validated (or held-out) stop is predicted shorter than recorded
-by more than ``--tolerance``; 3 (one line: "non-conservative: ...") when one is, 4 ("not converged: ...") when
-the starts of the global fit disagree or agree on an optimum that leaves more than twice the noise ("inadequate
-fit: ...", "model: ..."). Neither writes the brake YAML unless accepted explicitly
+by more than ``--tolerance``; 3 (one line: "non-conservative: ...") when one is, or when ``--conservative`` is
+asked for and a delay, rise time or armature is not identified (the stops give no upper bound for it), 4 ("not
+converged: ...") when the starts of the global fit disagree or agree on an optimum that leaves more than twice the
+noise ("inadequate fit: ...", "model: ..."). Neither writes the brake YAML unless accepted explicitly
 (``--accept-nonconservative``, ``--accept-unconverged``); the report and plots are written for the diagnosis.
 
 Bad input (no such topic, joints that do not match the model, a corrupt or truncated bag, a stop cut off by the end

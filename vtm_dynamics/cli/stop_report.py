@@ -170,8 +170,9 @@ def brake_yaml(ident: Identification, sources: Sequence[str], *, conservative: b
     caps = {c.joint: c for c in ident.capacities}
     pct = f"{100 * ident.confidence:g} %"
     rms = ident.conservative_residual_rms if conservative else ident.residual_rms
-    kind = (f"CONSERVATIVE: every fitted value at the end of its {pct} interval that lengthens the stop, every "
-            "capacity at the smallest value the stops allow" if conservative else "nominal fit")
+    kind = (f"CONSERVATIVE: every fitted value at the end of its {pct} interval that lengthens the stop (a friction "
+            "term the stops do not identify at its lower bound), every capacity at the smallest value the stops "
+            "allow" if conservative else "nominal fit")
     out = [f"# brakes identified by vtm-calibrate from {len(sources)} recording(s): {', '.join(sources)}",
            f"# robot {ident.robot}{'; ' + payload if payload else ''}; {kind}",
            f"# residual RMS of exactly these brakes over the fitted stops: {rms:.4g} rad ({ident.n_residuals} "
