@@ -5,7 +5,6 @@ prior's)."""
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import replace
 
 import yaml
