@@ -115,13 +115,19 @@ def test_the_markers_show_the_tcp_path_the_events_and_the_worst_rest_pose_when_k
                                joint_origins(robot, worst_q, "tool0"), atol=1e-9)
 
 
-def test_an_estop_prediction_replaces_the_replay_at_once_and_continuous_ones_wait(pair):
+def _replaying_continuous(pair):
+    """(replay on a clock of its own, robot, the continuous prediction it replays, the clock [s] as a list)."""
     node, _, _ = pair
     robot, p, _ = ur5_stop()
     now = [100.0]
     replay = GhostReplay(node, PARAMS, lambda level, text: None, clock=lambda: now[0])
     replay.offer(robot, p, "world", continuous=True)
     replay._on_timer()
+    return replay, robot, p, now
+
+
+def test_an_estop_prediction_replaces_the_replay_at_once_and_continuous_ones_wait(pair):
+    replay, robot, p, now = _replaying_continuous(pair)
     assert replay._current[0].result is p and not replay._current[0].urgent
     stop = type(p)(**{**p.__dict__})  # another prediction object (an E-stop)
     replay.offer(robot, stop, "world", continuous=False)
@@ -146,12 +152,7 @@ def test_an_estop_prediction_replaces_the_replay_at_once_and_continuous_ones_wai
 def test_a_continuous_prediction_takes_over_only_at_the_end_of_the_pass_in_progress(pair):
     """A new continuous prediction replaced a replay that had looped for a while at once, in the middle of a pass:
     the ghost jumped from the middle of one stop to the start of another."""
-    node, _, _ = pair
-    robot, p, _ = ur5_stop()
-    now = [100.0]
-    replay = GhostReplay(node, PARAMS, lambda level, text: None, clock=lambda: now[0])
-    replay.offer(robot, p, "world", continuous=True)
-    replay._on_timer()
+    replay, robot, p, now = _replaying_continuous(pair)
     period = replay._current[1].period
     now[0] += 2.5 * period  # the third pass, half way
     replay._on_timer()
