@@ -98,6 +98,30 @@ def test_predict_loads_the_yaml_and_replays_the_bag_the_same(calibrated, four_st
         np.testing.assert_allclose(mine["predicted_angles_rad"], theirs["predicted_angles_rad"], atol=1e-9)
 
 
+def test_replaying_the_bag_with_brakes_too_strong_says_non_conservative_and_exits_3(calibrated, four_stops, capsys):
+    """The documented way to check a brake file against recordings printed stops predicted 45-58 % short and
+    exited 0; it now gives the verdict vtm-calibrate gives, in the output, the JSON and the exit status."""
+    out, _ = calibrated
+    config = yaml.safe_load((out / "fitted.yaml").read_text())
+    for joint in config["brakes"]["joints"].values():
+        for field in ("sliding_torque", "breakaway_torque", "holding_torque", "viscous"):
+            if field in joint:
+                joint[field] = 1.6 * float(joint[field])
+    strong = out / "too_strong.yaml"
+    strong.write_text(yaml.safe_dump(config, sort_keys=False))
+    code = predict.main(["ur5", "--payload", "5", "--bag", four_stops, "--brakes", str(strong), "--json",
+                         str(out / "strong.json"), "--step", "0.01"])
+    printed = capsys.readouterr().out
+    assert code == calibrate.EXIT_NONCONSERVATIVE
+    assert "non-conservative:" in printed and "predicted shorter than recorded by more than 5 %" in printed
+    data = json.loads((out / "strong.json").read_text())
+    assert data["tolerance"] == 0.05 and data["shortfalls"]
+    assert all(x["relative"] is None or x["relative"] < -0.05 for x in data["shortfalls"])
+    assert predict.main(["ur5", "--payload", "5", "--bag", four_stops, "--brakes", str(out / "fitted.yaml"),
+                         "--step", "0.01"]) == 0
+    assert "verdict: every stop figure within 5 %" in capsys.readouterr().out
+
+
 def test_a_non_conservative_result_is_one_line_status_3_and_no_brake_file_unless_accepted(four_stops, tmp_path,
                                                                                           capsys):
     """A tolerance no fit meets makes the cross-validated stops "shorter than recorded" beyond it: the tool says so

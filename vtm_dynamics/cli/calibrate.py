@@ -40,7 +40,9 @@ from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
 from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
-from vtm_dynamics.cli.recorded_stops import add_recording_options, read_stops
+from vtm_dynamics.cli.recorded_stops import (
+    EXIT_NONCONSERVATIVE, SHORTFALL_TOLERANCE, add_recording_options, read_stops,
+)
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
 from vtm_dynamics.core.estop.identification import (
@@ -70,8 +72,7 @@ def parse_assumed(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
-TOLERANCE = 0.05  # a cross-validated stop time or TCP distance this much shorter than recorded is non-conservative
-EXIT_NONCONSERVATIVE = 3
+TOLERANCE = SHORTFALL_TOLERANCE  # a cross-validated stop figure this much shorter than recorded is non-conservative
 EXIT_UNCONVERGED = 4
 
 

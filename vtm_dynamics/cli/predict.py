@@ -11,7 +11,8 @@ Examples::
     vtm-predict ur5 --serve                                 # ... shown live on http://127.0.0.1:PORT/
 
 Bad input (unknown joint in the brake file, negative torques, NaN or out-of-limit state) prints one line
-``vtm-predict: error: <field>: <reason>`` and exits with status 2.
+``vtm-predict: error: <field>: <reason>`` and exits with status 2. With ``--bag``, status 3 when a recorded stop's
+time or TCP distance is predicted shorter than recorded by more than ``--tolerance`` (non-conservative brakes).
 
 The summary, the JSON (``inputs``) and the CSV header state what produced them: robot and model hash, brake file
 and hash, payload, stop category and its parameters, integration step and horizon, the envelope's ranges, the
@@ -34,6 +35,7 @@ import numpy as np
 from vtm_dynamics.cli import provenance
 from vtm_dynamics.cli.arguments import Parser, robot_name, parse_or_exit_status
 from vtm_dynamics.cli.prediction_inputs import inputs_lines, plot_source, prediction_inputs
+from vtm_dynamics.cli.recorded_stops import EXIT_NONCONSERVATIVE, SHORTFALL_TOLERANCE, shortfall_line
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.defaults import (
     CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, INTEGRATION_STEP, PAYLOAD,
@@ -281,21 +283,29 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--bag", nargs="+", metavar="BAG", help="replay recorded stops (rosbag2): predict each from the "
                     "recorded state at the trigger and compare with what the robot did")
     add_recording_options(ap)
+    ap.add_argument("--tolerance", type=float, default=SHORTFALL_TOLERANCE,
+                    help="with --bag: a stop time or TCP distance predicted shorter than recorded by more than this "
+                         f"(relative) is non-conservative: exit status {EXIT_NONCONSERVATIVE} (default %(default)s)")
     from vtm_dynamics.cli.view_output import add_view_arguments
 
     add_view_arguments(ap, "the predicted stop (robot, ghosts of start, rest and worst-case rest, TCP path, events)")
     return ap
 
 
-def replay_bags(args: argparse.Namespace, say=print) -> list:
+def replay_bags(args: argparse.Namespace, say=print) -> tuple[list, list]:
     """``--bag``: every recorded stop predicted from the recorded state at its trigger with the given brakes,
-    printed against the recording (angle, time, TCP distance); ``--json`` and ``--plots`` write the comparison."""
+    printed against the recording (angle, time, TCP distance), with the verdict: the stop figures predicted shorter
+    than recorded beyond ``--tolerance`` (``shortfalls``); ``--json`` and ``--plots`` write the comparison.
+    Returns (comparisons, shortfalls)."""
     from vtm_dynamics.cli import stop_report
     from vtm_dynamics.cli.recorded_stops import read_stops
     from vtm_dynamics.core.estop import StopSettings
     from vtm_dynamics.core.estop.brakes import brakes_from_config
     from vtm_dynamics.core.estop.identification import compare_stops
+    from vtm_dynamics.core.estop.stop_comparison import shortfalls
 
+    if not 0.0 < args.tolerance < 1.0:
+        raise ValueError(f"tolerance: {args.tolerance} is not between 0 and 1")
     robot_name = None if args.urdf else args.robot
     _, robot, _ = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame)
     brakes = brakes_from_config(robot, args.brakes or default_brakes_path(robot_name, args.urdf))
@@ -305,6 +315,10 @@ def replay_bags(args: argparse.Namespace, say=print) -> list:
     comparisons = compare_stops(robot, brakes, stops, tcp, settings=settings)
     say(f"recorded stops replayed with {os.path.basename(brakes.source) or 'the given brakes'}:")
     say(stop_report.comparison_table(robot, comparisons))
+    short = shortfalls(comparisons, args.tolerance)
+    say("")
+    say(shortfall_line(short, args.tolerance) if short else
+        f"verdict: every stop figure within {100 * args.tolerance:g} % of the recording or longer")
     if args.json:
         data = {"stops": [{"label": c.label, "recorded_angles_rad": c.recorded_angles.tolist(),
                            "predicted_angles_rad": c.predicted_angles.tolist(),
@@ -313,12 +327,14 @@ def replay_bags(args: argparse.Namespace, say=print) -> list:
                            "recorded_tcp_m": c.recorded_tcp if math.isfinite(c.recorded_tcp) else None,
                            "predicted_tcp_m": c.predicted_tcp if math.isfinite(c.predicted_tcp) else None,
                            "rms_residual_rad": c.rms_residual} for c in comparisons],
-                "joint_names": list(robot.joint_names)}
+                "joint_names": list(robot.joint_names), "tolerance": args.tolerance,
+                "shortfalls": [{"label": x.label, "what": x.what,
+                                "relative": x.relative if math.isfinite(x.relative) else None} for x in short]}
         say(f"wrote {stop_report.write_json(args.json, data)}")
     if args.plots:
         for f in stop_report.overlay_plots(args.plots, robot, stops, comparisons):
             say(f"wrote {f}")
-    return comparisons
+    return comparisons, short
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -334,12 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.bag:
         try:
-            replay_bags(args)
+            _, short = replay_bags(args)
         except (ValueError, OSError) as err:
             msg = first_line(err)
             sys.stderr.write(f"{PROG}: error: {msg}\n")
             return 2
-        return 0
+        return EXIT_NONCONSERVATIVE if short else 0
     try:
         locks = [_parse_lock(s) for s in args.lock]
         summary, robot, brakes = run_prediction(
