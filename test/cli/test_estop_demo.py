@@ -44,3 +44,15 @@ def test_demo_rejects_a_bad_configuration_with_status_2(tmp_path):
     )
     assert proc.returncode == 2
     assert "horizon: must be a finite number > 0 (got -1.0)" in proc.stderr
+
+
+def test_the_demo_does_not_feed_the_prediction_it_checks_with_the_simulations_standstill():
+    """The simulated robot's standstill LOCK, stamped at its own rest time, revised a prediction that ran longer
+    than the simulation into one with a lock exactly there, and the demo compared that revision (a 2.2 ms difference
+    printed as 2e-8 s, OUTSIDE turned within tolerance). The demo's simulation publishes no standstill lock, with the
+    shipped configuration and with every robot it names."""
+    from vtm_dynamics.cli.estop_demo import build_parameters, parse_args
+
+    for argv in ([], ["--robot", "planar_3r"], ["--robot", "ur5"]):
+        _, sim = build_parameters(parse_args(argv))
+        assert sim["lock_on_rest"] is False, argv
