@@ -41,7 +41,7 @@ from typing import Sequence
 from vtm_dynamics.cli import stop_report
 from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
 from vtm_dynamics.cli.recorded_stops import (
-    EXIT_NONCONSERVATIVE, SHORTFALL_TOLERANCE, add_recording_options, read_stops,
+    EXIT_NONCONSERVATIVE, SHORTFALL_TOLERANCE, add_recording_options, read_stops, shortfall_line,
 )
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, brakes_from_config
@@ -162,11 +162,7 @@ def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: 
         status = status or (0 if accept_unconverged else EXIT_UNCONVERGED)
     short = shortfalls(checked, tolerance)
     if short:
-        worst = min(short, key=lambda s: s.relative if math.isfinite(s.relative) else -math.inf)
-        what = {"time": "stop time", "tcp": "TCP distance"}[worst.what]
-        rel = f"{100 * worst.relative:+.1f} %" if math.isfinite(worst.relative) else "not at rest"
-        lines.append(f"non-conservative: {len(short)} cross-validated stop figure(s) shorter than recorded by more "
-                     f"than {100 * tolerance:g} % (worst {worst.label} {what} {rel})"
+        lines.append(shortfall_line(short, tolerance, "cross-validated stop figure(s)")
                      + (" (accepted: --accept-nonconservative)" if accept_nonconservative else
                         "; the brake file is not written (--conservative writes the conservative one, "
                         "--accept-nonconservative writes it anyway)"))

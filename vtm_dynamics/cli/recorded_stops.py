@@ -17,16 +17,16 @@ SHORTFALL_TOLERANCE = 0.05  # a stop time or TCP distance predicted this much sh
 EXIT_NONCONSERVATIVE = 3  # the exit status of a tool whose brakes predict a recorded stop short
 
 
-def shortfall_line(short: Sequence, tolerance: float) -> str:
+def shortfall_line(short: Sequence, tolerance: float, figures: str = "stop figure(s) predicted") -> str:
     """The verdict line of :func:`vtm_dynamics.core.estop.stop_comparison.shortfalls` (non-empty): how many stop
-    figures are predicted short beyond ``tolerance`` (relative) and the worst."""
+    ``figures`` are shorter than recorded beyond ``tolerance`` (relative), and the worst."""
     import math
 
     worst = min(short, key=lambda s: s.relative if math.isfinite(s.relative) else -math.inf)
     what = {"time": "stop time", "tcp": "TCP distance"}[worst.what]
     rel = f"{100 * worst.relative:+.1f} %" if math.isfinite(worst.relative) else "not at rest"
-    return (f"non-conservative: {len(short)} stop figure(s) predicted shorter than recorded by more than "
-            f"{100 * tolerance:g} % (worst {worst.label} {what} {rel})")
+    return (f"non-conservative: {len(short)} {figures} shorter than recorded by more than {100 * tolerance:g} % "
+            f"(worst {worst.label} {what} {rel})")
 
 
 def add_recording_options(ap: argparse.ArgumentParser) -> None:
