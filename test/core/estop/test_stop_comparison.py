@@ -8,6 +8,7 @@ import pytest
 from core_testdata import REPO
 from vtm_dynamics.core.estop import predict_stop
 from vtm_dynamics.core.estop.brakes import brakes_from_config
+from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.output_error import interp_hermite
 from vtm_dynamics.core.estop.recorded import RecordedStop, settle_time
 from vtm_dynamics.core.estop.stop_comparison import predicted_stop_time
@@ -47,3 +48,26 @@ def test_a_prediction_that_goes_on_after_the_recording_ends_is_timed_at_its_own_
     cut = positions_only(prediction, 0.5 * prediction.stop_time)
     assert predicted_stop_time(prediction, cut) == pytest.approx(predicted_stop_time(prediction, full), abs=STEP)
     assert predicted_stop_time(prediction, cut) > cut.t[-1] + 5 * STEP
+
+
+def test_a_prediction_is_timed_on_the_recordings_own_instants_so_its_coarse_samples_do_not_make_it_early(ur5):
+    # the "recording": the same stop integrated with steps of 20 us and sampled at 500 Hz by linear interpolation of
+    # those dense samples (no Hermite, no coarse grid); the prediction under test has samples up to 20 ms apart,
+    # whose linearly interpolated speed put its stop time up to 3.2 % early here
+    brakes = brakes_from_config(ur5, UR5_BRAKES)
+    rng = np.random.default_rng(99)
+    lo = np.maximum(ur5.model.lowerPositionLimit, -np.pi)
+    hi = np.minimum(ur5.model.upperPositionLimit, np.pi)
+    worst = 0.0
+    for _ in range(6):
+        q = 0.5 * (lo + hi) + rng.uniform(-0.4, 0.4, ur5.nv) * (hi - lo)
+        v = rng.uniform(-0.7, 0.7, ur5.nv) * ur5.model.velocityLimit
+        prediction = predict_stop(ur5, brakes, q, v)
+        dense = predict_stop(ur5, brakes, q, v, settings=StopSettings(step=2e-5))
+        t = np.arange(0.001, dense.t[-1] + 0.05, STEP)
+        recorded_v = np.stack([np.interp(t, dense.t, dense.v[:, j]) for j in range(ur5.nv)], axis=1)
+        recorded_q = np.stack([np.interp(t, dense.t, dense.q[:, j]) for j in range(ur5.nv)], axis=1)
+        stop = RecordedStop("dense", q, v, t, recorded_q, rest_speed=0.02)
+        recorded = settle_time(t, recorded_v, 0.02)
+        worst = max(worst, abs(predicted_stop_time(prediction, stop) - recorded) / recorded)
+    assert worst < 1e-3

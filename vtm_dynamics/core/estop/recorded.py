@@ -24,7 +24,7 @@ class RecordedStop:
     the stop-time rule :func:`settle_time` the stop was timed with (predictions of it are timed alike).
     ``timed_by_positions``: the recording has no velocities, so the speeds it was timed by are its positions'
     :func:`position_velocities` at its sample instants ``t``, and predictions of it are timed from their positions
-    at the same instants (False: by recorded velocities, and predictions by their own)."""
+    at the same instants (False: by recorded velocities, and predictions by their velocities at the same instants)."""
 
     label: str
     q0: np.ndarray

@@ -59,24 +59,33 @@ class StopComparison:
 
 def predicted_stop_time(prediction: StopPrediction, stop: RecordedStop, rest_speed: float | None = None) -> float:
     """The stop time [s] of ``prediction`` by the rule ``stop`` was timed with (threshold ``rest_speed`` [rad/s],
-    default the stop's): :func:`~.recorded.settle_time` of the predicted velocities, or, for a stop timed by its
-    positions (``stop.timed_by_positions``), of :func:`~.recorded.position_velocities` of the predicted angles at
-    the recording's sample instants (continued at its median sample step while the prediction goes on after the
-    last one), so that the recording's noise is the only difference between the two sides; nan if the prediction
-    does not come to rest."""
+    default the stop's), read on the recording's own sample instants (continued at its median sample step while the
+    prediction goes on after the last one), so that the recording's noise is the only difference between the two
+    sides: :func:`~.recorded.settle_time` of the predicted velocities there (cubic Hermite from the prediction's
+    velocities and accelerations), or, for a stop timed by its positions (``stop.timed_by_positions``), of
+    :func:`~.recorded.position_velocities` of the predicted angles there; nan if the prediction does not come to
+    rest. (Read on the prediction's own samples, up to 20 ms apart, the linear interpolation of the speed between
+    them put stop times of Coulomb-viscous brakes up to 3.2 % early against a 500 Hz recording of the same stop.)"""
     rest_speed = stop.rest_speed if rest_speed is None else rest_speed
     if not prediction.stopped:
         return math.nan
+    times = recording_instants(prediction, stop)
     if not stop.timed_by_positions:
-        return settle_time(prediction.t, prediction.v, rest_speed)
+        return settle_time(times, interp_hermite(prediction.t, prediction.v, prediction.a, times), rest_speed)
+    q = interp_hermite(prediction.t, prediction.q, prediction.v, times)
+    return settle_time(times, position_velocities(times, q), rest_speed)
+
+
+def recording_instants(prediction: StopPrediction, stop: RecordedStop) -> np.ndarray:
+    """The sample instants [s] of ``stop``, continued at its median sample step past its last one while
+    ``prediction`` goes on (its state is constant past its end)."""
     times = np.asarray(stop.t, dtype=float)
     steps = np.diff(times)
     step = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
     if step > 0 and prediction.t[-1] > times[-1]:
         more = int(math.ceil((prediction.t[-1] - times[-1]) / step)) + 2  # past the end: q is constant there
         times = np.concatenate([times, times[-1] + step * np.arange(1, more + 1)])
-    q = interp_hermite(prediction.t, prediction.q, prediction.v, times)
-    return settle_time(times, position_velocities(times, q), rest_speed)
+    return times
 
 
 def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, stop: RecordedStop,
