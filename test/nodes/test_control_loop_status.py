@@ -82,3 +82,34 @@ def test_task_coordinates_that_no_longer_determine_the_motion_are_an_error(run_l
     seen = run_locked({"task_joints": ["joint1", "joint3"]}, "joint3", ["joint1", "joint3"], [0.3, 1.0], task=True)
     errors = [reason for level, reason in seen if level == ERROR]
     assert len(errors) > 0.8 * len(seen) and all("task coordinates do not determine" in r for r in errors)
+
+
+def test_velocities_are_not_estimated_across_a_gap_longer_than_the_state_timeout():
+    # positions only, 10 ms apart, the joints moving at 0.5 rad/s; then the publisher is silent for 1 s while the
+    # arm turns back; a velocity from the two positions across the gap would be the average over the second
+    # (here about -0.3 rad/s instead of 0.5): the cycle after the gap must not run the law on it
+    p = P.values(PARAMETERS, {"urdf_path": PLANAR_3R})
+    worker = WorkQueue("test_gap", lambda err: None)
+    try:
+        loop = ControlLoop(p, dict.fromkeys(STATS, 0), lambda level, text: True, worker)
+        loop.configure(open(PLANAR_3R, encoding="utf-8").read(), PLANAR_3R, strict=True)
+        joints = list(loop.setup.robot.joint_names)
+
+        def receive(t: float, q: float) -> None:
+            msg = JointState(name=joints, position=[q] * 3)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int(round((t % 1) * 1e9))
+            loop.receive_state(msg, t)
+
+        for k in range(5):
+            receive(100.0 + 0.01 * k, 0.5 * 0.01 * k)
+        assert loop.measured().v == pytest.approx([0.5] * 3)
+        receive(101.04, 0.02 - 0.3)
+        state = loop.measured()
+        assert set(state.unavailable_velocity) == set(joints)
+        cycle = loop.update(101.04)
+        assert cycle.efforts is None and cycle.level == WARN and "velocities unknown" in cycle.reason
+        receive(101.05, 0.02 - 0.3 + 0.005)  # the next sample 10 ms later gives an estimate again
+        assert loop.measured().v == pytest.approx([0.5] * 3)
+        assert "velocities unknown" not in loop.update(101.05).reason
+    finally:
+        worker.stop()

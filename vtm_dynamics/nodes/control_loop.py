@@ -10,8 +10,9 @@ the measured configuration; constraint-wrench set points and measurements (:meth
 closure of the model and stay within ``max_constraint_wrench``.
 
 Update (:meth:`ControlLoop.update`) publishes zero effort - the defined "no actuation" command of ros2_control's
-effort controllers - with the reason, until a model, a state of every joint no older than ``state_timeout`` and a
-trajectory are there, and when the law fails or returns a non-finite effort. Otherwise the law's efforts are
+effort controllers - with the reason, until a model, a state of every joint no older than ``state_timeout`` with
+every velocity known (measured, or estimated from positions at most ``state_timeout`` apart) and a trajectory are
+there, and when the law fails or returns a non-finite effort. Otherwise the law's efforts are
 saturated at the effort limits (never beyond the robot; the force integral holds while saturated), the status is
 ERROR while the passive joints are not controllable (Aghili eq. (64)), else OK. :meth:`ControlLoop.reactions`
 gives the generalized constraint force of the command actually sent (recomputed for a saturated one) and, per
@@ -265,6 +266,9 @@ class ControlLoop:
         timeout = self.p["state_timeout"]
         if self.last_state_time is None or now - self.last_state_time > timeout:
             return Cycle(None, WARN, f"joint_states older than state_timeout ({timeout} s)")
+        if state.unavailable_velocity:
+            return Cycle(None, WARN, f"joint velocities unknown for {io.shown(state.unavailable_velocity)} (no "
+                                     f"velocity in joint_states and no earlier position within state_timeout)")
         pending = self.intake.pending  # one read: the worker may leave a newer one at any time
         if pending is not None:
             self.activate(pending, state, now)

@@ -58,7 +58,8 @@ class Configured:
 def configure(text: str, p: Mapping[str, Any], effort_overrides: Mapping[str, float]) -> Configured:
     """Build everything of one model (module docstring); ``p`` the node's parameters."""
     robot = model_from_urdf_text(text)
-    tracker = JointStateTracker(robot)
+    # velocities are estimated from positions only over gaps up to state_timeout (a longer gap is a stale state)
+    tracker = JointStateTracker(robot, max_velocity_gap=p["state_timeout"])
     joints = command_joints(robot, p)
     effort = io.effort_limits(robot, joints, p["default_effort_limit"], effort_overrides)
     limits = joint_trajectory_limits(robot, p["max_trajectory_points"], p["max_trajectory_duration"])
