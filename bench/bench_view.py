@@ -21,8 +21,10 @@ the default sampling (tolerance-driven refinement); its view is the worst stop's
 
 Last, whole ``vtm-predict ur5 --envelope N`` runs with and without ``--view`` (``--tool-runs``, new processes, the
 two kinds alternated): what the view adds to the time a person waits for the tool.
+And the other side of the file: how long the UR5's page takes to open in headless Chromium (``--browser-runs``),
+against the same page with each copy of the robot parsing the mesh files again (as the page did before).
 
-Run: ``python bench/bench_view.py [--repeat N] [--tool-runs N]``. Medians of N runs in one process. The machine may
+Run: ``python bench/bench_view.py [--repeat N] [--tool-runs N] [--browser-runs N]``. Medians of N runs in one process. The machine may
 be loaded by other work: compare figures of one run with each other, not across runs.
 """
 
@@ -195,12 +197,56 @@ def tool_runs(runs: int, envelope: int, tmp: str) -> None:
           f"{(b - a) / a:+.1%} of the run")
 
 
+def browser_open(runs: int, envelope: int, tmp: str) -> None:
+    """How long the UR5's page takes to open in headless Chromium (software WebGL; the page's own ``ready_ms``: from
+    navigation to the scene built and playing), medians of ``runs``, the two kinds alternated: as written, and the
+    same page with every copy of the robot parsing its mesh files again (the page before the built geometry was
+    shared; made from the written page by removing the line that keeps it)."""
+    from vtm_dynamics.views import headless
+
+    if headless.chromium_path() is None:
+        print("\nopening the page: no Chromium installed (tools/install_browser.sh)")
+        return
+    _, robot, payload_frame = load_robot("ur5")
+    brakes = brakes_from_config(robot, default_brakes_path("ur5"))
+    demo = ROBOTS["ur5"].state("demo")
+    q, v = np.asarray(demo.q, dtype=float), np.asarray(demo.v, dtype=float)
+    p = predict_stop(robot, brakes, q, v, tcp_frame=ROBOTS["ur5"].tcp_frame)
+    env = stop_envelope(robot, brakes, q, v, EnvelopeSpec(n_random=envelope, payload_frame=payload_frame),
+                        tcp_frame=ROBOTS["ur5"].tcp_frame)
+    scene = stop_scene(robot, p, geometry=geometry_of(robot), envelope=env)
+    shared = web_page.write_page(scene, os.path.join(tmp, "open.html"))
+    with open(shared, encoding="utf-8") as fh:
+        text = fh.read()
+    keep = "if (data) built[v.mesh] = data;"
+    if keep not in text:
+        raise SystemExit("bench_view: the page no longer has the line the comparison removes; update browser_open")
+    every = os.path.join(tmp, "open_every.html")
+    with open(every, "w", encoding="utf-8") as fh:
+        fh.write(text.replace(keep, ""))
+    times: dict[str, list[float]] = {"shared": [], "every": []}
+    parses: dict[str, int] = {}
+    for _ in range(runs):
+        for kind, page in (("shared", shared), ("every", every)):
+            status = headless.page_status(page)
+            if not status.get("ready") or status.get("errors"):
+                raise SystemExit(f"bench_view: the page did not open: {status}")
+            times[kind].append(float(status["ready_ms"]))
+            parses[kind] = int(status["mesh_parses"])
+    a, b = statistics.median(times["shared"]), statistics.median(times["every"])
+    print(f"\nopening the UR5's page in headless Chromium (software WebGL, medians of {runs}): ready after "
+          f"{a:.0f} ms ({parses['shared']} mesh files parsed); {b:.0f} ms when each of the "
+          f"{len(scene.robots)} copies parses them again ({parses['every']} parses): {b / a:.2f}x")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--envelope", type=int, default=8, help="random envelope cases beside the corners")
     ap.add_argument("--no-peer", action="store_true", help="skip the pydrake Meshcat peer")
     ap.add_argument("--tool-runs", type=int, default=5, help="whole vtm-predict runs with and without --view (0: none)")
+    ap.add_argument("--browser-runs", type=int, default=5, help="openings of the UR5's page in headless Chromium "
+                    "(0: none)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench-view-")
     cache = os.path.join(tmp, "cache")
@@ -253,6 +299,8 @@ def main() -> int:
     check_row(args.repeat, tmp, cache)
     if args.tool_runs > 0:
         tool_runs(args.tool_runs, args.envelope, tmp)
+    if args.browser_runs > 0:
+        browser_open(args.browser_runs, args.envelope, tmp)
     for name, ours, size, theirs, their_size in peers:
         print(f"\npeer ({name}): pydrake Meshcat + StaticHtml of the same robots: {1e3 * theirs:.0f} ms, "
               f"{their_size / 1e6:.1f} MB; ours {1e3 * ours:.0f} ms, {size / 1e6:.1f} MB "

@@ -110,6 +110,26 @@ def test_the_robot_is_drawn_where_the_camera_must_see_it(robot_only, tmp_path):
     assert outside < 0.1 * inside, json.dumps({"inside": inside, "outside": outside})  # nowhere else
 
 
+def test_each_mesh_file_is_parsed_once_and_every_copy_of_the_robot_is_drawn_where_its_pose_puts_it(view, tmp_path):
+    # four copies of the UR5 (robot, start, rest, worst) over seven mesh files: the viewer's loader runs once per
+    # file (it ran 28 times) and the ghosts get the geometry it built; the rest ghost alone must still be drawn, in
+    # the region its pose projects to, against the page with every copy hidden
+    path, scene, camera = view
+    rest = next(layer for layer in scene.robots if layer.name == "rest")
+    alone, status = headless.screenshot_with_status(path, str(tmp_path / "rest.png"), "t=0&hide=robot,start,worst",
+                                                    size=SIZE)
+    assert status["ready"] and status["errors"] == [] and status["mesh_errors"] == 0, status
+    assert status["meshes"] == 7 and status["mesh_parses"] == 7, status
+    nothing = headless.screenshot(path, str(tmp_path / "none.png"), "t=0&hide=robot,start,rest,worst", size=SIZE)
+    changed = _changed_pixels(alone, nothing)
+    corners = _project(rest.poses[0, :, :3], camera, SIZE)
+    lo = np.maximum(corners.min(axis=0) - 70, 0).astype(int)
+    hi = np.minimum(corners.max(axis=0) + 70, SIZE).astype(int)
+    inside = int(changed[lo[1]:hi[1], lo[0]:hi[0]].sum())
+    assert inside > 0.03 * (hi[0] - lo[0]) * (hi[1] - lo[1]), (inside, lo.tolist(), hi.tolist())
+    assert int(changed.sum()) - inside < 0.1 * inside
+
+
 def test_a_request_a_console_error_and_an_exception_on_the_page_are_counted(tmp_path):
     """The control for 'violations == 0' and 'console_errors == []': the same kind of page with one image from a
     web address, one console error and one exception thrown later (as a failing mesh loader would) in it."""

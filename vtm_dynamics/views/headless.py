@@ -92,8 +92,8 @@ def _render(html_path: str, png_path: str, fragment: str, size: tuple[int, int],
 
 
 def page_status(html_path: str, fragment: str = "", budget_ms: int = 8000, timeout: float = 90.0) -> dict:
-    """The page's ``data-vtm-status`` after it ran (ready, meshes, mesh_errors, errors, console_errors, violations,
-    t, layers)."""
+    """The page's ``data-vtm-status`` after it ran (ready, ready_ms, meshes, mesh_parses, mesh_errors, errors,
+    console_errors, violations, t, layers)."""
     out = _run(html_path, fragment, ["--dump-dom"], (1024, 700), budget_ms, timeout)
     return _status(out.stdout)
 

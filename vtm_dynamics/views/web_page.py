@@ -8,8 +8,10 @@ script and style (``assets/``). The page's script unpacks the viewer and the mes
 ``DecompressionStream`` (each to at most the size the scene gives it) before it builds the scene. Its Content-Security-Policy (``default-src 'none'``) makes the browser refuse any
 request to the network or the file system, so the file cannot depend on one unnoticed; a
 ``securitypolicyviolation`` listener counts attempts, another (``assets/watch.js``, before the viewer) records
-console errors and uncaught exceptions, and the page reports its state (ready, meshes loaded, errors, console errors,
-violations, current time) in the ``data-vtm-status`` attribute of ``<html>`` for tests and tools.
+console errors and uncaught exceptions, and the page reports its state (ready and when [ms after navigation], meshes
+loaded, mesh files parsed, errors, console errors, violations, current time) in the ``data-vtm-status`` attribute
+of ``<html>`` for tests and tools. Each mesh file is parsed by the viewer's loader once; later copies of the robot
+get the geometry it built.
 
 URL fragment (for links to one instant and for screenshots): ``#t=0.05`` shows that time paused, ``#t=end`` the
 end, ``&speed=0.25`` plays slower, ``&hide=start,rest`` hides those layers.

@@ -3,8 +3,8 @@
 (function () {
   "use strict";
   var root = document.documentElement;
-  var status = { ready: false, meshes: 0, mesh_errors: 0, errors: [], console_errors: [], violations: 0, t: 0,
-                 layers: [] };
+  var status = { ready: false, meshes: 0, mesh_parses: 0, mesh_errors: 0, errors: [], console_errors: [], violations: 0,
+                 t: 0, layers: [] };
 
   function publish() {  // also called by watch.js when the console reports an error later
     status.violations = (window.vtmViolations || []).length;
@@ -126,9 +126,36 @@
     }
 
     // ------------------------------------------------------------------------------------------------ robot layers
+    // a mesh file is parsed by the viewer's own loader once; every later use (the ghosts, the other copies) gets
+    // the geometry it built, as arrays (parsing the UR5's COLLADA files again for each of four copies took most of
+    // the time the page needed to open)
+    var built = {};  // mesh index -> the geometry the viewer built from the file, as BufferGeometry JSON
+    function builtGeometry(g) {
+      var attributes = {}, plain = true;
+      Object.keys(g.attributes).forEach(function (name) {
+        var a = g.attributes[name];
+        if (a.isInterleavedBufferAttribute || !ArrayBuffer.isView(a.array)) { plain = false; return; }
+        attributes[name] = { itemSize: a.itemSize, type: a.array.constructor.name, array: a.array, normalized: !!a.normalized };
+      });
+      if (!plain || !attributes.position) return null;
+      var data = { attributes: attributes };
+      if (g.index) data.index = { type: g.index.array.constructor.name, array: g.index.array };
+      if (g.groups && g.groups.length) data.groups = g.groups.map(function (gr) { return { start: gr.start, count: gr.count, materialIndex: gr.materialIndex }; });
+      return data;
+    }
+    function keepBuilt(v, path) {
+      if (v.kind !== "mesh" || built[v.mesh]) return;
+      var node = viewer.scene_tree.find(path.split("/").filter(function (p) { return p.length > 0; }).concat(["<object>"]));
+      var g = node && node.object && node.object.geometry;
+      var data = g && g.isBufferGeometry ? builtGeometry(g) : null;
+      if (data) built[v.mesh] = data;
+    }
     function visualGeometry(v) {
-      if (v.kind === "mesh") return { uuid: uuid("geo"), type: "_meshfile_geometry", format: scene.meshes[v.mesh].format,
-                                      data: meshData[v.mesh] };
+      if (v.kind === "mesh" && built[v.mesh]) return { uuid: uuid("geo"), type: "BufferGeometry", data: built[v.mesh] };
+      if (v.kind === "mesh") {
+        status.mesh_parses += 1;
+        return { uuid: uuid("geo"), type: "_meshfile_geometry", format: scene.meshes[v.mesh].format, data: meshData[v.mesh] };
+      }
       if (v.kind === "box") return { uuid: uuid("geo"), type: "BoxGeometry", width: v.size[0], height: v.size[1], depth: v.size[2] };
       if (v.kind === "cylinder") return { uuid: uuid("geo"), type: "CylinderGeometry", radiusTop: v.radius,
                                           radiusBottom: v.radius, height: v.length, radialSegments: 24 };
@@ -150,8 +177,9 @@
       scene.links.forEach(function (link, i) {
         link.visuals.forEach(function (v, k) {
           try {
-            setMesh("/vtm/robots/" + r.name + "/" + i + "/" + k, visualGeometry(v), material(r.color, r.opacity, yielding),
-                    visualMatrix(v), r.opacity < 1 ? 1 : 2);
+            var path = "/vtm/robots/" + r.name + "/" + i + "/" + k;
+            setMesh(path, visualGeometry(v), material(r.color, r.opacity, yielding), visualMatrix(v), r.opacity < 1 ? 1 : 2);
+            keepBuilt(v, path);
             if (v.kind === "mesh" && r === scene.robots[0]) status.meshes += 1;
           } catch (e) {
             status.mesh_errors += 1;
@@ -473,6 +501,7 @@
     }
     requestAnimationFrame(tick);
     status.ready = true;
+    status.ready_ms = Math.round(performance.now());
     publish();
   }
 })();
