@@ -102,3 +102,22 @@ def test_a_lock_on_a_held_and_a_free_joint_jumps_only_the_free_ones_and_records_
     M = planar_3r.mass_matrix(e.q)
     assert (M @ e.v_plus)[2] == pytest.approx((M @ e.v_minus)[2], rel=1e-9)
     assert e.energy_loss > 0.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_lock_event_naming_a_joint_twice_conserves_the_momentum_of_the_free_joints(planar_3r, engine):
+    """The three bars swing (1, -2, 1.5 rad/s) with weak brakes engaging late; a LockEvent at 10 ms names joint 2
+    twice. The jump must lock joint 2 once: joints 1 and 3 keep their momentum rows of M v (eq. (21), U = 0),
+    the kinetic energy falls, and the event names joint 2 once. Counting it twice gave a jump that changed those
+    momenta by -938 and -169 N m s and booked -343 J of impulse energy (the jump created energy)."""
+    weak = {"sliding_torque": 50.0, "holding_torque": 60.0, "engage_delay": 0.5}
+    brakes = planar(planar_3r, weak, joint1=weak, joint2=weak)
+    p = predict_stop(planar_3r, brakes, np.array([math.pi / 2, 0.3, -0.2]), np.array([1.0, -2.0, 1.5]),
+                     settings=StopSettings(engine=engine), lock_events=[LockEvent(0.01, ["joint2", "joint2"])])
+    lock = [e for e in p.events if e.kind == "lock"][0]
+    assert lock.joints == ("joint2",)
+    M = planar_3r.mass_matrix(lock.q)  # no armature in these brakes
+    assert lock.v_plus[1] == 0.0
+    np.testing.assert_allclose((M @ (lock.v_plus - lock.v_minus))[[0, 2]], 0.0, atol=1e-9)
+    loss = 0.5 * lock.v_minus @ M @ lock.v_minus - 0.5 * lock.v_plus @ M @ lock.v_plus
+    assert loss > 0.0 and p.impulse_energy == pytest.approx(loss, rel=1e-9)

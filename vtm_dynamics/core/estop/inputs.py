@@ -28,7 +28,8 @@ class StopInputError(ValueError):
 @dataclass(frozen=True)
 class LockEvent:
     """An abrupt lock of ``joints`` at ``time`` [s] (a pawl or an external command), momentum-consistent jump
-    (Müller 2026, eq. (22)); the lock then holds up to ``holding_torque`` [N m] (inf: rigid)."""
+    (Müller 2026, eq. (22)); the lock then holds up to ``holding_torque`` [N m] (inf: rigid). A joint named twice
+    is locked once (``joints`` keeps the first mention of each)."""
 
     time: float
     joints: tuple[str, ...]
@@ -36,7 +37,7 @@ class LockEvent:
 
     def __init__(self, time: float, joints: str | Sequence[str], holding_torque: float = math.inf) -> None:
         object.__setattr__(self, "time", float(time))
-        object.__setattr__(self, "joints", (joints,) if isinstance(joints, str) else tuple(joints))
+        object.__setattr__(self, "joints", (joints,) if isinstance(joints, str) else tuple(dict.fromkeys(joints)))
         object.__setattr__(self, "holding_torque", float(holding_torque))
 
 

@@ -375,9 +375,11 @@ def joint_lock_jump(
     ``"minimal"`` call :func:`transition` (eqs. (22)/(24), (32),
     (37)) with J_1 = E_held, J_2 = E_locking, then set v+_L' to exact zeros (the solvers leave rounding-level
     residuals). M is the symmetric positive definite mass matrix [kg m^2] (nv x nv), v_minus [rad/s]; the index
-    arrays are velocity indices, ``held`` sorted.
+    arrays are velocity indices, ``held`` sorted; an index named twice in ``locking`` is one lock (summing
+    M_F'N v-_N over a repeated column would count that joint's momentum twice).
     """
     nv = M.shape[0]
+    locking = np.unique(np.asarray(locking, dtype=int))
     if M.shape != (nv, nv) or np.shape(v_minus) != (nv,):
         raise SwitchingError(f"v_minus: expected shape ({nv},) to match M {M.shape}, got {np.shape(v_minus)}")
     if len(held) and np.any(v_minus[held] != 0.0):
