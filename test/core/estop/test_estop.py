@@ -354,6 +354,27 @@ def test_bad_state_gives_one_line_naming_the_field(ur5, ur5_brakes, q, v, field)
     assert str(err.value).startswith(field + ":") and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("engine", ["compiled", "python"])
+def test_a_link_without_mass_at_the_end_of_the_chain_is_refused_in_one_line(engine):
+    """The planar 3R with its third bar given zero mass and inertia: joint 3 moves nothing, M(q) is singular
+    (its eigenvalues at q = 0 are 0, 7.3 and 318 kg m^2). The prediction is refused naming joint3, before any
+    step; the compiled engine used to stop with a RuntimeError trace and the Python engine with NaN angles."""
+    with open(os.path.join(REPO, "urdf", "planar_3r.urdf"), encoding="utf-8") as fh:
+        text = fh.read()
+    start = text.index('<link name="link3">')
+    end = text.index("</link>", start)
+    text = (text[:start] + '<link name="link3"><inertial><mass value="0"/><inertia ixx="0" ixy="0" ixz="0" iyy="0" '
+            'iyz="0" izz="0"/></inertial>' + text[end:])
+    robot = RobotModel.from_urdf(text, gravity=(0.0, 0.0, -9.81))
+    assert np.min(np.linalg.eigvalsh(robot.mass_matrix(np.zeros(3)))) < 1e-9  # the premise: M is singular
+    brake = {"sliding_torque": 50.0, "holding_torque": 60.0, "engage_delay": 0.05}
+    brakes = brakes_from_config(robot, {"brakes": {"joints": {n: brake for n in robot.joint_names}}})
+    with pytest.raises(StopInputError, match=r"^urdf: .*'joint3'") as err:
+        predict_stop(robot, brakes, np.array([1.0, 0.3, -0.2]), np.array([1.0, -2.0, 1.5]),
+                     settings=StopSettings(engine=engine))
+    assert "\n" not in str(err.value)
+
+
 def test_other_bad_inputs(ur5, ur5_brakes, planar_3r):
     with pytest.raises(StopInputError, match=r"^category:"):
         predict_stop(ur5, ur5_brakes, Q_MOVING, V_MOVING, category=2)

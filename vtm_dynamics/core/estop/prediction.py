@@ -65,6 +65,7 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
     q0, v0 = check_stop_state(robot, q, v)
     if brakes.joint_names != robot.joint_names:
         raise StopInputError("brakes: built for another robot (joint names differ)")
+    _check_mass_matrix(robot, brakes, q0)
     if category not in (0, 1):
         raise StopInputError(f"category: must be 0 or 1, got {category!r}")
     if settings.jump_method not in JUMP_METHODS:
@@ -162,6 +163,21 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
 
 
 ENGINES = ("compiled", "python")
+
+
+def _check_mass_matrix(robot: RobotModel, brakes: BrakeSet, q0: np.ndarray) -> None:
+    """Refuse (one line) a model whose mass matrix M(q0) + diag(armature) [kg m^2, kg] is not positive definite at
+    the start state: a joint that moves no mass (a massless link at the end of the chain) has no acceleration and
+    no jump of eq. (22). The engines used to fail inside the first step (a RuntimeError trace, or NaN angles)."""
+    M = robot.mass_matrix(q0) + np.diag(brakes.armature)
+    try:
+        np.linalg.cholesky(M)
+    except np.linalg.LinAlgError:
+        i = int(np.argmin(np.diag(M)))
+        raise StopInputError(
+            f"urdf: the mass matrix is not positive definite at q (smallest diagonal entry {M[i, i]:.3g}, joint "
+            f"{robot.joint_names[i]!r}): a joint moves no mass or inertia; give its links mass and inertia or "
+            "an armature in the brake file") from None
 
 
 def compiled_engine_applies(robot: RobotModel, settings: StopSettings) -> bool:
