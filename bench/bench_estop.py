@@ -137,10 +137,29 @@ def batch_throughput(robot, brakes, states, repeat):
 
     t_batch = median_time(lambda: predict_stops(robot, brakes, q, v, torque_factors=tf, delay_factors=df), repeat)
     t_single = median_time(singles, repeat)
+    # the floor of this design: every evaluation of the right-hand side is two Pinocchio calls from Python (CRBA and
+    # nonLinearEffects), timed here alone at the batch's own states, times the evaluations each stop needs
+    evals = np.array([p.n_evaluations for p in predict_stops(robot, brakes, q, v, torque_factors=tf,
+                                                             delay_factors=df)])
+    m, d = robot.model, robot.data
+    qs = np.array(q)
+    vs = np.array(v)
+
+    def calls():
+        for _ in range(20):
+            for k in range(n):
+                pin.crba(m, d, qs[k])
+                pin.nonLinearEffects(m, d, qs[k], vs[k])
+
+    per_eval = median_time(calls, repeat) / (20 * n)
     print(f"\n== batch: {len(states)} states x {len(corners)} envelope cases = {n} UR5 stops, median CPU time of "
           f"{repeat} runs ==")
     print(f"predict_stops: {n / t_batch:.0f} stops/s per core ({1e3 * t_batch / n:.3f} ms each); single calls: "
           f"{n / t_single:.0f} stops/s ({t_single / t_batch:.2f}x the batch's time)")
+    floor = float(np.mean(evals)) * per_eval
+    print(f"floor while M and h are Pinocchio calls from Python: {1e6 * per_eval:.2f} us per evaluation x "
+          f"{np.mean(evals):.0f} evaluations per stop (mean) = {1e3 * floor:.3f} ms, at most {1 / floor:.0f} stops/s "
+          f"per core with nothing else done ({floor / (t_batch / n):.0%} of the batch's time per stop)")
 
 
 def held_out_accuracy(label, robot, brakes, states):
