@@ -24,6 +24,8 @@ TOOLS = {
     "vtm-calibrate": "vtm_dynamics.cli.calibrate",
     "vtm-record": "vtm_dynamics.cli.record",
     "vtm-estop-demo": "vtm_dynamics.cli.estop_demo",
+    "vtm-check-trajectory": "vtm_dynamics.cli.check_trajectory",
+    "vtm-safety-distance": "vtm_dynamics.cli.safety_distance",
 }
 HEAVY = ("pinocchio", "scipy", "matplotlib", "coal", "dask", "pyarrow", "rclpy")
 

@@ -32,12 +32,20 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: {shown})"
 
 
+class RawDescriptionHelpFormatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """:class:`HelpFormatter` that keeps the description's line breaks (a description with a list or a table)."""
+
+
 class Parser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` with one-line usage errors (status 2) and defaults shown in ``--help``."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs):  # subcommands answer usage errors the same way
+        kwargs.setdefault("parser_class", Parser)
+        return super().add_subparsers(**kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         text = " ".join(str(message).split())

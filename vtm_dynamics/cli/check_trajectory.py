@@ -34,7 +34,7 @@ from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.stopsafe.results import SpeedScaling, TrajectoryCheck
 from vtm_dynamics.core.stopsafe.scene import MAX_SCENE_BYTES, Scene, load_mesh_file, scene_from_yaml_text
 from vtm_dynamics.core.excerpt import first_line
-from vtm_dynamics.cli.arguments import parse_or_exit_status
+from vtm_dynamics.cli.arguments import Parser, RawDescriptionHelpFormatter, parse_or_exit_status
 
 if TYPE_CHECKING:  # the check (Pinocchio, coal, the engine) is imported when it runs, not for --help
     from vtm_dynamics.core.stopsafe.check import TrajectoryChecker
@@ -46,8 +46,7 @@ SCALING_TRIALS_ESTIMATE = 9  # bisection to 1 % from one end plus the monotonici
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""), formatter_class=RawDescriptionHelpFormatter)
     ap.add_argument("trajectory", help="trajectory: .yaml/.yml/.csv file or a rosbag2 folder")
     ap.add_argument("--scene", required=True, help="scene YAML (docs/stopsafe.md)")
     ap.add_argument("--mesh", action="append", default=[], metavar="NAME=FILE",
@@ -56,18 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--index", type=int, default=0, help="bag: which message (0 first, -1 last)")
     add_robot_arguments(ap)
     k = ap.add_argument_group("check")
-    k.add_argument("--margin", type=float, default=0.02, help="clearance required from the scene [m] (0.02)")
-    k.add_argument("--self-margin", type=float, default=0.0, help="clearance between the robot's parts [m] (0)")
+    k.add_argument("--margin", type=float, default=0.02, help="clearance required from the scene [m]")
+    k.add_argument("--self-margin", type=float, default=0.0, help="clearance between the robot's parts [m]")
     k.add_argument("--rate", type=float, help="fixed E-stop instants per second [Hz] (default: refined until the "
                                               "bound between instants meets --tolerance)")
-    k.add_argument("--tolerance", type=float, default=0.005, help="bound between E-stop instants [m] (0.005)")
-    k.add_argument("--pose-tolerance", type=float, default=0.005, help="resolution within a stop [m] (0.005)")
-    k.add_argument("--max-samples", type=int, default=20_000, help="cap on E-stop instants (20000)")
-    k.add_argument("--max-minutes", type=float, default=30.0, help="refuse runs estimated longer (30)")
+    k.add_argument("--tolerance", type=float, default=0.005, help="bound between E-stop instants [m]")
+    k.add_argument("--pose-tolerance", type=float, default=0.005, help="resolution within a stop [m]")
+    k.add_argument("--max-samples", type=int, default=20_000, help="cap on E-stop instants")
+    k.add_argument("--max-minutes", type=float, default=30.0, help="refuse runs estimated longer [min]")
     s = ap.add_argument_group("speed scaling")
     s.add_argument("--scale", action="store_true", help="find the largest safe speed scaling (bisection)")
-    s.add_argument("--max-scaling", type=float, default=1.0, help="largest scaling tried (1.0)")
-    s.add_argument("--scale-tolerance", type=float, default=0.01, help="relative width of the bisection (0.01)")
+    s.add_argument("--max-scaling", type=float, default=1.0, help="largest scaling tried")
+    s.add_argument("--scale-tolerance", type=float, default=0.01, help="relative width of the bisection")
     s.add_argument("--per-segment", action="store_true", help="also one scaling per segment")
     s.add_argument("--write-scaled", metavar="YAML", help="write the trajectory re-timed at the scaling found")
     o = ap.add_argument_group("output")

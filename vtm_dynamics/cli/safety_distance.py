@@ -20,7 +20,7 @@ import argparse
 import csv
 import json
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -31,13 +31,11 @@ from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION
 from vtm_dynamics.core.stopsafe.iso13855 import (
     DEVICES, MinimumDistance, Safeguard, intrusion_from_detection_capability, minimum_distance,
 )
-from vtm_dynamics.core.stopsafe.sampling import states, uniform_instants
-from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, SeparationParameters, separation_table
-from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, predict_stops
-from vtm_dynamics.core.stopsafe.trajectory import check_limits, critical_times, model_order
-from vtm_dynamics.core.stopsafe.trajectory_files import read_trajectory_file
+
+if TYPE_CHECKING:  # the modules below import Pinocchio: loaded where used, so that --help answers at once
+    from vtm_dynamics.core.stopsafe.separation import SeparationParameters
 from vtm_dynamics.core.excerpt import first_line
-from vtm_dynamics.cli.arguments import parse_or_exit_status
+from vtm_dynamics.cli.arguments import Parser, RawDescriptionHelpFormatter, parse_or_exit_status
 
 PROG = "vtm-safety-distance"
 MAX_STATE_SAMPLES = 5000
@@ -45,16 +43,15 @@ MAX_STATE_SAMPLES = 5000
 
 def _state_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("state")
-    g.add_argument("--state", default="demo", help="a named state of the known robot (default demo)")
+    g.add_argument("--state", default="demo", help="a named state of the known robot")
     g.add_argument("--q", type=float, nargs="+", help="joint positions [rad] (model order, or with --joint-names)")
     g.add_argument("--v", type=float, nargs="+", help="joint velocities [rad/s]")
     g.add_argument("--joint-names", nargs="+", help="names for --q/--v (a JointState: any order)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0].replace("``", ""), formatter_class=RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True, help="what to compute")
     iso = sub.add_parser("iso13855", help="ISO 13855 minimum distance S = K T + C")
     add_robot_arguments(iso)
     _state_arguments(iso)
@@ -77,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     smap.add_argument("map", help="a finished map (the Parquet result file of vtm-stopping-map)")
     add_robot_arguments(smap)
     _ssm_arguments(smap)
-    smap.add_argument("--max-rows", type=int, default=20_000, help="refuse maps with more rows (20000)")
-    smap.add_argument("--max-minutes", type=float, default=30.0, help="refuse runs estimated longer (30)")
+    smap.add_argument("--max-rows", type=int, default=20_000, help="refuse maps with more rows")
+    smap.add_argument("--max-minutes", type=float, default=30.0, help="refuse runs estimated longer [min]")
     smap.add_argument("--csv", help="write one row per map state")
     smap.add_argument("--quiet", action="store_true", help="no progress output")
     smap.set_defaults(category=None, decel=None)  # default: the map's own (its manifest), see map_stop_category
@@ -89,7 +86,7 @@ def _ssm_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("ISO/TS 15066 terms")
     g.add_argument("--person", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"),
                    help="the person's closest point [m], world frame")
-    g.add_argument("--human-speed", type=float, default=1.6, help="v_h [m/s] (1.6, ISO 13855 walking speed)")
+    g.add_argument("--human-speed", type=float, default=1.6, help="v_h [m/s] (1.6: ISO 13855 walking speed)")
     g.add_argument("--reaction-time", type=float, required=True, help="T_r [s]: detection until the stop command")
     c = g.add_mutually_exclusive_group()
     c.add_argument("--intrusion", type=float, default=None, help="C [m]")
@@ -121,6 +118,11 @@ def _state(loaded: LoadedSetup, args: argparse.Namespace) -> tuple[np.ndarray, n
 
 def worst_stopping_time(loaded: LoadedSetup, args: argparse.Namespace) -> tuple[float, str]:
     """The predicted worst stopping time [s] and its source text (a state, or a trajectory's instants)."""
+    from vtm_dynamics.core.stopsafe.sampling import states, uniform_instants
+    from vtm_dynamics.core.stopsafe.stop_cases import predict_stops
+    from vtm_dynamics.core.stopsafe.trajectory import check_limits, critical_times, model_order
+    from vtm_dynamics.core.stopsafe.trajectory_files import read_trajectory_file
+
     setup = loaded.setup
     if args.trajectory:
         traj = read_trajectory_file(args.trajectory)
@@ -188,6 +190,8 @@ def ssm_report(r, sources: dict) -> str:
 
 
 def _parameters(args: argparse.Namespace) -> tuple[SeparationParameters, dict]:
+    from vtm_dynamics.core.stopsafe.separation import SeparationParameters
+
     if args.detection_capability is not None:
         C = intrusion_from_detection_capability(args.detection_capability) / 1000.0
         c_source = f"ISO 13855 rule from d = {args.detection_capability:g} mm"
@@ -245,6 +249,8 @@ def _map_categories(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> str:
+    from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, separation_table
+
     if args.command == "ssm-map":
         _map_categories(args)
     loaded = load_setup(args)
@@ -318,6 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help
         return args
+    from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled  # after parsing: --help stays light
+
     try:
         text = run(args)
     except (ValueError, OSError, CheckCancelled) as err:

@@ -51,7 +51,7 @@ class LoadedSetup:
 def add_robot_arguments(ap: argparse.ArgumentParser) -> None:
     """--robot / --urdf / --brakes / --package-dir / --tcp-frame / --fixed-joint and the stop cases."""
     g = ap.add_argument_group("robot")
-    g.add_argument("--robot", default="ur5", help=f"a known robot: {', '.join(ROBOT_NAMES)} (default ur5)")
+    g.add_argument("--robot", default="ur5", help=f"a known robot: {', '.join(ROBOT_NAMES)} ")
     g.add_argument("--urdf", help="URDF file of another robot (needs --brakes and --package-dir for meshes)")
     g.add_argument("--brakes", help="brake YAML (default: the known robot's)")
     g.add_argument("--package-dir", action="append", default=[], metavar="DIR",
