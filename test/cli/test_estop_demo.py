@@ -3,6 +3,10 @@
 import json
 import os
 import subprocess
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
 
 from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env
 
@@ -26,6 +30,11 @@ def test_demo_runs_the_graph_prints_the_comparison_and_writes_plots(tmp_path):
     assert abs(summary["predicted"]["stop_time_s"] - summary["simulated"]["stop_time_s"]) < 2e-3
     kinds = [e["kind"] for e in summary["predicted_events"]]
     assert kinds[0] == "engage" and "stick" in kinds
+    # latencies on one monotonic clock: the E-stop is published before the predictor handles it, and a stop's last
+    # revision is published no earlier than its first prediction
+    first, last = summary["trigger_to_prediction_latency_s"], summary["trigger_to_last_revision_latency_s"]
+    assert 0 < first <= summary["estop_to_prediction_latency_s"] and last >= first
+    assert summary["last_revision"] == summary["scenario_id"]
     for png in ("joint_angles_rates.png", "tcp_path.png"):
         assert os.path.getsize(out / png) > 10_000
     # the 3-D view: the predicted stop beside the reference plant's own motion of it
@@ -56,3 +65,57 @@ def test_the_demo_does_not_feed_the_prediction_it_checks_with_the_simulations_st
     for argv in ([], ["--robot", "planar_3r"], ["--robot", "ur5"]):
         _, sim = build_parameters(parse_args(argv))
         assert sim["lock_on_rest"] is False, argv
+
+
+def _stop_seen_by_the_demo(timings, estop_wall):
+    """The objects the demo summarizes after one stop of a 2-joint robot, with the given publication timings."""
+    from vtm_dynamics.nodes.robot_sim import StopComparison
+
+    names = ("j1", "j2")
+    comparison = StopComparison(
+        scenario_id=timings[-1].scenario, joint_names=names, predicted_rest=np.array([0.1, 0.2]),
+        simulated_rest=np.array([0.1, 0.2]), max_angle_error=0.0, predicted_stop_time=0.05,
+        simulated_stop_time=0.05, predicted_tcp_path=0.03, simulated_tcp_path=0.03, predicted_tcp_straight=0.02,
+        simulated_tcp_straight=0.02, within_tolerance=True)
+    sim = SimpleNamespace(comparison=comparison, robot=SimpleNamespace(name="two"), estop_wall=estop_wall,
+                          plant=SimpleNamespace(events=[], dt=2e-4), p={"angle_tolerance": 0.005,
+                                                                          "time_tolerance": 0.005})
+    result = SimpleNamespace(events=[], stopped=True, stop_time=0.05, stopping_angles=[0.01, 0.02],
+                             brake_energy=1.0, impulse_energy=0.0, holding_torques=[0.0, 1.0])
+    outputs = SimpleNamespace(timings=timings, last_result=result,
+                              last_prediction=SimpleNamespace(stop_category=0, tcp_frame="tool"))
+    return sim, SimpleNamespace(outputs=outputs)
+
+
+def test_the_latency_of_the_last_revision_is_timed_from_the_trigger_not_from_its_own_request():
+    """Trigger handled at 1000.000 s (monotonic), first prediction published 6 ms later; a revision requested at
+    1000.700 s (a state closer to the E-stop instant came late) is published at 1000.760 s. The demo printed that
+    revision as "60.0 ms after the trigger" (its time since its own request); it is 760 ms after the trigger. The
+    simulated robot published the E-stop at 999.999 s, 7 ms before the first prediction."""
+    from vtm_dynamics.cli.estop_demo import format_summary, summarize
+    from vtm_dynamics.nodes.stop_outputs import PublishedTiming
+
+    timings = [PublishedTiming("estop-1", 1000.0, 1000.0, 1000.006),
+               PublishedTiming("estop-1-rev1", 1000.0, 1000.7, 1000.76)]
+    summary = summarize(*_stop_seen_by_the_demo(timings, estop_wall=999.999))
+    assert summary["trigger_to_prediction_latency_s"] == pytest.approx(0.006, abs=1e-9)
+    assert summary["trigger_to_last_revision_latency_s"] == pytest.approx(0.760, abs=1e-9)
+    assert summary["estop_to_prediction_latency_s"] == pytest.approx(0.007, abs=1e-9)
+    assert summary["revisions"] == 2 and summary["last_revision"] == "estop-1-rev1"
+    text = format_summary(summary)
+    assert "6.0 ms after the predictor received the trigger (7.0 ms after the simulated robot fired the E-stop)" \
+        in text
+    assert "the last of 2 for this stop (estop-1-rev1), published 760.0 ms after the trigger" in text
+    assert " 60.0 ms" not in text
+
+
+def test_the_latencies_of_the_demo_count_only_the_stop_it_compares():
+    """Predictions of an earlier stop in the predictor's record are not revisions of the stop compared."""
+    from vtm_dynamics.cli.estop_demo import summarize
+    from vtm_dynamics.nodes.stop_outputs import PublishedTiming
+
+    timings = [PublishedTiming("estop-1", 10.0, 10.0, 10.01), PublishedTiming("estop-1-rev1", 10.0, 10.2, 10.21),
+               PublishedTiming("estop-2", 20.0, 20.0, 20.008)]
+    summary = summarize(*_stop_seen_by_the_demo(timings, estop_wall=19.999))
+    assert summary["revisions"] == 1 and summary["last_revision"] == "estop-2"
+    assert summary["trigger_to_last_revision_latency_s"] == pytest.approx(0.008, abs=1e-9)

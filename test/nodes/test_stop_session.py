@@ -223,6 +223,20 @@ def test_a_late_state_closer_to_a_stamped_instant_revises_the_stop_from_that_sta
     assert b.closer_start_state(StateSample(200.0, 200.05, None), 200.05) is None and b.take_job() is None
 
 
+def test_every_revision_of_a_stop_carries_the_time_of_its_trigger_beside_the_time_it_was_requested():
+    """A revision is requested later than the trigger (here a closer state 0.7 s after it); the job names both
+    instants, so that a latency can be stated from the trigger as well as from the request."""
+    s = StopSession()
+    s.trigger(instant=100.0, stamped=True, received=100.0, wall=500.0, source="test")
+    first = s.take_job()
+    assert (first.wall, first.trigger_wall) == (500.0, 500.0)
+    s.record(first, True, None, None, StateSample(99.9, 100.0, None))
+    assert s.closer_start_state(StateSample(100.0, 100.7, None), 500.7) is s.current
+    revision = s.take_job()
+    assert revision.scenario == "estop-1-rev1"
+    assert (revision.wall, revision.trigger_wall) == (500.7, 500.0)
+
+
 def test_a_stop_ended_before_its_prediction_ran_is_still_predicted():
     s = StopSession()
     _trigger(s, 1.0)

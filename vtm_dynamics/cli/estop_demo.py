@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -247,7 +248,10 @@ def summarize(sim: Any, predictor: Any) -> dict:
         events.append({"time_s": float(e.time), "kind": e.kind, "joints": list(e.joints),
                        "energy_loss_J": float(e.energy_loss)})
     plant_events = [{"time_s": round(e.time, 6), "kind": e.kind, "joints": list(e.joints)} for e in sim.plant.events]
-    lat = predictor.outputs.latencies
+    stop_id = c.scenario_id.split("-rev")[0]  # this stop's predictions: its first and its revisions
+    timings = [t for t in predictor.outputs.timings if t.scenario == stop_id or t.scenario.startswith(stop_id + "-rev")]
+    first, last = (timings[0], timings[-1]) if timings else (None, None)
+    fired = getattr(sim, "estop_wall", math.nan)
     return {
         "robot": sim.robot.name,
         "stop_category": int(msg.stop_category),
@@ -271,11 +275,14 @@ def summarize(sim: Any, predictor: Any) -> dict:
         "joint_names": list(c.joint_names),
         "predicted_events": events,
         "simulated_events": plant_events,
-        # the first prediction of the stop is the predictor's answer to the trigger; later revisions (states closer
-        # to the trigger instant that arrived meanwhile) are counted from the same trigger, so they include waiting
-        "trigger_to_prediction_latency_s": lat[0] if lat else None,
-        "trigger_to_last_revision_latency_s": lat[-1] if lat else None,
-        "revisions": len(lat),
+        # monotonic clock of the process, from the predictor's handling of the trigger: its first prediction of the
+        # stop, and the last revision (the one compared), both timed from that same trigger; and from the simulated
+        # robot's publication of the E-stop (the DDS hop to the predictor included)
+        "trigger_to_prediction_latency_s": first.since_trigger if first else None,
+        "trigger_to_last_revision_latency_s": last.since_trigger if last else None,
+        "estop_to_prediction_latency_s": first.published_wall - fired if first and math.isfinite(fired) else None,
+        "revisions": len(timings),
+        "last_revision": last.scenario if last else None,
     }
 
 
@@ -307,11 +314,15 @@ def format_summary(s: dict) -> str:
         f"  energy dissipated: brakes {p['brake_energy_J']:.2f} J, locks {p['impulse_energy_J']:.2f} J",
     ]
     if s["trigger_to_prediction_latency_s"] is not None:
-        line = f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms"
-        if s.get("revisions", 1) > 1:
-            line += (f" (last of {s['revisions']} revisions, for a state closer to the trigger instant: "
-                     f"{1e3 * s['trigger_to_last_revision_latency_s']:.1f} ms after the trigger)")
+        line = (f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms after the "
+                f"predictor received the trigger")
+        if s.get("estop_to_prediction_latency_s") is not None:
+            line += f" ({1e3 * s['estop_to_prediction_latency_s']:.1f} ms after the simulated robot fired the E-stop)"
         lines.append(line)
+        if s.get("revisions", 1) > 1:
+            lines.append(f"  the prediction compared is the last of {s['revisions']} for this stop "
+                         f"({s['last_revision']}), published {1e3 * s['trigger_to_last_revision_latency_s']:.1f} ms "
+                         f"after the trigger")
     lines += ["", "  predicted events:"]
     for e in s["predicted_events"]:
         extra = f"  (kinetic energy lost {e['energy_loss_J']:.3f} J)" if e["energy_loss_J"] else ""

@@ -179,6 +179,7 @@ class RobotSim(Node):
         self.phase = "motion"
         self.plant: BrakedPlant | None = None
         self.estop_instant = math.nan  # simulated time of the E-stop
+        self.estop_wall = math.nan  # monotonic time [s] at which the E-stop was published (latency reference)
         self.estop_count = 0
         self.q_estop = None
         self.prediction: StopPrediction | None = None
@@ -273,6 +274,7 @@ class RobotSim(Node):
         brake.header.stamp = stamp
         brake.joint_names = self.names
         brake.action = BrakeEvent.ENGAGE
+        self.estop_wall = time.monotonic()
         self.pub_brake.publish(brake)
         self.pub_estop.publish(Bool(data=True))
         self.plant = BrakedPlant(self.robot, self.brakes, dt=self.p["sim_step"], record_every=2)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, MutableMapping
 
 from rclpy.node import Node
@@ -46,11 +47,38 @@ from vtm_dynamics.nodes.model_slot import LoadedModel, ModelSlot
 from vtm_dynamics.nodes.stop_session import StartChoice, StateSample, StopJob
 from vtm_dynamics.nodes.stop_worker import PredictionSettings, StopResult
 
-LATENCIES = 1000  # E-stop latencies kept for the statistics
+LATENCIES = 1000  # timings of published E-stop predictions kept for the statistics
 #: [s] in continuous mode the RViz outputs (stop_markers, predicted_joint_states) follow at most every this long;
 #: the data outputs (stop_prediction, predicted_trajectory, joint_reactions) at every round. Building and sending
 #: the markers was half of a round's work in the node process (about 2 ms of 4 at 90 Hz).
 CONTINUOUS_VISUALS_PERIOD = 0.1
+
+
+@dataclass(frozen=True)
+class PublishedTiming:
+    """When one E-stop prediction was published, on the node's monotonic clock [s]: ``trigger_wall`` the stop's
+    trigger was handled, ``request_wall`` this prediction was requested (the trigger for a stop's first
+    prediction, the change that made a revision due for a later one), ``published_wall`` it was published."""
+
+    scenario: str
+    trigger_wall: float
+    request_wall: float
+    published_wall: float
+
+    @property
+    def since_trigger(self) -> float:
+        """[s] from the stop's trigger to this publication (for a revision: includes the earlier predictions)."""
+        return self.published_wall - self.trigger_wall
+
+    @property
+    def since_request(self) -> float:
+        """[s] from the request of this prediction to its publication."""
+        return self.published_wall - self.request_wall
+
+
+def published_timing(job: StopJob, published_wall: float) -> PublishedTiming:
+    """The timing of ``job``'s prediction published at ``published_wall`` [s, monotonic]."""
+    return PublishedTiming(job.scenario, job.trigger_wall, job.wall, published_wall)
 
 
 def provenance(pred: StopPrediction, model: LoadedModel | None, choice: StartChoice | None, revision: int,
@@ -88,8 +116,8 @@ class StopOutputs:
         self.ghost: JointState | None = None
         self._visuals_at = -math.inf  # monotonic [s] of the last continuous markers
         self.clock = time.monotonic
-        self.latencies: list[float] = []
-        self.last_latency = math.nan
+        self.timings: list[PublishedTiming] = []  # of the E-stop predictions published, oldest first
+        self.last_latency = math.nan  # [s] request -> publication of the newest (diagnostics' last_latency)
 
     def frame(self, robot: RobotModel) -> str:
         return self.p["frame_id"] or io.root_frame_of(robot)
@@ -108,9 +136,10 @@ class StopOutputs:
         provenance(pred, res.model, res.choice, job.revision, final)
         self.gate.after_continuous()
         self.pub_pred.publish(pred)
-        self.last_latency = time.monotonic() - job.wall
-        self.latencies.append(self.last_latency)
-        del self.latencies[:-LATENCIES]
+        timing = published_timing(job, self.clock())
+        self.last_latency = timing.since_request
+        self.timings.append(timing)
+        del self.timings[:-LATENCIES]
         self._companions(robot, res.result, pred, stamp, frame)
         self.replay.offer(robot, res.result, frame, continuous=False)  # constant time
         self.last_result, self.last_prediction = res.result, pred

@@ -217,7 +217,9 @@ class Stop:
 
 @dataclass(frozen=True)
 class StopJob:
-    """An immutable request for the worker: predict ``stop`` revision ``revision`` with these inputs."""
+    """An immutable request for the worker: predict ``stop`` revision ``revision`` with these inputs. ``wall`` [s]
+    monotonic time this prediction was requested (the trigger for the first one, the change that made it due for a
+    revision); ``trigger_wall`` [s] monotonic time of the stop's trigger, the same for all its revisions."""
 
     number: int
     revision: int
@@ -229,6 +231,7 @@ class StopJob:
     locks: tuple
     at_receipt: StateSample | None
     problem: str = ""
+    trigger_wall: float = float("nan")
 
     @property
     def scenario(self) -> str:
@@ -354,7 +357,7 @@ class StopSession:
                     fixed = stop.used_sample if stop.used_instant == stop.instant else None
                     return StopJob(stop.number, stop.published, stop.instant, stop.stamped, stop.received,
                                    stop.due_wall, {k: dict(v) for k, v in stop.overrides.items()}, tuple(stop.locks),
-                                   fixed or stop.at_receipt, stop.problem)
+                                   fixed or stop.at_receipt, stop.problem, stop.wall)
             return None
 
     def put_back(self, job: StopJob) -> None:
