@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import yaml
 
 from test.ros_helpers import REPO_ROOT, python_executable, ros_subprocess_env
 
@@ -65,6 +66,29 @@ def test_the_demo_does_not_feed_the_prediction_it_checks_with_the_simulations_st
     for argv in ([], ["--robot", "planar_3r"], ["--robot", "ur5"]):
         _, sim = build_parameters(parse_args(argv))
         assert sim["lock_on_rest"] is False, argv
+
+
+def test_a_prediction_outside_the_tolerance_is_reported_and_the_demo_exits_with_status_3(tmp_path):
+    """A check that fails must fail the command: with an angle tolerance of 1e-12 rad, far below the fixed-step
+    plant's own O(step) error (6.8e-5 rad with the shipped 0.2 ms step), the comparison is outside tolerance. The
+    demo said OUTSIDE TOLERANCE and still exited 0."""
+    from vtm_dynamics.cli.estop_demo import default_config_path
+
+    with open(default_config_path(), encoding="utf-8") as f:
+        config = yaml.safe_load(f)
+    config["robot_sim"]["ros__parameters"]["angle_tolerance"] = 1e-12
+    tight = tmp_path / "tight.yaml"
+    tight.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = tmp_path / "demo"
+    proc = subprocess.run(
+        [python_executable(), "-m", "vtm_dynamics.cli.estop_demo", "--config", str(tight), "--output-dir", str(out),
+         "--timeout", "40", "--no-plots"],
+        cwd=REPO_ROOT, env=ros_subprocess_env(), capture_output=True, text=True, timeout=90,
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "OUTSIDE TOLERANCE" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert not summary["within_tolerance"] and summary["max_rest_angle_error_rad"] > 1e-12
 
 
 def _stop_seen_by_the_demo(timings, estop_wall):

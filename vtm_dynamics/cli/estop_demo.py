@@ -11,8 +11,9 @@ process on this machine uses, so two demos side by side never hear each other; d
 and the DDS sockets bind loopback (``graph.apply_isolation_defaults``). It prints the domain it uses. All of this is
 done in ``main`` before ``rclpy.init``, never at import.
 
-Exit status: 0 when the prediction arrived and was compared, 1 on a timeout, 2 on bad arguments/parameters or
-environment (a malformed ``ROS_DOMAIN_ID``, a middleware that refuses to start).
+Exit status: 0 when the prediction arrived and agreed with the simulation within the tolerances, 3 when it
+arrived and did not (the summary says OUTSIDE TOLERANCE; plots and JSON are still written), 1 on a timeout, 2 on
+bad arguments/parameters or environment (a malformed ``ROS_DOMAIN_ID``, a middleware that refuses to start).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from vtm_dynamics.cli import plots
 from vtm_dynamics.nodes.model_source import ROBOT_NAMES
 
 DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
+EXIT_OUTSIDE_TOLERANCE = 3  # the prediction disagreed with the simulated stop beyond the tolerances
 
 
 def default_config_path() -> str:
@@ -217,7 +219,7 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
                                          reference=view_output.reference_motion(sim.plant), serve=False)
             if pages is not None:
                 pages.append(page)
-        return 0
+        return 0 if summary["within_tolerance"] else EXIT_OUTSIDE_TOLERANCE
     finally:
         for n in nodes:
             n.destroy_node()
