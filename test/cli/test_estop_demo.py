@@ -143,3 +143,19 @@ def test_the_latencies_of_the_demo_count_only_the_stop_it_compares():
     summary = summarize(*_stop_seen_by_the_demo(timings, estop_wall=19.999))
     assert summary["revisions"] == 1 and summary["last_revision"] == "estop-2"
     assert summary["trigger_to_last_revision_latency_s"] == pytest.approx(0.008, abs=1e-9)
+
+def test_the_simulated_robot_measures_the_tcp_frame_the_prediction_reports(tmp_path):
+    """A configuration naming wrist_3_link for the predictor and tool0 for the simulated robot printed the
+    predictor's frame above TCP rows whose simulated column was tool0's. Both now measure the predictor's frame,
+    whichever section names it."""
+    from vtm_dynamics.cli.estop_demo import build_parameters, default_config_path, parse_args
+
+    with open(default_config_path(), encoding="utf-8") as f:
+        config = yaml.safe_load(f)
+    for predictor_frame, sim_frame in (("wrist_3_link", "tool0"), ("", "wrist_3_link")):
+        config["estop_predictor"]["ros__parameters"]["tcp_frame"] = predictor_frame
+        config["robot_sim"]["ros__parameters"]["tcp_frame"] = sim_frame
+        path = tmp_path / "frames.yaml"
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        pred, sim = build_parameters(parse_args(["--config", str(path)]))
+        assert sim["tcp_frame"] == pred["tcp_frame"] == predictor_frame

@@ -105,6 +105,9 @@ def build_parameters(args: argparse.Namespace) -> tuple[dict, dict]:
         pred["brake_config"] = sim["brake_config"] = os.path.abspath(args.brake_config)
     if args.estop_time is not None:
         sim["estop_time"] = float(args.estop_time)
+    # the check compares the TCP figures of the frame the prediction reports: a configuration naming another frame
+    # for the simulated robot had the TCP rows compare two different frames under the predictor's frame name
+    sim["tcp_frame"] = pred.get("tcp_frame", "")
     # the in-process graph has no robot_state_publisher: the sim publishes the description, as a robot would
     sim["publish_robot_description"] = True
     # the check must not feed the predictor its own answer: a standstill LOCK at the simulated rest time revised a
