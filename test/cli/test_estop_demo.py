@@ -133,6 +133,17 @@ def test_the_latency_of_the_last_revision_is_timed_from_the_trigger_not_from_its
     assert " 60.0 ms" not in text
 
 
+def test_the_summary_says_what_the_simulation_can_and_cannot_confirm():
+    """The simulated robot shares the predictor's model, brakes and start state: "within tolerance" confirms the
+    integration of the stop, and the summary must not let it read as a validation of the model or the brakes."""
+    from vtm_dynamics.cli.estop_demo import format_summary, summarize
+    from vtm_dynamics.nodes.stop_outputs import PublishedTiming
+
+    text = format_summary(summarize(*_stop_seen_by_the_demo([PublishedTiming("estop-1", 1.0, 1.0, 1.01)], 0.999)))
+    assert "within tolerance" in text
+    assert "same start state" in text and "not whether the model or the brake values match a real robot" in text
+
+
 def test_the_latencies_of_the_demo_count_only_the_stop_it_compares():
     """Predictions of an earlier stop in the predictor's record are not revisions of the stop compared."""
     from vtm_dynamics.cli.estop_demo import summarize
@@ -143,6 +154,7 @@ def test_the_latencies_of_the_demo_count_only_the_stop_it_compares():
     summary = summarize(*_stop_seen_by_the_demo(timings, estop_wall=19.999))
     assert summary["revisions"] == 1 and summary["last_revision"] == "estop-2"
     assert summary["trigger_to_last_revision_latency_s"] == pytest.approx(0.008, abs=1e-9)
+
 
 def test_the_simulated_robot_measures_the_tcp_frame_the_prediction_reports(tmp_path):
     """A configuration naming wrist_3_link for the predictor and tool0 for the simulated robot printed the

@@ -316,6 +316,8 @@ def format_summary(s: dict) -> str:
         f"  max |rest angle error| {s['max_rest_angle_error_rad']:.2e} rad "
         f"(tolerance {s['tolerances']['angle_rad']:g} rad, stop time {s['tolerances']['time_s']:g} s): "
         + ("within tolerance" if s["within_tolerance"] else "OUTSIDE TOLERANCE"),
+        "  (the simulation integrates the predictor's robot model and brake parameters from the same start state:",
+        "   it checks how the stop is integrated, not whether the model or the brake values match a real robot)",
         f"  energy dissipated: brakes {p['brake_energy_J']:.2f} J, locks {p['impulse_energy_J']:.2f} J",
     ]
     if s["trigger_to_prediction_latency_s"] is not None:
