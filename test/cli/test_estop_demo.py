@@ -91,6 +91,27 @@ def test_a_prediction_outside_the_tolerance_is_reported_and_the_demo_exits_with_
     assert not summary["within_tolerance"] and summary["max_rest_angle_error_rad"] > 1e-12
 
 
+def test_a_prediction_that_fails_ends_the_demo_with_its_reason_and_status_3(tmp_path):
+    """A horizon of 0.03 s, shorter than the 0.062 s stop: the predictor answers success=false ("not at rest within
+    the horizon"). The demo waited out its whole timeout and then blamed the simulated robot ("the simulated robot
+    did not stop", status 1), which had stopped. It now gives the predictor's reason at once, with status 3."""
+    from vtm_dynamics.cli.estop_demo import default_config_path
+
+    with open(default_config_path(), encoding="utf-8") as f:
+        config = yaml.safe_load(f)
+    config["estop_predictor"]["ros__parameters"]["horizon"] = 0.03
+    short = tmp_path / "short.yaml"
+    short.write_text(yaml.safe_dump(config), encoding="utf-8")
+    proc = subprocess.run(
+        [python_executable(), "-m", "vtm_dynamics.cli.estop_demo", "--config", str(short), "--output-dir",
+         str(tmp_path / "demo"), "--timeout", "40", "--no-plots"],
+        cwd=REPO_ROOT, env=ros_subprocess_env(), capture_output=True, text=True, timeout=90,
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "the predictor answered the E-stop with a failure" in proc.stderr
+    assert ": not at rest within the horizon (0.030 s)" in proc.stderr
+    assert "did not stop" not in proc.stderr and "timeout" not in proc.stderr
+
 def _stop_seen_by_the_demo(timings, estop_wall):
     """The objects the demo summarizes after one stop of a 2-joint robot, with the given publication timings."""
     from vtm_dynamics.nodes.robot_sim import StopComparison

@@ -12,8 +12,9 @@ and the DDS sockets bind loopback (``graph.apply_isolation_defaults``). It print
 done in ``main`` before ``rclpy.init``, never at import.
 
 Exit status: 0 when the prediction arrived and agreed with the simulation within the tolerances, 3 when it
-arrived and did not (the summary says OUTSIDE TOLERANCE; plots and JSON are still written), 1 on a timeout, 2 on
-bad arguments/parameters or environment (a malformed ``ROS_DOMAIN_ID``, a middleware that refuses to start).
+arrived and did not (the summary says OUTSIDE TOLERANCE; plots and JSON are still written) or when the predictor
+answered the E-stop with a failure (its reason is printed, at once), 1 on a timeout, 2 on bad
+arguments/parameters or environment (a malformed ``ROS_DOMAIN_ID``, a middleware that refuses to start).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from vtm_dynamics.cli import plots
 from vtm_dynamics.nodes.model_source import ROBOT_NAMES
 
 DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
-EXIT_OUTSIDE_TOLERANCE = 3  # the prediction disagreed with the simulated stop beyond the tolerances
+EXIT_CHECK_FAILED = 3  # the prediction failed, or disagreed with the simulated stop beyond the tolerances
 
 
 def default_config_path() -> str:
@@ -189,7 +190,11 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
         spinner.start()
         deadline = time.monotonic() + args.timeout
         print(f"vtm-estop-demo: {sim.robot.name} moving, E-stop at t = {sim.p['estop_time']:g} s ...", flush=True)
-        while time.monotonic() < deadline and not settled(sim, predictor):
+        done, failure = False, ""
+        while time.monotonic() < deadline:
+            done, failure = settled(sim, predictor), failed_prediction(predictor)
+            if done or failure:
+                break
             time.sleep(0.02)
         for n in nodes:  # stop the periodic work first, so no callback is in flight while the nodes are destroyed
             for timer in list(n.timers):
@@ -198,10 +203,12 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
         # finish a task after shutdown destroyed its guard condition and print an unretrieved InvalidHandle)
         executor.shutdown(timeout_sec=5.0)
         spinner.join(timeout=5.0)
-        if sim.comparison is None:
-            why = "no prediction received" if predictor.outputs.last_prediction is None else \
-                "the simulated robot did not stop"
-            print(f"vtm-estop-demo: timeout after {args.timeout:g} s: {why}", file=sys.stderr)
+        if failure:
+            print(f"vtm-estop-demo: the predictor answered the E-stop with a failure, nothing to compare: {failure}",
+                  file=sys.stderr)
+            return EXIT_CHECK_FAILED
+        if not done:
+            print(f"vtm-estop-demo: timeout after {args.timeout:g} s: {waiting_for(sim, predictor)}", file=sys.stderr)
             return 1
         summary = summarize(sim, predictor)
         print(format_summary(summary))
@@ -222,7 +229,7 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
                                          reference=view_output.reference_motion(sim.plant), serve=False)
             if pages is not None:
                 pages.append(page)
-        return 0 if summary["within_tolerance"] else EXIT_OUTSIDE_TOLERANCE
+        return 0 if summary["within_tolerance"] else EXIT_CHECK_FAILED
     finally:
         for n in nodes:
             n.destroy_node()
@@ -235,6 +242,25 @@ def settled(sim: Any, predictor: Any) -> bool:
     if c is None or stop is None or not stop.predicted or predictor.pending is not None:
         return False
     return c.scenario_id == f"estop-{stop.number}" + (f"-rev{stop.revision}" if stop.revision else "")
+
+
+def failed_prediction(predictor: Any) -> str:
+    """"<scenario>: <reason>" when the predictor's latest E-stop prediction is a failure and no other prediction of
+    the stop is due (the check can then never happen), else ""."""
+    msg = predictor.outputs.last_prediction
+    if msg is None or msg.success or not msg.scenario_id.startswith("estop") or predictor.pending is not None:
+        return ""
+    return f"{msg.scenario_id}: {msg.message}"
+
+
+def waiting_for(sim: Any, predictor: Any) -> str:
+    """What the demo was still waiting for when it gave up."""
+    if predictor.outputs.last_prediction is None:
+        return "no prediction received"
+    if sim.plant is None or not sim.plant.at_rest:
+        return "the simulated robot did not come to rest"
+    latest = predictor.outputs.last_prediction.scenario_id
+    return f"the simulated stop was not compared with the predictor's latest prediction ({latest})"
 
 
 def summarize(sim: Any, predictor: Any) -> dict:
