@@ -333,6 +333,7 @@ def format_summary(s: dict) -> str:
         f"{p['tcp_straight_m'] - m['tcp_straight_m']:12.2e}",
         "",
         f"  {'joint':24s}{'stop angle [deg]':>18s}{'rest pred [rad]':>16s}{'rest sim [rad]':>16s}{'hold [N m]':>12s}",
+        f"  {'':24s}{'(predicted)':>18s}{'':>16s}{'':>16s}{'(predicted)':>12s}",
     ]
     for n, a, rp, rs, h in zip(s["joint_names"], p["stopping_angles_rad"], p["rest_positions_rad"],
                                m["rest_positions_rad"], p["holding_torques_Nm"]):
@@ -344,7 +345,7 @@ def format_summary(s: dict) -> str:
         + ("within tolerance" if s["within_tolerance"] else "OUTSIDE TOLERANCE"),
         "  (the simulation integrates the predictor's robot model and brake parameters from the same start state:",
         "   it checks how the stop is integrated, not whether the model or the brake values match a real robot)",
-        f"  energy dissipated: brakes {p['brake_energy_J']:.2f} J, locks {p['impulse_energy_J']:.2f} J",
+        f"  energy dissipated (predicted): brakes {p['brake_energy_J']:.2f} J, locks {p['impulse_energy_J']:.2f} J",
     ]
     if s["trigger_to_prediction_latency_s"] is not None:
         line = (f"  trigger -> published prediction: {1e3 * s['trigger_to_prediction_latency_s']:.1f} ms after the "
