@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from test.ros_helpers import REPO_ROOT, ros_subprocess_env
+from vtm_dynamics.cli.arguments import EXIT_OUTPUT_CLOSED
 
 # console entry point -> module (setup.py); the node executables are tested with the nodes
 TOOLS = {
@@ -133,3 +134,28 @@ def test_files_written_through_a_rename_keep_the_usual_mode(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+
+
+
+@pytest.mark.parametrize("module, argv", [
+    ("vtm_dynamics.cli.predict", ["planar_3r"]),
+    ("vtm_dynamics.cli.solvability", [os.path.join(REPO_ROOT, "urdf", "parallelogram_4bar.urdf"), "--planar"]),
+])
+def test_output_into_a_closed_pipe_ends_quietly(module, argv):
+    # `vtm-predict planar_3r | head -3` ended in a BrokenPipeError trace; here the reader is gone before the tool starts
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        out = subprocess.run([sys.executable, "-c", f"import sys, {module} as m; sys.exit(m.main({argv!r}))"],
+                             stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, env=ros_subprocess_env(),
+                             cwd=REPO_ROOT)
+    finally:
+        os.close(write)
+    assert out.stderr == "", out.stderr[-2000:]
+    assert out.returncode == EXIT_OUTPUT_CLOSED
+
+
+@pytest.mark.parametrize("prog, module", TOOLS.items())
+def test_every_tool_ends_quietly_when_its_output_is_closed(prog, module):
+    main = importlib.import_module(module).main
+    assert getattr(main, "__wrapped__", None) is not None and main.__name__ == "main", prog

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
+import os
+import sys
 from typing import Callable, Iterable, Sequence
 
 
@@ -75,3 +78,31 @@ def parse_or_exit_status(parser: argparse.ArgumentParser, argv: Sequence[str] | 
         return parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+
+
+#: exit status of a command whose standard output was closed by its reader (``vtm-predict ur5 | head -3``)
+EXIT_OUTPUT_CLOSED = 1
+
+
+def quiet_when_output_closed(main: Callable[..., int]) -> Callable[..., int]:
+    """``main`` that ends quietly with :data:`EXIT_OUTPUT_CLOSED` when its standard output is a pipe its reader
+    closed (``| head``): without this, Python prints a BrokenPipeError trace, from the print that met it or from the
+    flush at exit. Standard output is flushed before ``main`` returns, so that the error is met here."""
+
+    @functools.wraps(main)
+    def run(*args, **kwargs) -> int:
+        try:
+            try:
+                code = main(*args, **kwargs)
+            except SystemExit as exc:  # a command that exits from inside: its status, after the flush below
+                code = exc.code
+            sys.stdout.flush()
+        except BrokenPipeError:
+            try:  # nothing more reaches the closed pipe, not even the interpreter's flush at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
+            return EXIT_OUTPUT_CLOSED
+        return code
+
+    return run

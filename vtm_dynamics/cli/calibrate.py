@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from vtm_dynamics.cli import stop_report
-from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
+from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status, quiet_when_output_closed
 from vtm_dynamics.cli.recorded_stops import (
     EXIT_NONCONSERVATIVE, SHORTFALL_TOLERANCE, add_recording_options, read_stops, shortfall_line,
 )
@@ -262,6 +262,7 @@ def run(args: argparse.Namespace, say=print) -> CalibrationRun:
     return CalibrationRun(ident, comp, comp_held, tuple(lines), status, tuple(files))
 
 
+@quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help

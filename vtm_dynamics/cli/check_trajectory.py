@@ -34,7 +34,9 @@ from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.stopsafe.results import SpeedScaling, TrajectoryCheck
 from vtm_dynamics.core.stopsafe.scene import MAX_SCENE_BYTES, Scene, load_mesh_file, scene_from_yaml_text
 from vtm_dynamics.core.excerpt import first_line
-from vtm_dynamics.cli.arguments import Parser, RawDescriptionHelpFormatter, parse_or_exit_status
+from vtm_dynamics.cli.arguments import (
+    Parser, RawDescriptionHelpFormatter, parse_or_exit_status, quiet_when_output_closed,
+)
 
 if TYPE_CHECKING:  # the check (Pinocchio, coal, the engine) is imported when it runs, not for --help
     from vtm_dynamics.core.stopsafe.check import TrajectoryChecker
@@ -294,6 +296,7 @@ def run(args: argparse.Namespace) -> tuple[int, str, bytes]:
     return (0 if result.safe else 1), text, page
 
 
+@quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help

@@ -31,6 +31,7 @@ from typing import Any, MutableMapping
 import numpy as np
 import yaml
 
+from vtm_dynamics.cli.arguments import quiet_when_output_closed
 from vtm_dynamics.cli import plots
 from vtm_dynamics.nodes.model_source import ROBOT_NAMES
 
@@ -365,6 +366,7 @@ def format_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
+@quiet_when_output_closed
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser, robot_name, parse_or_exit_status
+from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status, quiet_when_output_closed, robot_name
 from vtm_dynamics.cli.prediction_inputs import inputs_lines, plot_source, prediction_inputs
 from vtm_dynamics.cli.recorded_stops import EXIT_NONCONSERVATIVE, SHORTFALL_TOLERANCE, shortfall_line
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
@@ -337,6 +337,7 @@ def replay_bags(args: argparse.Namespace, say=print) -> tuple[list, list]:
     return comparisons, short
 
 
+@quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vtm_dynamics.cli.arguments import Parser
+from vtm_dynamics.cli.arguments import Parser, quiet_when_output_closed
 
 if TYPE_CHECKING:  # the core (Pinocchio, scipy) is imported when a run starts, not for --help
     from vtm_dynamics.core.reactions.taylor_reactions import ReactionRun
@@ -284,6 +284,7 @@ def build_parser() -> Parser:
     return p
 
 
+@quiet_when_output_closed
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit code."""
     try:

@@ -27,7 +27,7 @@ from typing import Sequence
 from vtm_dynamics.recordings.bag_files import STORAGES, RecordingError, write_bag
 from vtm_dynamics.recordings.trigger import TriggerConfigError, split_type_name
 from vtm_dynamics.core.excerpt import first_line
-from vtm_dynamics.cli.arguments import parse_or_exit_status
+from vtm_dynamics.cli.arguments import parse_or_exit_status, quiet_when_output_closed
 
 PROG = "vtm-record"
 MAX_DURATION = 24 * 3600.0  # [s]
@@ -141,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+@quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help

@@ -35,7 +35,9 @@ from vtm_dynamics.core.stopsafe.iso13855 import (
 if TYPE_CHECKING:  # the modules below import Pinocchio: loaded where used, so that --help answers at once
     from vtm_dynamics.core.stopsafe.separation import SeparationParameters
 from vtm_dynamics.core.excerpt import first_line
-from vtm_dynamics.cli.arguments import Parser, RawDescriptionHelpFormatter, parse_or_exit_status
+from vtm_dynamics.cli.arguments import (
+    Parser, RawDescriptionHelpFormatter, parse_or_exit_status, quiet_when_output_closed,
+)
 
 PROG = "vtm-safety-distance"
 MAX_STATE_SAMPLES = 5000
@@ -320,6 +322,7 @@ def run(args: argparse.Namespace) -> str:
     return text + (f"\nwrote {args.csv}" if args.csv else "")
 
 
+@quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help

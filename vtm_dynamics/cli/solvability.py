@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vtm_dynamics.cli.arguments import Parser
+from vtm_dynamics.cli.arguments import Parser, quiet_when_output_closed
 from vtm_dynamics.core.reactions.analysis_settings import (
     DEFAULT_MAX_REACTION_BODIES,
     DEFAULT_MAX_SAMPLES,
@@ -272,6 +272,7 @@ def build_parser() -> Parser:
     return parser
 
 
+@quiet_when_output_closed
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit code."""
     parser = build_parser()

@@ -28,7 +28,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Sequence
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
+from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status, quiet_when_output_closed
 from vtm_dynamics.cli.published_comparison import published_figures, published_table, table_lines
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.excerpt import first_line
@@ -362,6 +362,7 @@ def run(args: argparse.Namespace, progress=None, argv: Sequence[str] | None = No
             "files": [stem + ".csv", stem + ".json", *charts, stem + ".pdf"]}
 
 
+@quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status
+from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status, quiet_when_output_closed
 from vtm_dynamics.cli.stopping_robots import add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
 from vtm_dynamics.core.estop.defaults import (
@@ -228,6 +228,7 @@ def write_map_csv(path: str, columns: dict, summary: dict) -> str:
     return write_atomic(path, buf.getvalue())
 
 
+@quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help
