@@ -65,3 +65,21 @@ def test_without_velocities_brakes_15_percent_too_strong_are_short_in_stop_time(
     comparisons = compare_stops(robot, scaled(robot, truth, 1.15), stops, "tool0")
     short = {s.label for s in shortfalls(comparisons, 0.05) if s.what == "time"}
     assert short == {s.label for s in stops}
+
+
+def test_without_velocities_the_trigger_state_states_how_its_position_and_velocity_errors_go_together(
+        positions_only):
+    """The quadratic through the positions before the trigger reads position and velocity at the end of its window:
+    their errors share a sign (correlation 0.87 for 25 samples evenly spread over the 50 ms before the trigger,
+    from the design matrix alone). Left out, the covariance the fit propagates understated the error of every
+    sample after the trigger, where the two add up."""
+    _, _, stops = positions_only
+    true = fast_starts(6, seed=3)
+    dq = np.concatenate([(s.q0 - t.q0) / s.q0_sigma for s, t in zip(stops, true)])
+    dv = np.concatenate([(s.v0 - t.v0) / s.v0_sigma for s, t in zip(stops, true)])
+    assert float(np.corrcoef(dq, dv)[0, 1]) > 0.6  # the plant's errors themselves go together
+    for s in stops:
+        assert s.state_correlation is not None and np.all(np.abs(s.state_correlation - 0.87) < 0.03), s.label
+        P = s.state_covariance()
+        n = s.v0.size
+        assert np.allclose(P[np.arange(n), n + np.arange(n)], s.state_correlation * s.q0_sigma * s.v0_sigma)

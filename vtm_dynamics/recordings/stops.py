@@ -39,28 +39,33 @@ PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state a
 
 
 def state_at_trigger(t: np.ndarray, q: np.ndarray, v: np.ndarray | None, k: int, te: float,
-                     window: float = PRE_WINDOW) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """(q, v) at the trigger instant ``te`` from the samples up to index ``k`` within ``window`` [s] before it, and
-    their 1-sigma (None when too few samples to tell).
+                     window: float = PRE_WINDOW) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None,
+                                                          np.ndarray | None]:
+    """(q, v) at the trigger instant ``te`` from the samples up to index ``k`` within ``window`` [s] before it,
+    their 1-sigma (None when too few samples to tell) and the correlation of their errors per joint (None: not
+    stated, taken as uncorrelated).
 
     With recorded velocities: a least-squares line v(t) = v_e + a (t - te) through them gives v_e, and each
     sample's position carried to te along that line, q_k + v_e (te - t_k) - a (te - t_k)^2 / 2, is averaged
     (the encoder noise shrinks with the square root of the number of samples; extrapolating a fitted polynomial
     in position instead would triple it); the 1-sigma of v_e is the line's, that of the position the scatter of
     the carried positions over sqrt(n) with the velocity's error carried over the mean lag. Without velocities:
-    a least-squares quadratic in position, with its own covariance."""
+    a least-squares quadratic in position, with its own covariance s^2 (A^T A)^-1 (s^2 the residual variance of
+    the fit, encoder noise and timestamp jitter alike), including the correlation of the intercept and the slope
+    (about 0.87 at 500 Hz: both are read at the end of the window, so their errors have the same sign)."""
     sel = np.flatnonzero((t[: k + 1] >= t[k] - window))
     dt = t[sel] - te
     if sel.size < 4:
         vk = v[k] if v is not None else np.zeros(q.shape[1])
-        return q[k] + vk * (te - t[k]), vk.copy(), None, None
+        return q[k] + vk * (te - t[k]), vk.copy(), None, None, None
     if v is None:
         A = np.vstack([np.ones_like(dt), dt, dt * dt]).T
         coef, *_ = np.linalg.lstsq(A, q[sel], rcond=None)
         resid = q[sel] - A @ coef
         cov = np.linalg.pinv(A.T @ A)
         s2 = np.sum(resid**2, axis=0) / max(sel.size - 3, 1)
-        return coef[0], coef[1], np.sqrt(s2 * cov[0, 0]), np.sqrt(s2 * cov[1, 1])
+        correlation = np.full(q.shape[1], cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1]))
+        return coef[0], coef[1], np.sqrt(s2 * cov[0, 0]), np.sqrt(s2 * cov[1, 1]), correlation
     B = np.vstack([np.ones_like(dt), dt]).T
     (ve, acc), *_ = np.linalg.lstsq(B, v[sel], rcond=None)
     s2v = np.sum((v[sel] - B @ np.vstack([ve, acc])) ** 2, axis=0) / max(sel.size - 2, 1)
@@ -68,7 +73,7 @@ def state_at_trigger(t: np.ndarray, q: np.ndarray, v: np.ndarray | None, k: int,
     lag = -dt[:, None]
     carried = q[sel] + ve * lag - 0.5 * acc * lag * lag
     sigma_q = np.sqrt(np.var(carried, axis=0, ddof=1) / sel.size + (sigma_v * float(np.mean(lag))) ** 2)
-    return carried.mean(axis=0), ve, sigma_q, sigma_v
+    return carried.mean(axis=0), ve, sigma_q, sigma_v, None
 
 
 def trigger_edges(rec: Recording) -> np.ndarray:
@@ -114,7 +119,8 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         k = int(np.searchsorted(t, te, side="right")) - 1
         if k < 0:
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): no joint state before the trigger")
-        q0, v0, q0_sigma, v0_sigma = state_at_trigger(t, q, v if has_v else None, k, te, window=pre_window)
+        q0, v0, q0_sigma, v0_sigma, correlation = state_at_trigger(t, q, v if has_v else None, k, te,
+                                                                   window=pre_window)
         nxt = edges[n] if n < edges.size else math.inf
         first = int(np.searchsorted(t, te, side="right"))  # the first sample after the trigger
         end = first_rest(t, q, first, int(np.searchsorted(t, nxt, side="left")), rest_hold, rest_tolerance)
@@ -131,5 +137,6 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         spread = 1.4826 * float(np.median(np.abs(resting - np.median(resting, axis=0)))) if resting.size else 0.0
         threshold = max(rest_speed, REST_SPEED_SIGMAS * spread)
         stops.append(RecordedStop(label, q0, v0, ts, q[span], settle_time(ts, speeds, threshold), float(te), q0_sigma,
-                                  v0_sigma, threshold, timed_by_positions=not has_v))
+                                  v0_sigma, threshold, timed_by_positions=not has_v,
+                                  state_correlation=correlation))
     return stops

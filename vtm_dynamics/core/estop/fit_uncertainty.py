@@ -67,7 +67,9 @@ def trigger_state_covariance(problem: OutputError, x: np.ndarray, J: np.ndarray,
     """The covariance [scaled] the stops' trigger-state errors add to the fitted parameters: for every stop with
     a known 1-sigma of its trigger state, the finite-difference columns of its residuals with respect to q0 and
     v0 (steps ``step_q`` [rad], ``step_v`` [rad/s]; the other stops' residuals do not move), through
-    :func:`considered`. Stops without a stated 1-sigma add nothing."""
+    :func:`considered` with the estimate's covariance (:meth:`~.recorded.RecordedStop.state_covariance`: with the
+    correlation of the q0 and v0 errors where the estimator states it). Stops without a stated 1-sigma add
+    nothing."""
     from dataclasses import replace
 
     brakes = problem.brake_set(x)
@@ -77,7 +79,8 @@ def trigger_state_covariance(problem: OutputError, x: np.ndarray, J: np.ndarray,
     total = np.zeros((n, n))
     base = problem.residuals_of(brakes)
     for k, stop in enumerate(problem.stops):
-        if stop.q0_sigma is None or stop.v0_sigma is None:
+        P = stop.state_covariance()
+        if P is None:
             continue
         nv = stop.v0.size
         trials = []
@@ -93,7 +96,6 @@ def trigger_state_covariance(problem: OutputError, x: np.ndarray, J: np.ndarray,
         cols = np.column_stack([(stop_residual(problem.robot, p, stop) - base[k]) / h
                                 for p, h in zip(preds, [step_q] * nv + [step_v] * nv)])
         Jk = J[offsets[k]:offsets[k + 1]]
-        P = np.diag(np.concatenate([np.asarray(stop.q0_sigma, float), np.asarray(stop.v0_sigma, float)]) ** 2)
         # only stop k's rows move: J^T Jn = J_k^T cols
         gain = np.linalg.pinv(J.T @ J) @ (Jk.T @ cols)
         total += gain @ P @ gain.T

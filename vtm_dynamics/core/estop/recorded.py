@@ -24,7 +24,11 @@ class RecordedStop:
     the stop-time rule :func:`settle_time` the stop was timed with (predictions of it are timed alike).
     ``timed_by_positions``: the recording has no velocities, so the speeds it was timed by are its positions'
     :func:`position_velocities` at its sample instants ``t``, and predictions of it are timed from their positions
-    at the same instants (False: by recorded velocities, and predictions by their velocities at the same instants)."""
+    at the same instants (False: by recorded velocities, and predictions by their velocities at the same instants).
+    ``state_correlation`` [-] (nv, or None: uncorrelated) is, per joint, the correlation of the errors of q0 and
+    v0: both come from one fit to the same samples (about 0.87 for a quadratic through the positions of the
+    50 ms before the trigger), and an error of the position and one of the velocity in the same direction add up
+    in every sample after the trigger."""
 
     label: str
     q0: np.ndarray
@@ -37,6 +41,21 @@ class RecordedStop:
     v0_sigma: np.ndarray | None = None
     rest_speed: float = 0.01
     timed_by_positions: bool = False
+    state_correlation: np.ndarray | None = None
+
+    def state_covariance(self) -> np.ndarray | None:
+        """The covariance (2 nv x 2 nv; order q0, then v0) [rad^2, rad^2/s, rad^2/s^2] of the trigger state's
+        estimate, from its 1-sigma and ``state_correlation``; None when the 1-sigma is unknown."""
+        if self.q0_sigma is None or self.v0_sigma is None:
+            return None
+        sigma = np.concatenate([np.asarray(self.q0_sigma, float), np.asarray(self.v0_sigma, float)])
+        cov = np.diag(sigma**2)
+        if self.state_correlation is not None:
+            nv = sigma.size // 2
+            both = np.asarray(self.state_correlation, float) * sigma[:nv] * sigma[nv:]
+            cov[np.arange(nv), nv + np.arange(nv)] = both
+            cov[nv + np.arange(nv), np.arange(nv)] = both
+        return cov
 
 
 def settle_time(t: np.ndarray, v: np.ndarray, rest_speed: float) -> float:
