@@ -108,7 +108,7 @@ def summarise(vs, robot, results) -> None:
     caps = [0, 0, 0]  # contains truth, bounded both ways, reported
     accepted_cover = {}  # the same over the fits vtm-calibrate accepts (converged, residual <= 3 x the noise)
     for seed, (ident, (held, held_cons)) in results:
-        ratio = ident.residual_rms / ident.noise
+        ratio = ident.adequacy_residual / ident.noise  # what vtm-calibrate judges (recordings without velocities)
         accepted = ident.converged and ratio <= INADEQUATE_MISFIT
         worst = {"sliding": 0.0, "viscous": 0.0, "delay_ms": 0.0}
         for e in ident.estimates:

@@ -80,3 +80,17 @@ def test_a_conservative_file_with_an_unidentified_delay_is_refused_unless_accept
     assert status == 0
     lines, status = verdicts(ident, [_stop("a", 1.0)], 0.05, 1e-4, False, False, False)
     assert status == 0 and not lines
+
+
+def test_stops_recorded_without_velocities_are_judged_with_their_trigger_states_free():
+    """A residual 7.6 x the noise that the trigger states derived from positions explain (the fit with them free
+    within their uncertainty leaves 1.4 x) is the right model, not an inadequate fit; what is left with them free
+    is judged by the same thresholds as before."""
+    explained = dataclasses.replace(_ident([True, True, True], 7.6e-4), state_free_residual_rms=1.4e-4)
+    lines, status = verdicts(explained, [_stop("a", 1.0)], 0.05, 1e-4, False, False)
+    assert status == 0 and lines == []
+    for left, verdict in ((2.5e-4, "model:"), (5e-4, "inadequate fit:")):
+        misfit = dataclasses.replace(_ident([True, True, True], 7.6e-4), state_free_residual_rms=left)
+        lines, status = verdicts(misfit, [_stop("a", 1.0)], 0.05, 1e-4, False, False)
+        assert status == EXIT_UNCONVERGED and lines[0].startswith(verdict), lines
+        assert "0.00076 rad" in lines[0] and "free within their uncertainty" in lines[0], lines

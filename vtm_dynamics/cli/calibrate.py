@@ -138,7 +138,8 @@ def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: 
              conservative: bool = False) -> tuple[list[str], int]:
     """The run's verdict lines and exit status: 0 fine, ``EXIT_UNCONVERGED`` when the starts of the global fit
     disagree or agree on an optimum whose residual is over ``MODEL_MISFIT`` times the noise (``INADEQUATE_MISFIT``
-    times: a wrong basin as likely as a missing effect), ``EXIT_NONCONSERVATIVE``
+    times: a wrong basin as likely as a missing effect; the residual is ``ident.adequacy_residual``, with the
+    trigger states of stops recorded without velocities free within their uncertainty), ``EXIT_NONCONSERVATIVE``
     when a cross-validated or held-out stop of the brakes written is shorter than recorded by more than
     ``tolerance``, or when the ``conservative`` file is asked for and some value that lengthens the stop when
     larger (a delay, a rise time, an armature) is not identified: the stops give no upper bound for it (either
@@ -168,22 +169,28 @@ def verdicts(ident: Identification, checked: Sequence, tolerance: float, noise: 
                         "--accept-nonconservative writes it anyway)"))
         status = status or (0 if accept_nonconservative else EXIT_NONCONSERVATIVE)
     edge = [f"{e.joint}.{e.field}" for e in ident.estimates if "edge of its search range" in e.reason]
-    if ident.converged and ident.residual_rms > INADEQUATE_MISFIT * noise:
+    # stops recorded without velocities are judged with their trigger states free within their uncertainty
+    # (Identification.adequacy_residual): the error of a state derived from positions is no misfit of the model
+    judged = ident.adequacy_residual
+    residual = (f"{ident.residual_rms:.3g} rad ({judged:.3g} rad with the trigger states of the stops recorded "
+                "without velocities free within their uncertainty)" if ident.state_free_residual_rms is not None
+                else f"{judged:.3g} rad")
+    if ident.converged and judged > INADEQUATE_MISFIT * noise:
         # the starts agree on an optimum that misses the recordings: a wrong basin all starts fell into, or an
         # effect the brake model lacks; the tool cannot tell which, so it proposes neither as "the" fix
-        ratio = ident.residual_rms / noise
-        lines.append(f"inadequate fit: the residual RMS {ident.residual_rms:.3g} rad is {ratio:.1f} x what a perfect "
+        ratio = judged / noise
+        lines.append(f"inadequate fit: the residual RMS {residual} is {ratio:.1f} x what a perfect "
                      f"model would leave ({noise:.3g} rad)"
                      + (f"; {', '.join(edge)} ran to the edge of the search (a wrong basin is likely)" if edge else "")
                      + "; check the overlay plots, the capacities and the prior before using any file"
                      + (" (accepted: --accept-unconverged)" if accept_unconverged else ""))
         status = status or (0 if accept_unconverged else EXIT_UNCONVERGED)
-    elif ident.converged and ident.residual_rms > MODEL_MISFIT * noise:
+    elif ident.converged and judged > MODEL_MISFIT * noise:
         # only a converged fit close to the data may blame the model: an unconverged one has not shown what the
         # model can do. A model that misses an effect still moves its fitted values to make up for it (a torque
         # rise left out comes back as engagement delays 10-30 sigma late), and no interval shows such a shared
         # bias: the file is refused like an unconverged one
-        lines.append(f"model: the residual RMS {ident.residual_rms:.3g} rad is more than twice the noise {noise:.3g} "
+        lines.append(f"model: the residual RMS {residual} is more than twice the noise {noise:.3g} "
                      "rad at an optimum the starts agree on: the brake model may miss an effect in these stops (the "
                      "terms it can switch on: --fields ... breakaway_torque stribeck_velocity rise_time armature), "
                      "and its fitted values may make up for it beyond their intervals; check the overlay plots"
@@ -226,8 +233,11 @@ def run(args: argparse.Namespace, say=print) -> CalibrationRun:
         say(caps)
     say("")
     rms = ident.conservative_residual_rms if args.conservative else ident.residual_rms
+    free = (f"; the nominal brakes' {ident.state_free_residual_rms:.3g} rad with the trigger states of the stops "
+            "recorded without velocities free within their uncertainty" if ident.state_free_residual_rms is not None
+            else "")
     say(f"fitted stops ({len(fit)}) with the {which} brakes, residual RMS {rms:.3g} rad (noise {ident.noise:.3g} "
-        f"rad), {ident.n_predictions} predictions in {ident.seconds:.1f} s:")
+        f"rad{free}), {ident.n_predictions} predictions in {ident.seconds:.1f} s:")
     say(stop_report.comparison_table(robot, comp))
     cv = ident.conservative_cross_validation if args.conservative else ident.cross_validation
     if cv:

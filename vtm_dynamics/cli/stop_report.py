@@ -238,6 +238,7 @@ def identification_dict(ident: Identification, robot: RobotModel, comparisons: S
     return {
         "robot": ident.robot, "residual_rms_rad": ident.residual_rms,
         "conservative_residual_rms_rad": ident.conservative_residual_rms, "noise_rad": ident.noise,
+        "state_free_residual_rms_rad": ident.state_free_residual_rms,
         "n_residuals": ident.n_residuals, "n_predictions": ident.n_predictions, "seconds": ident.seconds,
         "solver": ident.message, "confidence": ident.confidence,
         "starts": [{"label": s.label, "cost": s.cost, "reached_best": s.agrees, "message": s.message}

@@ -13,7 +13,7 @@ some of its demand levels (the running maxima of D: ``MAX_LEVELS`` of them first
 ones fit the stop differently, the level between them, bisecting down to adjacent levels) and at the static friction
 (the lowest capacity the friction-order rule allows), and the sum over the stops of the residuals' squares is
 compared between capacities, each stop's with the change of its trigger state that fits it best taken out (within
-that estimate's own uncertainty, :class:`_StateFreedom`): the trigger state's error shifts every sample of a stop
+that estimate's own uncertainty, :class:`StateFreedom`): the trigger state's error shifts every sample of a stop
 alike, and without this a hold that the recording shows was read as a slip that merely absorbed that shift (a
 validation set's elbow came out "between 67.6 and 68.1 N m" for a capacity of 74.4). A joint that slipped in a stop
 makes every capacity above the demand at which it slipped fit that stop worse (an upper bound); one that held makes
@@ -131,12 +131,14 @@ def demand_near(prediction, j: int, instant: float, window: float = DEMAND_WINDO
     return float(np.max(np.abs(prediction.tau_brake[sel, j]))) if sel.any() else math.nan
 
 
-class _StateFreedom:
+class StateFreedom:
     """What a stop's trigger-state estimate leaves free: the residual's directions for changes of (q0, v0)
-    (finite differences of the prediction, ``STATE_STEPS``) and their prior weight (inverse variances of the
-    estimate). :meth:`cost` is the squared residual with the best such change taken out (a least-squares profile
-    with that prior, in units of the residual variance per sample): a slip that only mimics a trigger state off by
-    its own uncertainty decides nothing."""
+    (finite differences of the prediction, ``STATE_STEPS``) and their prior weight (the inverse of the estimate's
+    covariance, :meth:`~.recorded.RecordedStop.state_covariance`). :meth:`cost` [rad^2] is the squared residual
+    with the best such change d taken out, min over d of |r + A d|^2 + s^2 d^T P^-1 d (a least-squares profile
+    with that prior, s^2 the residual ``variance`` per sample): a slip that only mimics a trigger state off by
+    its own uncertainty decides nothing. Also the adequacy test of a fit to recordings without velocities
+    (:func:`~.brake_estimates.state_free_residual_rms`)."""
 
     def __init__(self, problem: OutputError, brakes: BrakeSet, stop, base: np.ndarray, variance: float) -> None:
         from dataclasses import replace
@@ -153,12 +155,12 @@ class _StateFreedom:
         steps = [STATE_STEPS[0]] * nv + [STATE_STEPS[1]] * nv
         preds = problem.predictor.predict_many(trials)
         self.A = np.column_stack([(stop_residual(problem.robot, p, stop) - base) / h for p, h in zip(preds, steps)])
-        if stop.q0_sigma is not None and stop.v0_sigma is not None:
-            sigma = np.concatenate([np.asarray(stop.q0_sigma, float), np.asarray(stop.v0_sigma, float)])
-        else:
-            sigma = np.array([1e-4] * nv + [1e-3] * nv)  # [rad], [rad/s]: the size of a driver's estimate
+        P = stop.state_covariance()
+        if P is None:
+            P = np.diag(np.array([1e-4] * nv + [1e-3] * nv) ** 2)  # [rad], [rad/s]: the size of a driver's estimate
         # minimise |r + A d|^2 / s^2 + d^T P^-1 d over the state change d (s^2 the residual variance per sample)
-        self.H = self.A.T @ self.A + variance * np.diag(1.0 / np.maximum(sigma, 1e-12) ** 2)
+        sigma = np.maximum(np.sqrt(np.diag(P)), 1e-12)
+        self.H = self.A.T @ self.A + variance * np.linalg.pinv(P / np.outer(sigma, sigma)) / np.outer(sigma, sigma)
 
     def cost(self, r: np.ndarray) -> float:
         g = self.A.T @ r
@@ -228,7 +230,7 @@ def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, v
     # per stop: the capacities tried (floor, each demand level, holding throughout) and the residual's squares
     per_stop: dict[int, dict[float, float]] = {}
     levels_of: dict[int, np.ndarray] = {}
-    freedom: dict[int, _StateFreedom] = {}
+    freedom: dict[int, StateFreedom] = {}
     source: dict[float, tuple[int, float]] = {}
     todo: list[tuple[int, float]] = []
     for k, p in zip(candidates, held_runs):
@@ -241,7 +243,7 @@ def _one_capacity(problem: OutputError, current: list[JointBrake], joint: str, v
         levels_of[k] = caps
         source.update({float(c): (k, float(t)) for c, t in zip(caps, times)})
         r = stop_residual(robot, p, stops[k])
-        freedom[k] = _StateFreedom(problem, held_set, stops[k], r, variance)
+        freedom[k] = StateFreedom(problem, held_set, stops[k], r, variance)
         per_stop[k] = {float(caps[-1]): freedom[k].cost(r)}  # above its largest demand it holds throughout
         first = np.unique(np.linspace(0, caps.size - 2, min(MAX_LEVELS, caps.size - 1)).round().astype(int)) \
             if caps.size > 1 else np.zeros(0, int)

@@ -98,7 +98,9 @@ class Identification:
     ``starts``, the ``direct`` measurement, the residual RMS [rad] a perfect model would leave on these recordings
     (``noise``: position noise and timestamp jitter, estimated from them), the leave-one-out ``cross_validation``
     (nominal) and ``conservative_cross_validation``, the number of predictions run, the wall time [s] and the
-    solver's message; ``confidence`` is that of the intervals."""
+    solver's message; ``confidence`` is that of the intervals; ``state_free_residual_rms`` [rad]: where some stop
+    was recorded without velocities, the residual RMS of the nominal brakes with those stops' trigger states free
+    within their uncertainty (None: every stop has recorded velocities), see :attr:`adequacy_residual`."""
 
     robot: str
     brakes: tuple[JointBrake, ...]
@@ -117,6 +119,14 @@ class Identification:
     cross_validation: tuple[StopComparison, ...] = ()
     conservative_cross_validation: tuple[StopComparison, ...] = ()
     direct: DirectMeasurement | None = None
+    state_free_residual_rms: float | None = None
+
+    @property
+    def adequacy_residual(self) -> float:
+        """The residual RMS [rad] of the nominal brakes that the noise is compared with to judge the fit: with
+        the trigger state of each stop recorded without velocities free within its estimate's uncertainty
+        (``state_free_residual_rms``, :func:`~.brake_estimates.state_free_residual_rms`), else ``residual_rms``."""
+        return self.residual_rms if self.state_free_residual_rms is None else self.state_free_residual_rms
 
     @property
     def not_identifiable(self) -> tuple[ParameterEstimate, ...]:
@@ -310,8 +320,7 @@ def identify_brakes(
     estimates = results.ordered(params, fitted + results.capacity_estimates(prior, caps, capacity_joints, conservative))
 
     say("identification: residuals of the brakes written")
-    residual = results.residual_rms_of(problem, nominal)
-    residual_c = results.residual_rms_of(problem, conservative)
+    residual, residual_c = (results.residual_rms_of(problem, brakes) for brakes in (nominal, conservative))
     cv: tuple[StopComparison, ...] = ()
     cv_c: tuple[StopComparison, ...] = ()
     if cross_validate and fit is not None and len(stops) > 1:
@@ -321,6 +330,7 @@ def identify_brakes(
         robot.name, nominal, conservative, tuple(estimates), tuple(caps[j] for j in capacity_joints), residual,
         residual_c, sum(s.q.size for s in stops), predictor.count, time.perf_counter() - started, message,
         fit.starts if fit is not None else (), noise_rms, confidence, cv, cv_c, direct,
+        results.state_free_residual_rms(problem, nominal, noise_rms),  # None: every stop has recorded velocities
     )
 
 
