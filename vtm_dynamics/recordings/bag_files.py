@@ -13,7 +13,12 @@ This module is file I/O, not physics: it returns plain series and never quotes f
 
 Times: a joint state's time is its ``header.stamp`` (the instant the robot sampled it) unless that is zero, then
 the bag's receive time; a trigger's time is its ``header.stamp`` if the type has a header and the stamp is
-non-zero, else the receive time. Units: s, rad, rad/s. Errors: :class:`RecordingError`, one line naming the bag
+non-zero, else the receive time. Each series keeps one clock: stamped and unstamped messages mixed in one series
+are an error, and so is a joint state stamped before the one received before it (a second publisher on the topic,
+or a clock that jumped back: sorting them would interleave two sources silently). When one series is timed by
+stamps and the other by receipt, the stamped one's median lag (receive time - stamp) must lie within
+``-MAX_STAMP_LEAD`` .. ``MAX_STAMP_LAG``: a stamp on another clock (a simulator's, a controller's) would shift every
+trigger instant against the joint states. Units: s, rad, rad/s. Errors: :class:`RecordingError`, one line naming the bag
 (by base name) and what is wrong.
 """
 
@@ -73,11 +78,13 @@ class JointSeries:
 
 @dataclass(frozen=True)
 class TriggerSeries:
-    """Trigger messages: ``t`` (M) [s] and ``stopping`` (M, bool) as the rule reads each message; ``publisher``
-    (M) separates senders where the bag knows them (else all 0)."""
+    """Trigger messages: ``t`` (M) [s] and ``stopping`` (M, bool) as the rule reads each message; ``stamped``:
+    the times are the messages' header stamps (the instants they stand for), False: the bag's receive times
+    (a message received first tells nothing of when its state began)."""
 
     t: np.ndarray
     stopping: np.ndarray
+    stamped: bool = True
 
 
 @dataclass(frozen=True)
@@ -210,14 +217,22 @@ def _counts(bag: BagFolder) -> dict[str, int]:
         raise RecordingError(str(err)) from None
 
 
-def _stamp(msg: Any, fallback_ns: int) -> float:
-    header = getattr(msg, "header", None)
-    stamp = getattr(header, "stamp", None)
-    if stamp is not None:
-        ns = int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
-        if ns > 0:
-            return ns * 1e-9
-    return fallback_ns * 1e-9
+def _header_ns(msg: Any) -> int:
+    """The message's ``header.stamp`` [ns], 0 when it has none or it is zero."""
+    stamp = getattr(getattr(msg, "header", None), "stamp", None)
+    if stamp is None:
+        return 0
+    return max(0, int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec))
+
+
+#: [s] the largest median lag (receive time - header stamp) of the joint states accepted when the trigger is timed
+#: on the other clock (receive times against stamps, or the reverse): a stamp on another clock than the recorder's
+#: shifts every trigger instant by the offset (30 ms shifted the state at a trigger from 3.9 to 2.2 rad/s), and
+#: on one machine the lag is the transport's, about a millisecond
+MAX_STAMP_LAG = 0.02
+#: [s] the most a joint state may be stamped after it was received (impossible on one clock; scheduling jitter)
+MAX_STAMP_LEAD = 0.002
+MAX_JOINTS = 256  # names in a joint state (an arm with its tool has a few dozen at most)
 
 
 def read_recording(path: str, rule: TriggerRule = TriggerRule(), joint_topic: str = DEFAULT_JOINT_TOPIC,
@@ -279,6 +294,9 @@ class _Series:
         self.tt: list[float] = []
         self.stopping: list[bool] = []
         self.matcher: TriggerMatcher | None = None
+        self.joint_stamped: bool | None = None  # header stamps (True) or receive times (False)
+        self.trigger_stamped: bool | None = None
+        self.lags: dict[str, list[int]] = {"joint": [], "trigger": []}  # [ns] receive time - header stamp
 
     def trigger(self, msg: Any, stamp_ns: int) -> None:
         if self.matcher is None:
@@ -286,15 +304,29 @@ class _Series:
                 self.matcher = TriggerMatcher(self.rule, msg)
             except TriggerConfigError as err:
                 raise RecordingError(f"{self.name}: {err}") from None
-        self.tt.append(_stamp(msg, stamp_ns))
+        header_ns = _header_ns(msg)
+        self.trigger_stamped = self._one_clock(self.trigger_stamped, header_ns > 0, "trigger message", stamp_ns)
+        if header_ns:
+            self.lags["trigger"].append(stamp_ns - header_ns)
+        self.tt.append((header_ns or stamp_ns) * 1e-9)
         self.stopping.append(self.matcher.stopping(msg))
+
+    def _one_clock(self, before: bool | None, stamped: bool, what: str, stamp_ns: int) -> bool:
+        """A series is timed on one clock: by header stamps throughout, or (all stamps zero) by receive times."""
+        if before is not None and before != stamped:
+            raise RecordingError(f"{self.name}: {what} at {stamp_ns * 1e-9:.3f} s is "
+                                 f"{'stamped' if stamped else 'unstamped (header stamp zero)'}, the ones before it "
+                                 f"{'were not' if stamped else 'were stamped'}: two clocks (or two publishers) in one "
+                                 "series")
+        return stamped
 
     def joint(self, msg: Any, stamp_ns: int) -> None:
         name, these = self.name, tuple(msg.name)
         if self.names is None:
             self.names = these
-            if not these or len(set(these)) != len(these):
-                raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: empty or repeated joint names")
+            if not these or len(set(these)) != len(these) or len(these) > MAX_JOINTS:
+                raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: empty or repeated joint names, "
+                                     f"or more than {MAX_JOINTS}")
         elif these != self.names:
             raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s changes the joint names (first "
                                  f"message: {', '.join(self.names)[:300]})")
@@ -309,7 +341,16 @@ class _Series:
         elif vel.shape != (n,) or not np.all(np.isfinite(vel)):
             raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: velocity must be empty or {n} "
                                  "finite numbers")
-        self.t.append(_stamp(msg, stamp_ns))
+        header_ns = _header_ns(msg)
+        self.joint_stamped = self._one_clock(self.joint_stamped, header_ns > 0, "joint state", stamp_ns)
+        t = (header_ns or stamp_ns) * 1e-9
+        if self.t and t < self.t[-1]:
+            raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s is stamped {self.t[-1] - t:.4g} s "
+                                 "before the one received before it: two publishers on the topic, or a clock that "
+                                 "jumped back (record one source on one clock)")
+        if header_ns:
+            self.lags["joint"].append(stamp_ns - header_ns)
+        self.t.append(t)
         self.q.append(pos)
         self.v.append(vel if vel.size else np.zeros(n))
 
@@ -318,11 +359,21 @@ class _Series:
             raise RecordingError(f"{self.name}: no messages on the joint-state topic {jt!r}")
         if not self.tt:
             raise RecordingError(f"{self.name}: no messages on the trigger topic {tt!r}")
-        order = np.argsort(np.asarray(self.t), kind="stable")
-        joints = JointSeries(self.names, np.asarray(self.t)[order], np.asarray(self.q)[order],
-                             np.asarray(self.v)[order] if self.has_v else None)
+        if self.joint_stamped != self.trigger_stamped:
+            stamped = "joint states" if self.joint_stamped else "trigger messages"
+            lag = float(np.median(self.lags["joint" if self.joint_stamped else "trigger"])) * 1e-9
+            if not -MAX_STAMP_LEAD <= lag <= MAX_STAMP_LAG:
+                raise RecordingError(
+                    f"{self.name}: the {stamped} are received {lag:.4g} s after their header stamps (median; "
+                    f"accepted: {-MAX_STAMP_LEAD:g} to {MAX_STAMP_LAG:g} s) and the "
+                    f"{'trigger messages' if self.joint_stamped else 'joint states'} are timed by receipt: the "
+                    "stamps are on another clock than the recorder's, so the trigger instants cannot be placed "
+                    "among the joint states")
+        joints = JointSeries(self.names, np.asarray(self.t), np.asarray(self.q),
+                             np.asarray(self.v) if self.has_v else None)
         torder = np.argsort(np.asarray(self.tt), kind="stable")
-        trigger = TriggerSeries(np.asarray(self.tt)[torder], np.asarray(self.stopping, dtype=bool)[torder])
+        trigger = TriggerSeries(np.asarray(self.tt)[torder], np.asarray(self.stopping, dtype=bool)[torder],
+                                stamped=bool(self.trigger_stamped))
         summary = tuple(sorted((TopicSummary(jt, "sensor_msgs/msg/JointState", len(self.t)),
                                 TopicSummary(tt, trigger_type, len(self.tt))), key=lambda s: s.topic))
         return Recording(self.name, storage, joints, trigger, self.rule, summary)

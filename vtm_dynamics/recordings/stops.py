@@ -1,7 +1,10 @@
 """Finding the stops in a recording: trigger edges and the joint-state series around them.
 
 A stop starts at a rising edge of the trigger (a message that means "stopping" after one that did not, or the
-first trigger message if it already means stopping). The state at the trigger instant t_e is estimated from the joint
+first trigger message if it already means stopping and is stamped: an event stamped with its instant). An
+unstamped first message that already means stopping starts no stop: its time is when the recorder heard it, and
+the stop it reports began before that, maybe long before (the recording started during a stop or an E-stop; taken
+as a stop, a recording begun 0.1 s into a 3.9 rad/s stop gave a stop from 0.14 rad/s that ended at once). The state at the trigger instant t_e is estimated from the joint
 states of the ``pre_window`` [s] before it (:func:`state_at_trigger`; the robot moved on after the last sample). The
 stop ends when the arm is at rest: the first sample after which every joint stays within ``rest_tolerance`` [rad]
 of its value for ``rest_hold`` [s] (so a joint creeping slower than rest_tolerance / rest_hold counts as resting).
@@ -81,7 +84,9 @@ def trigger_edges(rec: Recording) -> np.ndarray:
     s = rec.trigger.stopping
     if s.size == 0:
         return np.zeros(0)
-    prev = np.concatenate(([False], s[:-1]))
+    # before the first message: not stopping if its time is the stamp of the instant it stands for, unknown if it
+    # is the receive time (the recording began, or the publisher was heard, while the arm was already stopping)
+    prev = np.concatenate(([not rec.trigger.stamped], s[:-1]))
     return rec.trigger.t[s & ~prev]
 
 
@@ -111,6 +116,9 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
     v = rec.joints.v[:, cols] if has_v else position_velocities(t, q)
     edges = trigger_edges(rec)
     if edges.size == 0:
+        if rec.trigger.stopping.any():
+            raise RecordingError(f"{rec.name}: the trigger signals stopping from its first message on (received at "
+                                 f"{rec.trigger.t[0]:.3f} s, no header stamp): the stop began before the recording")
         raise RecordingError(f"{rec.name}: the trigger never signals a stop ({rec.rule.type_name} field "
                              f"{rec.rule.field!r} never takes the values {', '.join(rec.rule.values)})")
     stops = []
