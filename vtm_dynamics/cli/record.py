@@ -11,7 +11,8 @@ It subscribes to the joint states (best effort: hears reliable and sensor-data p
 (reliable, deep queue, as the predictor does) and any ``--topic NAME:TYPE`` extras, and writes every message as
 received (serialised CDR, no conversion) with its receive time on the node clock (``--use-sim-time`` for
 simulators that publish /clock). The recording is bounded: it ends after ``--duration`` [s], ``--max-bytes`` of
-message data or ``--max-messages``, whichever comes first, or on Ctrl-C; the bag appears under its name only when
+message data or ``--max-messages``, whichever comes first, or on Ctrl-C or SIGTERM (either ends the
+recording, not the process: what was received is written and the bag finished); the bag appears under its name only when
 it is complete (written next to it under a hidden temporary name, then renamed). Message definitions are stored in
 the bag, so any tool (``ros2 bag``, ``vtm-calibrate``) reads it without the message packages.
 """
@@ -20,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Sequence
 
@@ -57,8 +60,6 @@ def record(out: str, topics: dict[str, str], *, storage: str = "mcap", duration:
            progress=None) -> dict[str, int]:
     """Record ``topics`` ({topic: type name}) into a new bag ``out``; returns the message count per topic."""
     import rclpy
-    from rclpy.node import Node
-    from rclpy.parameter import Parameter
 
     from vtm_dynamics.nodes import graph
     from vtm_dynamics.nodes.trigger_source import message_class
@@ -77,8 +78,38 @@ def record(out: str, topics: dict[str, str], *, storage: str = "mcap", duration:
         sys.stderr.write(f"{PROG}: {warning}\n")
     from vtm_dynamics.nodes.fastdds_profile import rcl_init_environment
 
-    with rcl_init_environment():  # the loopback profile, as every node of the package
-        rclpy.init()
+    # Ctrl-C and SIGTERM end the recording, not the process: rclpy's own handler shut the context down, the next
+    # spin raised ExternalShutdownException past the writer, and the bag of the whole session was deleted as
+    # incomplete (a trace and status 1); Python's KeyboardInterrupt could likewise land inside a write. Here a
+    # signal only asks the loop to stop; the loop then writes what it received and the bag is finished.
+    from rclpy.signals import SignalHandlerOptions
+
+    stop_asked = {"signal": None}
+
+    def ask_to_stop(signum, _frame) -> None:
+        stop_asked["signal"] = signum
+
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = {sig: signal.signal(sig, ask_to_stop) for sig in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    try:
+        with rcl_init_environment():  # the loopback profile, as every node of the package
+            rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+        return _record_graph(out, topics, classes, store, storage, duration, max_bytes, max_messages, use_sim_time,
+                             progress, stop_asked)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _record_graph(out, topics, classes, store, storage, duration, max_bytes, max_messages, use_sim_time, progress,
+                  stop_asked) -> dict[str, int]:
+    """The recording loop of :func:`record` (rclpy initialised, the stop signals caught into ``stop_asked``)."""
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+
+    from vtm_dynamics.nodes import graph
+
     # no parameter services: nothing of the recorder is configurable from the graph (a stranger could otherwise
     # switch its clock with use_sim_time and falsify the receive times written into the bag)
     node = Node("vtm_record", parameter_overrides=[Parameter("use_sim_time", value=bool(use_sim_time))],
@@ -102,17 +133,15 @@ def record(out: str, topics: dict[str, str], *, storage: str = "mcap", duration:
     def stream():
         end = time.monotonic() + duration
         last_report = 0.0
-        try:
-            while time.monotonic() < end and total["bytes"] < max_bytes and total["messages"] < max_messages:
-                rclpy.spin_once(node, timeout_sec=0.05)
-                while buffer:
-                    yield buffer.pop(0)
-                now = time.monotonic()
-                if progress and now - last_report >= 1.0:
-                    last_report = now
-                    progress(counts, max(0.0, end - now))
-        except KeyboardInterrupt:
-            pass
+        while (time.monotonic() < end and total["bytes"] < max_bytes and total["messages"] < max_messages
+               and stop_asked["signal"] is None):
+            rclpy.spin_once(node, timeout_sec=0.05)
+            while buffer:
+                yield buffer.pop(0)
+            now = time.monotonic()
+            if progress and now - last_report >= 1.0:
+                last_report = now
+                progress(counts, max(0.0, end - now))
         while buffer:
             yield buffer.pop(0)
 
