@@ -151,3 +151,28 @@ def test_trigger_rule_refuses_type_names_that_are_not_message_types():
             TriggerRule(type_name=bad)
     with pytest.raises(TriggerConfigError, match="trigger_field"):
         TriggerRule(field="data.__class__")
+
+
+@pytest.mark.parametrize("content", ["empty", "a file"])
+def test_a_bag_name_taken_while_writing_is_left_alone_and_the_bag_is_kept_beside_it(tmp_path, two_stops, content):
+    """A long recording: someone creates the bag's name before it ends. An empty folder used to be replaced
+    silently; a non-empty one made the final rename fail and the finished bag was deleted."""
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    Bool = store.types["std_msgs/msg/Bool"]
+    target = tmp_path / "b"
+
+    def messages():
+        for k in range(10):
+            if k == 5:
+                target.mkdir()
+                if content == "a file":
+                    (target / "notes.txt").write_text("mine")
+            yield "/estop", (k + 1) * 10**8, Bool(data=k % 2 == 1)
+
+    with pytest.raises(RecordingError) as err:
+        write_bag(str(target), "mcap", {"/estop": "std_msgs/msg/Bool"}, messages(), typestore=store)
+    assert "never overwritten" in _one_line(err.value) and "kept as b.kept-1" in str(err.value)
+    assert sorted(os.listdir(target)) == ([] if content == "empty" else ["notes.txt"])
+    assert count_messages(str(tmp_path / "b.kept-1")) == {"/estop": 10}

@@ -24,6 +24,7 @@ trigger instant against the joint states. Units: s, rad, rad/s. Errors: :class:`
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -137,12 +138,38 @@ def write_bag(path: str, storage: str, topics: dict[str, str], messages: Iterabl
                 conn = conns[topic]
                 data = msg if raw else store.serialize_cdr(msg, conn.msgtype)
                 writer.write(conn, int(stamp_ns), data)
-        os.rename("bag", os.path.basename(os.path.abspath(path)), src_dir_fd=tmp_fd, dst_dir_fd=parent_fd)
+        _move_into_place(os.path.basename(os.path.abspath(path)), tmp_fd, parent_fd)
     finally:
         os.close(tmp_fd)
         os.close(parent_fd)
         shutil.rmtree(tmp_parent, ignore_errors=True)
     return path
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _move_into_place(name: str, tmp_fd: int, parent_fd: int) -> None:
+    """Rename the finished ``bag`` of the temporary folder to ``name``. If ``name`` appeared meanwhile (a long
+    recording, another recorder), it is not replaced (a rename replaces an empty folder) and the bag is not lost
+    (a non-empty one made the rename fail and the finished bag was deleted with the temporary folder): it is kept
+    under ``<name>.kept-<n>`` and the error says so."""
+    if not _exists(name, parent_fd):
+        try:
+            os.rename("bag", name, src_dir_fd=tmp_fd, dst_dir_fd=parent_fd)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+    kept = next(f"{name}.kept-{n}" for n in range(1, 10_000) if not _exists(f"{name}.kept-{n}", parent_fd))
+    os.rename("bag", kept, src_dir_fd=tmp_fd, dst_dir_fd=parent_fd)
+    raise RecordingError(f"{name}: appeared while the bag was written and is left as it was (a bag is never "
+                         f"overwritten); the complete bag is kept as {kept}")
 
 
 # ------------------------------------------------------------------------------------------------- reading
