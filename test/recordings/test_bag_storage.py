@@ -298,6 +298,18 @@ def test_an_mcap_chunk_inflating_beyond_its_stated_size_is_refused(tmp_path):
     assert peak < 16 * 1024 * 1024, peak
 
 
+def test_mcap_chunks_inflating_beyond_the_file_limit_together_are_refused_before_decompression(tmp_path):
+    """Each chunk within max_chunk_bytes, but 40 of them, 8 MiB of an unread record each, inflate a file of a few
+    kilobytes to 320 MiB: more than its limit (max(64 MiB, 1000 x its size)). Only each chunk used to be bounded,
+    so such a file kept the reader decompressing until the time limit (an hour by default)."""
+    bag = small_bag(tmp_path / "bag", "mcap")
+    filler = _record(0x10, bytes(8 * 1024 * 1024 - 9))
+    _replace_mcap(bag, _chunk(filler, "zstd") * 40)
+    assert os.path.getsize(os.path.join(bag, _storage_name(bag))) < 64 * 1024
+    with pytest.raises(RecordingError, match="chunks: decompress to more than 67108864 bytes in all"):
+        read_recording(bag)
+
+
 def test_the_mcap_reader_reads_a_chunked_file_assembled_from_the_specification(tmp_path):
     """Independent of the library writer: messages in an uncompressed and in a zstd chunk are all read."""
     bag = small_bag(tmp_path / "bag", "mcap", n=4)

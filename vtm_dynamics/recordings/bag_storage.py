@@ -13,7 +13,8 @@ Rules (each one a file that once reached outside its bag or stalled the reader):
   ``message_definitions`` as a table if present); views and triggers are never queried, untrusted schema functions
   are off, every statement runs under a time limit (a progress handler) and blobs beyond ``max_message_bytes`` are
   an error of SQLite itself.
-* **Decompression bounded before allocation** (:mod:`.compression`); MCAP chunks likewise (:mod:`.mcap_records`).
+* **Decompression bounded before allocation** (:mod:`.compression`); MCAP chunks likewise (:mod:`.mcap_records`),
+  each chunk and all of a file's chunks together (the same limit as a compressed storage file of that size).
 * **Counts from what is read.** The index counts of ``metadata.yaml`` or of the storage are never trusted: the
   reader counts the messages it yields and stops at ``max_messages``.
 
@@ -50,7 +51,8 @@ class BagError(ValueError):
 class BagLimits:
     """What a bag may cost. ``max_messages``: messages of the chosen topics; ``max_message_bytes``: one message
     (decompressed); ``max_chunk_bytes``: one MCAP chunk (uncompressed); ``max_decompressed_bytes``,
-    ``max_decompression_ratio``, ``min_decompressed_bytes``: a zstd-compressed storage file (:mod:`.compression`);
+    ``max_decompression_ratio``, ``min_decompressed_bytes``: a zstd-compressed storage file (:mod:`.compression`)
+    and all chunks of an MCAP file together;
     ``max_metadata_bytes``: metadata.yaml; ``max_files``, ``max_topics``: entries; ``max_seconds``: reading time."""
 
     max_messages: int = 5_000_000
@@ -230,7 +232,11 @@ class BagFolder:
     def _mcap(self, f: BinaryIO, topics_only: bool = False) -> Iterator[Schema | Channel | Message]:
         f.seek(0)
         size = os.fstat(f.fileno()).st_size
-        limits = McapLimits(self.limits.max_chunk_bytes, self.limits.max_message_bytes, self.deadline)
+        # all chunks together are bounded like a compressed storage file: before, only each chunk was, and a few
+        # megabytes of chunks inflating 1000-fold each kept the reader decompressing until the time limit
+        total = file_limit(size, self.limits.max_decompressed_bytes, self.limits.max_decompression_ratio,
+                           self.limits.min_decompressed_bytes)
+        limits = McapLimits(self.limits.max_chunk_bytes, self.limits.max_message_bytes, self.deadline, total)
         try:
             for item in read_mcap(f, size, limits):
                 if topics_only and isinstance(item, Message):

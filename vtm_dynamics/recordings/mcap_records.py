@@ -7,8 +7,9 @@ and inside Chunk records (0x06, uncompressed, zstd or lz4), up to Data End (0x0F
 from an index: what counts is what the data section holds.
 
 Bounds (:class:`McapLimits`): a record longer than what is left of the file is a truncated file; a chunk whose
-stated uncompressed size exceeds ``max_chunk_bytes`` is refused before anything is decompressed, and its
-decompression stops at that stated size (a chunk that inflates further is refused); a message longer than
+stated uncompressed size exceeds ``max_chunk_bytes``, or brings the chunks' total beyond ``max_decompressed_bytes``,
+is refused before anything is decompressed, and its decompression stops at that stated size (a chunk that inflates
+further is refused); a message longer than
 ``max_message_bytes`` is refused; the caller's ``deadline`` (monotonic seconds) bounds the time. Errors are
 :class:`McapError` (a ValueError), one line, never quoting file contents. No ROS here, no index trusted.
 """
@@ -32,11 +33,13 @@ class McapError(ValueError):
 @dataclass(frozen=True)
 class McapLimits:
     """``max_chunk_bytes``: largest uncompressed chunk; ``max_message_bytes``: largest message; ``deadline``:
-    monotonic time [s] after which reading stops with an error."""
+    monotonic time [s] after which reading stops with an error; ``max_decompressed_bytes``: all chunks of the file
+    together, uncompressed (the caller's bound for the file's size, as for a compressed storage file)."""
 
     max_chunk_bytes: int = 256 * 1024 * 1024
     max_message_bytes: int = 64 * 1024 * 1024
     deadline: float = float("inf")
+    max_decompressed_bytes: int = 2**62
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,7 @@ def read_mcap(f: BinaryIO, size: int, limits: McapLimits) -> Iterator[Schema | C
     if f.read(len(MAGIC)) != MAGIC:
         raise McapError("not an MCAP file (magic bytes)")
     pos = len(MAGIC)
+    inflated = [0]  # [bytes] the chunks' stated uncompressed sizes so far (each is checked to be exact)
     while True:
         if time.monotonic() > limits.deadline:
             raise McapError("reading took longer than the time limit")
@@ -155,7 +159,7 @@ def read_mcap(f: BinaryIO, size: int, limits: McapLimits) -> Iterator[Schema | C
         if op in (DATA_END, FOOTER):
             return
         if op == CHUNK:
-            yield from _chunk(f, length, limits)
+            yield from _chunk(f, length, limits, inflated)
         elif op in (SCHEMA, CHANNEL, MESSAGE):
             if op == MESSAGE and length > limits.max_message_bytes + 22:
                 raise McapError(f"message: {length} bytes, more than max_message_bytes {limits.max_message_bytes}")
@@ -176,12 +180,16 @@ def _read_exact(f: BinaryIO, n: int) -> bytes:
     return data
 
 
-def _chunk(f: BinaryIO, length: int, limits: McapLimits) -> Iterator[Schema | Channel | Message]:
+def _chunk(f: BinaryIO, length: int, limits: McapLimits, inflated: list[int]) -> Iterator[Schema | Channel | Message]:
     fixed = _read_exact(f, 28)  # start time, end time, uncompressed size, uncompressed crc
     _, _, uncompressed, _ = struct.unpack("<QQQI", fixed)
     if uncompressed > limits.max_chunk_bytes:
         raise McapError(f"chunk: states {uncompressed} bytes uncompressed, more than max_chunk_bytes "
                         f"{limits.max_chunk_bytes}")
+    inflated[0] += uncompressed
+    if inflated[0] > limits.max_decompressed_bytes:
+        raise McapError(f"chunks: decompress to more than {limits.max_decompressed_bytes} bytes in all (the limit "
+                        "of max_decompressed_bytes and max_decompression_ratio)")
     n = struct.unpack("<I", _read_exact(f, 4))[0]
     if n > 64 or 32 + n + 8 > length:
         raise McapError("chunk: malformed compression field")
