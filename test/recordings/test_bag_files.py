@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from test.recordings.recordings_testdata import samples, ur5
@@ -176,3 +177,25 @@ def test_a_bag_name_taken_while_writing_is_left_alone_and_the_bag_is_kept_beside
     assert "never overwritten" in _one_line(err.value) and "kept as b.kept-1" in str(err.value)
     assert sorted(os.listdir(target)) == ([] if content == "empty" else ["notes.txt"])
     assert count_messages(str(tmp_path / "b.kept-1")) == {"/estop": 10}
+
+
+def test_a_joint_state_with_more_joints_than_an_arm_has_is_refused_at_its_first_message(tmp_path):
+    """Every joint state is kept in memory: 300 names per message (here zero-filled, up to 64 MiB a message)
+    multiplied every message's cost by 50 over a six-joint arm's, up to the message limit."""
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    JointState, Bool = store.types["sensor_msgs/msg/JointState"], store.types["std_msgs/msg/Bool"]
+    Header, Time = store.types["std_msgs/msg/Header"], store.types["builtin_interfaces/msg/Time"]
+    names = [f"j{k}" for k in range(300)]
+    def state(k: int):
+        return JointState(header=Header(stamp=Time(sec=1, nanosec=k * 10**7), frame_id=""), name=names,
+                          position=np.zeros(300), velocity=np.zeros(300), effort=np.zeros(0))
+
+    msgs = [("/joint_states", 10**9 + k * 10**7 + 500_000, state(k)) for k in range(1, 4)]
+    msgs.append(("/estop", 10**9 + 5 * 10**7, Bool(data=False)))
+    path = write_bag(str(tmp_path / "wide"), "mcap", {"/joint_states": "sensor_msgs/msg/JointState",
+                                                       "/estop": "std_msgs/msg/Bool"}, msgs, typestore=store)
+    with pytest.raises(RecordingError) as err:
+        read_recording(path)
+    assert "or more than 256" in _one_line(err.value)
