@@ -21,7 +21,6 @@ import yaml
 
 from vtm_dynamics.recordings.bag_files import RecordingError, bag_summary, count_messages, read_recording, write_bag
 from vtm_dynamics.recordings.bag_storage import BagLimits
-from vtm_dynamics.recordings.compression import zstd_decompressor
 
 JOINTS = ["a", "b"]
 
