@@ -14,7 +14,7 @@ from vtm_dynamics.recordings.bag_files import (
     RecordingError, bag_summary, count_messages, read_recording, write_bag,
 )
 from vtm_dynamics.recordings.simulated import write_simulated_bag
-from vtm_dynamics.recordings.stops import find_stops
+from vtm_dynamics.recordings.stops import find_stops, foreign_joints
 from vtm_dynamics.recordings.trigger import TriggerConfigError, TriggerMatcher, TriggerRule
 
 
@@ -66,7 +66,22 @@ def test_joints_that_do_not_match_the_model_are_named(tmp_path, two_stops):
     rec = read_recording(write_simulated_bag(str(tmp_path / "b"), renamed, "mcap"))
     with pytest.raises(RecordingError) as err:
         find_stops(rec, ur5())
-    assert "joints do not match the model: joint 'j1' is not in the model" in _one_line(err.value)
+    assert "joints do not match the model: model joint 'shoulder_pan_joint' is not recorded; joint 'j1' is not in " \
+        "the model" in _one_line(err.value)
+
+
+def test_recorded_joints_the_model_does_not_have_are_left_out_and_named(tmp_path, two_stops):
+    # a gripper's finger on the arm's joint_states topic: the arm's stops are found as without it (the bag was
+    # refused as a whole, "joint 'finger_joint' is not in the model")
+    plain = find_stops(read_recording(write_simulated_bag(str(tmp_path / "a"), two_stops, "mcap")), ur5())
+    with_finger = dict(two_stops, names=tuple(two_stops["names"]) + ("finger_joint",),
+                       joint=[(t, r, np.append(q, 0.01), np.append(v, 0.0)) for t, r, q, v in two_stops["joint"]])
+    rec = read_recording(write_simulated_bag(str(tmp_path / "b"), with_finger, "mcap"))
+    found = find_stops(rec, ur5())
+    assert foreign_joints(rec, ur5()) == ["finger_joint"] and len(found) == len(plain) == 2
+    for a, b in zip(found, plain):
+        np.testing.assert_array_equal(a.q, b.q)
+        assert a.stop_time == b.stop_time
 
 
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])

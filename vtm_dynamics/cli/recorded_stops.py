@@ -48,7 +48,7 @@ def add_recording_options(ap: argparse.ArgumentParser) -> None:
 def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) -> list:
     """Every stop of every bag, in order, as RecordedStop (errors are RecordingError, one line)."""
     from vtm_dynamics.recordings.bag_files import read_recording
-    from vtm_dynamics.recordings.stops import find_stops
+    from vtm_dynamics.recordings.stops import find_stops, foreign_joints
     from vtm_dynamics.recordings.trigger import rule_from_parameters
 
     rule = rule_from_parameters(args.trigger_topic, args.trigger_type, args.trigger_field, args.trigger_values)
@@ -56,6 +56,9 @@ def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) 
     for bag in bags:
         rec = read_recording(bag, rule, args.joint_topic)
         found = find_stops(rec, robot, rest_tolerance=args.rest_tolerance, rest_hold=args.rest_hold)
-        say(f"{rec.name}: {rec.storage}, {rec.joints.t.size} joint states, {len(found)} stop(s)")
+        foreign = foreign_joints(rec, robot)
+        left_out = f"; left out, not in the model: {', '.join(foreign[:8])}{' ...' if len(foreign) > 8 else ''}" \
+            if foreign else ""
+        say(f"{rec.name}: {rec.storage}, {rec.joints.t.size} joint states, {len(found)} stop(s){left_out}")
         stops.extend(found)
     return stops

@@ -91,18 +91,24 @@ def trigger_edges(rec: Recording) -> np.ndarray:
 
 
 def model_order(rec: Recording, robot: RobotModel) -> np.ndarray:
-    """Column index in the recording of each model joint; an error names a missing or foreign joint."""
+    """Column index in the recording of each model joint. Recorded joints the model does not have (a gripper's
+    fingers on the same topic) are left out (:func:`foreign_joints` names them), as the predictor node leaves them
+    out of its joint states; an error names a model joint the recording lacks."""
     names = rec.joints.names
-    extra = [n for n in names if n not in robot.joint_names]
     missing = [n for n in robot.joint_names if n not in names]
-    if extra or missing:
-        what = (f"joint {extra[0]!r} is not in the model {robot.name!r}" if extra
-                else f"model joint {missing[0]!r} is not recorded")
-        raise RecordingError(f"{rec.name}: joints do not match the model: {what} "
-                             f"(recorded: {', '.join(names)})")
+    if missing:
+        extra = foreign_joints(rec, robot)
+        also = f"; joint {extra[0]!r} is not in the model {robot.name!r}" if extra else ""
+        raise RecordingError(f"{rec.name}: joints do not match the model: model joint {missing[0]!r} is not "
+                             f"recorded{also} (recorded: {', '.join(names)})")
     if robot.nq != robot.nv:
         raise RecordingError(f"{rec.name}: the model {robot.name!r} has joints with more than one coordinate")
     return np.array([names.index(n) for n in robot.joint_names])
+
+
+def foreign_joints(rec: Recording, robot: RobotModel) -> list[str]:
+    """The recorded joints the model does not have, in recorded order (left out of the stops)."""
+    return [n for n in rec.joints.names if n not in robot.joint_names]
 
 
 def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = REST_TOLERANCE,
