@@ -1,5 +1,6 @@
 """Where a recorded stop comes to rest (recordings/rest.py): the same sample as the rule read literally, on random
-recordings with repeated stamps and noise; and the work grows linearly with a stop that never settles (counted in
+recordings with repeated stamps, noise and gaps; a rest window the samples do not cover shows no rest (a gap in
+the joint states while the arm still moves); and the work grows linearly with a stop that never settles (counted in
 array elements the computation touches, so the check does not depend on the machine's speed). Before, 80,000
 samples of a stop that never settled took 35 s (quadratic)."""
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from vtm_dynamics.recordings.bag_files import JointSeries, Recording, RecordingError, TriggerSeries
-from vtm_dynamics.recordings.rest import first_rest
+from vtm_dynamics.recordings.rest import REST_MAX_GAP_FRACTION, first_rest
 from vtm_dynamics.recordings.stops import find_stops
 from vtm_dynamics.recordings.trigger import TriggerRule
 
@@ -20,7 +21,10 @@ def literal_rest(t, q, first, stop, hold, tol):
         if t[-1] < t[a] + hold:
             return None
         window = (t >= t[a]) & (t <= t[a] + hold)
-        if np.all(np.abs(q[window] - q[a]) <= tol):
+        seen = np.flatnonzero((t >= t[a]) & (t <= t[a] + hold))
+        end = int(np.flatnonzero(t >= t[a] + hold)[0])  # the first sample at or after the window's end
+        covered = np.all(np.diff(t[seen[0]:end + 1]) <= REST_MAX_GAP_FRACTION * hold)
+        if covered and np.all(np.abs(q[window] - q[a]) <= tol):
             return a
     return None
 
@@ -35,6 +39,40 @@ def test_the_rest_sample_is_the_one_the_literal_rule_finds(seed):
     first, stop = int(rng.integers(0, n)), int(rng.integers(0, n + 1))
     hold, tol = float(rng.uniform(0.05, 0.4)), float(rng.choice([1e-4, 1e-3, 5e-3]))
     assert first_rest(t, q, first, stop, hold, tol) == literal_rest(t, q, first, stop, hold, tol)
+
+
+def _moving_until_a_gap() -> Recording:
+    """Two stops 1 s apart with the joint states paused in between (a recording paused while the arm is moved on):
+    in the first the arm still moves at 0.1 rad/s when the samples stop, the second comes to rest."""
+    t1 = 1.0 + 0.002 * np.arange(500)  # 1.0-2.0 s: moving to the end
+    t2 = 2.6 + 0.002 * np.arange(500)  # 2.6-3.6 s: at rest from 2.8 s
+    q1 = np.column_stack([0.1 * t1, 0.0 * t1])
+    q2 = np.column_stack([0.5 + 0.1 * np.minimum(t2, 2.8), 0.0 * t2])
+    t, q = np.concatenate([t1, t2]), np.vstack([q1, q2])
+    v = np.gradient(q, t, axis=0)
+    trigger = TriggerSeries(np.array([0.9, 1.1, 2.5, 2.7]), np.array([False, True, False, True]))
+    return Recording("paused", "mcap", JointSeries(("joint1", "joint2"), t, q, v), trigger, TriggerRule(), ())
+
+
+def test_a_gap_in_the_joint_states_is_no_rest():
+    """Before, the last sample ahead of the pause was a complete rest window of one sample: the first stop 'ended'
+    while the arm moved at 0.1 rad/s, and the fit went on with it."""
+    rec = _moving_until_a_gap()
+    assert first_rest(rec.joints.t, rec.joints.q, 60, 500, 0.2, 1e-3) is None
+    with pytest.raises(RecordingError, match=r"stop 1 .*no rest before a gap of 0\.60.*still moving before it: joint1"):
+        find_stops(rec, _TwoJoints())
+
+
+def test_a_few_lost_samples_do_not_hide_a_rest():
+    """A driver that drops messages (a few missing samples, far below a quarter of the rest window) still shows
+    the rest where it begins."""
+    t = 1.0 + 0.002 * np.arange(400)
+    keep = np.ones(t.size, dtype=bool)
+    keep[[120, 121, 122, 200, 260, 261]] = False
+    t = t[keep]
+    q = np.column_stack([0.1 * np.minimum(t, 1.2), 0.0 * t])
+    rest = first_rest(t, q, 0, t.size, 0.2, 1e-3)
+    assert rest is not None and abs(t[rest] - 1.19) < 0.012
 
 
 class Counted(np.ndarray):

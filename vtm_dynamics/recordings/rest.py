@@ -3,7 +3,10 @@
 The rule (:mod:`.stops`): the stop ends at the first sample ``a`` after which every joint stays within
 ``tolerance`` [rad] of its value at ``a`` for ``hold`` [s], i.e. every sample ``j`` with
 ``t[a] <= t[j] <= t[a] + hold`` has ``|q[j] - q[a]| <= tolerance``; the window must be complete (the recording
-reaches ``t[a] + hold``). Tested naively, every candidate compares its whole window, or worse the whole recording:
+reaches ``t[a] + hold``) and seen: no two successive samples from ``a`` to the first one at or after ``t[a] + hold``
+are more than ``REST_MAX_GAP_FRACTION x hold`` apart. A window that the samples do not cover shows nothing: before,
+the last sample ahead of a gap in the joint states (a recording paused between stops, a driver that stopped
+publishing) was a complete window of one sample, and an arm still moving at 0.1 rad/s there was read as at rest. Tested naively, every candidate compares its whole window, or worse the whole recording:
 a stop that never settles costs quadratic time (80,000 samples took 35 s). Here the windows' maxima and minima
 come from monotone queues: the windows of successive candidates only move forward, so each sample enters and
 leaves each queue once per joint - O(samples x joints) for all candidates together.
@@ -19,6 +22,8 @@ import numpy as np
 #: only, so that a command line can show them in its help without importing the bag readers).
 REST_TOLERANCE = 1e-3
 REST_HOLD = 0.2
+#: A rest window must be covered by samples: no gap between two successive ones over this fraction of ``hold``.
+REST_MAX_GAP_FRACTION = 0.25
 
 
 def _window_extreme(x: list[float], lo: np.ndarray, hi: np.ndarray, larger: bool) -> np.ndarray:
@@ -43,6 +48,16 @@ def _window_extreme(x: list[float], lo: np.ndarray, hi: np.ndarray, larger: bool
     return out
 
 
+def widest_gap(t: np.ndarray, first: int, stop: int) -> tuple[float, int]:
+    """The longest time [s] between two successive samples of ``t[first:stop + 1]`` and the index of the sample
+    before it ((0, first) without two samples)."""
+    seg = t[first:min(stop + 1, t.size)]
+    if seg.size < 2:
+        return 0.0, first
+    k = int(np.argmax(np.diff(seg)))
+    return float(seg[k + 1] - seg[k]), first + k
+
+
 def first_rest(t: np.ndarray, q: np.ndarray, first: int, stop: int, hold: float, tolerance: float) -> int | None:
     """The smallest ``a`` in ``[first, stop)`` at which the recording ``t`` (N, sorted) [s], ``q`` (N x n) [rad]
     comes to rest by the rule of the module docstring, or None (it never does before ``stop``, or the recording
@@ -56,7 +71,9 @@ def first_rest(t: np.ndarray, q: np.ndarray, first: int, stop: int, hold: float,
     times = times[:complete]
     lo = np.searchsorted(t, times, side="left")  # the window starts at the first sample stamped t[a]
     hi = np.searchsorted(t, times + hold, side="right") - 1
-    ok = np.ones(complete, dtype=bool)
+    ends = np.searchsorted(t, times + hold, side="left")  # the first sample at or after each window's end
+    wide = np.concatenate(([0], np.cumsum(np.diff(t) > REST_MAX_GAP_FRACTION * hold)))
+    ok = wide[ends] == wide[lo]  # no gap wider than allowed between the window's first sample and its end
     for c in range(q.shape[1]):
         col = q[:, c]
         here = col[first:first + complete]
@@ -65,4 +82,6 @@ def first_rest(t: np.ndarray, q: np.ndarray, first: int, stop: int, hold: float,
         ok &= here - _window_extreme(values, lo, hi, False) <= tolerance
         if not ok.any():
             return None
+    if not ok.any():
+        return None
     return first + int(np.argmax(ok))

@@ -20,8 +20,9 @@ timed by the start of the rest window, 3-14 % earlier than the rule its predicti
 brake file 15 % too strong pass a 5 % shortfall check). The samples used for the fit run from the trigger to the
 end of the rest window.
 
-A stop that the recording cuts off before the rest window is complete, or a new trigger edge before rest, is an
-error naming the stop: its end is unknown, and a shortened stop would bias the fit. Joint names must match the
+A stop that the recording cuts off before the rest window is complete, a new trigger edge before rest, or a gap
+in the joint states before rest (a rest window must be covered by samples, :mod:`.rest`) is an error naming the
+stop: its end is unknown, and a shortened stop would bias the fit. Joint names must match the
 model's (one-DOF joints). Errors are :class:`~.bag_files.RecordingError`, one line.
 """
 
@@ -34,7 +35,7 @@ import numpy as np
 from vtm_dynamics.core.estop.recorded import RecordedStop, position_velocities, settle_time
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
-from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE, first_rest
+from vtm_dynamics.recordings.rest import REST_HOLD, REST_MAX_GAP_FRACTION, REST_TOLERANCE, first_rest, widest_gap
 
 REST_SPEED = 0.01  # [rad/s]
 REST_SPEED_SIGMAS = 5.0  # the stop-time threshold is at least this many sigmas of the recorded velocity noise
@@ -137,11 +138,20 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
                                                                    window=pre_window)
         nxt = edges[n] if n < edges.size else math.inf
         first = int(np.searchsorted(t, te, side="right"))  # the first sample after the trigger
-        end = first_rest(t, q, first, int(np.searchsorted(t, nxt, side="left")), rest_hold, rest_tolerance)
+        before_next = int(np.searchsorted(t, nxt, side="left"))
+        end = first_rest(t, q, first, before_next, rest_hold, rest_tolerance)
         if end is None:
-            moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[-1]) > rest_speed)] or ["?"]
-            cause = ("a new trigger came before the arm was at rest" if nxt < math.inf and t[-1] >= nxt
-                     else f"cut off by the end of the recording (still moving: {', '.join(moving)})")
+            gap, k_gap = widest_gap(t, first, before_next)
+            if gap > REST_MAX_GAP_FRACTION * rest_hold:  # the samples stop while the arm moves: no rest is seen
+                moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[k_gap]) > rest_speed)] or ["?"]
+                cause = (f"no rest before a gap of {gap:.3g} s in the joint states {t[k_gap] - te:.3g} s after the "
+                         f"trigger (still moving before it: {', '.join(moving)}; the arm must be seen at rest for "
+                         f"{rest_hold:g} s)")
+            elif nxt < math.inf and t[-1] >= nxt:
+                cause = "a new trigger came before the arm was at rest"
+            else:
+                moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[-1]) > rest_speed)] or ["?"]
+                cause = f"cut off by the end of the recording (still moving: {', '.join(moving)})"
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): {cause}")
         last = int(np.searchsorted(t, t[end] + rest_hold, side="right")) - 1
         span = slice(first, last + 1)
