@@ -86,18 +86,21 @@ def mujoco_sliding_phase(model: mujoco.MjModel, brakes, q0, v0, t_end: float, dt
     return np.array(ts), np.array(tl), np.array(vl)
 
 
-def mujoco_full_stop(model: mujoco.MjModel, brakes, q0, v0, t_end: float, dt: float = 2e-4):
+def mujoco_full_stop(model: mujoco.MjModel, brakes, q0, v0, t_end: float, dt: float = 2e-4,
+                     soft_friction: bool = False):
     """Whole category-0 stop in MuJoCo with the Coulomb part as joint ``frictionloss`` (MuJoCo's soft dry-friction
     constraint: stick and slip, static = sliding capacity) engaged at each brake's delay, the viscous part as
     damping; implicit-fast integrator. The friction constraint is made stiff (time constant 2 dt, 20 no-slip
     iterations); with MuJoCo's default soft friction the joints creep for a further ~0.2 s. The extended brake
     terms as MuJoCo can take them: the reflected rotor inertias as ``dof_armature``, the torque rise as a factor
     r(t) on the friction level and the damping, the Stribeck rise of the friction level at the velocity of the
-    step start (explicit); without those terms the stop is the plain Coulomb + viscous one. Returns (times, q, v)."""
+    step start (explicit); without those terms the stop is the plain Coulomb + viscous one. ``soft_friction``: MuJoCo's
+    default friction constraint instead (time constant 0.02 s, no no-slip iterations), under which a joint loaded by
+    gravity below its friction creeps on at a steady speed (about 0.1 rad/s on a UR5). Returns (times, q, v)."""
     m = model
     m.opt.timestep = dt
-    m.opt.noslip_iterations = 20
-    m.dof_solref[:, 0] = 2 * dt
+    m.opt.noslip_iterations = 0 if soft_friction else 20
+    m.dof_solref[:, 0] = 0.02 if soft_friction else 2 * dt
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     m.dof_damping[:] = 0.0
     m.dof_frictionloss[:] = 0.0
