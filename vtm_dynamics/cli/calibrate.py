@@ -25,7 +25,7 @@ noise ("inadequate fit: ...", "model: ..."). Neither writes the brake YAML unles
 (``--accept-nonconservative``, ``--accept-unconverged``); the report and plots are written for the diagnosis.
 
 Bad input (no such topic, joints that do not match the model, a corrupt or truncated bag, a stop cut off by the end
-of the recording, a trigger field that the type does not have) prints one line ``vtm-calibrate: error: ...`` and
+of the recording or by a gap in the joint states before rest, a trigger field that the type does not have) prints one line ``vtm-calibrate: error: ...`` and
 exits with status 2; no YAML, report or plot is written then (files are written only after the fit succeeded,
 each through a temporary file and a rename).
 """
