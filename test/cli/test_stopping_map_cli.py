@@ -72,3 +72,21 @@ def test_a_percentile_that_reaches_a_state_that_did_not_stop_is_printed_and_writ
     assert summary["time_percentiles_s"]["p50"] == pytest.approx((t[4] + t[5]) / 2, rel=1e-12)  # rank 4.5 of 0..9
     line = next(x for x in summary_lines(summary) if x.startswith("time"))
     assert line.count("not stopped") == 3 and "-" not in line.split(":")[1]
+
+
+def test_a_worst_distance_that_did_not_stop_is_printed_as_not_stopped_never_as_its_distance_at_the_horizon():
+    from types import SimpleNamespace
+
+    from vtm_dynamics.cli.stopping_map import summary_dict, summary_lines
+    from vtm_dynamics.core.stopping.workspace_map import summarize
+
+    t = np.array([0.1, 0.3, np.inf, 0.2])  # state 2 still moving at the horizon, 0.05 m from its start
+    s = summarize({"state": np.arange(4), "stop_time_s": t, "tcp_straight_distance_m": np.array([0.02, 0.1, 0.05, 0.03]),
+                   "stopped": np.isfinite(t)})
+    summary = summary_dict(SimpleNamespace(summary=s, inputs_hash="0" * 64))
+    assert json.loads(json.dumps(summary))["distance_percentiles_m"]["max"] is None
+    lines = summary_lines(summary)
+    worst = next(x for x in lines if x.startswith("worst TCP stopping distance"))
+    assert "not stopped" in worst and "state 2" in worst and "0.1000" not in worst and "0.0500" not in worst
+    line = next(x for x in lines if x.startswith("distance"))
+    assert line.endswith("not stopped") and "-" not in line.split(":")[1]

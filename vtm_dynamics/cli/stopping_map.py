@@ -121,18 +121,25 @@ _finite = provenance.finite_or_none  # inf and nan are JSON null
 
 
 def _state_row(columns: dict, state: int, joint_names: tuple[str, ...]) -> dict:
-    """One state of the map with its inputs and results (q [rad], v [rad/s], levels, factors, TCP start)."""
+    """One state of the map with its inputs and results (q [rad], v [rad/s], levels, factors, TCP start); a state
+    that did not stop has no stopping distance (None) and its distance at the horizon [m] instead."""
     k = int(np.flatnonzero(np.asarray(columns["state"]) == state)[0])
     value = {name: columns[name][k] for name in columns}
-    return {
+    row = {
         "state": int(state), "q_rad": [float(value[f"q_{n}"]) for n in joint_names],
         "v_rad_s": [float(value[f"v_{n}"]) for n in joint_names], "speed_fraction": float(value["speed_fraction"]),
         "payload_kg": float(value["payload_kg"]), "torque_factor": float(value["torque_factor"]),
         "delay_factor": float(value["delay_factor"]),
         "tcp_start_m": [float(value["tcp_x_m"]), float(value["tcp_y_m"]), float(value["tcp_z_m"])],
-        "tcp_straight_distance_m": _finite(float(value["tcp_straight_distance_m"])),
         "stop_time_s": _finite(float(value["stop_time_s"])), "stopped": bool(value["stopped"]),
     }
+    distance = _finite(float(value["tcp_straight_distance_m"]))
+    if row["stopped"]:
+        row["tcp_straight_distance_m"] = distance
+    else:  # still moving at the horizon: the stopping distance is not known, only exceeded
+        row["tcp_straight_distance_m"] = None
+        row["tcp_distance_at_horizon_m"] = distance
+    return row
 
 
 def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns: dict | None = None) -> dict:
@@ -183,9 +190,11 @@ def summary_lines(summary: dict) -> list[str]:
                         else ""))
     for key, what in (("worst_distance", "worst TCP stopping distance"), ("worst_time", "worst stop time")):
         w = summary[key]
-        value = (f"{w['tcp_straight_distance_m']:.4f} m" if key == "worst_distance" else
-                 (f"{w['stop_time_s']:.4f} s" if w["stop_time_s"] is not None else "not stopped"))
-        lines.append(f"{what} {value} (state {w['state']})")
+        found = w["tcp_straight_distance_m"] if key == "worst_distance" else w["stop_time_s"]
+        value = "not stopped" if found is None else f"{found:.4f} {'m' if key == 'worst_distance' else 's'}"
+        moved = w.get("tcp_distance_at_horizon_m")
+        extra = "" if moved is None else f", still moving {moved:.4f} m from its start when the horizon ended"
+        lines.append(f"{what} {value} (state {w['state']}{extra})")
         if "q_rad" in w:
             lines.append(f"    q [rad] = [{', '.join(f'{x:.4f}' for x in w['q_rad'])}]")
             lines.append(f"    v [rad/s] = [{', '.join(f'{x:.4f}' for x in w['v_rad_s'])}]")
@@ -196,7 +205,8 @@ def summary_lines(summary: dict) -> list[str]:
                             if w["tcp_straight_distance_m"] is not None else ""))
     lines.append(f"{summary['stopped']}/{summary['rows']} stopped")
     d, t = summary["distance_percentiles_m"], summary["time_percentiles_s"]
-    lines.append("distance p50/p90/p99/max [m]: " + " / ".join(f"{d[k]:.4f}" if d[k] is not None else "-" for k in d))
+    lines.append("distance p50/p90/p99/max [m]: "  # None: the rank reaches a state that did not stop (inf)
+                 + " / ".join(f"{d[k]:.4f}" if d[k] is not None else "not stopped" for k in d))
     lines.append("time     p50/p90/p99/max [s]: "  # None: the rank reaches a state that did not stop (inf)
                  + " / ".join(f"{t[k]:.4f}" if t[k] is not None else "not stopped" for k in t))
     sw = summary["software"]

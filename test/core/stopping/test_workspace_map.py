@@ -94,3 +94,25 @@ def test_a_state_that_did_not_stop_counts_as_an_infinite_stop_time_in_the_percen
     assert s.time_percentiles == pytest.approx(expected, rel=1e-12)
     assert s.worst_time == max(times) and s.stopped == int(np.sum(np.isfinite(times)))
 
+
+
+def test_a_state_that_did_not_stop_makes_the_worst_distance_unbounded_not_its_distance_at_the_horizon():
+    # state 3 was still moving when the horizon ended, 0.05 m from its start: its stopping distance is not known,
+    # only that it exceeds 0.05 m; it may not pass for a shorter stop than state 1's 0.10 m
+    rows = {"state": np.arange(5), "tcp_straight_distance_m": np.array([0.02, 0.10, 0.04, 0.05, 0.03]),
+            "stop_time_s": np.array([0.1, 0.3, 0.2, np.inf, 0.15]), "stopped": np.array([1, 1, 1, 0, 1], bool)}
+    s = summarize(rows)
+    assert s.worst_distance == np.inf and s.worst_distance_state == 3
+    # numpy's linear percentiles over the five rows with the unknown distance larger than any other
+    ranked = np.array([0.02, 0.03, 0.04, 0.10, 1e300])
+    expected = [np.inf if x > 0.10 else x for x in np.percentile(ranked, (50, 90, 99, 100))]
+    assert s.distance_percentiles == pytest.approx(expected, rel=1e-12)
+    assert s.distance_percentiles[0] == pytest.approx(0.04, rel=1e-12)
+
+
+def test_the_worst_distance_is_the_largest_row_when_every_state_stopped():
+    d = np.array([0.02, 0.10, 0.04, 0.05, 0.03])
+    s = summarize({"state": np.arange(10, 15), "tcp_straight_distance_m": d, "stop_time_s": np.full(5, 0.2),
+                   "stopped": np.ones(5, bool)})
+    assert (s.worst_distance, s.worst_distance_state) == (0.10, 11)
+    assert s.distance_percentiles == pytest.approx(np.percentile(d, (50, 90, 99, 100)), rel=1e-12)

@@ -113,9 +113,9 @@ class StateBatch:
 @dataclass(frozen=True)
 class MapSummary:
     """Reduction of a map: ``count`` states, ``stopped`` of them came to rest; ``worst_distance`` /
-    ``worst_time`` (the row's state number and value [m] / [s]; inf when a state did not stop); distribution
-    percentiles (50, 90, 99, 100) ``distance_percentiles`` [m] and ``time_percentiles`` [s] (over every row, a state
-    that did not stop counting as inf: :func:`summarize`)."""
+    ``worst_time`` (the row's state number and value [m] / [s]; both inf when a state did not stop: its stopping
+    distance is not known); distribution percentiles (50, 90, 99, 100) ``distance_percentiles`` [m] and
+    ``time_percentiles`` [s] (over every row, a state that did not stop counting as inf in both: :func:`summarize`)."""
 
     count: int
     stopped: int
@@ -383,22 +383,29 @@ def _percentiles(values: np.ndarray, pct: Sequence[float]) -> tuple[float, ...]:
 
 
 def summarize(columns: dict[str, np.ndarray]) -> MapSummary:
-    """Worst cases and distribution of a map's rows. A state that did not stop has the stop time inf: it is the
-    worst time, and it takes part in the time percentiles as inf (so a percentile whose rank reaches the states
-    that did not stop is inf, and the maximum is inf when any did not stop)."""
+    """Worst cases and distribution of a map's rows. A state that did not stop has the stop time inf and an unknown
+    stopping distance (its row keeps the distance at the horizon, a lower bound while it is still moving): both
+    count as inf. Such a state is the worst time and the worst distance (of several, the one farthest from its
+    start at the horizon), and it takes part in the percentiles as inf, so a percentile whose rank reaches the
+    states that did not stop is inf, and the maxima are inf when any did not stop. A distance or time that is not
+    a number counts as unknown (inf) too: no row is left out of a percentile."""
     dist = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
     time = np.asarray(columns["stop_time_s"], dtype=float)
     states = np.asarray(columns["state"])
     if dist.size == 0:
         raise MapInputError("map: no rows to summarize")
-    d = np.where(np.isfinite(dist), dist, -np.inf)
-    kd = int(np.argmax(d))
+    stopped = np.asarray(columns["stopped"], dtype=bool)
+    known = stopped & np.isfinite(dist)
+    if known.all():
+        kd = int(np.argmax(dist))
+    else:
+        unknown = np.flatnonzero(~known)
+        kd = int(unknown[np.argmax(np.where(np.isfinite(dist[unknown]), dist[unknown], -np.inf))])
     pct = (50, 90, 99, 100)
-    time = np.where(np.asarray(columns["stopped"], dtype=bool) & ~np.isnan(time), time, math.inf)
+    time = np.where(stopped & ~np.isnan(time), time, math.inf)
     kt = int(np.argmax(time))
-    tp = _percentiles(time, pct)
-    dp = tuple(float(x) for x in np.percentile(dist[np.isfinite(dist)], pct)) if np.isfinite(dist).any() else (math.nan,) * 4
-    return MapSummary(count=int(dist.size), stopped=int(np.sum(columns["stopped"])),
-                      worst_distance_state=int(states[kd]), worst_distance=float(dist[kd]),
+    return MapSummary(count=int(dist.size), stopped=int(np.sum(stopped)),
+                      worst_distance_state=int(states[kd]), worst_distance=float(dist[kd]) if known.all() else math.inf,
                       worst_time_state=int(states[kt]), worst_time=float(time[kt]),
-                      distance_percentiles=dp, time_percentiles=tp)
+                      distance_percentiles=_percentiles(np.where(known, dist, math.inf), pct),
+                      time_percentiles=_percentiles(time, pct))
