@@ -180,3 +180,22 @@ def test_a_cluster_without_workers_is_one_line_naming_the_scheduler(ur5, tmp_pat
         with pytest.raises(MapInputError, match=r"^scheduler: no worker joined tcp://127\.0\.0\.1:\d+ within 1 s$"):
             run_map(small_job(ur5), str(tmp_path / "empty"), scheduler=cluster.scheduler_address)
     assert not (tmp_path / "empty" / "stopping_map.parquet").exists()
+
+
+@pytest.mark.parametrize("workers", [0, -1, 2 * (os.cpu_count() or 1) + 1])
+def test_a_worker_count_outside_one_to_twice_the_cores_is_one_line_before_any_cluster_starts(ur5, workers, tmp_path):
+    from vtm_dynamics.core.stopping.workspace_map import MapInputError
+
+    limit = 2 * (os.cpu_count() or 1)
+    with pytest.raises(MapInputError, match=rf"^workers: expected 1\.\.{limit} \(twice the cores of this machine\), "
+                                            rf"got {workers}$"):
+        run_map(small_job(ur5, n=2, chunk=2), str(tmp_path / "w"), workers=workers, threads=True)
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_worker_count_with_an_existing_cluster_is_refused_rather_than_ignored(ur5, tmp_path):
+    from vtm_dynamics.core.stopping.workspace_map import MapInputError
+
+    with pytest.raises(MapInputError, match=r"^workers: sets the local cluster; an existing cluster "):
+        run_map(small_job(ur5, n=2, chunk=2), str(tmp_path / "w"), workers=1, scheduler="tcp://127.0.0.1:9")
+    assert not (tmp_path / "w").exists()

@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "existing Dask scheduler (default: a local cluster on loopback that no other client can join)")
     ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT,
                     help=f"[s] to reach --scheduler and hear it answer (default {CONNECT_TIMEOUT:g})")
-    ap.add_argument("--workers", type=int, help="local cluster worker processes (default: every core)")
+    ap.add_argument("--workers", type=int, help="local cluster worker processes, 1 to twice the cores of this machine "
+                    "(default: every core)")
     ap.add_argument("--threads", action="store_true", help="local workers as threads of this process")
     ap.add_argument("--overwrite", action="store_true", help="discard a different run found in --out (only the "
                     "files this tool writes there; a symbolic link or foreign file under its names stops the run)")

@@ -121,6 +121,20 @@ def check_scheduler_address(address: str) -> str:
     return address
 
 
+def check_workers(workers: int | None, scheduler: str | None) -> None:
+    """``workers`` of a local cluster: None (every core) or 1 to twice the machine's cores, and only without
+    ``scheduler``; a one-line :class:`MapInputError` otherwise. Each worker runs one CPU-bound thread with its own
+    robot and engine, so workers beyond the cores make no map faster and only cost memory and start-up."""
+    if workers is None:
+        return
+    if scheduler is not None:
+        raise MapInputError("workers: sets the local cluster; an existing cluster (scheduler) has the workers that "
+                            "joined it")
+    limit = 2 * (os.cpu_count() or 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= limit:
+        raise MapInputError(f"workers: expected 1..{limit} (twice the cores of this machine), got {workers!r}")
+
+
 def probe_scheduler(address: str, timeout: float, security: Any = None) -> None:
     """Reach the scheduler at ``address`` and hear it answer within ``timeout`` [s] (connection, handshake and an
     ``identity`` request, all bounded); a one-line :class:`MapInputError` otherwise. distributed's own client
@@ -219,7 +233,7 @@ def _client(scheduler: str | None, workers: int | None, threads: bool,
                               **({"security": security} if security is not None else {}))
             except (OSError, TimeoutError) as err:
                 raise MapInputError(f"scheduler: cannot connect to {scheduler}: {type(err).__name__}") from None
-    n = workers or os.cpu_count() or 1
+    n = (os.cpu_count() or 1) if workers is None else workers
     # the HTTP servers Dask starts in any case serve nothing here (no dashboard, no routes) and listen on loopback
     no_routes = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
     loopback_http = {"dashboard_address": None, "worker_dashboard_address": "127.0.0.1:0",
@@ -243,6 +257,7 @@ def run_map(
     """Run (or resume) the map of ``job`` into ``out_dir``: local cluster with ``workers`` processes (default:
     every core; ``threads`` runs them as threads of this process), or the cluster at ``scheduler``. ``progress``
     is called as chunks finish; ``on_start(client)`` once the cluster is up (tests use it to find workers)."""
+    check_workers(workers, scheduler)
     robot = RobotModel.from_urdf(job.urdf_text)
     brakes_from_config(robot, job.brake_config)
     check_map_spec(robot, job.spec)
