@@ -90,3 +90,29 @@ def test_a_worst_distance_that_did_not_stop_is_printed_as_not_stopped_never_as_i
     assert "not stopped" in worst and "state 2" in worst and "0.1000" not in worst and "0.0500" not in worst
     line = next(x for x in lines if x.startswith("distance"))
     assert line.endswith("not stopped") and "-" not in line.split(":")[1]
+
+
+def test_an_interrupted_map_ends_in_one_line_saying_what_is_kept_and_the_same_command_resumes(tmp_path, monkeypatch,
+                                                                                              capsys):
+    from vtm_dynamics.scaleout import map_runner
+
+    class CtrlCAfterTheFirstChunk:  # as if Ctrl-C came while the second chunk was computed
+        def __init__(self, stream, total):
+            pass
+
+        def __call__(self, done_states, new_states, done_chunks, n_chunks):
+            raise KeyboardInterrupt
+
+    argv = ["ur5", "--states", "6", "--chunk-size", "2", "--threads", "--workers", "1", "--out", str(tmp_path / "m")]
+    monkeypatch.setattr(map_runner, "Progress", CtrlCAfterTheFirstChunk)
+    try:
+        code = main(argv)
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt left main as a trace")
+    err = capsys.readouterr().err.lstrip("\n")  # (a newline first ends the progress line)
+    assert code == 130 and err.count("\n") == 1, err
+    assert err == (f"vtm-stopping-map: interrupted: 1 of 3 chunks kept in {tmp_path / 'm'}; run the same command "
+                   "again to resume\n")
+    monkeypatch.undo()
+    assert main(argv) == 0
+    assert "2 computed now, 1 already done" in capsys.readouterr().out

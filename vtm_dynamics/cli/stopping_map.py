@@ -12,7 +12,8 @@ Run the same command again to resume an interrupted run (finished chunks are ski
 by ``# key: value`` lines saying what produced them; readable without pandas), ``OUT/summary.json`` (what was mapped:
 payloads, speed range, brake factors, category; the worst states with their q and v; the software) and, with
 ``--plots``, heat maps and the worst states. Bad input prints one line ``vtm-stopping-map: error: <field>: <reason>`` (status 2);
-chunks that failed are listed with their input (status 1) and the rest is kept for the next run.
+chunks that failed are listed with their input (status 1) and the rest is kept for the next run; Ctrl-C stops the
+cluster and says how many chunks are kept (status 130).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # the core and the distributed engine are imported when a map
     from vtm_dynamics.scaleout.map_runner import MapRun
 
 PROG = "vtm-stopping-map"
+EXIT_INTERRUPTED = 130  # the shell's status for a command ended by Ctrl-C (128 + SIGINT)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -239,6 +241,16 @@ def write_map_csv(path: str, columns: dict, summary: dict) -> str:
     return write_atomic(path, buf.getvalue())
 
 
+def _chunks_kept(out: str) -> int:
+    """How many chunk files a run left in ``out`` (a rerun checks each before it counts)."""
+    from vtm_dynamics.scaleout.chunk_store import CHUNK_NAME
+
+    try:
+        return sum(1 for name in os.listdir(os.path.join(out, "chunks")) if CHUNK_NAME.match(name))
+    except OSError:
+        return 0
+
+
 @quiet_when_output_closed
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
@@ -260,6 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         msg = first_line(err)
         sys.stderr.write(f"{PROG}: error: {msg}\n")
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the cluster is closed on the way out; say what a rerun finds
+        sys.stderr.write(f"\n{PROG}: interrupted: {_chunks_kept(args.out)} of {spec.n_chunks} chunks kept in "
+                         f"{args.out}; run the same command again to resume\n")
+        return EXIT_INTERRUPTED
     print(f"{loaded.name}: {spec.n_states} states in {spec.n_chunks} chunks; {run.computed} computed now, "
           f"{run.skipped} already done, {run.workers} workers, {run.seconds:.1f} s")
     if run.failures:
