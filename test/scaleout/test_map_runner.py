@@ -199,3 +199,16 @@ def test_a_worker_count_with_an_existing_cluster_is_refused_rather_than_ignored(
     with pytest.raises(MapInputError, match=r"^workers: sets the local cluster; an existing cluster "):
         run_map(small_job(ur5, n=2, chunk=2), str(tmp_path / "w"), workers=1, scheduler="tcp://127.0.0.1:9")
     assert not (tmp_path / "w").exists()
+
+
+def test_worker_processes_leave_ctrl_c_to_the_client_that_closes_them(ur5, tmp_path):
+    # Ctrl-C in a terminal reaches every process of the group; the workers must not each die with their own trace
+    ignores: dict = {}
+
+    def on_start(client):
+        ignores.update(client.run(lambda: signal.getsignal(signal.SIGINT) is signal.SIG_IGN))
+
+    before = signal.getsignal(signal.SIGINT)
+    run_map(small_job(ur5, n=2, chunk=2), str(tmp_path / "m"), workers=1, on_start=on_start)
+    assert list(ignores.values()) == [True]
+    assert signal.getsignal(signal.SIGINT) is before  # this process still stops on Ctrl-C

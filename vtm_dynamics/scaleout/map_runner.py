@@ -22,14 +22,16 @@ checksum (:mod:`.chunk_store`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import re
+import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -244,9 +246,25 @@ def _client(scheduler: str | None, workers: int | None, threads: bool,
                                    silence_logs=logging.ERROR, **loopback_http)
             return Client(cluster)
         security = Security.temporary()
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
-                               host="127.0.0.1", security=security, silence_logs=logging.ERROR, **loopback_http)
+        with _children_ignore_ctrl_c():
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, protocol="tls://",
+                                   host="127.0.0.1", security=security, silence_logs=logging.ERROR, **loopback_http)
         return Client(cluster, security=security)
+
+
+@contextlib.contextmanager
+def _children_ignore_ctrl_c() -> Iterator[None]:
+    """Processes started inside ignore SIGINT (an ignored signal stays ignored in a child, and Python then installs
+    no KeyboardInterrupt handler): Ctrl-C in a terminal reaches the whole process group, and the workers, each
+    interrupted on its own, printed their traces of being cancelled; the client closes them instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_map(
