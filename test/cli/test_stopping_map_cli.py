@@ -116,3 +116,13 @@ def test_an_interrupted_map_ends_in_one_line_saying_what_is_kept_and_the_same_co
     monkeypatch.undo()
     assert main(argv) == 0
     assert "2 computed now, 1 already done" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("where", ["a_file", "a_file/below", ""])
+def test_an_output_directory_that_cannot_be_made_is_one_line_naming_out(where, tmp_path, capsys):
+    (tmp_path / "a_file").write_text("not a directory")
+    out = str(tmp_path / where) if where else ""
+    assert main(["ur5", "--states", "2", "--threads", "--workers", "1", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"vtm-stopping-map: error: out: cannot use {out!r} "), err
+    assert (tmp_path / "a_file").read_text() == "not a directory"

@@ -180,8 +180,13 @@ class ChunkStore:
     # ---------------------------------------------------------------------------- folders
     def _folders(self) -> tuple[_Folder, _Folder]:
         if self._root is None:
-            os.makedirs(self.root, exist_ok=True)
-            root = _Folder(os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), self.root)
+            try:
+                os.makedirs(self.root, exist_ok=True)
+                root = _Folder(os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), self.root)
+            except OSError as err:  # a file in the way, a read-only place, an empty name: one line naming out
+                why = ("it exists and is not a directory" if os.path.lexists(self.root)
+                       and not os.path.isdir(self.root) else err.strerror or type(err).__name__)
+                raise StoreError(f"out: cannot use {self.root!r} as the run directory ({why})") from None
             kind = root.kind("chunks")
             if kind == "missing":
                 os.mkdir("chunks", 0o755, dir_fd=root.fd)
