@@ -126,3 +126,15 @@ def test_an_output_directory_that_cannot_be_made_is_one_line_naming_out(where, t
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"vtm-stopping-map: error: out: cannot use {out!r} "), err
     assert (tmp_path / "a_file").read_text() == "not a directory"
+
+
+def test_the_summary_says_the_brake_factors_were_sampled_not_taken_at_the_weakest_corner_of_their_band(small_map):
+    # the worst row's factors lie inside the band: a weaker brake of the same band stops later, and the printed worst
+    # case must not read as the band's worst
+    summary = json.loads((small_map / "summary.json").read_text())
+    from vtm_dynamics.cli.stopping_map import summary_lines
+
+    text = "\n".join(summary_lines(summary))
+    assert "sampled" in text and "--torque-factor 0.9 0.9 --delay-factor 1.5 1.5" in text
+    pinned = {**summary, "mapped": {**summary["mapped"], "torque_factor": [0.9, 0.9], "delay_factor": [1.5, 1.5]}}
+    assert "sampled" not in "\n".join(summary_lines(pinned))  # the corner itself: nothing was drawn

@@ -191,6 +191,12 @@ def summary_lines(summary: dict) -> list[str]:
                      f"{m['delay_factor'][0]:g}-{m['delay_factor'][1]:g}; category {m['category']}"
                      + (f" (ramp {m['category1_deceleration_rad_s2']:g} rad/s^2, assumed)" if m["category"] == 1
                         else ""))
+    if m and (m["torque_factor"][0] < m["torque_factor"][1] or m["delay_factor"][0] < m["delay_factor"][1]):
+        low, long = m["torque_factor"][0], m["delay_factor"][1]
+        lines.append(f"note: the brake factors were sampled uniformly, one pair per state: the worst cases and "
+                     f"percentiles below are over those draws, not at the band's weakest corner (torque x {low:g}, "
+                     f"delay x {long:g}); map that corner with --torque-factor {low:g} {low:g} --delay-factor "
+                     f"{long:g} {long:g}")
     for key, what in (("worst_distance", "worst TCP stopping distance"), ("worst_time", "worst stop time")):
         w = summary[key]
         found = w["tcp_straight_distance_m"] if key == "worst_distance" else w["stop_time_s"]
