@@ -79,6 +79,27 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_rows_stay_the_same(ur5, tmp
     assert rows(run.path).equals(rows(serial.path))
 
 
+def test_the_only_worker_killed_mid_run_is_restarted_and_the_run_completes_with_the_same_rows(ur5, tmp_path):
+    # the job every chunk needs must survive the death of every worker that held it (a single worker, an OOM kill)
+    job = small_job(ur5, n=24, chunk=4)
+    serial = run_map(job, str(tmp_path / "serial"), workers=1, threads=True)
+    pids: dict = {}
+    killed: list[int] = []
+
+    def on_start(client):
+        pids.update(client.run(os.getpid))
+
+    def progress(done_states, new_states, done_chunks, n_chunks):
+        if not killed:
+            (pid,) = pids.values()  # the one worker process this test's cluster started
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    run = run_map(job, str(tmp_path / "killed"), workers=1, on_start=on_start, progress=progress)
+    assert killed and run.failures == () and run.computed == 6
+    assert rows(run.path).equals(rows(serial.path))
+
+
 def test_an_interrupted_run_resumes_from_its_chunks_and_ignores_half_written_files(ur5, tmp_path):
     out = tmp_path / "run"
     args = [python_executable(), "-m", "vtm_dynamics.cli.stopping_map", "ur5", "--states", "400", "--chunk-size",

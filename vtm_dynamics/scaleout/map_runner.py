@@ -5,8 +5,9 @@ Why Dask distributed (not Ray): both are well kept, but ``dask`` + ``distributed
 embedded ``LocalCluster`` starts in about a second inside the calling process, and an existing cluster is named by
 its scheduler's plain ``tcp://host:port`` address, the same form ``dask scheduler`` prints.
 
-The client submits one task per chunk not yet on disk (:class:`ChunkStore`), the job (URDF text, brake
-configuration, map spec) scattered once to every worker; workers build their robot once per process and thread.
+The client submits one task per chunk not yet on disk (:class:`ChunkStore`), each depending on one task that holds
+the job (URDF text, brake configuration, map spec; fetched once per worker, and computed again if every worker
+holding it died); workers build their robot once per process and thread.
 Each finished chunk is written by the client as it completes, so an interrupted run resumes by skipping the chunks
 on disk; Dask reruns the tasks of a lost worker on the others. A chunk whose state cannot be predicted is reported
 with its input (:class:`ChunkFailure`) and the rest completes; the combined file is written only when every chunk
@@ -182,6 +183,11 @@ def _worker_state(job: MapJob, digest: str) -> tuple[RobotModel, Any, dict]:
     return cache[digest]
 
 
+def job_of(job: MapJob) -> MapJob:
+    """The task that holds the job on the cluster (its result is recomputed if the workers holding it die)."""
+    return job
+
+
 def run_chunk(job: MapJob, digest: str, chunk: int) -> dict[str, np.ndarray]:
     """The task: evaluate one chunk (raises :class:`ChunkFailure` with the failing state's input)."""
     robot, brakes, models = _worker_state(job, digest)
@@ -323,7 +329,10 @@ def _run(job: MapJob, store: ChunkStore, digest: str, rows_of: Callable[[int], i
             n_workers = len(client.scheduler_info().get("workers", {}))
             if on_start is not None:
                 on_start(client)
-            remote_job = client.scatter(job, broadcast=True)
+            # the job as a task's result, not scattered data: a scattered value is gone for good once every worker
+            # holding it died (a single worker restarted by its nanny lost every remaining chunk), a task's result
+            # is computed again
+            remote_job = client.submit(job_of, job, key=f"job-{digest[:16]}", pure=False)
             futures = [client.submit(run_chunk, remote_job, digest, k, key=f"chunk-{digest[:16]}-{k}", pure=False)
                        for k in todo]
             new_states, finished = 0, len(done)
