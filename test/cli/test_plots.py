@@ -175,6 +175,28 @@ def test_map_plots(figures, tmp_path):
     assert any("robot base" in t.get_text() for t in top.axes[0].get_legend().get_texts())
 
 
+def test_map_plots_mark_the_states_that_did_not_stop_whose_colour_is_only_a_distance_so_far(figures, tmp_path):
+    from vtm_dynamics.cli.stopping_charts import map_heatmaps
+
+    rng = np.random.default_rng(4)
+    n = 40
+    late = np.zeros(n, bool)
+    late[[3, 17, 29]] = True  # still moving at the horizon: their distance is how far they had got
+    cols = {"state": np.arange(n), "tcp_x_m": rng.uniform(-0.8, 0.8, n), "tcp_y_m": rng.uniform(-0.8, 0.8, n),
+            "tcp_z_m": rng.uniform(-0.3, 0.9, n), "tcp_straight_distance_m": rng.uniform(0.0, 0.4, n),
+            "stop_time_s": np.where(late, np.inf, rng.uniform(0.05, 0.5, n)), "stopped": ~late,
+            "payload_kg": rng.choice([0.0, 5.0], n), "speed_fraction": rng.uniform(0.1, 1.0, n),
+            "torque_factor": rng.uniform(0.9, 1.1, n), "delay_factor": rng.uniform(1.0, 1.5, n)}
+    map_heatmaps(cols, str(tmp_path), bins=8, top=5)
+    check(figures, {"map_top_xy.png", "map_side_xz.png", "map_worst_states.png"})
+    for name, (a, b) in (("map_top_xy.png", ("tcp_x_m", "tcp_y_m")), ("map_side_xz.png", ("tcp_x_m", "tcp_z_m"))):
+        ax = dict(figures)[name].axes[0]
+        marked = [line for line in ax.get_lines() if "did not stop" in line.get_label()]
+        assert len(marked) == 1, name
+        assert sorted(zip(marked[0].get_xdata(), marked[0].get_ydata())) == sorted(zip(cols[a][late], cols[b][late]))
+        assert any("did not stop" in t.get_text() for t in ax.get_legend().get_texts())
+
+
 def test_recorded_stop_overlay(figures, tmp_path):
     from vtm_dynamics.cli.stop_report import overlay_plots
 

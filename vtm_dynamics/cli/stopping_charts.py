@@ -194,6 +194,9 @@ def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, t
     plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
     dist = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
+    # a state still moving at the horizon has only a distance so far in its row: marked, never passed for a stop
+    stopped = np.asarray(columns["stopped"], dtype=bool) if "stopped" in columns else \
+        np.isfinite(np.asarray(columns["stop_time_s"], dtype=float))
     robot = summary["mapped"]["robot"] if summary and "mapped" in summary else "robot"
     source = _map_source(summary)
     files = []
@@ -215,6 +218,10 @@ def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, t
                 grid[j, i] = d if np.isnan(grid[j, i]) else max(grid[j, i], d)
             mesh = ax.pcolormesh(xe, ye, grid, cmap="viridis", shading="flat")
             fig.colorbar(mesh, ax=ax, shrink=0.8, label="worst TCP stopping distance in the cell [m]")
+            late = ok & ~stopped
+            if late.any():
+                ax.plot(x[late], y[late], marker="x", color="red", ms=7, mew=1.5, ls="none",
+                        label=f"did not stop ({int(late.sum())}): distance unknown")
             ax.plot([0.0], [0.0], marker="P", color="k", ms=10, ls="none", label="robot base (world origin)")
             if top_view:
                 ax.add_patch(Circle((0.0, 0.0), reach, fill=False, ls="--", color="0.3"))
@@ -228,6 +235,9 @@ def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, t
         ax.set_aspect("equal", adjustable="box")
         notes = ["white cells: no sampled state starts there (not a zero distance); each coloured cell shows the "
                  f"largest distance of the states starting in it ({bins} x {bins} cells)."]
+        if (ok & ~stopped).any():
+            notes.append("red x: a state still moving when the prediction's horizon ended; its stopping distance is "
+                         "not known, and the colour of its cell is at most how far it had got by then.")
         files.append(save_figure_at(plt, fig, os.path.join(out_dir, name), source, notes, dpi=100))
     order = np.argsort(-np.where(np.isfinite(dist), dist, -np.inf))[:top]
     fig, ax = new_figure(plt, 10.0, 1.2 + 0.36 * max(len(order), 1))
