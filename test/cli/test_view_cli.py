@@ -166,4 +166,5 @@ def test_a_port_outside_0_to_65535_is_one_line_and_status_2(capsys):
 
     assert main(["plan.yaml", "--scene", "cell.yaml", "--serve", "--port", "70000"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == "vtm-check-trajectory: error: argument --port: expected a port 0..65535, got '70000'"
+    assert err == ["vtm-check-trajectory: error: argument --port: expected a port 0..65535, got '70000' "
+                   "(see vtm-check-trajectory --help)"]
