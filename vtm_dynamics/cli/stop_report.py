@@ -10,7 +10,7 @@ import json
 import math
 import os
 import tempfile
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TextIO
 
 from vtm_dynamics.core.estop.brakes import BRAKE_FIELDS, JointBrake, friction_order_problem
 from vtm_dynamics.core.estop.identifiability import UNSEEN_RELATIVE
@@ -27,8 +27,9 @@ class ReportError(ValueError):
     """A brake file that would break the friction-order rule is not written (one line naming the joint)."""
 
 
-def write_atomic(path: str, text: str) -> str:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+def write_atomic(path: str, text: str | Callable[[TextIO], None]) -> str:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename; ``text`` may be a
+    function that writes to the open file (a long file written as it is made)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=folder)
     mask = os.umask(0o022)
@@ -36,7 +37,10 @@ def write_atomic(path: str, text: str) -> str:
     os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600: the YAML and report are read like any other output
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            if callable(text):
+                text(fh)
+            else:
+                fh.write(text)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -223,28 +223,37 @@ def summary_lines(summary: dict) -> list[str]:
     return lines
 
 
+#: rows formatted at a time when the map's CSV is written (the file is written as it is made, never held whole)
+CSV_BLOCK_ROWS = 10_000
+
+
 def write_map_csv(path: str, columns: dict, summary: dict) -> str:
     """The map's rows as CSV (one row per state, the Parquet file's columns), headed by ``# key: value`` lines: the
-    inputs hash, what was mapped and the software. Written through a temporary file and a rename."""
+    inputs hash, what was mapped and the software. Written through a temporary file and a rename, in blocks of
+    :data:`CSV_BLOCK_ROWS` rows (a 10^6-state map's CSV is about 400 MB of text)."""
     import csv
-    import io
     import json
 
     from vtm_dynamics.cli.stop_report import write_atomic
 
     names = list(columns)
-    buf = io.StringIO()
     head = [("vtm-stopping-map inputs_hash", summary["inputs_hash"])]
     head += [(f"vtm-stopping-map {k}", json.dumps(v)) for k, v in summary.get("mapped", {}).items()]
     head.append(("vtm-stopping-map software", json.dumps(summary["software"])))
-    buf.write("\n".join(provenance.comment_lines(head)) + "\n")
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(names)
     arrays = [np.asarray(columns[n]) for n in names]
-    for k in range(len(arrays[0]) if arrays else 0):
-        writer.writerow([repr(float(a[k])) if a.dtype.kind == "f" else (int(a[k]) if a.dtype.kind in "iub" else a[k])
-                         for a in arrays])
-    return write_atomic(path, buf.getvalue())
+    rows = len(arrays[0]) if arrays else 0
+
+    def cell(a: np.ndarray, k: int):
+        return repr(float(a[k])) if a.dtype.kind == "f" else (int(a[k]) if a.dtype.kind in "iub" else a[k])
+
+    def write(fh) -> None:
+        fh.write("\n".join(provenance.comment_lines(head)) + "\n")
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(names)
+        for start in range(0, rows, CSV_BLOCK_ROWS):
+            writer.writerows([[cell(a, k) for a in arrays] for k in range(start, min(start + CSV_BLOCK_ROWS, rows))])
+
+    return write_atomic(path, write)
 
 
 def _chunks_kept(out: str) -> int:
