@@ -66,6 +66,8 @@ def test_payload_case_equals_a_prediction_on_the_loaded_model(ur5):
     (EnvelopeSpec(delay_factor=(-1.0, 1.0)), "envelope.delay_factor"),
     (EnvelopeSpec(payload=(0.0, float("nan"))), "envelope.payload"),
     (EnvelopeSpec(payload=(0.0, 2.0)), "envelope.payload_frame"),
+    (EnvelopeSpec(payload=(0.0, 1e30)), "envelope.payload"),  # ran into a singular mass matrix
+    (EnvelopeSpec(torque_factor=(0.9, 1e6)), "envelope.torque_factor"),
 ])
 def test_bad_envelope_specs_name_the_field(ur5, spec, field):
     brakes = brakes_from_config(ur5, UR5_BRAKES)

@@ -54,7 +54,11 @@ def test_states_respect_limits_speed_fraction_and_the_cell_box(ur5):
     ({"cell_box": ((0.5, 0.0, 0.0), (0.4, 1.0, 1.0))}, "cell_box: expected"),
     ({"max_speeds": (3.0, 3.0, 9.0, 3.0, 3.0, 3.0)}, "max_speeds[elbow_joint]: 9 rad/s is above"),
     ({"speed_fraction": (0.5, 1.2)}, "speed_fraction: expected"),
-    ({"payloads": (-1.0,)}, "payloads: expected masses >= 0"),
+    ({"payloads": (-1.0,)}, "payloads: expected masses 0 .. 10000 kg"),
+    # a mistyped mass failed in the workers with "mass matrix not positive definite" (status 1), a factor of 1e6 ran
+    ({"payloads": (0.0, 1e30)}, "payloads: expected masses 0 .. 10000 kg"),
+    ({"torque_factor": (0.9, 1e6)}, "torque_factor: expected 0.0 <= min <= max <= 100.0"),
+    ({"delay_factor": (1.0, 1e6)}, "delay_factor: expected 0.0 <= min <= max <= 100.0"),
     ({"n_states": 0}, "n_states: expected"),
 ])
 def test_bad_maps_are_refused_in_one_line(ur5, kw, words):

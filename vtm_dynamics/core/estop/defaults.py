@@ -23,3 +23,8 @@ PAYLOAD = 0.0
 ENVELOPE_TORQUE_FACTOR = (0.9, 1.1)
 #: ... and engage delays within this one (never shorter than stated).
 ENVELOPE_DELAY_FACTOR = (1.0, 1.5)
+#: Largest payload [kg] an envelope or a map accepts (the heaviest industrial arms carry about 2.3 t): beyond it a
+#: mistyped mass made the mass matrix numerically singular and failed deep in the prediction.
+MAX_PAYLOAD = 10_000.0
+#: Largest brake-torque or engage-delay factor an envelope or a map accepts (a tolerance band, not a new brake).
+MAX_ENVELOPE_FACTOR = 100.0

@@ -25,7 +25,9 @@ import numpy as np
 from vtm_dynamics.core.estop.batch import BatchStopError, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop import LockEvent, StopInputError, StopSettings, check_stop_state
-from vtm_dynamics.core.estop.defaults import CATEGORY, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, MAX_ENVELOPE_FACTOR, MAX_PAYLOAD,
+)
 from vtm_dynamics.core.robot.model import RobotModel
 
 
@@ -73,21 +75,21 @@ class StopEnvelope:
     tcp_frame: str | None
 
 
-def _range(x: Iterable[float], name: str, lower: float = 0.0) -> tuple[float, float]:
+def _range(x: Iterable[float], name: str, upper: float, lower: float = 0.0) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in x)
     except (TypeError, ValueError):
         raise StopInputError(f"envelope.{name}: expected (min, max)") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lower <= lo <= hi):
-        raise StopInputError(f"envelope.{name}: expected finite {lower} <= min <= max, got ({lo}, {hi})")
+    if not (math.isfinite(lo) and math.isfinite(hi) and lower <= lo <= hi <= upper):
+        raise StopInputError(f"envelope.{name}: expected {lower:g} <= min <= max <= {upper:g}, got ({lo:g}, {hi:g})")
     return lo, hi
 
 
 def envelope_samples(spec: EnvelopeSpec) -> list[tuple[float, float, float]]:
     """(torque_factor, delay_factor, payload) of every case: nominal first, then the corners, then random."""
-    tf = _range(spec.torque_factor, "torque_factor")
-    df = _range(spec.delay_factor, "delay_factor")
-    pl = _range(spec.payload, "payload")
+    tf = _range(spec.torque_factor, "torque_factor", MAX_ENVELOPE_FACTOR)
+    df = _range(spec.delay_factor, "delay_factor", MAX_ENVELOPE_FACTOR)
+    pl = _range(spec.payload, "payload", MAX_PAYLOAD)
     if spec.n_random < 0:
         raise StopInputError(f"envelope.n_random: must be >= 0, got {spec.n_random}")
     nominal = (min(max(1.0, tf[0]), tf[1]), min(max(1.0, df[0]), df[1]), pl[0])

@@ -25,7 +25,8 @@ from vtm_dynamics.core.estop import CategoryOne, StopInputError
 from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.defaults import (
-    CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, PAYLOAD,
+    CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, MAX_ENVELOPE_FACTOR, MAX_PAYLOAD,
+    PAYLOAD,
 )
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -226,10 +227,10 @@ def check_map_spec(robot: RobotModel, spec: MapSpec) -> None:
     joint_ranges(robot, spec)
     speed_limits(robot, spec)
     _pair(spec.speed_fraction, "speed_fraction", 0.0, 1.0)
-    _pair(spec.torque_factor, "torque_factor", 0.0, math.inf)
-    _pair(spec.delay_factor, "delay_factor", 0.0, math.inf)
-    if not spec.payloads or any(not (math.isfinite(m) and m >= 0) for m in spec.payloads):
-        raise MapInputError(f"payloads: expected masses >= 0 [kg], got {list(spec.payloads)}")
+    _pair(spec.torque_factor, "torque_factor", 0.0, MAX_ENVELOPE_FACTOR)
+    _pair(spec.delay_factor, "delay_factor", 0.0, MAX_ENVELOPE_FACTOR)
+    if not spec.payloads or any(not (math.isfinite(m) and 0 <= m <= MAX_PAYLOAD) for m in spec.payloads):
+        raise MapInputError(f"payloads: expected masses 0 .. {MAX_PAYLOAD:g} kg, got {list(spec.payloads)}")
     if spec.category not in (0, 1):
         raise MapInputError(f"category: 0 or 1, got {spec.category}")
     if not (math.isfinite(spec.category1_deceleration) and spec.category1_deceleration > 0):
