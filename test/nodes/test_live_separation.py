@@ -140,3 +140,90 @@ def test_an_estop_during_a_check_is_predicted_at_once_and_the_check_runs_on_to_i
     r = future.result()
     assert not r.success and r.message == "deadline: no answer within check_deadline 4 s", r.message
     assert len(r.time) == 0 and r.first_unsafe == CheckTrajectory.Response.NOT_CHECKED
+
+
+# ------------------------------------------------------------------------------------------------ honest values
+def _own_graph(params: dict) -> Graph:
+    """A predictor of its own (start parameters are read-only) with its separations recorded."""
+    init_rclpy()
+    g = Graph(params)
+    g.separations = []
+    g.h.create_subscription(SeparationDistance, "protective_separation_distance", g.separations.append, 100)
+    return g
+
+
+def test_a_stop_not_at_rest_within_the_horizon_gives_no_protective_separation_distance():
+    """With a 0.03 s horizon the UR5 state does not come to rest (the core says so): S_s and T_s cut off at the
+    horizon are short of the stop, so S_p is no value (before: success=true, s_p 0.516 m with T_s = 0.03 s, where
+    the stop to rest gives 0.640 m)."""
+    from vtm_dynamics.core.estop import StopSettings, predict_stop
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    cut = predict_stop(robot, brakes_from_config(robot, TEST_BRAKES), UR5_Q, UR5_V, tcp_frame="tool0",
+                       settings=StopSettings(t_max=0.03))
+    assert not cut.stopped  # the scenario: the nominal stop alone already needs more than the horizon
+    g = _own_graph(dict(PARAMS, horizon=0.03, max_start_state_age=5.0))
+    try:
+        def two() -> bool:
+            g.feed(g.h.state())
+            return len(g.separations) >= 2
+
+        assert g.wait(two, timeout=30.0)
+        for msg in g.separations:
+            assert not msg.success and "not at rest within the horizon" in msg.message, (msg.success, msg.message)
+            assert math.isnan(msg.s_p) and math.isnan(msg.s_s) and math.isnan(msg.t_s) and not msg.safe
+    finally:
+        g.close()
+
+
+class _SlowMonitor:
+    """The node's separation monitor, made to take ``seconds`` longer (a loaded machine, made deterministic)."""
+
+    def __init__(self, monitor, seconds: float) -> None:
+        self.monitor, self.seconds = monitor, seconds
+
+    def evaluate(self, *args, **kwargs):
+        time.sleep(self.seconds)
+        return self.monitor.evaluate(*args, **kwargs)
+
+
+def test_the_person_position_is_judged_by_its_age_at_publication():
+    """A person position is valid for separation_person_max_age (0.2 s here) like the joint state is for
+    max_start_state_age: at publication. An evaluation that takes 0.4 s publishes a position at least 0.4 s old,
+    so no value may come of it (before: success=true with person_age ~0.01 s, the age when the evaluation began)."""
+    from geometry_msgs.msg import PointStamped
+
+    g = _own_graph(dict(PARAMS, separation_person_point=[], separation_person_max_age=0.2, max_start_state_age=5.0))
+    try:
+        separation = g.predictor.separation
+        build = separation._monitor
+        separation._monitor = lambda round_: _SlowMonitor(build(round_), 0.4)
+        pub = g.h.create_publisher(PointStamped, "person_position", 10)
+        assert g.wait(lambda: pub.get_subscription_count() > 0)
+
+        def settled() -> bool:  # rounds run and refuse for want of a person
+            g.feed(g.h.state())
+            return any(m.message == "person_position: no position received yet" for m in g.separations)
+
+        assert g.wait(settled, timeout=30.0)
+        person = PointStamped()
+        person.point.x, person.point.y, person.point.z = PERSON
+        pub.publish(person)
+        assert g.wait(lambda: separation.person.current()[2] != "person_position: no position received yet")
+
+        def used() -> list[SeparationDistance]:
+            return [m for m in g.separations if m.message != "person_position: no position received yet"]
+
+        def evaluated() -> bool:
+            g.feed(g.h.state())
+            return bool(used())
+
+        assert g.wait(evaluated, timeout=30.0)
+        first = used()[0]
+        assert not first.success, (first.person_age, first.message)
+        assert first.message.startswith("person_position: the newest position is") and first.person_age >= 0.4
+        assert "separation_person_max_age 0.2 s" in first.message and math.isnan(first.s_p)
+    finally:
+        g.close()

@@ -6,12 +6,15 @@ over the envelope's worst corner or every case; the part with the smallest margi
 ``protective_separation_distance`` (vtm_msgs/SeparationDistance). A continuous output
 (``continuous_mode``): it is evaluated from the round's joint state with pauses for E-stop work, and published
 under the continuous gate, never during a stop, with the input's age; a stale input (``live_freshness``) makes
-the message ``success=false`` naming the age.
+the message ``success=false`` naming the age. A stop case that is not at rest within the horizon makes it
+``success=false`` too: S_s and T_s cut off at the horizon are short of the stop, so S_p would be too small.
 
 The person (:class:`PersonSource`): the fixed ``separation_person_point`` or the newest
 ``geometry_msgs/PointStamped`` on ``person_position`` (root frame or empty ``frame_id``: no transforms here;
 finite coordinates within 1000 m; one log line per bad message). A position older than
-``separation_person_max_age``, or none yet, makes the message ``success=false`` naming it. The terms are the
+``separation_person_max_age`` at publication (like the joint state's age: an evaluation that took long publishes
+an older position than the one it began with), or none yet, makes the message ``success=false`` naming it;
+``person_age`` is its age at publication. The terms are the
 read-only ``separation_*`` parameters (``stopsafe_parameters``). Units: m, s, m/s.
 """
 
@@ -30,6 +33,7 @@ from vtm_dynamics.core.stopsafe.separation import SeparationMonitor
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes.continuous_mode import ContinuousOutput, ContinuousRound
 from vtm_dynamics.nodes.conversions import seconds_to_stamp
+from vtm_dynamics.nodes.live_stopping import NOT_AT_REST
 from vtm_dynamics.nodes.prediction_io import root_frame_of
 from vtm_dynamics.nodes.stopsafe_io import separation_message
 from vtm_dynamics.nodes.stopsafe_kit import StopsafeKits
@@ -69,10 +73,15 @@ class PersonSource:
         if latest is None:
             return None, math.nan, "person_position: no position received yet"
         age = self.now() - latest[1]
+        reason = self.too_old(age)
+        return (None if reason else latest[0]), age, reason
+
+    def too_old(self, age: float) -> str:
+        """'' or why a received position ``age`` [s] old gives no value."""
         if age > self.max_age:
-            return None, age, (f"person_position: the newest position is {age:.3f} s old (separation_person_max_age "
-                               f"{self.max_age:g} s): no value")
-        return latest[0], age, ""
+            return (f"person_position: the newest position is {age:.3f} s old (separation_person_max_age "
+                    f"{self.max_age:g} s): no value")
+        return ""
 
 
 class LiveSeparation:
@@ -83,6 +92,7 @@ class LiveSeparation:
     def __init__(self, node: Any, p: dict, kits: StopsafeKits, category: int, log: Callable[[str, str], Any],
                  now: Callable[[], float]) -> None:
         self.p, self.kits, self.category, self.log, self.models = p, kits, int(category), log, node.models
+        self.now = now
         self.parameters = separation_parameters(p)
         self.person = PersonSource(p["separation_person_point"], p["separation_person_max_age"], now)
         self._monitors: dict[str, SeparationMonitor] = {}
@@ -110,24 +120,33 @@ class LiveSeparation:
         self.root = root_frame_of(kit.geometry.robot)
         return self._monitors[kit.model.hash]
 
-    def evaluate(self, round_: ContinuousRound) -> tuple[Any, str, float, float]:
-        """(core SeparationDistance or None, '' or the reason there is none, person age [s], wall seconds)."""
+    def evaluate(self, round_: ContinuousRound) -> tuple[Any, str, float, float, float]:
+        """(core SeparationDistance or None, '' or the reason there is none, person age [s], wall seconds, node
+        clock [s] when the person's age was taken)."""
         start = time.monotonic()
         if round_.outcome.result is None:
-            return None, round_.outcome.reason or "no prediction from the newest joint state", math.nan, 0.0
+            return None, round_.outcome.reason or "no prediction from the newest joint state", math.nan, 0.0, math.nan
         try:
             monitor = self._monitor(round_)
             person, age, reason = self.person.current()
+            aged_at = self.now()
             if person is None:
-                return None, reason, age, time.monotonic() - start
+                return None, reason, age, time.monotonic() - start, aged_at
             state = round_.sample.state
             value = monitor.evaluate(np.asarray(state.q), np.asarray(state.v), person)
         except ValueError as err:
-            return None, graph.one_line(err), math.nan, time.monotonic() - start
-        return value, "", age, time.monotonic() - start
+            return None, graph.one_line(err), math.nan, time.monotonic() - start, math.nan
+        if not value.stopped:  # S_s and T_s end at the horizon, short of the stop: S_p would be too small
+            return (None, f"stop cases ({monitor.parameters.cases}): {NOT_AT_REST}", age,
+                    time.monotonic() - start, aged_at)
+        return value, "", age, time.monotonic() - start, aged_at
 
-    def publish(self, round_: ContinuousRound, value: tuple[Any, str, float, float], age: float, stale: str) -> None:
-        result, reason, person_age, seconds = value
+    def publish(self, round_: ContinuousRound, value: tuple[Any, str, float, float, float], age: float,
+                stale: str) -> None:
+        result, reason, person_age, seconds, aged_at = value
+        if self.person.fixed is None and math.isfinite(person_age):  # the position's age now, at publication
+            person_age += self.now() - aged_at
+            reason = reason or self.person.too_old(person_age)
         model = round_.model
         msg = separation_message(result, stale or reason, stamp=seconds_to_stamp(round_.sample.stamp),
                                  frame=self.root or root_frame_of(model.robot), model_name=model.name,
