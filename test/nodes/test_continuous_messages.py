@@ -38,7 +38,8 @@ def test_the_serialized_messages_with_their_age_are_the_nodes_own(ur5_stop, head
     request = MessageRequest(1700000000.1234, header_stamp, "world", 0, 500, "ur5", "0123456789abcdef", True)
     got = serialized_messages(robot, result, request)
     assert got is not None
-    stamp = seconds_to_stamp(request.stamp)
+    # header.stamp: the joint state's exact stamp when known, else its float seconds
+    stamp = header_stamp if header_stamp is not None else seconds_to_stamp(request.stamp)
     want = io.stop_prediction_message(robot, result, stamp, "world", "continuous", 0, 500)
     io.mark_provenance(want, model_name="ur5", model_hash="0123456789abcdef",
                        start_stamp=header_stamp or request.stamp, start_age=age, velocities_estimated=True,

@@ -227,7 +227,7 @@ def test_continuous_markers_and_ghost_follow_at_most_ten_times_a_second(graph):
     outputs, model = graph.predictor.outputs, graph.predictor.model
     state = graph.h.state()
     result = predict_stop(model.aux, model.brakes, list(state.position), list(state.velocity))
-    round_ = ContinuousRound(0, model, SimpleNamespace(stamp=1.0), Outcome(result, "", 0.0), 0.0)
+    round_ = ContinuousRound(0, model, SimpleNamespace(stamp=1.0, header_stamp=None), Outcome(result, "", 0.0), 0.0)
     clock = [100.0]
     outputs.clock = lambda: clock[0]
     built = []
@@ -265,3 +265,40 @@ def test_a_continuous_prediction_that_does_not_stop_is_recorded_as_a_failure_and
     assert not any(p.success for p in cont) and "not at rest within the horizon" in cont[0].message
     assert outputs.last_prediction is not None and outputs.last_prediction.success is False
     assert companions == []
+
+
+def _stamp_float_seconds_cannot_carry(harness):
+    """A current stamp whose nanoseconds do not survive a round trip through float seconds (float64 resolves
+    about 0.24 us at today's epoch), found with plain arithmetic."""
+    stamp = harness.get_clock().now().to_msg()
+    for nanosec in range(123_456_789, 123_456_789 + 1000):
+        if round(((stamp.sec + nanosec * 1e-9) - stamp.sec) * 1e9) != nanosec:
+            stamp.nanosec = nanosec
+            return stamp
+    raise AssertionError("no such stamp")
+
+
+@pytest.mark.parametrize("graph", [dict(CONTINUOUS, max_start_state_age=5.0, separation_distance=True,
+                                        separation_person_point=[0.7, 0.3, 0.4])], indirect=True)
+def test_every_continuous_output_carries_the_exact_stamp_of_its_joint_state(graph):  # noqa: F811 - fixture
+    """header.stamp names the joint state a continuous value was predicted from (docs/ros.md), to the
+    nanosecond, so that a monitor can pair them. Before: it went through float seconds and was off by up to
+    ~0.12 us (nanosec 123456789 came back as 123456717)."""
+    from vtm_msgs.msg import SeparationDistance
+
+    distances, predictions = _listen(graph)
+    separations = []
+    graph.h.create_subscription(SeparationDistance, "protective_separation_distance", separations.append, 100)
+    stamps = []
+
+    def all_three() -> bool:
+        msg = graph.h.state(stamp=_stamp_float_seconds_cannot_carry(graph.h))
+        stamps.append((msg.header.stamp.sec, msg.header.stamp.nanosec))
+        graph.feed(msg)
+        return (any(d.success for d in distances) and any(s.success for s in separations)
+                and any(p.success and p.scenario_id == "continuous" for p in predictions))
+
+    assert graph.wait(all_three, timeout=30.0)
+    outputs = [m for m in (*distances, *separations, *predictions) if m.success]
+    for msg in outputs:
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) in stamps, (msg.header.stamp, stamps[-3:])

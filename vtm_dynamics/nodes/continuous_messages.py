@@ -24,7 +24,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from vtm_msgs.msg import StopPrediction
 
 from vtm_dynamics.nodes import prediction_io as io
-from vtm_dynamics.nodes.conversions import seconds_to_stamp
+from vtm_dynamics.nodes.conversions import exact_stamp
 
 _DOUBLE = struct.Struct("<d")
 #: a value no real age has (about -1.5e9 s), written where the age goes to find its bytes; its bytes were chosen
@@ -69,7 +69,7 @@ class SerializedMessages:
 def serialized_messages(robot: Any, result: Any, request: MessageRequest) -> SerializedMessages | None:
     """The messages of ``result`` (a core StopPrediction for ``robot``) serialized; None when the age's place
     cannot be found (the node then builds them itself)."""
-    stamp = seconds_to_stamp(request.stamp)
+    stamp = exact_stamp(request.header_stamp, request.stamp)
     pred = io.stop_prediction_message(robot, result, stamp, request.frame, "continuous", request.category,
                                       request.max_points)
     io.mark_provenance(pred, model_name=request.model_name, model_hash=request.model_hash,

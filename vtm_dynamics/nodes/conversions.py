@@ -12,6 +12,7 @@ Units: positions [rad, m], velocities [rad/s, m/s], efforts [N m, N], stamps [s]
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -55,6 +56,12 @@ def seconds_to_stamp(t: float) -> Time:
     if nanosec >= 1_000_000_000:
         sec, nanosec = sec + 1, nanosec - 1_000_000_000
     return Time(sec=int(sec), nanosec=nanosec)
+
+
+def exact_stamp(header_stamp: Time | None, seconds: float) -> Time:
+    """A state's stamp as a message: its exact ``header_stamp`` when known, else ``seconds`` [s] (float seconds
+    resolve only about 0.24 us at today's epoch, so a stamp made from them may differ from the original by ~0.1 us)."""
+    return copy.copy(header_stamp) if header_stamp is not None else seconds_to_stamp(seconds)
 
 
 def seconds_to_duration(t: float) -> Duration:

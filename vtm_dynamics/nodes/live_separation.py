@@ -32,7 +32,7 @@ from vtm_msgs.msg import SeparationDistance
 from vtm_dynamics.core.stopsafe.separation import SeparationMonitor
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes.continuous_mode import ContinuousOutput, ContinuousRound
-from vtm_dynamics.nodes.conversions import seconds_to_stamp
+from vtm_dynamics.nodes.conversions import exact_stamp
 from vtm_dynamics.nodes.live_stopping import NOT_AT_REST
 from vtm_dynamics.nodes.prediction_io import root_frame_of
 from vtm_dynamics.nodes.stopsafe_io import separation_message
@@ -148,7 +148,7 @@ class LiveSeparation:
             person_age += self.now() - aged_at
             reason = reason or self.person.too_old(person_age)
         model = round_.model
-        msg = separation_message(result, stale or reason, stamp=seconds_to_stamp(round_.sample.stamp),
+        msg = separation_message(result, stale or reason, stamp=exact_stamp(round_.sample.header_stamp, round_.sample.stamp),
                                  frame=self.root or root_frame_of(model.robot), model_name=model.name,
                                  model_hash=model.hash, category=self.category, person_age=person_age)
         msg.input_age = float(age)

@@ -38,7 +38,7 @@ from vtm_dynamics.nodes import diagnostics, graph
 from vtm_dynamics.nodes import prediction_io as io
 from vtm_dynamics.nodes.continuous_messages import MessageRequest
 from vtm_dynamics.nodes.continuous_mode import ContinuousRound
-from vtm_dynamics.nodes.conversions import joint_state_message, seconds_to_stamp
+from vtm_dynamics.nodes.conversions import exact_stamp, joint_state_message, seconds_to_stamp
 from vtm_dynamics.nodes.ghost_replay import GhostReplay
 from vtm_dynamics.nodes.live_freshness import ContinuousGate
 from vtm_dynamics.nodes.live_stopping import LiveStopping, stopping_distance_message
@@ -237,7 +237,7 @@ class StopOutputs:
         result = round_.outcome.result
         if result is None:
             return None
-        robot, stamp = round_.model.aux, seconds_to_stamp(round_.sample.stamp)
+        robot, stamp = round_.model.aux, exact_stamp(round_.sample.header_stamp, round_.sample.stamp)
         frame = self.frame(robot)
         if round_.outcome.messages is not None:
             out = {"serialized": round_.outcome.messages, "result": result}
@@ -267,7 +267,7 @@ class StopOutputs:
             self.stats["continuous_refused"] += 1
             pred = StopPrediction(scenario_id="continuous", stop_category=self.settings.category, success=False,
                                   message=reason or "no prediction")
-            pred.header.stamp = seconds_to_stamp(sample.stamp)
+            pred.header.stamp = exact_stamp(sample.header_stamp, sample.stamp)
         io.mark_provenance(pred, model_name=model.name, model_hash=model.hash,
                            start_stamp=sample.header_stamp or sample.stamp, start_age=age,
                            velocities_estimated=bool(sample.estimated or sample.unavailable), revision=0, final=False)
@@ -330,7 +330,8 @@ class StopOutputs:
 
     def _distance(self, round_: ContinuousRound, live: Any, reason: str) -> StoppingDistance:
         model = round_.model
-        return stopping_distance_message(live, reason, stamp=seconds_to_stamp(round_.sample.stamp),
+        return stopping_distance_message(live, reason, stamp=exact_stamp(round_.sample.header_stamp,
+                                                                              round_.sample.stamp),
                                          frame=self.frame(model.aux), model_name=model.name, model_hash=model.hash,
                                          category=self.settings.category,
                                          tcp_frame=self.settings.tcp_frame_of(model.aux))
