@@ -266,3 +266,26 @@ def test_make_passes_localhost_discovery_to_its_commands_when_the_range_is_unset
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"range=[{expected}]"
+
+
+def test_a_copy_of_the_loopback_profile_from_another_install_is_recognised_as_the_loopback_profile(tmp_path):
+    """A process started from another install or checkout of the suite passes FASTDDS_DEFAULT_PROFILES_FILE with
+    that install's path to the same profile to its children. Before, only this install's path counted, so rcl saw
+    LOCALHOST and rmw added its all-interface UDP transport: a node started so bound 0.0.0.0 and the LAN address."""
+    import shutil
+
+    from vtm_dynamics.nodes.fastdds_profile import fastdds_profile_path, rcl_init_environment
+
+    copy = tmp_path / "other_install" / "fastdds_localhost.xml"
+    copy.parent.mkdir()
+    shutil.copyfile(fastdds_profile_path(), copy)
+    env = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", PROFILE_VARIABLE: str(copy)}
+    with rcl_init_environment(env):
+        assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
+    assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    changed = tmp_path / "mine.xml"  # a profile of the user's own (any other content) is used as is
+    changed.write_text(copy.read_text(encoding="utf-8").replace("127.0.0.1", "192.168.1.20"), encoding="utf-8")
+    for other in (str(changed), str(tmp_path / "missing.xml")):
+        env = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", PROFILE_VARIABLE: other}
+        with rcl_init_environment(env):
+            assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"

@@ -31,13 +31,27 @@ def fastdds_profile_path() -> str:
     return package_data_file("config", PROFILE_FILE) or ""
 
 
+def is_loopback_profile(path: str) -> bool:
+    """True when ``path`` is the shipped loopback profile: this install's file, or a byte-identical copy (another
+    install or checkout of the suite hands its own path to the processes it starts)."""
+    ours = fastdds_profile_path()
+    if not path or not ours:
+        return False
+    if path == ours:
+        return True
+    try:
+        with open(ours, "rb") as mine, open(path, "rb") as theirs:
+            return mine.read() == theirs.read(1 << 20)
+    except OSError:
+        return False
+
+
 def loopback_profile_active(environ: MutableMapping[str, str] | None = None) -> bool:
     """True when the shipped loopback profile is the one Fast DDS will load and discovery is LOCALHOST."""
     env = os.environ if environ is None else environ
-    profile = env.get(PROFILE_VARIABLE, "")
-    return (bool(profile) and profile == fastdds_profile_path()
-            and env.get(DISCOVERY_VARIABLE, "").strip().upper() == "LOCALHOST"
-            and not env.get(STATIC_PEERS_VARIABLE, "").strip())
+    return (env.get(DISCOVERY_VARIABLE, "").strip().upper() == "LOCALHOST"
+            and not env.get(STATIC_PEERS_VARIABLE, "").strip()
+            and is_loopback_profile(env.get(PROFILE_VARIABLE, "")))
 
 
 @contextmanager
