@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from test.recordings.recordings_testdata import REALISTIC
-from vtm_dynamics.core.estop.capacity_bounds import capacity_intervals
+from vtm_dynamics.core.estop.capacity_bounds import StateFreedom, capacity_intervals
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.output_error import OutputError, StopPredictor
 
@@ -48,3 +48,21 @@ def test_the_nominal_value_of_a_capacity_bounded_from_below_only_is_the_least_th
     interval, truth = held_only
     assert interval.lower <= interval.nominal <= interval.lower * (1.0 + 3e-3), interval
     assert interval.nominal <= truth * (1.0 + 3e-3), interval
+
+
+def test_the_whitened_residual_carries_the_cost_with_the_trigger_state_free(realistic, realistic_stops):
+    """What a least-squares fit with each stop's trigger state free minimises (the re-fit that checks an end of an
+    interval, core/estop/capacity_profile.py): |W r|^2 equals the comparison's own cost of r, min over the state
+    change d of |r + A d|^2 + s^2 d^T P^-1 d, for the stop's residual and for any other."""
+    robot, truth, _ = realistic
+    stop = realistic_stops[0]
+    problem = OutputError(robot, list(truth.brakes), [], [stop], np.zeros(0),
+                          StopPredictor(robot, StopSettings(step=0.01)))
+    noise = 2.0e-4  # [rad]
+    r = problem.residuals_of(truth)[0]
+    free = StateFreedom(problem, truth, stop, r, noise**2)
+    whiten = free.whitener(noise**2)
+    for v in (r, np.random.default_rng(3).normal(0.0, noise, r.size)):
+        w = whiten(v)
+        assert w @ w == pytest.approx(free.cost(v), rel=1e-6)
+        assert w @ w < v @ v  # the state takes some of it

@@ -19,7 +19,8 @@ validation set's elbow came out "between 67.6 and 68.1 N m" for a capacity of 74
 makes every capacity above the demand at which it slipped fit that stop worse (an upper bound); one that held makes
 every capacity below the largest demand it held fit worse (a lower bound). The reported interval is the set of
 capacities whose total squared residual lies within ``DELTA_CHI2`` residual variances of the best (a profile at the
-fitted friction and delays: 95 % for one parameter), widened by the uncertainty of the demands that set its ends
+fitted friction and delays: 95 % for one parameter; each end a stop sets is then checked with the other values
+fitted again, :mod:`.capacity_profile`), widened by the uncertainty of the demands that set its ends
 (which move with the fitted friction and delays, :func:`widened`) and by ``MODEL_MARGIN`` (a decision at a demand
 that close to the capacity is beyond what the model can tell): both ends where some stop slipped and some held, "at
 least" where none slipped (the upper side not tested), "not tested" where no stop loaded the joint beyond its static
@@ -64,7 +65,9 @@ class CapacityInterval:
     friction at the nominal values (breakaway, else sliding torque); ``nominal`` the value the fitted brake file
     carries (the least value the stops accept, also where they bound it from below only: never the prior's),
     ``conservative`` the one of the conservative file (the least the stops show: a weaker brake slips sooner).
-    ``held`` and ``slipped`` name the stops that bound it from below and from above."""
+    ``held`` and ``slipped`` name the stops that bound it from below and from above, ``undecided`` those that set
+    an end which the other values, fitted again, did not confirm (:mod:`.capacity_profile`); ``steps`` are the
+    capacities tried (the edges of the steps of the comparison's cost)."""
 
     joint: str
     lower: float
@@ -76,6 +79,8 @@ class CapacityInterval:
     lower_source: tuple[int, float] | None = None  # (stop index, time [s]) of the demand level at the lower end
     upper_source: tuple[int, float] | None = None
     central: float = math.nan  # the value the fit runs with, in the best-fitting accepted range (inf: holding)
+    undecided: tuple[str, ...] = ()  # stops that set an end the other values, fitted again, did not confirm
+    steps: tuple[float, ...] = dataclasses.field(default=(), repr=False)  # the capacities tried, increasing
 
     @property
     def tested(self) -> bool:
@@ -95,12 +100,18 @@ class CapacityInterval:
         return self.lower if self.lower > self.floor * (1.0 + 1e-9) else 0.0
 
     def describe(self) -> str:
+        also = (f"; {', '.join(self.undecided)} undecided: with the other values fitted again a slip fits as well "
+                "as a hold") if self.undecided else ""
         if self.tested:
             return (f"between {self.lower:.4g} and {self.upper:.4g} N m (held in {len(self.held)} stop(s), slipped "
-                    f"in {len(self.slipped)})")
+                    f"in {len(self.slipped)}{also})")
         if self.loaded:
             return (f"at least {self.lower:.4g} N m (held in {len(self.held)} stop(s); no stop slipped it, so its "
-                    "upper side is not tested)")
+                    f"upper side is not tested{also})")
+        if self.undecided:
+            return (f"not bounded (loaded beyond its static friction {self.floor:.4g} N m in "
+                    f"{', '.join(self.undecided)}, but with the other values fitted again a slip fits those stops as "
+                    "well as a hold)")
         return f"not tested (no stop loaded it beyond its static friction {self.floor:.4g} N m)"
 
 
@@ -159,12 +170,21 @@ class StateFreedom:
         if P is None:
             P = np.diag(np.array([1e-4] * nv + [1e-3] * nv) ** 2)  # [rad], [rad/s]: the size of a driver's estimate
         # minimise |r + A d|^2 / s^2 + d^T P^-1 d over the state change d (s^2 the residual variance per sample)
+        self.P = P
         sigma = np.maximum(np.sqrt(np.diag(P)), 1e-12)
         self.H = self.A.T @ self.A + variance * np.linalg.pinv(P / np.outer(sigma, sigma)) / np.outer(sigma, sigma)
 
     def cost(self, r: np.ndarray) -> float:
         g = self.A.T @ r
         return float(r @ r - g @ np.linalg.solve(self.H, g))
+
+    def whitener(self, variance: float) -> Callable[[np.ndarray], np.ndarray]:
+        """A linear map W of the stop's residual with |W r|^2 = :meth:`cost` (r), = r^T (I + A P A^T / s^2)^-1 r:
+        what a least-squares fit can minimise when the trigger state is free (the directions A held fixed)."""
+        p, V = np.linalg.eigh(self.P)
+        U, s, _ = np.linalg.svd(self.A @ (V * np.sqrt(np.maximum(p, 0.0))), full_matrices=False)  # A P A^T = U s^2 U^T
+        shrink = 1.0 - 1.0 / np.sqrt(1.0 + s**2 / variance)
+        return lambda r: r - U @ (shrink * (U.T @ r))
 
 
 def capacity_intervals(problem: OutputError, brakes: Sequence[JointBrake], joints: Sequence[str], variance: float,
@@ -335,7 +355,7 @@ def _interval(joint: str, per_stop: dict[int, list[tuple[float, float]]], names:
         central = math.inf
     lo = max(lo, floor)
     return CapacityInterval(joint, lo, hi, floor, max(nominal, lo), tuple(held), tuple(slipped), lo_source,
-                            hi_source, max(central, lo))
+                            hi_source, max(central, lo), steps=tuple(grid))
 
 
 def widened(interval: CapacityInterval, lower_sigma: float, upper_sigma: float, z: float) -> CapacityInterval:
