@@ -203,6 +203,9 @@ def _note(b: JointBrake, field: str, e, cap, pct: str, conservative: bool = Fals
             return f"  # between {cap.lower:.5g} and {cap.upper:.5g} by the stick/slip decisions of the stops{below}"
         if cap.loaded:
             return f"  # at least {cap.lower:.5g} (held in the stops; upper side not tested)"
+        if cap.undecided:
+            return (f"  # not bounded by the stops (a slip fits {', '.join(cap.undecided)} as well as a hold once "
+                    "the other values are fitted again): written at the static friction (the smallest it can be)")
         return "  # not tested by the stops: written at the static friction (the smallest it can be)"
     if e is None:
         return ""
@@ -254,7 +257,8 @@ def identification_dict(ident: Identification, robot: RobotModel, comparisons: S
                        for e in ident.estimates],
         "capacities": [{"joint": c.joint, "lower_nm": c.lower, "upper_nm": f(c.upper), "floor_nm": c.floor,
                         "nominal_nm": c.nominal, "conservative_nm": written[c.joint], "tested": c.tested,
-                        "held_in": list(c.held), "slipped_in": list(c.slipped)} for c in ident.capacities],
+                        "held_in": list(c.held), "slipped_in": list(c.slipped),
+                        "undecided_in": list(c.undecided)} for c in ident.capacities],
         "stops": stops(comparisons),
         "cross_validation": stops(ident.cross_validation),
         "conservative_cross_validation": stops(ident.conservative_cross_validation),

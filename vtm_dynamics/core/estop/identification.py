@@ -18,7 +18,9 @@ The steps (each in its own module):
    the best optimum leaves more than ``INADEQUATE_MISFIT`` times the noise (every start in one wrong basin, because
    capacities read at a direct measurement that is off were read wrong), the fit restarts: the friction refined
    first with the delays held at their direct measurement and every capacity at its static friction, the
-   capacities read there, the global fit again from that start; the better of the two fits is kept.
+   capacities read there, the global fit again from that start; the better of the two fits is kept. Then every
+   end of a capacity's interval that a stop sets is checked with the other values fitted again
+   (:mod:`.capacity_profile`), and the fit polished with the capacities the file carries where one moved.
 4. **Uncertainty** (:mod:`.fit_uncertainty`): Gauss-Newton covariance plus the effect of the trigger-state
    estimates and of fields held at uncertain values, under a misfit no 1-sigma below the jackknife's over stops;
    each fitted value is reported with its 1-sigma and the interval at ``confidence``.
@@ -55,6 +57,7 @@ from vtm_dynamics.core.estop import output_error
 from vtm_dynamics.core.estop.brake_estimates import ParameterEstimate
 from vtm_dynamics.core.estop.brakes import JointBrake
 from vtm_dynamics.core.estop.capacity_bounds import CapacityInterval, capacity_intervals
+from vtm_dynamics.core.estop.capacity_profile import with_confirmed_capacities
 from vtm_dynamics.core.estop.fit_uncertainty import (
     assumed_covariance, considered, gauss_newton_covariance, jackknife_floor as jackknife, physical_covariance,
     trigger_state_covariance as trigger_states,
@@ -293,7 +296,7 @@ def identify_brakes(
                                              max_iterations, None, None, say)
             if second[2].r @ second[2].r < first[2].r @ first[2].r:
                 first = second
-        problem, caps, fit = first
+        problem, caps, fit = with_confirmed_capacities(*first, fd_step, max_iterations, say)
         x = fit.x
         message = _best_message(fit)
         say("identification: slides at the fitted values")
