@@ -81,6 +81,18 @@ def test_the_values_accepted_lie_within_their_stated_uncertainty_of_the_truth(re
             assert c.lower <= truth[c.joint].holding_torque <= c.upper, c
 
 
+def test_a_capacity_no_stop_loads_is_written_at_the_static_friction_of_the_file(correct_model):
+    """The least value the stops accept, at the file's own friction, also after the fit was polished with a
+    capacity whose end the re-fit moved (here the elbow's): the shoulder pan's was left at its static friction
+    from before that polish, 67.33 N m where the file's sliding torque is 66.61, a capacity no stop shows."""
+    caps = {c.joint: c for c in correct_model.ident.capacities}
+    untested = [b for b in correct_model.ident.brakes if not (caps[b.joint].loaded or caps[b.joint].undecided)]
+    assert untested  # not vacuous
+    for b in untested:
+        static = b.breakaway_torque if b.breakaway_torque is not None else b.sliding_torque
+        assert b.holding_torque == pytest.approx(static, rel=1e-9), b
+
+
 def test_brakes_15_percent_too_strong_are_still_refused_without_velocities(realistic, positions_only,
                                                                           tmp_path_factory):
     """Sliding, viscous and holding torques 15 % above the truth, only the delays and capacities fitted: the

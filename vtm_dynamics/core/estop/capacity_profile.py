@@ -176,7 +176,12 @@ def with_confirmed_capacities(problem: OutputError, caps: dict[str, CapacityInte
         if b.joint in checked:
             c = checked[b.joint]
             floor = float(b.breakaway_torque if b.breakaway_torque is not None else b.sliding_torque)
-            lower = floor if c.lower <= c.floor * (1.0 + 1e-9) else max(c.lower, floor)
-            out[b.joint] = dataclasses.replace(c, floor=floor, lower=lower, nominal=max(c.nominal, lower),
+            at_floor = c.lower <= c.floor * (1.0 + 1e-9)
+            lower = floor if at_floor else max(c.lower, floor)
+            # a value the stops put at the static friction follows it (the least they accept); one the check
+            # found (the capacity moved) stays, at least the static friction
+            nominal = floor + (c.nominal - c.floor) if at_floor and c.central == caps[b.joint].central \
+                else max(c.nominal, lower)
+            out[b.joint] = dataclasses.replace(c, floor=floor, lower=lower, nominal=max(nominal, lower),
                                                central=max(c.central, lower))
     return problem, out, fit
