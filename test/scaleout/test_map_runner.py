@@ -58,9 +58,9 @@ def test_one_and_two_worker_processes_give_the_same_rows_as_the_serial_map(ur5, 
     assert reference.column("tcp_straight_distance_m").to_numpy().max() > 0.01  # real motions, not zeros
 
 
-def test_a_worker_killed_mid_run_is_replaced_and_the_rows_stay_the_same(ur5, tmp_path):
-    job = small_job(ur5, n=48, chunk=4)
-    serial = run_map(job, str(tmp_path / "serial"), workers=1, threads=True)
+def run_killing_a_worker(job, out: str, workers: int, after_chunks: int):
+    """``run_map`` on ``workers`` worker processes, one of which (the lowest PID) is killed (SIGKILL) once
+    ``after_chunks`` chunks are done; returns (the run, the PIDs killed)."""
     pids: dict = {}
     killed: list[int] = []
 
@@ -68,12 +68,18 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_rows_stay_the_same(ur5, tmp
         pids.update(client.run(os.getpid))
 
     def progress(done_states, new_states, done_chunks, n_chunks):
-        if not killed and done_chunks >= 1:
+        if not killed and done_chunks >= after_chunks:
             pid = sorted(pids.values())[0]  # a worker process this test's cluster started
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    run = run_map(job, str(tmp_path / "killed"), workers=2, on_start=on_start, progress=progress)
+    return run_map(job, out, workers=workers, on_start=on_start, progress=progress), killed
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_the_rows_stay_the_same(ur5, tmp_path):
+    job = small_job(ur5, n=48, chunk=4)
+    serial = run_map(job, str(tmp_path / "serial"), workers=1, threads=True)
+    run, killed = run_killing_a_worker(job, str(tmp_path / "killed"), workers=2, after_chunks=1)
     assert killed and run.failures == ()
     assert rows(run.path).equals(rows(serial.path))
 
@@ -82,19 +88,7 @@ def test_the_only_worker_killed_mid_run_is_restarted_and_the_run_completes_with_
     # the job every chunk needs must survive the death of every worker that held it (a single worker, an OOM kill)
     job = small_job(ur5, n=24, chunk=4)
     serial = run_map(job, str(tmp_path / "serial"), workers=1, threads=True)
-    pids: dict = {}
-    killed: list[int] = []
-
-    def on_start(client):
-        pids.update(client.run(os.getpid))
-
-    def progress(done_states, new_states, done_chunks, n_chunks):
-        if not killed:
-            (pid,) = pids.values()  # the one worker process this test's cluster started
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-
-    run = run_map(job, str(tmp_path / "killed"), workers=1, on_start=on_start, progress=progress)
+    run, killed = run_killing_a_worker(job, str(tmp_path / "killed"), workers=1, after_chunks=0)
     assert killed and run.failures == () and run.computed == 6
     assert rows(run.path).equals(rows(serial.path))
 
