@@ -84,6 +84,66 @@ def test_recorded_joints_the_model_does_not_have_are_left_out_and_named(tmp_path
         assert a.stop_time == b.stop_time
 
 
+def _with_gripper_publisher(path: str, samples_: dict, gripper: tuple[str, ...] = ("finger_joint",)) -> str:
+    """The arm's bag with a gripper driver publishing its own joint states on the same topic at 50 Hz, starting
+    before the arm's first message (its own clock: stamps 0.3 s behind the arm's)."""
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_KILTED)
+    JointState, Bool = ts.types["sensor_msgs/msg/JointState"], ts.types["std_msgs/msg/Bool"]
+    Header, Time = ts.types["std_msgs/msg/Header"], ts.types["builtin_interfaces/msg/Time"]
+
+    def state(stamp, names, q, v):
+        sec = int(stamp)
+        return JointState(header=Header(stamp=Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9))), frame_id=""),
+                          name=list(names), position=np.asarray(q, float), velocity=np.asarray(v, float),
+                          effort=np.zeros(0))
+
+    events = [(t + 5e-4, "/joint_states", state(t, samples_["names"], q, v)) for t, _, q, v in samples_["joint"]]
+    events += [(t, "/estop", Bool(data=bool(x))) for t, x in samples_["trigger"]]
+    t0, t1 = samples_["joint"][0][0] - 0.1, samples_["joint"][-1][0]
+    events += [(t, "/joint_states", state(t - 0.3, gripper, [0.01] * len(gripper), [0.0] * len(gripper)))
+               for t in np.arange(t0, t1, 0.02)]
+    events.sort(key=lambda e: e[0])
+    return write_bag(path, "mcap", {"/joint_states": "sensor_msgs/msg/JointState", "/estop": "std_msgs/msg/Bool"},
+                     ((topic, int(round(t * 1e9)), msg) for t, topic, msg in events), typestore=ts)
+
+
+def test_a_second_publisher_of_other_joints_is_left_out_when_the_robots_joints_are_given(tmp_path, two_stops):
+    # a gripper driver on the arm's joint_states topic: its messages share no joint with the arm. Given the
+    # robot's joints, they are left out and counted, and the arm's stops are those of the bag without them (the
+    # bag was refused: "changes the joint names (first message: finger_joint)", which blamed the arm)
+    plain = find_stops(read_recording(write_simulated_bag(str(tmp_path / "a"), two_stops, "mcap")), ur5())
+    path = _with_gripper_publisher(str(tmp_path / "b"), two_stops)
+    rec = read_recording(path, joints=ur5().joint_names)
+    found = find_stops(rec, ur5())
+    assert len(found) == len(plain) == 2
+    for a, b in zip(found, plain):
+        np.testing.assert_array_equal(a.q, b.q)
+        assert a.stop_time == b.stop_time
+    ((names, count),) = rec.other_publishers
+    assert names == ("finger_joint",) and count == len(np.arange(two_stops["joint"][0][0] - 0.1,
+                                                                 two_stops["joint"][-1][0], 0.02))
+
+
+def test_a_second_publisher_is_named_as_the_cause_when_the_robots_joints_are_not_given(tmp_path, two_stops):
+    path = _with_gripper_publisher(str(tmp_path / "b"), two_stops)
+    with pytest.raises(RecordingError) as err:
+        read_recording(path)
+    line = _one_line(err.value)
+    assert "other joint names" in line and "finger_joint" in line and "shoulder_pan_joint" in line
+    assert "a second publisher" in line
+
+
+def test_a_second_publisher_of_some_of_the_robots_joints_is_refused(tmp_path, two_stops):
+    # a publisher naming one of the robot's joints cannot be left out (which of the two is the robot's?)
+    path = _with_gripper_publisher(str(tmp_path / "b"), two_stops, ("wrist_3_joint", "finger_joint"))
+    with pytest.raises(RecordingError) as err:
+        read_recording(path, joints=ur5().joint_names)
+    line = _one_line(err.value)
+    assert "other joint names" in line and "wrist_3_joint, finger_joint" in line
+
+
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
 def test_truncated_or_corrupt_bag_is_one_line(tmp_path, two_stops, storage):
     path = write_simulated_bag(str(tmp_path / "b"), two_stops, storage)
@@ -213,4 +273,4 @@ def test_a_joint_state_with_more_joints_than_an_arm_has_is_refused_at_its_first_
                                                        "/estop": "std_msgs/msg/Bool"}, msgs, typestore=store)
     with pytest.raises(RecordingError) as err:
         read_recording(path)
-    assert "or more than 256" in _one_line(err.value)
+    assert "has more than 256 joints" in _one_line(err.value)

@@ -54,11 +54,14 @@ def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) 
     rule = rule_from_parameters(args.trigger_topic, args.trigger_type, args.trigger_field, args.trigger_values)
     stops = []
     for bag in bags:
-        rec = read_recording(bag, rule, args.joint_topic)
+        rec = read_recording(bag, rule, args.joint_topic, joints=robot.joint_names)
         found = find_stops(rec, robot, rest_tolerance=args.rest_tolerance, rest_hold=args.rest_hold)
         foreign = foreign_joints(rec, robot)
         left_out = f"; left out, not in the model: {', '.join(foreign[:8])}{' ...' if len(foreign) > 8 else ''}" \
             if foreign else ""
+        for names, count in rec.other_publishers:
+            shown = ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")
+            left_out += f"; left out, another publisher: {count} joint states of {shown}"
         say(f"{rec.name}: {rec.storage}, {rec.joints.t.size} joint states, {len(found)} stop(s){left_out}")
         stops.extend(found)
     return stops

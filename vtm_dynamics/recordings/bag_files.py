@@ -31,7 +31,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -90,7 +90,9 @@ class TriggerSeries:
 
 @dataclass(frozen=True)
 class Recording:
-    """A bag's joint states and trigger (see the module docstring); ``name`` is the bag's base name."""
+    """A bag's joint states and trigger (see the module docstring); ``name`` is the bag's base name;
+    ``other_publishers``: the joint states left out because they name none of the robot's joints (another driver on
+    the topic, such as a gripper's), as (their joint names, message count)."""
 
     name: str
     storage: str
@@ -98,6 +100,7 @@ class Recording:
     trigger: TriggerSeries
     rule: TriggerRule
     topics: tuple[TopicSummary, ...]
+    other_publishers: tuple[tuple[tuple[str, ...], int], ...] = ()
 
 
 # ------------------------------------------------------------------------------------------------- writing
@@ -260,14 +263,18 @@ MAX_STAMP_LAG = 0.02
 #: [s] the most a joint state may be stamped after it was received (impossible on one clock; scheduling jitter)
 MAX_STAMP_LEAD = 0.002
 MAX_JOINTS = 256  # names in a joint state (an arm with its tool has a few dozen at most)
+MAX_OTHER_PUBLISHERS = 8  # sets of joint names of other publishers left out (read_recording's ``joints``)
 
 
 def read_recording(path: str, rule: TriggerRule = TriggerRule(), joint_topic: str = DEFAULT_JOINT_TOPIC,
-                   max_messages: int = DEFAULT_MAX_MESSAGES, limits: BagLimits | None = None) -> Recording:
+                   max_messages: int = DEFAULT_MAX_MESSAGES, limits: BagLimits | None = None,
+                   joints: Sequence[str] | None = None) -> Recording:
     """The joint states on ``joint_topic`` and the trigger of ``rule`` in the bag at ``path``.
 
     Joint states must carry the same joint names throughout and finite positions (velocities may be absent in
-    all messages). Errors (one line each): not a bag, corrupt or truncated, no joint-state topic, no trigger
+    all messages). Given the robot's ``joints``, joint states that name none of them (another publisher on the
+    topic, such as a gripper's driver) are left out and counted in ``Recording.other_publishers``; a second
+    publisher naming some of them is an error, as is any second publisher without ``joints``. Errors (one line each): not a bag, corrupt or truncated, no joint-state topic, no trigger
     topic, the trigger type in the bag differs from the rule, the trigger field does not exist in the type, more
     than ``max_messages`` messages on the two topics (counted as read), a joint state that changes its names or
     is not finite, any limit of ``limits`` (:class:`~vtm_dynamics.recordings.bag_storage.BagLimits`: files inside
@@ -291,7 +298,7 @@ def read_recording(path: str, rule: TriggerRule = TriggerRule(), joint_topic: st
             raise RecordingError(f"{name}: joint-state topic {jt!r} has type {joint_type[:80]}, expected "
                                  f"sensor_msgs/msg/JointState")
         store = _typestore_of(bag, (tt,))
-        series = _Series(name, rule)
+        series = _Series(name, rule, joints)
         try:
             for topic, stamp_ns, raw in bag.messages({jt, tt}):
                 try:
@@ -311,8 +318,10 @@ def read_recording(path: str, rule: TriggerRule = TriggerRule(), joint_topic: st
 class _Series:
     """The joint-state and trigger series of one bag, built message by message (checks in :func:`read_recording`)."""
 
-    def __init__(self, name: str, rule: TriggerRule) -> None:
+    def __init__(self, name: str, rule: TriggerRule, robot_joints: Sequence[str] | None = None) -> None:
         self.name, self.rule = name, rule
+        self.robot_joints = frozenset(robot_joints) if robot_joints is not None else None
+        self.others: dict[tuple[str, ...], int] = {}  # joint states of other publishers left out: names -> count
         self.names: tuple[str, ...] | None = None
         self.t: list[float] = []
         self.q: list[np.ndarray] = []
@@ -349,14 +358,24 @@ class _Series:
 
     def joint(self, msg: Any, stamp_ns: int) -> None:
         name, these = self.name, tuple(msg.name)
+        if len(these) > MAX_JOINTS:
+            raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s has more than {MAX_JOINTS} joints")
+        if self.robot_joints is not None and these and self.robot_joints.isdisjoint(these):
+            if these not in self.others and len(self.others) >= MAX_OTHER_PUBLISHERS:
+                raise RecordingError(f"{name}: joint states with more than {MAX_OTHER_PUBLISHERS} sets of joint "
+                                     "names that are not the robot's on the topic")
+            self.others[these] = self.others.get(these, 0) + 1
+            return
         if self.names is None:
             self.names = these
-            if not these or len(set(these)) != len(these) or len(these) > MAX_JOINTS:
-                raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: empty or repeated joint names, "
-                                     f"or more than {MAX_JOINTS}")
+            if not these or len(set(these)) != len(these):
+                raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s: empty or repeated joint names")
         elif these != self.names:
-            raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s changes the joint names (first "
-                                 f"message: {', '.join(self.names)[:300]})")
+            hint = "" if self.robot_joints is not None else \
+                " (given the robot's joints, a publisher of none of them is left out)"
+            raise RecordingError(f"{name}: joint state at {stamp_ns * 1e-9:.3f} s has other joint names than the "
+                                 f"first one ({', '.join(these)[:150]} against {', '.join(self.names)[:300]}): a "
+                                 f"second publisher on the topic, or a driver that changed its joints{hint}")
         n = len(self.names)
         pos = np.asarray(msg.position, dtype=float)
         if pos.shape != (n,) or not np.all(np.isfinite(pos)):
@@ -383,6 +402,11 @@ class _Series:
 
     def recording(self, storage: str, jt: str, tt: str, trigger_type: str) -> Recording:
         if not self.t:
+            if self.others:
+                names = ", ".join(", ".join(k) for k in self.others)
+                raise RecordingError(f"{self.name}: joints do not match the model: no joint state on {jt!r} names "
+                                     f"one of its joints {', '.join(sorted(self.robot_joints))[:200]} (recorded: "
+                                     f"{names[:300]})")
             raise RecordingError(f"{self.name}: no messages on the joint-state topic {jt!r}")
         if not self.tt:
             raise RecordingError(f"{self.name}: no messages on the trigger topic {tt!r}")
@@ -403,4 +427,4 @@ class _Series:
                                 stamped=bool(self.trigger_stamped))
         summary = tuple(sorted((TopicSummary(jt, "sensor_msgs/msg/JointState", len(self.t)),
                                 TopicSummary(tt, trigger_type, len(self.tt))), key=lambda s: s.topic))
-        return Recording(self.name, storage, joints, trigger, self.rule, summary)
+        return Recording(self.name, storage, joints, trigger, self.rule, summary, tuple(self.others.items()))
