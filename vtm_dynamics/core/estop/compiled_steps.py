@@ -9,7 +9,11 @@ Solving ODEs I, Sec. II.4): a step is accepted when the scaled error is at most 
 h 0.9 err^(-1/5), within [0.2 h, 5 h]. Smooth parts (free fall, the linear torque rise, the Stribeck curve above
 and inside its steep region) take the steps their accuracy allows; only time events (engagement, the end of a
 rise, locks) are step boundaries, and steps are aimed to end 10 % past the earliest zero crossing predicted at
-constant deceleration (-v/a), so that a crossing falls into a short step.
+constant deceleration (-v/a), so that a crossing falls into a short step. A step that such a limit cut short (or
+that the Stribeck region below bounded) does not lower the next proposal below the one it was cut from: after an
+event the steps resume at the size the error control had reached instead of growing again from the short step
+(UR5 bench states: 272 -> 245 evaluations per stop, worst crossing time 1.7e-8 -> 2.8e-8 s against the tight
+reference).
 
 Events inside an accepted step (zero crossings, releases) are detected here and located on the step's continuous
 extension by :mod:`.compiled_events`.
@@ -52,7 +56,8 @@ X_ROWS_BASE = MC + 2
 # --- entries of Z
 T0, H, T1, W0, W1, WE, J, HNEXT, RTOL, ATOL, NSAMP, ERR, MAXSTEP, KAPPA, ATOLV, KPOST = range(16)
 P = 16  # 7 entries: stage brake powers tau_s . v_s
-Z_SIZE = P + 7
+HPROP = P + 7  # the step-size proposal before this step's limits (time events, aims, the Stribeck region)
+Z_SIZE = P + 8
 
 # step outcomes (bit flags)
 ACCEPTED, REJECTED, CROSSING, RELEASE = 0, 1, 2, 4
@@ -100,6 +105,7 @@ def begin_step(X, Z, limit, t_limit):
     """Choose the step h = min(proposal, ``limit``, aimed crossing) [s] and set up its second stage; the step ends at
     ``t_limit`` exactly when the limit is taken (time events). Returns h."""
     n = X.shape[1]
+    Z[HPROP] = Z[HNEXT]
     h = min(Z[HNEXT], limit)
     kappa = Z[KAPPA]
     for i in range(n):
@@ -234,7 +240,10 @@ def end_step(X, Z, R):
     if not err <= 1.0:  # also NaN
         Z[HNEXT] = h * max(SHRINK, SAFETY * err ** -0.25) if err == err else 0.25 * h
         return REJECTED
-    Z[HNEXT] = min(h * GROW if err == 0.0 else h * min(GROW, max(SHRINK, SAFETY * err ** -0.2)), Z[MAXSTEP])
+    grown = h * GROW if err == 0.0 else h * min(GROW, max(SHRINK, SAFETY * err ** -0.2))
+    if h < Z[HPROP] and grown < Z[HPROP]:
+        grown = Z[HPROP]
+    Z[HNEXT] = min(grown, Z[MAXSTEP])
     W1_ = Z[W0]
     for s in range(7):
         W1_ += h * DP_A[6, s] * Z[P + s]
