@@ -125,3 +125,26 @@ def test_mesh_files_unreadable_or_too_large_are_one_line(tmp_path):
         load_mesh_file(str(bad), max_bytes=10)
     with pytest.raises(SceneError, match="file not found"):
         load_mesh_file(str(tmp_path / "missing.stl"))
+
+
+@pytest.mark.parametrize("meter", ["1", "0.001"])
+def test_an_obstacle_mesh_file_in_millimetres_is_as_large_as_its_unit_says(tmp_path, meter):
+    """An obstacle's COLLADA file (``--mesh fixture=F.dae``) is scaled to metres by its <unit meter>, as RViz
+    draws it: the 0.1 m cube written in millimetres is 0.1 m wide, not 100 m."""
+    from test.collada_testdata import CENTRE, EDGE, cube_dae
+
+    path = tmp_path / "fixture.dae"
+    path.write_text(cube_dae(meter))
+    V, T = load_mesh_file(str(path))
+    np.testing.assert_allclose(np.ptp(V, axis=0), [EDGE, EDGE, EDGE], rtol=1e-6)
+    np.testing.assert_allclose(0.5 * (V.min(axis=0) + V.max(axis=0)), CENTRE, atol=1e-7)
+    assert len(T) == 12
+
+
+def test_an_obstacle_mesh_file_with_a_nonsense_unit_is_one_line(tmp_path):
+    from test.collada_testdata import cube_dae
+
+    path = tmp_path / "fixture.dae"
+    path.write_text(cube_dae("-1"))
+    with pytest.raises(SceneError, match=r"^mesh: fixture.dae: its <unit meter='-1'> is not a length"):
+        load_mesh_file(str(path))

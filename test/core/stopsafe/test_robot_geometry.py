@@ -7,6 +7,7 @@ import pinocchio as pin
 import pytest
 
 import stopsafe_scenarios as S
+from test.collada_testdata import CENTRE, EDGE, cube_dae, unit_package, unit_urdf
 from vtm_dynamics.core.robot.model import example_robot_urdf
 from vtm_dynamics.core.robot.urdf_extension import read_urdf_file
 from vtm_dynamics.core.stopsafe.broad_phase import scene_bodies, segment_distances
@@ -126,3 +127,66 @@ def test_fixed_joints_reduce_the_model_and_its_geometry():
     assert {p.link for p in geometry.parts} >= {"panda_leftfinger", "panda_hand"}
     with pytest.raises(GeometryError, match="outside the joint limits"):
         build_robot_geometry(text, [example_robot_package_dir()], fixed_joints={"panda_finger_joint1": 0.5})
+
+
+@pytest.mark.parametrize("meter", ["1", "0.001", "0.0254"])
+def test_a_collada_collision_mesh_is_as_large_as_its_unit_says(tmp_path, meter):
+    """<unit meter="..."> of a COLLADA file says how many metres one of its coordinates is (RViz draws it so): the
+    same 0.1 m cube written in metres, millimetres and inches is one part, 0.1 m on each side, centred 0.2 m above
+    the joint, 0.4 m from a 0.05 m sphere whose centre is 0.5 m out along x. coal alone read the millimetre file
+    1000 times too large."""
+    import coal
+
+    pkg = unit_package(str(tmp_path), {"cube.dae": cube_dae(meter)})
+    _, geometry = build_robot_geometry(unit_urdf("cube.dae"), [pkg])
+    (part,) = geometry.parts
+    lo, hi = part.hull.min(axis=0), part.hull.max(axis=0)
+    np.testing.assert_allclose(hi - lo, [EDGE, EDGE, EDGE], rtol=1e-6)
+    np.testing.assert_allclose(0.5 * (lo + hi), CENTRE, atol=1e-7)
+    request, result = coal.DistanceRequest(), coal.DistanceResult()
+    d = coal.distance(part.shape, geometry.part_transform(0, np.eye(3), np.zeros(3)), coal.Sphere(0.05),
+                      coal.Transform3s(np.eye(3), np.array([0.5, 0.0, CENTRE[2]])), request, result)
+    assert d == pytest.approx(0.5 - EDGE / 2 - 0.05, abs=1e-6)
+    assert float(np.max(part.sphere_radii)) < EDGE  # the broad-phase spheres are the cube's, not 1000 times larger
+
+
+def test_the_urdf_mesh_scale_multiplies_the_collada_unit(tmp_path):
+    pkg = unit_package(str(tmp_path), {"cube_mm.dae": cube_dae("0.001")})
+    _, geometry = build_robot_geometry(unit_urdf("cube_mm.dae", scale="2 1 0.5"), [pkg])
+    (part,) = geometry.parts
+    np.testing.assert_allclose(np.ptp(part.hull, axis=0), [2 * EDGE, EDGE, 0.5 * EDGE], rtol=1e-6)
+    np.testing.assert_allclose(0.5 * (part.hull.min(axis=0) + part.hull.max(axis=0)), [0.0, 0.0, 0.5 * CENTRE[2]],
+                               atol=1e-7)
+
+
+def test_the_collada_up_axis_is_ignored_as_rviz_ignores_it(tmp_path):
+    """RViz (and Drake's Meshcat viewer) keep a COLLADA file's coordinates as written whatever its <up_axis>; so
+    does the collision geometry: a Y_UP cube 0.2 m up z stays there (turned to z up it would be 0.2 m along -y)."""
+    pkg = unit_package(str(tmp_path), {"cube_y.dae": cube_dae("0.001", up_axis="Y_UP")})
+    _, geometry = build_robot_geometry(unit_urdf("cube_y.dae"), [pkg])
+    (part,) = geometry.parts
+    np.testing.assert_allclose(0.5 * (part.hull.min(axis=0) + part.hull.max(axis=0)), CENTRE, atol=1e-7)
+
+
+@pytest.mark.parametrize("meter, why", [
+    ("0", "unit"), ("-0.001", "unit"), ("nan", "unit"), ("inf", "unit"), ("5000", "unit"), ("1e-9", "unit"),
+    ("millimetre", "unit"),
+])
+def test_a_nonsense_collada_unit_is_refused_in_one_line(tmp_path, meter, why):
+    pkg = unit_package(str(tmp_path), {"cube.dae": cube_dae(meter if meter != "millimetre" else "1").replace(
+        'meter="1"', 'meter="millimetre"')})
+    with pytest.raises(GeometryError) as err:
+        build_robot_geometry(unit_urdf("cube.dae"), [pkg])
+    assert why in str(err.value) and "cube.dae" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_collada_file_with_entity_declarations_is_refused(tmp_path):
+    """The unit is read with the document type refused: an entity that would expand (a billion laughs) or read
+    another file is never expanded."""
+    bomb = cube_dae("0.001").replace('<?xml version="1.0" encoding="utf-8"?>',
+                                     '<?xml version="1.0"?>\n<!DOCTYPE COLLADA [<!ENTITY a "aaaaaaaaaa">'
+                                     '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>').replace(
+        '<unit name="probe"', '<contributor><author>&b;</author></contributor><unit name="probe"')
+    pkg = unit_package(str(tmp_path), {"bomb.dae": bomb})
+    with pytest.raises(GeometryError, match="bomb.dae.*(DTD|entit)"):
+        build_robot_geometry(unit_urdf("bomb.dae"), [pkg])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -32,8 +33,9 @@ import pinocchio as pin
 
 from vtm_dynamics.core.excerpt import clip, first_line
 from vtm_dynamics.core.package_data import example_robot_data_share
+from vtm_dynamics.core.robot.mesh_units import MeshUnitError, mesh_file_unit
 from vtm_dynamics.core.robot.model import ModelError, RobotModel
-from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, parse_urdf_xml
+from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, numbers, parse_urdf_xml
 from vtm_dynamics.core.stopsafe.bounding_volumes import (
     bounding_capsule, bounding_spheres, hull_vertices, in_frame, shape_points,
 )
@@ -119,20 +121,47 @@ def resolve_mesh(filename: str, package_dirs: Sequence[str]) -> str:
                         f"({len(roots)} given)")
 
 
-def collision_meshes(urdf_text: str) -> list[str]:
-    """The mesh file names of the URDF's ``<collision>`` elements (in document order)."""
+def _collision_mesh_elements(root: ET.Element) -> list[ET.Element]:
+    return [mesh for link in root.findall("link") for col in link.findall("collision") for mesh in col.iter("mesh")
+            if mesh.get("filename")]
+
+
+def _parse(urdf_text: str) -> ET.Element:
     try:
-        root = parse_urdf_xml(urdf_text)
+        return parse_urdf_xml(urdf_text)
     except URDFExtensionError as err:
         raise GeometryError(str(err)) from None
-    out = []
-    for link in root.findall("link"):
-        for col in link.findall("collision"):
-            for mesh in col.iter("mesh"):
-                name = mesh.get("filename")
-                if name:
-                    out.append(name)
-    return out
+
+
+def collision_meshes(urdf_text: str) -> list[str]:
+    """The mesh file names of the URDF's ``<collision>`` elements (in document order)."""
+    return [mesh.get("filename") for mesh in _collision_mesh_elements(_parse(urdf_text))]
+
+
+def with_mesh_units(urdf_text: str, package_dirs: Sequence[str]) -> tuple[str, set[str]]:
+    """(the URDF text Pinocchio builds the collision geometry from, the files its collision meshes resolve to).
+
+    Each collision mesh is found by :func:`resolve_mesh`; a COLLADA file's unit (``mesh_units``: coal reads the
+    file's numbers as metres) multiplies the element's ``<mesh scale>``. The scale is changed in the URDF before
+    Pinocchio reads it, rather than the shapes after, so that Pinocchio's geometry objects (their ``meshScale``)
+    and every bound derived from them are built once, at the right size. A text whose meshes are all in metres is
+    returned unchanged."""
+    root = _parse(urdf_text)
+    files, changed = set(), False
+    for mesh in _collision_mesh_elements(root):
+        name = mesh.get("filename")
+        path = resolve_mesh(name, package_dirs)
+        files.add(path)
+        try:
+            unit = mesh_file_unit(path)
+        except MeshUnitError as err:
+            raise GeometryError(f"urdf: collision mesh {clip(name, 120)}: {err}") from None
+        if unit != 1.0:
+            scale = numbers(mesh.get("scale"), (1.0, 1.0, 1.0), f"urdf: collision mesh {clip(name, 120)} scale",
+                            GeometryError)
+            mesh.set("scale", " ".join(repr(unit * s) for s in scale))
+            changed = True
+    return (ET.tostring(root, encoding="unicode") if changed else urdf_text), files
 
 
 class RobotGeometry:
@@ -313,15 +342,20 @@ def build_robot_geometry(urdf_text: str, package_dirs: Sequence[str], *, shapes:
     """(kinematic model, collision geometry) of a URDF (text). ``fixed_joints`` {name: value [rad or m]} locks
     joints (e.g. a gripper's fingers) so that a trajectory need not name them (Pinocchio's reduced model and
     geometry). ``robot`` reuses an already built model of the same text when nothing is fixed."""
-    for name in collision_meshes(urdf_text):
-        resolve_mesh(name, package_dirs)
+    import coal
+
+    geometry_text, files = with_mesh_units(urdf_text, package_dirs)
     full = robot if (robot is not None and not fixed_joints) else RobotModel.from_urdf(urdf_text)
     try:
-        geometry = pin.buildGeomFromUrdfString(full.model, urdf_text, pin.GeometryType.COLLISION,
+        geometry = pin.buildGeomFromUrdfString(full.model, geometry_text, pin.GeometryType.COLLISION,
                                                package_dirs=[os.path.realpath(d) for d in package_dirs])
     except Exception as err:  # noqa: BLE001 - Pinocchio/assimp raise plain errors with long texts
         first = first_line(err)
         raise GeometryError(f"urdf: a collision mesh cannot be read ({clip(first, 160)})") from None
+    for g in geometry.geometryObjects:  # the unit was read from the very file Pinocchio loaded
+        if isinstance(g.geometry, coal.BVHModelBase) and os.path.realpath(g.meshPath) not in files:
+            raise GeometryError(f"urdf: collision mesh of {clip(g.name)} was loaded from another file than the one "
+                                "checked")
     if not fixed_joints:
         return full, RobotGeometry(full, geometry, shapes)
     q = full.neutral()

@@ -36,6 +36,7 @@ import numpy as np
 from vtm_dynamics.core.excerpt import clip
 from vtm_dynamics.core.estop.inputs import StopInputError
 from vtm_dynamics.core.limited_yaml import load_yaml_text
+from vtm_dynamics.core.robot.mesh_units import MeshUnitError, mesh_file_unit
 
 MAX_OBSTACLES = 1000
 MAX_MESH_VERTICES = 200_000  # per mesh
@@ -298,7 +299,8 @@ def scene_from_yaml_text(text: str, meshes: Mapping[str, tuple[np.ndarray, np.nd
 
 def load_mesh_file(path: str, max_bytes: int = MAX_MESH_FILE_BYTES) -> tuple[np.ndarray, np.ndarray]:
     """(vertices [m], triangles) of a mesh file the caller names (STL, OBJ, DAE, ... through coal's loader),
-    capped in bytes before reading and in vertices and triangles after. One-line :class:`SceneError` naming the
+    capped in bytes before reading and in vertices and triangles after; a COLLADA file's numbers are scaled by its
+    ``<unit meter>`` (:mod:`vtm_dynamics.core.robot.mesh_units`). One-line :class:`SceneError` naming the
     file by its base name when it cannot be read."""
     import coal
 
@@ -309,7 +311,11 @@ def load_mesh_file(path: str, max_bytes: int = MAX_MESH_FILE_BYTES) -> tuple[np.
     if size > max_bytes:
         raise SceneError(f"mesh: {name} has {size} bytes, more than {max_bytes}")
     try:
-        bvh = coal.MeshLoader().load(path, np.ones(3))
+        unit = mesh_file_unit(path)  # a COLLADA file's <unit meter>, which coal's loader does not apply
+    except MeshUnitError as err:
+        raise SceneError(f"mesh: {name}: {err}") from None
+    try:
+        bvh = coal.MeshLoader().load(path, np.full(3, unit))
         V = np.array(bvh.vertices(), dtype=float)
         if bvh.num_tris > MAX_MESH_TRIANGLES or len(V) > MAX_MESH_VERTICES:
             raise SceneError(f"mesh: {name} has {bvh.num_tris} triangles and {len(V)} vertices, more than "
