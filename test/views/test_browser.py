@@ -228,3 +228,41 @@ def test_the_check_view_draws_the_robot_and_the_table_where_they_stand(check_pag
     on_table = int(changed[box].sum())
     assert on_table > 0.2 * box_area, (on_table, box_area)
     assert int(changed.sum()) - on_table < 0.02 * on_table  # the table is drawn there and only there
+
+
+@pytest.mark.parametrize("meter, up_axis", [("1", "Z_UP"), ("0.001", "Z_UP"), ("0.001", "Y_UP")])
+def test_a_collada_mesh_in_millimetres_is_drawn_as_large_as_its_unit_says_by_every_copy(tmp_path, meter, up_axis):
+    """The 0.1 m cube written in metres (the control) and in millimetres with <unit meter="0.001"/>: the robot and
+    a second copy of it (which gets the geometry the viewer's loader built for the first) each fill the region the
+    cube's eight corners project to, and nothing else; drawn at the file's numbers the millimetre cube is 100 m
+    wide. Its <up_axis> is ignored, as RViz ignores it (turned to z up, the Y_UP cube would stand 0.2 m along -y).
+    The file is parsed once. The page with both copies hidden is the control (the legend's swatch has the
+    robot's colour)."""
+    from test.collada_testdata import CENTRE, EDGE, cube_dae, unit_package, unit_urdf
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.views.robot_geometry import link_poses, robot_geometry
+    from vtm_dynamics.views.scene import LegendEntry, RobotLayer, Scene
+
+    pkg = unit_package(str(tmp_path), {"cube.dae": cube_dae(meter, up_axis)})
+    text = unit_urdf("cube.dae")
+    robot = RobotModel.from_urdf(text)
+    g = robot_geometry(robot.model, text, package_roots=[pkg])
+    poses = link_poses(robot.model, g, robot.neutral()[None, :])
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * EDGE / 2 + CENTRE
+    layers = tuple(RobotLayer(name, name, palette.ROBOT, 1.0, np.zeros(1), poses) for name in ("robot", "copy"))
+    scene = Scene("unit", g, robots=layers, legend=(LegendEntry(palette.ROBOT, "robot", ("robot", "copy")),),
+                  focus=corners)
+    path = write_page(scene, str(tmp_path / "cube.html"))
+    camera = scene_payload(scene)[0]["camera"]
+    expected = _project(corners, camera, SIZE)
+    panel = _robot_pixels(headless.screenshot(path, str(tmp_path / "none.png"), "t=0&hide=robot,copy", size=SIZE))
+    for hide in ("copy", "robot"):
+        png, status = headless.screenshot_with_status(path, str(tmp_path / f"{hide}.png"), f"t=0&hide={hide}",
+                                                      size=SIZE)
+        assert status["ready"] and status["errors"] == [] and status["mesh_errors"] == 0, status
+        assert status["meshes"] == 1 and status["mesh_parses"] == 1, status
+        rows, cols = np.nonzero(_robot_pixels(png) & ~panel)  # not the legend's swatch of the robot's colour
+        assert len(rows) > 0, f"{hide} hidden: no cube drawn"
+        drawn = np.array([[cols.min(), rows.min()], [cols.max(), rows.max()]], dtype=float)
+        np.testing.assert_allclose(drawn, [expected.min(axis=0), expected.max(axis=0)], atol=8,
+                                   err_msg=f"{hide} hidden: the cube's drawn extent [px]")

@@ -9,6 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
+from test.collada_testdata import EDGE, cube_dae, unit_package, unit_urdf
 from test.ros_helpers import REPO_ROOT
 from test.views.views_testdata import ur5_geometry, ur5_stop
 from vtm_dynamics.core.robot.model import RobotModel
@@ -154,3 +155,36 @@ def test_link_poses_of_many_configurations_are_each_configurations_own():
     assert together.shape == (len(qs), len(g.links), 7)
     for k, q in enumerate(qs):
         assert np.array_equal(together[k], link_poses(robot.model, g, q[None, :])[0])
+
+
+@pytest.mark.parametrize("meter", ["1", "0.001", "0.0254"])
+def test_a_collada_mesh_is_scaled_by_its_unit_times_the_urdf_scale(tmp_path, meter):
+    """A COLLADA file's <unit meter="..."> says how many metres one of its coordinates is (RViz draws it so): the
+    page scales the file's coordinates by the unit times the URDF's <mesh scale>, so the 0.1 m cube written in
+    metres, millimetres or inches is drawn 0.2 m x 0.1 m x 0.1 m with scale="2 1 1". The viewer's COLLADA
+    loader puts the unit on the root of what it reads, and Drake's viewer drops that root's transform."""
+    from vtm_dynamics.views.scene import Scene
+    from vtm_dynamics.views.web_page import scene_payload
+
+    pkg = unit_package(str(tmp_path), {"cube.dae": cube_dae(meter)})
+    text = unit_urdf("cube.dae", scale="2 1 1")
+    robot = RobotModel.from_urdf(text)
+    g = robot_geometry(robot.model, text, package_roots=[pkg])
+    assert g.notes == () and len(g.meshes) == 1
+    (visual,) = next(link for link in g.links if link.name == "arm").visuals
+    written = EDGE / float(meter)  # the cube's edge in the file's own numbers
+    np.testing.assert_allclose(np.array(visual.scale) * written, [2 * EDGE, EDGE, EDGE], rtol=1e-12)
+    payload, _ = scene_payload(Scene("unit", g))
+    (drawn,) = next(link for link in payload["links"] if link["name"] == "arm")["visuals"]
+    np.testing.assert_allclose(np.array(drawn["scale"]) * written, [2 * EDGE, EDGE, EDGE], rtol=1e-12)
+
+
+@pytest.mark.parametrize("meter", ["0", "-1", "nan", "inf", "5000", "1e-9"])
+def test_a_collada_mesh_with_a_nonsense_unit_is_not_drawn_and_the_note_says_why(tmp_path, meter):
+    pkg = unit_package(str(tmp_path), {"cube.dae": cube_dae(meter)})
+    text = unit_urdf("cube.dae")
+    robot = RobotModel.from_urdf(text)
+    g = robot_geometry(robot.model, text, package_roots=[pkg])
+    assert g.meshes == () and len(g.notes) == 1
+    assert "cube.dae" in g.notes[0] and "unit" in g.notes[0] and "\n" not in g.notes[0]
+    assert any(link.visuals and link.visuals[0].kind == "cylinder" for link in g.links)  # still drawn, as a stick

@@ -6,7 +6,8 @@ Mesh files are data named by the URDF, so they are opened only inside trusted ro
 ``urdf_dir`` (the directory of a URDF file the user named). A path that leaves its root (``..``, a symbolic link),
 is not a regular file, is not .dae/.obj/.stl or exceeds ``max_mesh_bytes`` (in all ``max_total_bytes``) is
 refused with the reason. A file that passes is opened and checked when the robot's geometry is made
-(:class:`MeshReader`), and its bytes are read only when a page needs them and does not hold them packed already
+(:class:`MeshReader`; a COLLADA file's ``<unit meter>`` is read then, from the head of the file open for the check:
+:mod:`vtm_dynamics.core.robot.mesh_units`, a file with a unit that is no length is not drawn), and its bytes are read only when a page needs them and does not hold them packed already
 (``packed_files``): :func:`open_mesh_file` and :func:`read_mesh_file` apply the same checks and caps again then.
 """
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from vtm_dynamics.core.excerpt import excerpt
 from vtm_dynamics.core.package_data import example_robot_data_share
+from vtm_dynamics.core.robot.mesh_units import MeshUnitError, collada_unit
 
 MESH_FORMATS = {".dae": "dae", ".obj": "obj", ".stl": "stl"}
 DEFAULT_MAX_MESH_BYTES = 32 * 1024 * 1024  # one mesh file (the Panda's largest visual mesh is ~2 MB)
@@ -44,12 +46,14 @@ class MeshFile:
 @dataclass(frozen=True)
 class MeshData:
     """A mesh in ``format`` ('dae', 'obj', 'stl'); ``source`` is the URDF's name for it. Its bytes are ``data``
-    (a mesh made in memory) or in ``file`` (read by :func:`mesh_bytes`); exactly one is set."""
+    (a mesh made in memory) or in ``file`` (read by :func:`mesh_bytes`); exactly one is set. ``unit``: metres per
+    one of its coordinates (a COLLADA file's ``<unit meter>``, else 1), which the URDF's scale is multiplied by."""
 
     format: str
     data: bytes | None
     source: str
     file: MeshFile | None = None
+    unit: float = 1.0
 
 
 def default_package_roots() -> list[str]:
@@ -114,6 +118,16 @@ class MeshReader:
             return [(self.urdf_dir, os.path.relpath(path, root))] if path.startswith(root + os.sep) else []
         return [(self.urdf_dir, path)]
 
+    def _check(self, info: os.stat_result) -> str:
+        """Why the file with status ``info`` is not read ("" when it may be)."""
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > self.max_mesh_bytes:
+            return f"{info.st_size} bytes, over max_mesh_bytes {self.max_mesh_bytes}"
+        if self.total + info.st_size > self.max_total:
+            return f"the meshes exceed max_total_bytes {self.max_total}"
+        return ""
+
     def read(self, name: str) -> tuple[int, str]:
         """(index into meshes, "") or (-1, why it is not drawn)."""
         ext = os.path.splitext(name)[1].lower()
@@ -137,18 +151,18 @@ class MeshReader:
                 return -1, f"mesh {excerpt(name)}: cannot read ({err.strerror or type(err).__name__})"
             try:
                 info = os.fstat(fd)
+                why = self._check(info)
+                unit = collada_unit(fd) if not why and ext == ".dae" else 1.0
+            except MeshUnitError as err:
+                why = str(err)
             finally:
                 os.close(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return -1, f"mesh {excerpt(name)}: not a regular file"
-            if info.st_size > self.max_mesh_bytes:
-                return -1, f"mesh {excerpt(name)}: {info.st_size} bytes, over max_mesh_bytes {self.max_mesh_bytes}"
-            if self.total + info.st_size > self.max_total:
-                return -1, f"mesh {excerpt(name)}: the meshes exceed max_total_bytes {self.max_total}"
+            if why:
+                return -1, f"mesh {excerpt(name)}: {why}"
             self.total += info.st_size
             self.index[wanted] = len(self.meshes)
             self.meshes.append(MeshData(MESH_FORMATS[ext], None, name,
-                                        MeshFile(wanted, self.max_mesh_bytes, info.st_dev, info.st_ino)))
+                                        MeshFile(wanted, self.max_mesh_bytes, info.st_dev, info.st_ino), unit))
             return self.index[wanted], ""
         return -1, f"mesh {excerpt(name)}: not found in the trusted roots"
 

@@ -8,7 +8,9 @@ knife-edge point, or to twice its centre of mass when it has none, and a short c
 mechanisms of the solvability examples carry no visuals at all and are drawn that way.
 
 Mesh files are data named by the URDF: found and checked inside trusted roots by ``mesh_files`` (a file that
-fails a check is not drawn: the body becomes a stick figure and the notes say why). Units: m.
+fails a check is not drawn: the body becomes a stick figure and the notes say why). A COLLADA file's
+``<unit meter>`` is honoured as RViz honours it, and its ``<up_axis>`` ignored as RViz ignores it
+(:mod:`vtm_dynamics.core.robot.mesh_units`). Units: m.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ MAX_VISUALS = 4096
 @dataclass(frozen=True)
 class Visual:
     """One drawable item in its frame: ``kind`` mesh | box | cylinder | sphere; ``origin`` (4 x 4) in the frame;
-    ``mesh`` index into :attr:`RobotGeometry.meshes` and ``scale``; ``size`` (box, m), ``radius`` and ``length``
+    ``mesh`` index into :attr:`RobotGeometry.meshes` and ``scale`` (the URDF's ``<mesh scale>`` times the mesh
+    file's unit, :attr:`MeshData.unit`: what multiplies the numbers in the file); ``size`` (box, m), ``radius`` and ``length``
     (cylinder along its z axis, sphere) [m]."""
 
     kind: str
@@ -95,7 +98,10 @@ def _visual(visual, what: str, meshes: MeshReader) -> tuple[Visual | None, str]:
     if shape.tag == "mesh":
         scale = numbers(shape.get("scale"), (1.0, 1.0, 1.0), f"{what}.mesh.scale")
         index, why = meshes.read(shape.get("filename") or "")
-        return (Visual("mesh", origin, mesh=index, scale=scale), "") if index >= 0 else (None, f"{what}: {why}")
+        if index < 0:
+            return None, f"{what}: {why}"
+        unit = meshes.meshes[index].unit  # Drake's viewer draws a COLLADA file's numbers as metres
+        return Visual("mesh", origin, mesh=index, scale=tuple(unit * s for s in scale)), ""
     if shape.tag == "box":
         size = numbers(shape.get("size"), (0.0, 0.0, 0.0), f"{what}.box.size")
         return Visual("box", origin, size=tuple(abs(s) for s in size)), ""
