@@ -20,6 +20,9 @@ stamps and the other by receipt, the stamped one's median lag (receive time - st
 ``-MAX_STAMP_LEAD`` .. ``MAX_STAMP_LAG``: a stamp on another clock (a simulator's, a controller's) would shift every
 trigger instant against the joint states. Units: s, rad, rad/s. Errors: :class:`RecordingError`, one line naming the bag
 (by base name) and what is wrong.
+
+Size: about 430 lines: writing and reading share the bag's topics, types and limits, and the message-by-message
+checks of a recording (clocks, publishers, names) are one series object that reads best beside the reader.
 """
 
 from __future__ import annotations
