@@ -60,6 +60,29 @@ def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envel
     assert msg.worst_distance > msg.distance and msg.worst_time > msg.time > 0
 
 
+@pytest.mark.parametrize("graph", [{"stopping_envelope_payload_max": 2.0, "continuous_rate": 20.0,
+                                    "max_start_state_age": 5.0, "tcp_frame": "wrist_3_link"}], indirect=True)
+def test_the_envelopes_payload_sits_at_the_robots_payload_frame_whatever_the_tcp(graph):
+    # with a TCP other than the catalogue's payload frame (tool0 on the UR5), the live envelope attached its payload
+    # at the TCP while the separation distance, vtm-stopping-data and the maps attach it at tool0: two figures of
+    # one node for two different loads. The payload now sits at tool0; the distance is still the TCP's.
+    got = _listen(graph)
+    _stream(graph, got)
+    msg = got[0]
+    assert msg.success, msg.message
+    assert msg.tcp_frame == "wrist_3_link"
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    brakes = brakes_from_config(robot, TEST_BRAKES)
+    spec = EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload=(0.0, 2.0), payload_frame="tool0")
+    env = stop_envelope(robot, brakes, UR5_Q, UR5_V, spec, tcp_frame="wrist_3_link", settings=StopSettings(t_max=5.0))
+    assert msg.worst_distance == pytest.approx(env.worst_distance.tcp_straight_distance, abs=1e-9)
+    assert msg.worst_time == pytest.approx(env.worst_time.stop_time, abs=1e-9)
+    at_tcp = stop_envelope(robot, brakes, UR5_Q, UR5_V, EnvelopeSpec(
+        torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload=(0.0, 2.0), payload_frame="wrist_3_link"),
+        tcp_frame="wrist_3_link", settings=StopSettings(t_max=5.0))
+    assert abs(at_tcp.worst_time.stop_time - env.worst_time.stop_time) > 1e-6  # the test can tell the two apart
+
+
 @pytest.mark.parametrize("graph", [{"prediction_deadline": 1e-6, "continuous_rate": 20.0}], indirect=True)
 def test_a_failed_prediction_is_published_as_failure_with_its_reason(graph):
     got = _listen(graph)

@@ -4,8 +4,8 @@ state, nominal and the worst case of the uncertainty envelope, on ``stopping_dis
 ISO/TS 15066 speed-and-separation monitoring puts the robot's stopping distance into the protective separation
 distance; what it needs is the worst credible value now, not the nominal one alone. In continuous mode
 (``continuous_rate`` > 0) the predictor hands every continuous prediction (the nominal case) to
-:class:`LiveStopping`, which predicts the envelope's other cases (brake torque x, engage delay x, payload at the TCP
-frame: corners plus ``stopping_envelope_random`` seeded samples, :func:`vtm_dynamics.core.estop.envelope.envelope_samples`)
+:class:`LiveStopping`, which predicts the envelope's other cases (brake torque x, engage delay x, payload at the
+robot's payload frame, the same as the separation distance's: corners plus ``stopping_envelope_random`` seeded samples, :func:`vtm_dynamics.core.estop.envelope.envelope_samples`)
 through the node's own prediction call (same category, horizon, step and deadline) and publishes the nominal and
 the worst values. A case that fails, or that is not at rest within the horizon (its distance is then the distance
 travelled until the horizon, not to rest), makes the message ``success=false`` naming it: a worst case over part of
@@ -42,8 +42,10 @@ LIVE_PARAMETERS = (
                     P.in_range(0.0, 10.0), constraint="0 .. 10"),
     P.ParameterSpec("stopping_envelope_delay_max", ENVELOPE_DELAY_FACTOR[1], "Envelope: largest engage-delay factor.",
                     P.in_range(0.0, 10.0), constraint="0 .. 10, >= delay_min (else the message is a failure naming it)"),
-    P.ParameterSpec("stopping_envelope_payload_max", 0.0, "Envelope: largest payload [kg] at the TCP frame "
-                    "(the smallest is 0; the model's own payload, if any, comes on top).", P.in_range(0.0, 1000.0),
+    P.ParameterSpec("stopping_envelope_payload_max", 0.0, "Envelope: largest payload [kg], a point mass at the "
+                    "robot's payload frame (tool0 on the shipped arms, as in the separation distance and "
+                    "vtm-stopping-data; else the TCP frame). The smallest is 0; the model's own payload, if any, "
+                    "comes on top.", P.in_range(0.0, 1000.0),
                     constraint="0 .. 1000 kg"),
     P.ParameterSpec("stopping_envelope_random", 0, "Envelope: seeded random interior cases beside the corners.",
                     P.in_range(0, 64), constraint="0 .. 64"),
@@ -131,9 +133,10 @@ class LiveStopping:
             self._models[key] = with_payload(robot, mass, frame)
         return self._models[key]
 
-    def evaluate(self, robot: RobotModel, brakes: BrakeSet, nominal: Any, p: dict, tcp_frame: str,
+    def evaluate(self, robot: RobotModel, brakes: BrakeSet, nominal: Any, p: dict, payload_frame: str,
                  predict: Callable[[RobotModel, BrakeSet], Any]) -> LiveStop:
-        """The envelope around ``nominal`` (a core StopPrediction or its :class:`StopSummary`);
+        """The envelope around ``nominal`` (a core StopPrediction or its :class:`StopSummary`), its payload attached
+        at ``payload_frame`` (``PredictionSettings.payload_frame_of``);
         ``predict(robot, brakes)`` returns the node's ``Outcome`` (``result`` None: ``reason``)."""
         start = time.monotonic()
         d0, l0, t0 = _values(nominal)
@@ -149,7 +152,7 @@ class LiveStopping:
             except ValueError as err:
                 return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start, str(err))
             for tf, df, mass in samples:
-                outcome = predict(self._model(robot, mass, tcp_frame), brakes.scaled(torque_factor=tf,
+                outcome = predict(self._model(robot, mass, payload_frame), brakes.scaled(torque_factor=tf,
                                                                                     delay_factor=df))
                 if outcome.result is None or not outcome.result.stopped:
                     reason = outcome.reason if outcome.result is None else NOT_AT_REST

@@ -252,12 +252,12 @@ class PredictionProcess:
         reply = self._request("predict", robot, brakes, state, (options, messages))
         return reply if isinstance(reply, Outcome) else Outcome(None, reply, 0.0)
 
-    def envelope(self, model: Any, robot: Any, state: Any, nominal: Any, p: dict[str, Any], tcp_frame: str) -> Any:
+    def envelope(self, model: Any, robot: Any, state: Any, nominal: Any, p: dict[str, Any], payload_frame: str) -> Any:
         """``LiveStopping.evaluate`` of ``nominal`` (a core StopPrediction from ``state``) with the model's
         brakes, every case predicted in the child in one call; a failure is a ``LiveStop`` naming it."""
         summary = StopSummary.of(nominal)
         reply = self._request("envelope", robot, model.brakes, state,
-                              (summary, {k: p[k] for k in ENVELOPE_KEYS}, tcp_frame))
+                              (summary, {k: p[k] for k in ENVELOPE_KEYS}, payload_frame))
         if isinstance(reply, LiveStop):
             return reply
         d, length, t = summary.values()
@@ -343,8 +343,8 @@ def _answer(kind: str, robot: Any, brakes: Any, state: StateQV, settings: Any, e
             outcome = replace(outcome, messages=serialized_messages(robot, outcome.result, messages))
         return outcome
     if kind == "envelope":
-        summary, p, tcp_frame = extra
-        return live.evaluate(robot, brakes, summary, p, tcp_frame,
+        summary, p, payload_frame = extra
+        return live.evaluate(robot, brakes, summary, p, payload_frame,
                              lambda variant, scaled: predict_with_brakes(variant, scaled, state, settings))
     raise ValueError(f"unknown request {kind!r}")
 

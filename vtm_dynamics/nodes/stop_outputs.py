@@ -306,16 +306,16 @@ class StopOutputs:
                           envelope: Callable[..., Any] | None = None) -> StoppingDistance:
         """The live stopping distance of a round: nominal = its prediction, worst case over the envelope predicted
         with the same settings (``predict(model, robot, state, brakes=...)`` per case, or ``envelope(model, robot,
-        state, nominal, p, tcp_frame)`` for all of them, e.g. ``PredictionProcess.envelope``); a failure is
+        state, nominal, p, payload_frame)`` for all of them, e.g. ``PredictionProcess.envelope``); a failure is
         success=false."""
         model, outcome = round_.model, round_.outcome
-        tcp = self.settings.tcp_frame_of(model.aux)
+        payload_frame = self.settings.payload_frame_of(model.aux)
         live = None
         if outcome.result is not None and model.brakes is not None:
             if envelope is not None:
-                live = envelope(model, model.aux, round_.sample.state, outcome.result, self.p, tcp)
+                live = envelope(model, model.aux, round_.sample.state, outcome.result, self.p, payload_frame)
             else:
-                live = self.live.evaluate(model.aux, model.brakes, outcome.result, self.p, tcp,
+                live = self.live.evaluate(model.aux, model.brakes, outcome.result, self.p, payload_frame,
                                           lambda robot, brakes: predict(model, robot, round_.sample.state,
                                                                         brakes=brakes))
             if not live.error and live.worst_rest is not None:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopSettings, predict_stop
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.robot.catalogue import ROBOTS
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes.model_slot import LoadedModel, ModelSlot
@@ -54,6 +55,14 @@ class PredictionSettings:
         """The configured TCP frame if ``robot`` has it, else the robot's tool frame."""
         f = self.tcp_frame
         return f if f and robot.model.existFrame(f) else default_tcp_frame(robot, self.robot_name)
+
+    def payload_frame_of(self, robot: RobotModel) -> str:
+        """Where the stopping envelope's payload (a point mass) is attached: the shipped robot's payload frame (the
+        catalogue's, where ``vtm-stopping-data``, the maps and the stop-safe check put it) if ``robot`` has it,
+        else the TCP frame. The same for the live stopping distance and the separation distance."""
+        spec = ROBOTS.get(self.robot_name)
+        f = spec.payload_frame if spec is not None else None
+        return f if f and robot.model.existFrame(f) else self.tcp_frame_of(robot)
 
 
 @dataclass(frozen=True)

@@ -136,8 +136,7 @@ class StopsafeKits:
         except (SceneError, ValueError) as err:
             return f"collision geometry of {model.name!r}: {err} (parameter collision_package_dirs)"
         tcp = self.settings.tcp_frame_of(robot)
-        spec = ROBOTS.get(self.p["robot"])
-        payload_frame = (spec.payload_frame if spec is not None else None) or tcp
+        payload_frame = self.settings.payload_frame_of(robot)
         try:
             envelope = replace(LiveStopping.spec(dict(self.p)), payload_frame=payload_frame) \
                 if self.p["stopping_envelope"] else None
