@@ -29,6 +29,7 @@ from vtm_dynamics.core.estop.defaults import (
     PAYLOAD,
 )
 from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.stopping.map_summary import MapSummary, passes_of, summarize_passes
 
 MAX_STATES = 100_000_000  # a map larger than this is a typo, not a plan
 MAX_CHUNK = 100_000
@@ -109,23 +110,6 @@ class StateBatch:
     torque_factor: np.ndarray
     delay_factor: np.ndarray
     tcp_start: np.ndarray
-
-
-@dataclass(frozen=True)
-class MapSummary:
-    """Reduction of a map: ``count`` states, ``stopped`` of them came to rest; ``worst_distance`` /
-    ``worst_time`` (the row's state number and value [m] / [s]; both inf when a state did not stop: its stopping
-    distance is not known); distribution percentiles (50, 90, 99, 100) ``distance_percentiles`` [m] and
-    ``time_percentiles`` [s] (over every row, a state that did not stop counting as inf in both: :func:`summarize`)."""
-
-    count: int
-    stopped: int
-    worst_distance_state: int
-    worst_distance: float
-    worst_time_state: int
-    worst_time: float
-    distance_percentiles: tuple[float, float, float, float]
-    time_percentiles: tuple[float, float, float, float]
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -371,42 +355,9 @@ def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: in
     return cols
 
 
-def _percentiles(values: np.ndarray, pct: Sequence[float]) -> tuple[float, ...]:
-    """Percentiles (numpy's linear interpolation between order statistics) of ``values`` that may hold +inf: a
-    percentile whose interpolation reaches an infinite value is inf (never nan)."""
-    x = np.sort(np.asarray(values, dtype=float))
-    out = []
-    for p in pct:
-        h = (x.size - 1) * p / 100.0
-        lo, hi = int(math.floor(h)), int(math.ceil(h))
-        out.append(math.inf if math.isinf(x[hi]) else float(x[lo] + (h - lo) * (x[hi] - x[lo])))
-    return tuple(out)
-
-
 def summarize(columns: dict[str, np.ndarray]) -> MapSummary:
-    """Worst cases and distribution of a map's rows. A state that did not stop has the stop time inf and an unknown
-    stopping distance (its row keeps the distance at the horizon, a lower bound while it is still moving): both
-    count as inf. Such a state is the worst time and the worst distance (of several, the one farthest from its
-    start at the horizon), and it takes part in the percentiles as inf, so a percentile whose rank reaches the
-    states that did not stop is inf, and the maxima are inf when any did not stop. A distance or time that is not
-    a number counts as unknown (inf) too: no row is left out of a percentile."""
-    dist = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
-    time = np.asarray(columns["stop_time_s"], dtype=float)
-    states = np.asarray(columns["state"])
-    if dist.size == 0:
+    """Worst cases and distribution of a map's rows held in memory (:func:`.map_summary.summarize_passes`, which
+    reduces a map of any size a block at a time, says how a state that did not stop counts)."""
+    if np.asarray(columns["tcp_straight_distance_m"]).size == 0:
         raise MapInputError("map: no rows to summarize")
-    stopped = np.asarray(columns["stopped"], dtype=bool)
-    known = stopped & np.isfinite(dist)
-    if known.all():
-        kd = int(np.argmax(dist))
-    else:
-        unknown = np.flatnonzero(~known)
-        kd = int(unknown[np.argmax(np.where(np.isfinite(dist[unknown]), dist[unknown], -np.inf))])
-    pct = (50, 90, 99, 100)
-    time = np.where(stopped & ~np.isnan(time), time, math.inf)
-    kt = int(np.argmax(time))
-    return MapSummary(count=int(dist.size), stopped=int(np.sum(stopped)),
-                      worst_distance_state=int(states[kd]), worst_distance=float(dist[kd]) if known.all() else math.inf,
-                      worst_time_state=int(states[kt]), worst_time=float(time[kt]),
-                      distance_percentiles=_percentiles(np.where(known, dist, math.inf), pct),
-                      time_percentiles=_percentiles(time, pct))
+    return summarize_passes(passes_of(columns))
