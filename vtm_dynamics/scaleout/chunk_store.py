@@ -6,7 +6,8 @@ Layout of a run directory::
                                ``inputs_hash``, chunk count
     chunks/chunk-000042.parquet one file per finished chunk (schema metadata: inputs hash, chunk, content checksum)
     failures.json              chunks that failed, each with its input and reason (absent when none failed)
-    stopping_map.parquet       all rows in state order, written only once every chunk is done
+    stopping_map.parquet       all rows in state order, written only once every chunk is done, in row groups of
+                               ROW_GROUP_ROWS rows (the client holds one chunk or one row group at a time)
 
 Every file is written to a temporary name in the same directory and renamed (``os.replace`` is atomic on POSIX), so a
 reader never sees half a file under a final name. On resume a chunk file counts only if its metadata carries the
@@ -23,13 +24,14 @@ those names and this module's own temporary files (``.<name>.<random>.part``); `
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import secrets
 import stat
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +44,8 @@ _META_CONTENT = b"vtm_content_sha256"
 CHUNK_NAME = re.compile(r"^chunk-[0-9]{6}\.parquet$")
 TEMP_NAME = re.compile(r"^\.(chunk-[0-9]{6}\.parquet|manifest\.json|failures\.json|stopping_map\.parquet)"
                        r"\.[A-Za-z0-9_]{1,32}\.part$")
+ROW_GROUP_ROWS = 16_384  # rows per row group of the combined file (the client holds one while writing it)
+SCRATCH_BLOCK = 8 * 1024 * 1024  # [bytes] read at a time when the combined file's checksum is computed
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -137,6 +141,18 @@ class _Folder:
             if self.kind(tmp) == "file":
                 os.unlink(tmp, dir_fd=self.fd)
             raise
+
+    @contextlib.contextmanager
+    def scratch(self) -> Iterator[int]:
+        """A file descriptor of a new file no one else can reach: created under this module's temporary name and
+        unlinked at once, so nothing is left behind, whatever happens."""
+        tmp = f".stopping_map.parquet.{secrets.token_hex(8)}.part"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=self.fd)
+        try:
+            os.unlink(tmp, dir_fd=self.fd)
+            yield fd
+        finally:
+            os.close(fd)
 
     def delete_own(self, name: str) -> None:
         """Delete ``name`` if it is a regular file (only ever called with this module's own names)."""
@@ -284,21 +300,77 @@ class ChunkStore:
         root.write_atomic("failures.json", lambda f: f.write(text))
 
     def combine(self) -> str:
-        """Write all chunks, in chunk (= state) order, to the final Parquet file (atomically); every chunk's values
-        are checked against their checksum once more on the way."""
-        tables = []
+        """Write all chunks, in chunk (= state) order, to the final Parquet file (atomically), holding one chunk and
+        one row group at a time; every chunk's values are checked against their checksum once more on the way.
+
+        The file's checksum covers each column whole, one after the other (:func:`content_hash`), while the chunks
+        come row by row: the first pass places each chunk's columns in a scratch file laid out column after
+        column (about the map's size on disk, deleted as soon as it is made), hashes it, and the second writes
+        the Parquet file from it in row groups of :data:`ROW_GROUP_ROWS` rows."""
+        root, _ = self._folders()
+        total = sum(self.rows_of(k) for k in range(self.n_chunks))
+        with root.scratch() as scratch:
+            layout = self._spill(scratch, total)
+            h = hashlib.sha256()
+            for name, dtype, offset in layout:
+                h.update(name.encode("utf-8") + b"\0" + dtype.str.encode("ascii") + b"\0" + total.to_bytes(8, "little"))
+                for start in range(0, total * dtype.itemsize, SCRATCH_BLOCK):
+                    h.update(_pread(scratch, min(SCRATCH_BLOCK, total * dtype.itemsize - start), offset + start))
+            schema = pa.schema([(name, pa.from_numpy_dtype(dtype)) for name, dtype, _ in layout],
+                               metadata={_META_HASH: self.digest.encode(), _META_CONTENT: h.hexdigest().encode()})
+
+            def write(f) -> None:
+                with pq.ParquetWriter(f, schema) as writer:
+                    for start in range(0, total, ROW_GROUP_ROWS):
+                        n = min(ROW_GROUP_ROWS, total - start)
+                        writer.write_table(pa.table(
+                            {name: pa.array(np.frombuffer(_pread(scratch, n * dtype.itemsize,
+                                                                 offset + start * dtype.itemsize), dtype=dtype))
+                             for name, dtype, offset in layout}, schema=schema))
+
+            root.write_atomic("stopping_map.parquet", write)
+        return self.result_path
+
+    def _spill(self, scratch: int, total: int) -> list[tuple[str, np.dtype, int]]:
+        """Every chunk's columns checked and written into ``scratch`` column after column; the columns' names,
+        dtypes and offsets there."""
+        layout: list[tuple[str, np.dtype, int]] = []
+        row = 0
         for k in range(self.n_chunks):
             columns = self._read_chunk(k)
             if columns is None:
                 raise StoreError(f"out: {self.chunk_path(k)} changed during the run (checksum or metadata); run again "
                                  "to recompute it")
-            tables.append(pa.table({n: pa.array(v) for n, v in columns.items()}))
-        table = pa.concat_tables(tables)
-        table = table.replace_schema_metadata({_META_HASH: self.digest.encode(),
-                                               _META_CONTENT: content_hash(_columns(table)).encode()})
-        root, _ = self._folders()
-        root.write_atomic("stopping_map.parquet", lambda f: pq.write_table(table, f))
-        return self.result_path
+            arrays = {name: np.ascontiguousarray(values) for name, values in columns.items()}
+            if not layout:
+                offset = 0
+                for name, values in arrays.items():
+                    if values.dtype.kind not in "biuf":
+                        raise StoreError(f"out: {self.chunk_path(k)}: column {name} is not numeric")
+                    layout.append((name, values.dtype, offset))
+                    offset += total * values.dtype.itemsize
+            if [(name, values.dtype) for name, values in arrays.items()] != [(n, d) for n, d, _ in layout]:
+                raise StoreError(f"out: {self.chunk_path(k)} has other columns than chunk 0; run again with "
+                                 "--overwrite")
+            for name, dtype, offset in layout:
+                data, at = memoryview(arrays[name].tobytes()), offset + row * dtype.itemsize
+                while data:  # a regular file may take fewer bytes than given (a full disk raises)
+                    done = os.pwrite(scratch, data, at)
+                    data, at = data[done:], at + done
+            row += len(arrays[layout[0][0]])
+        return layout
+
+
+def _pread(fd: int, n: int, offset: int) -> bytes:
+    """Exactly ``n`` bytes at ``offset`` (a scratch file that ends early is an error, never short data)."""
+    parts, got = [], 0
+    while got < n:
+        part = os.pread(fd, n - got, offset + got)
+        if not part:
+            raise StoreError("out: the scratch file of the combined map ended early")
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
 
 
 def read_result(path: str) -> dict[str, np.ndarray]:
