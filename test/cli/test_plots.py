@@ -197,6 +197,43 @@ def test_map_plots_mark_the_states_that_did_not_stop_whose_colour_is_only_a_dist
         assert any("did not stop" in t.get_text() for t in ax.get_legend().get_texts())
 
 
+
+def _drawn(fig) -> dict:
+    """What a map figure shows: the cells' colours (values), the marked points, the bars and their labels."""
+    ax = fig.axes[0]
+    meshes = [c.get_array() for c in ax.collections if hasattr(c, "get_array") and c.get_array() is not None]
+    return {"cells": [np.ma.filled(np.ma.asarray(m, dtype=float), np.nan).tolist() for m in meshes],
+            "points": [(line.get_label(), np.asarray(line.get_xydata()).tolist()) for line in ax.get_lines()],
+            "bars": [(p.get_width(), p.get_y()) for p in ax.patches if hasattr(p, "get_y")],
+            "texts": [t.get_text() for t in ax.texts] + [t.get_text() for t in ax.get_yticklabels()],
+            "title": ax.get_title()}
+
+
+def test_map_plots_read_a_block_at_a_time_show_what_the_whole_map_shows(figures, tmp_path):
+    # a large map's file is read in blocks (two passes: the ranges, then the cells); the figures are those of all
+    # rows at once, and each cell's colour is the largest distance of the states starting in it
+    from vtm_dynamics.cli.stopping_charts import map_heatmaps
+
+    rng = np.random.default_rng(8)
+    n = 500
+    late = rng.random(n) < 0.02
+    cols = {"state": np.arange(n), "tcp_x_m": rng.uniform(-0.8, 0.8, n), "tcp_y_m": rng.uniform(-0.8, 0.8, n),
+            "tcp_z_m": rng.uniform(-0.3, 0.9, n), "tcp_straight_distance_m": rng.uniform(0.0, 0.4, n),
+            "stop_time_s": np.where(late, np.inf, rng.uniform(0.05, 0.5, n)), "stopped": ~late,
+            "payload_kg": rng.choice([0.0, 5.0], n), "speed_fraction": rng.uniform(0.1, 1.0, n),
+            "torque_factor": rng.uniform(0.9, 1.1, n), "delay_factor": rng.uniform(1.0, 1.5, n)}
+    map_heatmaps(cols, str(tmp_path / "whole"), bins=8, top=5)
+    whole = {name: _drawn(fig) for name, fig in figures}
+    figures.clear()
+    blocks = lambda: ({k: v[i:i + 37] for k, v in cols.items()} for i in range(0, n, 37))
+    map_heatmaps(blocks, str(tmp_path / "blocks"), bins=8, top=5)
+    assert {name: _drawn(fig) for name, fig in figures} == whole
+    check(figures, {"map_top_xy.png", "map_side_xz.png", "map_worst_states.png"})
+    cells = np.array(whole["map_top_xy.png"]["cells"][0])
+    assert np.nanmax(cells) == cols["tcp_straight_distance_m"].max()  # the worst state's cell shows its distance
+    worst = np.argsort(-cols["tcp_straight_distance_m"])[:5]
+    assert whole["map_worst_states.png"]["texts"][-5:] == [f"state {k}" for k in worst]
+
 def test_recorded_stop_overlay(figures, tmp_path):
     from vtm_dynamics.cli.stop_report import overlay_plots
 

@@ -169,3 +169,91 @@ def test_the_csv_is_written_as_it_is_made_not_held_whole_in_memory(tmp_path, mon
     assert rows[0] == list(columns) and len(rows) == n + 1
     assert [float(r[1]) for r in rows[1:]] == columns["stop_time_s"].tolist()  # every value exactly, in order
     assert [r[3] for r in rows[1:3]] == [str(int(columns["stopped"][0])), str(int(columns["stopped"][1]))]
+
+
+def test_the_csv_of_a_map_read_in_blocks_is_the_csv_of_the_whole_map(tmp_path, monkeypatch):
+    from vtm_dynamics.cli import stopping_map
+    from vtm_dynamics.cli.stopping_map import write_map_csv
+
+    monkeypatch.setattr(stopping_map, "CSV_BLOCK_ROWS", 7)  # blocks of the file across the CSV's own blocks
+    rng = np.random.default_rng(9)
+    n = 100
+    columns = {"state": np.arange(n), "stop_time_s": np.where(rng.random(n) < 0.1, np.inf, rng.random(n)),
+               "stopped": rng.random(n) > 0.1}
+    summary = {"inputs_hash": "y" * 64, "software": {"name": "vtm_dynamics"}}
+    write_map_csv(str(tmp_path / "whole.csv"), columns, summary)
+    write_map_csv(str(tmp_path / "blocks.csv"),
+                  lambda: ({k: v[i:i + 23] for k, v in columns.items()} for i in range(0, n, 23)), summary)
+    assert (tmp_path / "blocks.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    lines = (tmp_path / "whole.csv").read_text().splitlines()
+    assert lines[-1] == f"99,{float(columns['stop_time_s'][99])!r},{int(columns['stopped'][99])}" and len(lines) == 3 + n
+
+# the client's work once every chunk is on disk (combined file, summary, CSV, heat maps), measured in a process of its
+# own: the peak of Python's allocations (numpy's included) and of pyarrow's memory pool
+_CLIENT = """
+import contextlib, io, json, sys, tracemalloc
+import pyarrow as pa
+from vtm_dynamics.cli.stopping_map import main
+tracemalloc.start()
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps([code, tracemalloc.get_traced_memory()[1], pa.default_memory_pool().max_memory()]))
+"""
+
+
+def _client_peak(tmp_path, n: int, real_chunks: list[dict]) -> int:
+    """Bytes at the peak of the client's assembly of an n-state UR5 map whose chunks are all on disk: the real
+    chunks repeated under every chunk number (state and chunk columns renumbered; the store checks the run's
+    inputs hash, the chunk number, the row count and the checksum, not where the values came from)."""
+    import subprocess
+
+    from test.ros_helpers import python_executable, ros_subprocess_env
+    from vtm_dynamics.cli.stopping_map import build_parser, spec_from_args
+    from vtm_dynamics.cli.stopping_robots import load_robot
+    from vtm_dynamics.scaleout.chunk_store import ChunkStore, inputs_hash
+    from vtm_dynamics.scaleout.map_runner import MapJob
+
+    out = str(tmp_path / f"map{n}")
+    argv = ["ur5", "--states", str(n), "--chunk-size", str(len(real_chunks[0]["state"])), "--out", out, "--plots"]
+    loaded = load_robot("ur5")
+    spec = spec_from_args(build_parser().parse_args(argv), loaded)
+    job = MapJob(loaded.text, loaded.brake_config, spec)
+    size = spec.chunk_size
+    store = ChunkStore(out, inputs_hash(job.inputs()), spec.n_chunks, lambda k: size)
+    try:
+        store.open(job.inputs())
+        for k in range(spec.n_chunks):
+            columns = dict(real_chunks[k % len(real_chunks)])
+            columns["state"] = np.arange(k * size, (k + 1) * size, dtype=np.int64)
+            columns["chunk"] = np.full(size, k, dtype=np.int64)
+            store.write_chunk(k, columns)
+    finally:
+        store.close()
+    done = subprocess.run([python_executable(), "-c", _CLIENT, *argv], env=ros_subprocess_env(), capture_output=True,
+                          text=True, timeout=600)
+    code, python_peak, arrow_peak = json.loads(done.stdout.splitlines()[-1])
+    assert code == 0, done.stderr
+    assert os.path.getsize(os.path.join(out, "stopping_map.csv")) > n * 300  # every row was written
+    return python_peak + arrow_peak
+
+
+def test_the_memory_the_client_needs_to_assemble_a_map_does_not_grow_with_its_rows(tmp_path):
+    # the combined file, the summary, the CSV and the heat maps were made from the whole map in memory: the client's
+    # peak grew by about 0.4 kB per state (a 10^7-state map ran out of memory at its very end). Each step now reads a
+    # few chunks or row groups at a time: four times the rows, the same peak within a few bounded buffers
+    from vtm_dynamics.cli.stopping_map import build_parser, spec_from_args
+    from vtm_dynamics.cli.stopping_robots import load_robot
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.stopping.workspace_map import evaluate_chunk
+
+    loaded = load_robot("ur5")
+    argv = ["ur5", "--states", "1024", "--chunk-size", "256", "--out", str(tmp_path / "real")]
+    spec = spec_from_args(build_parser().parse_args(argv), loaded)
+    brakes = brakes_from_config(loaded.robot, loaded.brake_config)
+    real = [evaluate_chunk(loaded.robot, brakes, spec, k) for k in range(spec.n_chunks)]
+    n = 16_384  # a whole row group of the combined file
+    small, large = _client_peak(tmp_path, n, real), _client_peak(tmp_path, 4 * n, real)
+    row_bytes = sum(np.asarray(v).itemsize for v in real[0].values())  # 201 bytes: the UR5's 28 columns
+    # whole in memory, the 3n more rows alone take 3n x row_bytes (9.9 MB; the old client's peak grew by 21 MB); the
+    # bounded steps' buffers may differ by less than a sixth of that between the two sizes
+    assert large - small < 0.5 * n * row_bytes, (small, large)

@@ -182,46 +182,105 @@ def _map_source(summary: dict | None) -> str | None:
             + (f" {sw['git_commit']}" if sw["git_commit"] else ""))
 
 
-def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, top: int = 15,
+#: the columns the map's charts read (a map's file is read a block at a time, these columns only)
+HEATMAP_COLUMNS = ("state", "tcp_x_m", "tcp_y_m", "tcp_z_m", "tcp_straight_distance_m", "stop_time_s", "stopped",
+                   "payload_kg", "speed_fraction", "torque_factor", "delay_factor")
+_VIEWS = (("map_top_xy.png", ("tcp_x_m", "tcp_y_m")), ("map_side_xz.png", ("tcp_x_m", "tcp_z_m")))
+_WORST_COLUMNS = ("state", "tcp_straight_distance_m", "stop_time_s", "payload_kg", "speed_fraction", "torque_factor",
+                  "delay_factor")
+
+
+def _stopped(block: dict) -> np.ndarray:
+    """A state still moving at the horizon has only a distance so far in its row: marked, never passed for a stop."""
+    return np.asarray(block["stopped"], dtype=bool) if "stopped" in block else \
+        np.isfinite(np.asarray(block["stop_time_s"], dtype=float))
+
+
+def _view_rows(block: dict, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """x, y, distance and the rows drawn (start and distance finite) of one view of a block."""
+    x, y = np.asarray(block[a], float), np.asarray(block[b], float)
+    dist = np.asarray(block["tcp_straight_distance_m"], dtype=float)
+    return x, y, dist, np.isfinite(x) & np.isfinite(y) & np.isfinite(dist)
+
+
+def _map_extents(passes: Any, top: int) -> tuple[dict, dict, dict]:
+    """One pass: per view the start positions' range, reach and count, the states that did not stop (their start),
+    and the ``top`` rows of the largest distance (the first of equal ones)."""
+    extent: dict[str, list] = {}
+    late: dict[str, tuple[list, list]] = {name: ([], []) for name, _ in _VIEWS}
+    worst: dict[str, np.ndarray] | None = None
+    for block in passes():
+        stopped = _stopped(block)
+        for name, (a, b) in _VIEWS:
+            x, y, _, ok = _view_rows(block, a, b)
+            if not ok.any():
+                continue
+            reach = float(np.max(np.hypot(x[ok], y[ok]) if b == "tcp_y_m" else np.abs(x[ok])))
+            e = [x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max(), reach, int(ok.sum())]
+            old = extent.get(name)
+            extent[name] = e if old is None else [min(old[0], e[0]), max(old[1], e[1]), min(old[2], e[2]),
+                                                  max(old[3], e[3]), max(old[4], e[4]), old[5] + e[5]]
+            late[name][0].append(x[ok & ~stopped])
+            late[name][1].append(y[ok & ~stopped])
+        rows = {c: np.asarray(block[c]) for c in _WORST_COLUMNS}
+        if worst is not None:
+            rows = {c: np.concatenate([worst[c], rows[c]]) for c in _WORST_COLUMNS}
+        d = np.asarray(rows["tcp_straight_distance_m"], dtype=float)
+        order = np.argsort(-np.where(np.isfinite(d), d, -np.inf), kind="stable")[:top]
+        worst = {c: rows[c][order] for c in _WORST_COLUMNS}
+    late_xy = {name: (np.concatenate(xs) if xs else np.empty(0), np.concatenate(ys) if ys else np.empty(0))
+               for name, (xs, ys) in late.items()}
+    return extent, late_xy, worst or {c: np.empty(0) for c in _WORST_COLUMNS}
+
+
+def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int = 20, top: int = 15,
                  summary: dict | None = None) -> list[str]:
     """``map_top_xy.png``, ``map_side_xz.png`` (worst TCP stopping distance per cell of the TCP's start position,
     the robot base and the largest start distance from the base axis drawn, blank cells explained) and
-    ``map_worst_states.png`` (the worst states with their stop time, payload, speed and brake factors)."""
+    ``map_worst_states.png`` (the worst states with their stop time, payload, speed and brake factors).
+
+    ``columns``: the map's rows in memory, or passes over them a block at a time
+    (:func:`vtm_dynamics.scaleout.result_file.result_passes` of :data:`HEATMAP_COLUMNS`): two passes, holding the
+    cells, the ``top`` worst rows and the start of each state that did not stop (16 bytes each), never the map."""
     from matplotlib.patches import Circle
 
     from vtm_dynamics.cli.plots import new_figure, save_figure_at
+    from vtm_dynamics.core.stopping.map_summary import passes_of
 
+    passes = passes_of(columns) if isinstance(columns, dict) else columns
     plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
-    dist = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
-    # a state still moving at the horizon has only a distance so far in its row: marked, never passed for a stop
-    stopped = np.asarray(columns["stopped"], dtype=bool) if "stopped" in columns else \
-        np.isfinite(np.asarray(columns["stop_time_s"], dtype=float))
+    extent, late_xy, worst = _map_extents(passes, top)
+    edges, grids = {}, {}
+    for name, e in extent.items():
+        lo_x, hi_x = min(e[0], -0.05 * e[4]), max(e[1], 0.05 * e[4])
+        lo_y, hi_y = min(e[2], -0.05 * e[4]), max(e[3], 0.05 * e[4])
+        edges[name] = (np.linspace(lo_x, hi_x + 1e-9, bins + 1), np.linspace(lo_y, hi_y + 1e-9, bins + 1))
+        grids[name] = np.full((bins, bins), np.nan)
+    for block in passes() if extent else ():  # second pass: the largest distance of each cell
+        for name, (a, b) in _VIEWS:
+            if name not in extent:
+                continue
+            x, y, dist, ok = _view_rows(block, a, b)
+            xe, ye = edges[name]
+            ix = np.clip(np.searchsorted(xe, x[ok], side="right") - 1, 0, bins - 1)
+            iy = np.clip(np.searchsorted(ye, y[ok], side="right") - 1, 0, bins - 1)
+            np.fmax.at(grids[name], (iy, ix), dist[ok])  # fmax: an empty (nan) cell takes the distance
     robot = summary["mapped"]["robot"] if summary and "mapped" in summary else "robot"
     source = _map_source(summary)
     files = []
-    for name, (a, b) in (("map_top_xy.png", ("tcp_x_m", "tcp_y_m")), ("map_side_xz.png", ("tcp_x_m", "tcp_z_m"))):
-        x, y = np.asarray(columns[a], float), np.asarray(columns[b], float)
-        ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(dist)
+    for name, (a, b) in _VIEWS:
         top_view = b == "tcp_y_m"
+        late_x, late_y = late_xy[name]
         fig, ax = new_figure(plt, 7.5, 7.0)
-        if ok.any():
-            reach = float(np.max(np.hypot(x[ok], y[ok]) if top_view else np.abs(x[ok])))
-            lo_x, hi_x = min(x[ok].min(), -0.05 * reach), max(x[ok].max(), 0.05 * reach)
-            lo_y, hi_y = min(y[ok].min(), -0.05 * reach), max(y[ok].max(), 0.05 * reach)
-            xe = np.linspace(lo_x, hi_x + 1e-9, bins + 1)
-            ye = np.linspace(lo_y, hi_y + 1e-9, bins + 1)
-            grid = np.full((bins, bins), np.nan)
-            ix = np.clip(np.searchsorted(xe, x[ok], side="right") - 1, 0, bins - 1)
-            iy = np.clip(np.searchsorted(ye, y[ok], side="right") - 1, 0, bins - 1)
-            for i, j, d in zip(ix, iy, dist[ok]):
-                grid[j, i] = d if np.isnan(grid[j, i]) else max(grid[j, i], d)
-            mesh = ax.pcolormesh(xe, ye, grid, cmap="viridis", shading="flat")
+        if name in extent:
+            reach = extent[name][4]
+            xe, ye = edges[name]
+            mesh = ax.pcolormesh(xe, ye, grids[name], cmap="viridis", shading="flat")
             fig.colorbar(mesh, ax=ax, shrink=0.8, label="worst TCP stopping distance in the cell [m]")
-            late = ok & ~stopped
-            if late.any():
-                ax.plot(x[late], y[late], marker="x", color="red", ms=7, mew=1.5, ls="none",
-                        label=f"did not stop ({int(late.sum())}): distance unknown")
+            if late_x.size:
+                ax.plot(late_x, late_y, marker="x", color="red", ms=7, mew=1.5, ls="none",
+                        label=f"did not stop ({late_x.size}): distance unknown")
             ax.plot([0.0], [0.0], marker="P", color="k", ms=10, ls="none", label="robot base (world origin)")
             if top_view:
                 ax.add_patch(Circle((0.0, 0.0), reach, fill=False, ls="--", color="0.3"))
@@ -231,28 +290,27 @@ def map_heatmaps(columns: dict[str, np.ndarray], out_dir: str, bins: int = 20, t
         ax.set_xlabel(f"TCP {a[4]} at the E-stop, world frame [m]")
         ax.set_ylabel(f"TCP {b[4]} at the E-stop, world frame [m]")
         ax.set_title(f"{robot}: worst TCP stopping distance, {'top' if top_view else 'side'} view "
-                     f"({ok.sum()} states)", fontsize=10)
+                     f"({extent[name][5] if name in extent else 0} states)", fontsize=10)
         ax.set_aspect("equal", adjustable="box")
         notes = ["white cells: no sampled state starts there (not a zero distance); each coloured cell shows the "
                  f"largest distance of the states starting in it ({bins} x {bins} cells)."]
-        if (ok & ~stopped).any():
+        if late_x.size:
             notes.append("red x: a state still moving when the prediction's horizon ended; its stopping distance is "
                          "not known, and the colour of its cell is at most how far it had got by then.")
         files.append(save_figure_at(plt, fig, os.path.join(out_dir, name), source, notes, dpi=100))
-    order = np.argsort(-np.where(np.isfinite(dist), dist, -np.inf))[:top]
-    fig, ax = new_figure(plt, 10.0, 1.2 + 0.36 * max(len(order), 1))
-    time = np.asarray(columns["stop_time_s"], float)
-    pos = np.arange(len(order))[::-1]
-    ax.barh(pos, dist[order], color="tab:blue")
-    for p_, k in zip(pos, order):
+    dist, time = np.asarray(worst["tcp_straight_distance_m"], float), np.asarray(worst["stop_time_s"], float)
+    fig, ax = new_figure(plt, 10.0, 1.2 + 0.36 * max(dist.size, 1))
+    pos = np.arange(dist.size)[::-1]
+    ax.barh(pos, dist, color="tab:blue")
+    for p_, k in zip(pos, range(dist.size)):
         t = f"{time[k]:.3f} s" if np.isfinite(time[k]) else "not stopped"
-        ax.text(dist[k], p_, f"  stop {t}, {columns['payload_kg'][k]:.1f} kg, speed x{columns['speed_fraction'][k]:.2f},"
-                f" torque x{columns['torque_factor'][k]:.2f}, delay x{columns['delay_factor'][k]:.2f}",
+        ax.text(dist[k], p_, f"  stop {t}, {worst['payload_kg'][k]:.1f} kg, speed x{worst['speed_fraction'][k]:.2f},"
+                f" torque x{worst['torque_factor'][k]:.2f}, delay x{worst['delay_factor'][k]:.2f}",
                 va="center", fontsize=7)
-    ax.set_yticks(pos, [f"state {int(columns['state'][k])}" for k in order], fontsize=7)
+    ax.set_yticks(pos, [f"state {int(worst['state'][k])}" for k in range(dist.size)], fontsize=7)
     ax.set_xlabel("TCP straight stopping distance [m]")
-    ax.set_xlim(0.0, 1.9 * float(np.nanmax(dist[order])) if len(order) else 1.0)
-    ax.set_title(f"{robot}: the {len(order)} states with the largest TCP stopping distance", fontsize=10)
+    ax.set_xlim(0.0, 1.9 * float(np.nanmax(dist)) if dist.size else 1.0)
+    ax.set_title(f"{robot}: the {dist.size} states with the largest TCP stopping distance", fontsize=10)
     files.append(save_figure_at(plt, fig, os.path.join(out_dir, "map_worst_states.png"), source,
                              ["speed x: speed of the most loaded joint as a fraction of its maximum; torque x, delay x:"
                               " the brake-torque and engage-delay factors of the state; the q and v of each state "

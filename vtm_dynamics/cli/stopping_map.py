@@ -22,7 +22,7 @@ import argparse
 import math
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -223,25 +223,27 @@ def summary_lines(summary: dict) -> list[str]:
     return lines
 
 
-#: rows formatted at a time when the map's CSV is written (the file is written as it is made, never held whole)
-CSV_BLOCK_ROWS = 10_000
+#: rows formatted at a time when the map's CSV is written (the file is written as it is made, never held whole); with
+#: blocks of 10 000 UR5 rows writing the CSV peaked at 21 MB of Python objects, with blocks of 1 000 at 5 MB
+CSV_BLOCK_ROWS = 1_000
 
 
-def write_map_csv(path: str, columns: dict, summary: dict) -> str:
+def write_map_csv(path: str, columns: dict | Callable[[], Iterable[dict]], summary: dict) -> str:
     """The map's rows as CSV (one row per state, the Parquet file's columns), headed by ``# key: value`` lines: the
-    inputs hash, what was mapped and the software. Written through a temporary file and a rename, in blocks of
-    :data:`CSV_BLOCK_ROWS` rows (a 10^6-state map's CSV is about 400 MB of text)."""
+    inputs hash, what was mapped and the software. ``columns``: the rows in memory, or passes over them a block at
+    a time (:func:`vtm_dynamics.scaleout.result_file.result_passes`: the map is then never held whole). Written
+    through a temporary file and a rename, in blocks of at most :data:`CSV_BLOCK_ROWS` rows (a 10^6-state map's
+    CSV is about 400 MB of text)."""
     import csv
     import json
 
     from vtm_dynamics.cli.stop_report import write_atomic
+    from vtm_dynamics.core.stopping.map_summary import passes_of
 
-    names = list(columns)
+    passes = passes_of(columns) if isinstance(columns, dict) else columns
     head = [("vtm-stopping-map inputs_hash", summary["inputs_hash"])]
     head += [(f"vtm-stopping-map {k}", json.dumps(v)) for k, v in summary.get("mapped", {}).items()]
     head.append(("vtm-stopping-map software", json.dumps(summary["software"])))
-    arrays = [np.asarray(columns[n]) for n in names]
-    rows = len(arrays[0]) if arrays else 0
 
     def cell(a: np.ndarray, k: int):
         return repr(float(a[k])) if a.dtype.kind == "f" else (int(a[k]) if a.dtype.kind in "iub" else a[k])
@@ -249,9 +251,15 @@ def write_map_csv(path: str, columns: dict, summary: dict) -> str:
     def write(fh) -> None:
         fh.write("\n".join(provenance.comment_lines(head)) + "\n")
         writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(names)
-        for start in range(0, rows, CSV_BLOCK_ROWS):
-            writer.writerows([[cell(a, k) for a in arrays] for k in range(start, min(start + CSV_BLOCK_ROWS, rows))])
+        names = None
+        for block in passes():
+            if names is None:
+                names = list(block)
+                writer.writerow(names)
+            arrays = [np.asarray(block[n]) for n in names]
+            rows = len(arrays[0]) if arrays else 0
+            for start in range(0, rows, CSV_BLOCK_ROWS):
+                writer.writerows([[cell(a, k) for a in arrays] for k in range(start, min(start + CSV_BLOCK_ROWS, rows))])
 
     return write_atomic(path, write)
 
@@ -273,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args
     from vtm_dynamics.scaleout.chunk_store import read_result
     from vtm_dynamics.scaleout.map_runner import MapJob, Progress, run_map
+    from vtm_dynamics.scaleout.result_file import read_rows, result_passes
 
     try:
         loaded = load_robot(None if args.urdf else args.robot, args.urdf, args.brakes)
@@ -298,19 +307,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"chunk {f['chunk']} failed: state {f['state']}: {f['reason']} (q={f['q']}, v={f['v']})")
         print(f"{len(run.failures)} chunk(s) failed; the others are kept in {args.out}/chunks (see failures.json)")
         return 1
-    columns = read_result(run.path)
-    summary = summary_dict(run, spec, loaded, columns)
+    # the map is read a block at a time from here on: the client's memory does not grow with the map's rows
+    worst_rows = read_rows(run.path, (run.summary.worst_distance_state, run.summary.worst_time_state))
+    summary = summary_dict(run, spec, loaded, worst_rows)
     from vtm_dynamics.cli.stop_report import write_json
 
     write_json(os.path.join(args.out, "summary.json"), summary)
     print("\n".join(summary_lines(summary)))
     print(f"wrote {run.path}")
-    print(f"wrote {write_map_csv(os.path.join(args.out, 'stopping_map.csv'), columns, summary)}")
+    print(f"wrote {write_map_csv(os.path.join(args.out, 'stopping_map.csv'), result_passes(run.path), summary)}")
     print(f"wrote {os.path.join(args.out, 'summary.json')}")
     if args.plots:
-        from vtm_dynamics.cli.stopping_charts import map_heatmaps
+        from vtm_dynamics.cli.stopping_charts import HEATMAP_COLUMNS, map_heatmaps
 
-        for path in map_heatmaps(columns, args.out, summary=summary):
+        for path in map_heatmaps(result_passes(run.path, HEATMAP_COLUMNS), args.out, summary=summary):
             print(f"wrote {path}")
     from vtm_dynamics.cli import view_output
 

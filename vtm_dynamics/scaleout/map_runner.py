@@ -39,10 +39,12 @@ import numpy as np
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.warm_up import warm_up
 from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.stopping.map_summary import MapSummary
 from vtm_dynamics.core.stopping.workspace_map import (
-    ChunkFailure, MapInputError, MapSpec, MapSummary, check_map_spec, evaluate_chunk, summarize,
+    ChunkFailure, MapInputError, MapSpec, check_map_spec, evaluate_chunk,
 )
-from vtm_dynamics.scaleout.chunk_store import ChunkStore, inputs_hash, read_result
+from vtm_dynamics.scaleout.chunk_store import ChunkStore, inputs_hash
+from vtm_dynamics.scaleout.result_file import summarize_result
 from vtm_dynamics.scaleout.settings import CONNECT_TIMEOUT
 
 WORKER_WAIT = 30.0  # [s] how long a run waits for the first worker of a cluster
@@ -366,4 +368,4 @@ def _run(job: MapJob, store: ChunkStore, digest: str, rows_of: Callable[[int], i
     if failures:
         return MapRun(None, None, tuple(failures), computed, len(done), n_workers, seconds, digest)
     path = store.combine()
-    return MapRun(path, summarize(read_result(path)), (), computed, len(done), n_workers, seconds, digest)
+    return MapRun(path, summarize_result(path), (), computed, len(done), n_workers, seconds, digest)
