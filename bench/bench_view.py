@@ -11,8 +11,12 @@ The viewer script and the mesh files are packed (compressed, base64) once and ke
 process (``views/packed_files``); the bench uses a cache directory of its own, empty at the start. Three figures
 per view: "first", the first view ever (cache empty: every file packed); "view" and its steps, a view as each
 later ``vtm-predict --view`` run writes it (a new process: the disk cache holds the packed files, the process's own
-caches are cleared before each repeat); "in-proc", another view in the same process (a node or a notebook). The peer: the same scene (robot animated, three ghosts) through pydrake's ``Meshcat``
-(``SetObject`` of each mesh, a ``MeshcatAnimation``, ``StaticHtml``), which embeds every mesh once per robot copy.
+caches are cleared before each repeat; a page written from the disk cache copies the packed files during "write",
+"page" only finds them); "in-proc", another view in the same process (a node or a notebook). That stand-in for a new
+process reuses memory the repeats before it freed, which a new process does not have: ``--process-runs`` also
+times the view (geometry + scene + page + write) inside that many new processes, one view each. The peer: the same
+scene (robot animated, three ghosts) through pydrake's ``Meshcat`` (``SetObject`` of each mesh, a
+``MeshcatAnimation``, ``StaticHtml``), which embeds every mesh once per robot copy.
 
 The trajectory check's view (``vtm-check-trajectory --view``) is measured the same way against the check it shows:
 the UR5 driven down towards the tilted table of ``stopsafe_scenarios.cell`` for 1 s with the 9-case envelope, at
@@ -24,8 +28,9 @@ two kinds alternated): what the view adds to the time a person waits for the too
 And the other side of the file: how long the UR5's page takes to open in headless Chromium (``--browser-runs``),
 against the same page with each copy of the robot parsing the mesh files again (as the page did before).
 
-Run: ``python bench/bench_view.py [--repeat N] [--tool-runs N] [--browser-runs N]``. Medians of N runs in one process. The machine may
-be loaded by other work: compare figures of one run with each other, not across runs.
+Run: ``python bench/bench_view.py [--repeat N] [--process-runs N] [--tool-runs N] [--browser-runs N]``. Medians of N
+runs in one process. The machine may be loaded by other work: compare figures of one run with each other, not
+across runs.
 """
 
 from __future__ import annotations
@@ -141,6 +146,32 @@ def first_view(geometry, scene, path: str, cache: str) -> float:
     return time.perf_counter() - start
 
 
+def process_views(name: str, runs: int, tmp: str) -> float:
+    """Median [s] of the view of ``name`` timed inside ``runs`` new processes (this script with ``--child``), the
+    disk cache (``VTM_VIEW_CACHE``, inherited) warm."""
+    import subprocess
+
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", name, os.path.join(tmp, f"{name}_child.html")]
+    times = [float(subprocess.run(cmd, capture_output=True, check=True, text=True).stdout.split()[-1])
+             for _ in range(runs)]
+    return statistics.median(times)
+
+
+def child_view(name: str, path: str, envelope: int) -> None:
+    """In a new process: the prediction with its envelope, then one view of it timed; prints the seconds."""
+    _, robot, payload_frame = load_robot(name)
+    brakes = brakes_from_config(robot, default_brakes_path(name))
+    demo = ROBOTS[name].state("demo")
+    q, v = np.asarray(demo.q, dtype=float), np.asarray(demo.v, dtype=float)
+    tcp = ROBOTS[name].tcp_frame
+    p = predict_stop(robot, brakes, q, v, tcp_frame=tcp)
+    env = stop_envelope(robot, brakes, q, v, EnvelopeSpec(n_random=envelope, payload_frame=payload_frame),
+                        tcp_frame=tcp)
+    start = time.perf_counter()
+    web_page.write_page(stop_scene(robot, p, geometry=geometry_of(robot), envelope=env), path)
+    print(time.perf_counter() - start)
+
+
 def check_row(repeat: int, tmp: str, cache: str) -> None:
     """The trajectory check's view against the check it shows (module docstring)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -247,7 +278,13 @@ def main() -> int:
     ap.add_argument("--tool-runs", type=int, default=5, help="whole vtm-predict runs with and without --view (0: none)")
     ap.add_argument("--browser-runs", type=int, default=5, help="openings of the UR5's page in headless Chromium "
                     "(0: none)")
+    ap.add_argument("--process-runs", type=int, default=5, help="views timed inside new processes, per robot "
+                    "(0: none)")
+    ap.add_argument("--child", nargs=2, metavar=("ROBOT", "PAGE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        child_view(args.child[0], args.child[1], args.envelope)
+        return 0
     tmp = tempfile.mkdtemp(prefix="bench-view-")
     cache = os.path.join(tmp, "cache")
     os.makedirs(cache)
@@ -257,7 +294,7 @@ def main() -> int:
               f"{'view':>9}{'in-proc':>9}{'first':>9}{'MB':>7}{'view/pred':>11}{'view/+env':>11}{'first/+env':>12}")
     print(header)
     print("-" * len(header))
-    peers, ratios = [], []
+    peers, ratios, processes = [], [], []
     for name in ("ur5", "planar_3r"):
         _, robot, payload_frame = load_robot(name)
         brakes = brakes_from_config(robot, default_brakes_path(name))
@@ -280,6 +317,8 @@ def main() -> int:
         size = sum(map(len, parts))
         total = t_pred + t_env
         ratios.append((name, t["view"] / total, t["in-proc"] / total, t_first / total))
+        if args.process_runs > 0:
+            processes.append((name, process_views(name, args.process_runs, tmp), total))
         print(f"{name:<10}{1e3 * t_pred:>8.1f}ms{1e3 * total:>9.1f}ms{1e3 * t['geometry']:>8.1f}ms"
               f"{1e3 * t['scene']:>7.1f}ms{1e3 * t['page']:>7.1f}ms{1e3 * t['write']:>7.1f}ms{1e3 * t['view']:>7.1f}ms"
               f"{1e3 * t['in-proc']:>7.1f}ms{1e3 * t_first:>7.0f}ms{size / 1e6:>7.2f}{t['view'] / t_pred:>10.2f}x"
@@ -296,6 +335,9 @@ def main() -> int:
     for name, ratio, in_proc, first in ratios:
         print(f"  {name}: view/+env {ratio:.2f} ({'met' if ratio <= 0.1 else 'not met'}), in-proc {in_proc:.2f} "
               f"({'met' if in_proc <= 0.1 else 'not met'}), first {first:.1f}")
+    for name, t_view, total in processes:
+        print(f"  {name}: the view timed inside {args.process_runs} new processes (median): {1e3 * t_view:.1f} ms, "
+              f"view/+env {t_view / total:.2f}")
     check_row(args.repeat, tmp, cache)
     if args.tool_runs > 0:
         tool_runs(args.tool_runs, args.envelope, tmp)
