@@ -41,15 +41,17 @@ def map_view(out: str) -> list[str]:
     from vtm_dynamics.cli.stopping_robots import load_robot
     from vtm_dynamics.core.estop.brakes import brakes_from_config
     from vtm_dynamics.core.stopping.workspace_map import MapSpec, evaluate_chunk
-    from vtm_dynamics.views.map_view import map_scene, replay_row, worst_rows
+    from vtm_dynamics.views.map_sample import columns_reader, sample_map
+    from vtm_dynamics.views.map_view import map_scene, replay_worst
 
     loaded = load_robot("ur5")
     spec = MapSpec(n_states=300, tcp_frame="tool0", payload_frame="tool0", chunk_size=300, seed=1,
                    cell_box=((0.2, -0.5, 0.0), (0.8, 0.5, 0.6)), payloads=(0.0, 5.0))
     columns = evaluate_chunk(loaded.robot, brakes_from_config(loaded.robot, loaded.brake_config), spec, 0)
     brakes = brakes_from_config(loaded.robot, loaded.brake_config)
-    worst = [(row, replay_row(loaded.robot, brakes, spec, columns, row)) for row in worst_rows(columns, 3)]
-    page = write_page(map_scene(loaded.robot, columns, cell_box=spec.cell_box, worst=worst),
+    sample = sample_map(columns_reader(columns), 3)
+    page = write_page(map_scene(loaded.robot, sample, cell_box=spec.cell_box,
+                                worst=replay_worst(loaded.robot, brakes, spec, sample)),
                       os.path.join(out, "map.html"))
     return [headless.screenshot(page, os.path.join(out, "map.png"), "t=end")]
 

@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import stat
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -201,10 +202,11 @@ print(json.dumps([code, tracemalloc.get_traced_memory()[1], pa.default_memory_po
 """
 
 
-def _client_peak(tmp_path, n: int, real_chunks: list[dict]) -> int:
+def _client_peak(tmp_path, n: int, real_chunks: list[dict], extra: Sequence[str] = ()) -> int:
     """Bytes at the peak of the client's assembly of an n-state UR5 map whose chunks are all on disk: the real
     chunks repeated under every chunk number (state and chunk columns renumbered; the store checks the run's
-    inputs hash, the chunk number, the row count and the checksum, not where the values came from)."""
+    inputs hash, the chunk number, the row count and the checksum, not where the values came from). ``extra``:
+    more arguments of the command line (with ``{out}``: the run's output directory)."""
     import subprocess
 
     from test.ros_helpers import python_executable, ros_subprocess_env
@@ -214,7 +216,8 @@ def _client_peak(tmp_path, n: int, real_chunks: list[dict]) -> int:
     from vtm_dynamics.scaleout.map_runner import MapJob
 
     out = str(tmp_path / f"map{n}")
-    argv = ["ur5", "--states", str(n), "--chunk-size", str(len(real_chunks[0]["state"])), "--out", out, "--plots"]
+    argv = ["ur5", "--states", str(n), "--chunk-size", str(len(real_chunks[0]["state"])), "--out", out, "--plots",
+            *(a.format(out=out) for a in extra)]
     loaded = load_robot("ur5")
     spec = spec_from_args(build_parser().parse_args(argv), loaded)
     job = MapJob(loaded.text, loaded.brake_config, spec)
@@ -237,23 +240,40 @@ def _client_peak(tmp_path, n: int, real_chunks: list[dict]) -> int:
     return python_peak + arrow_peak
 
 
-def test_the_memory_the_client_needs_to_assemble_a_map_does_not_grow_with_its_rows(tmp_path):
-    # the combined file, the summary, the CSV and the heat maps were made from the whole map in memory: the client's
-    # peak grew by about 0.4 kB per state (a 10^7-state map ran out of memory at its very end). Each step now reads a
-    # few chunks or row groups at a time: four times the rows, the same peak within a few bounded buffers
+@pytest.fixture(scope="module")
+def real_chunks(tmp_path_factory):
+    """Four real 256-state chunks of a UR5 map, to be repeated into maps of any size (:func:`_client_peak`)."""
     from vtm_dynamics.cli.stopping_map import build_parser, spec_from_args
     from vtm_dynamics.cli.stopping_robots import load_robot
     from vtm_dynamics.core.estop.brakes import brakes_from_config
     from vtm_dynamics.core.stopping.workspace_map import evaluate_chunk
 
     loaded = load_robot("ur5")
-    argv = ["ur5", "--states", "1024", "--chunk-size", "256", "--out", str(tmp_path / "real")]
+    argv = ["ur5", "--states", "1024", "--chunk-size", "256", "--out", str(tmp_path_factory.mktemp("real"))]
     spec = spec_from_args(build_parser().parse_args(argv), loaded)
     brakes = brakes_from_config(loaded.robot, loaded.brake_config)
-    real = [evaluate_chunk(loaded.robot, brakes, spec, k) for k in range(spec.n_chunks)]
+    return [evaluate_chunk(loaded.robot, brakes, spec, k) for k in range(spec.n_chunks)]
+
+
+def test_the_memory_the_client_needs_to_assemble_a_map_does_not_grow_with_its_rows(tmp_path, real_chunks):
+    # the combined file, the summary, the CSV and the heat maps were made from the whole map in memory: the client's
+    # peak grew by about 0.4 kB per state (a 10^7-state map ran out of memory at its very end). Each step now reads a
+    # few chunks or row groups at a time: four times the rows, the same peak within a few bounded buffers
     n = 16_384  # a whole row group of the combined file
-    small, large = _client_peak(tmp_path, n, real), _client_peak(tmp_path, 4 * n, real)
-    row_bytes = sum(np.asarray(v).itemsize for v in real[0].values())  # 201 bytes: the UR5's 28 columns
+    small, large = _client_peak(tmp_path, n, real_chunks), _client_peak(tmp_path, 4 * n, real_chunks)
+    row_bytes = sum(np.asarray(v).itemsize for v in real_chunks[0].values())  # 201 bytes: the UR5's 28 columns
     # whole in memory, the 3n more rows alone take 3n x row_bytes (9.9 MB; the old client's peak grew by 21 MB); the
     # bounded steps' buffers may differ by less than a sixth of that between the two sizes
+    assert large - small < 0.5 * n * row_bytes, (small, large)
+
+
+def test_the_memory_the_map_view_needs_does_not_grow_with_the_rows(tmp_path, real_chunks):
+    # --view read the whole map to draw at most 20,000 of its states and replay its worst 3: the client's peak grew
+    # with the rows. It now reads a block at a time (the draw decided from the row count and the seed first); the
+    # page itself is bounded: 16,384 points drawn for the smaller map, 20,000 for the larger
+    n = 16_384
+    view = ["--view", "{out}/map.html"]
+    small, large = _client_peak(tmp_path, n, real_chunks, view), _client_peak(tmp_path, 4 * n, real_chunks, view)
+    row_bytes = sum(np.asarray(v).itemsize for v in real_chunks[0].values())
+    assert (tmp_path / f"map{4 * n}" / "map.html").stat().st_size > 0
     assert large - small < 0.5 * n * row_bytes, (small, large)

@@ -46,11 +46,13 @@ def test_a_worst_map_state_replayed_from_its_inputs_stops_as_the_map_says(ur5_ma
 
 
 def test_the_map_view_shows_every_state_the_cell_box_and_animates_the_worst(ur5_map):
-    from vtm_dynamics.views.map_view import map_scene, replay_row, worst_rows
+    from vtm_dynamics.views.map_sample import columns_reader, sample_map
+    from vtm_dynamics.views.map_view import map_scene, replay_worst
 
     robot, brakes, spec, cols = ur5_map
-    worst = [(r, replay_row(robot, brakes, spec, cols, r)) for r in worst_rows(cols, 2)]
-    scene = map_scene(robot, cols, cell_box=BOX, worst=worst, geometry=ur5_geometry())
+    sample = sample_map(columns_reader(cols), 2)
+    worst = replay_worst(robot, brakes, spec, sample)
+    scene = map_scene(robot, sample, cell_box=BOX, worst=worst, geometry=ur5_geometry())
     cloud = scene.clouds[0]
     start = np.column_stack([cols["tcp_x_m"], cols["tcp_y_m"], cols["tcp_z_m"]])
     np.testing.assert_allclose(cloud.points, start)
@@ -61,11 +63,13 @@ def test_the_map_view_shows_every_state_the_cell_box_and_animates_the_worst(ur5_
     np.testing.assert_allclose(box.size, (0.6, 1.0, 0.6))
     np.testing.assert_allclose(box.pose[:3, 3], (0.5, 0.0, 0.3))
     moving = scene.robots[0]
-    np.testing.assert_allclose(moving.times, worst[0][1].t)
+    np.testing.assert_allclose(moving.times, worst[0].t)
     assert [lb.text.split(":")[0] for lb in scene.labels] == ["#1", "#2"]
-    thin = map_scene(robot, cols, cell_box=BOX, worst=worst, geometry=ur5_geometry(), max_points=3)
-    assert len(thin.clouds[0].points) == 3
-    assert any(np.allclose(p, start[worst[1][0]]) for p in thin.clouds[0].points)  # the worst are kept
+    second = sample.worst_rows[1]
+    assert worst[1].tcp_straight_distance == pytest.approx(cols["tcp_straight_distance_m"][second], rel=1e-9)
+    thin = sample_map(columns_reader(cols), 2, max_points=3)
+    assert len(thin.start) == 3
+    assert any(np.allclose(p, start[second]) for p in thin.start)  # the worst are kept
 
 
 def test_the_solvability_view_marks_each_pair_by_its_verdict():

@@ -279,7 +279,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_or_exit_status(build_parser(), argv)
     if isinstance(args, int):  # argparse printed its one line or the help
         return args
-    from vtm_dynamics.scaleout.chunk_store import read_result
     from vtm_dynamics.scaleout.map_runner import MapJob, Progress, run_map
     from vtm_dynamics.scaleout.result_file import read_rows, result_passes
 
@@ -326,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if view_output.wants_view(args):
         try:
-            view_output.show_map(args, loaded, spec, read_result(run.path))
+            view_output.show_map(args, loaded, spec, lambda names: result_passes(run.path, names))
         except (ValueError, OSError, RuntimeError) as err:
             sys.stderr.write(f"{PROG}: error: {str(err).strip().splitlines()[0]}\n")
             return 2

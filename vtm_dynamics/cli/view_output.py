@@ -107,15 +107,17 @@ def show_stop(args: argparse.Namespace, robot: RobotModel, prediction, envelope=
     return emit(scene, args, say, serve)
 
 
-def show_map(args: argparse.Namespace, loaded, spec, columns: dict, say: Callable[[str], None] = print,
+def show_map(args: argparse.Namespace, loaded, spec, read, say: Callable[[str], None] = print,
              count: int = 3) -> bytes:
-    """The view of a stopping map (``vtm-stopping-map``): its worst ``count`` states replayed."""
+    """The view of a stopping map (``vtm-stopping-map``): its worst ``count`` states replayed. ``read``: the map's
+    rows a block at a time (:data:`vtm_dynamics.views.map_sample.Reader`); the map is never held whole."""
     from vtm_dynamics.core.estop.brakes import brakes_from_config
-    from vtm_dynamics.views.map_view import map_scene, replay_row, worst_rows
+    from vtm_dynamics.views.map_sample import sample_map
+    from vtm_dynamics.views.map_view import map_scene, replay_worst
 
-    brakes = brakes_from_config(loaded.robot, loaded.brake_config)
-    worst = [(row, replay_row(loaded.robot, brakes, spec, columns, row)) for row in worst_rows(columns, count)]
-    scene = map_scene(loaded.robot, columns, cell_box=spec.cell_box, worst=worst,
+    sample = sample_map(read, count)
+    worst = replay_worst(loaded.robot, brakes_from_config(loaded.robot, loaded.brake_config), spec, sample)
+    scene = map_scene(loaded.robot, sample, cell_box=spec.cell_box, worst=worst,
                       geometry=geometry(loaded.robot.model, loaded.text, args, getattr(args, "urdf", None)))
     return emit(scene, args, say)
 

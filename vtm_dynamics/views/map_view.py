@@ -4,7 +4,8 @@ the cell box they were sampled in, and the worst states replayed as predicted st
 The map's rows are ``core/stopping/workspace_map`` results (one :func:`core.estop.predict_stop` per state, Müller
 2026, eq. (3) with brakes); a row carries every input that produced it, so :func:`replay_row` predicts the same
 stop again (same configuration, velocity, payload, brake-torque and delay factors, category) to show its motion.
-Units: m, s.
+The scene is drawn from a :class:`~vtm_dynamics.views.map_sample.MapSample` (the drawn rows, the worst rows and the
+info panel, gathered from the map a block at a time), never from the whole map. Units: m, s.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping.workspace_map import MapSpec
 from vtm_dynamics.views import palette
+from vtm_dynamics.views.map_sample import MapSample, worst_order
 from vtm_dynamics.views.robot_geometry import RobotGeometry, geometry_of
 from vtm_dynamics.views.scene import Box, Label, LegendEntry, PointCloud, Polyline, Scene, check_scene, clip_text
 from vtm_dynamics.views.stop_view import stop_scene
 
-MAX_MAP_POINTS = 20000  # drawn start positions; the rest of a larger map is thinned (seeded), the worst kept
 # the worst states' labels and paths: #1 is drawn as the animated stop (its path in palette.TCP_PATH), the others
 # in colours that neither the TCP path nor the cloud's red end uses
 WORST_COLORS = (palette.TCP_PATH, (0.55, 0.15, 0.75), (0.0, 0.55, 0.55), (0.45, 0.30, 0.10))
@@ -52,35 +53,25 @@ def replay_row(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, columns: dict
 
 def worst_rows(columns: dict[str, np.ndarray], count: int = 3) -> list[int]:
     """Rows of the largest TCP stopping distances, largest first (rows without a finite distance last)."""
-    d = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
-    order = np.argsort(np.where(np.isfinite(d), -d, np.inf), kind="stable")
-    return [int(k) for k in order[:count]]
+    return [int(k) for k in np.argsort(worst_order(columns["tcp_straight_distance_m"]), kind="stable")[:count]]
 
 
-def map_scene(robot: RobotModel, columns: dict[str, np.ndarray], *, cell_box=None,
-              worst: Sequence[tuple[int, StopPrediction]] = (), geometry: RobotGeometry | None = None,
-              title: str | None = None, max_points: int = MAX_MAP_POINTS, seed: int = 0) -> Scene:
-    """The scene of a map (module docstring). ``worst``: (row, its replayed prediction), worst first; the first is
-    animated with its ghosts and events, every one gets its TCP path and a label."""
+def replay_worst(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, sample: MapSample) -> list[StopPrediction]:
+    """The stops of the sample's worst rows predicted again (:func:`replay_row`), worst first."""
+    return [replay_row(robot, brakes, spec, sample.worst, k) for k in range(len(sample.worst_rows))]
+
+
+def map_scene(robot: RobotModel, sample: MapSample, *, cell_box=None, worst: Sequence[StopPrediction] = (),
+              geometry: RobotGeometry | None = None, title: str | None = None) -> Scene:
+    """The scene of a map from its :class:`~vtm_dynamics.views.map_sample.MapSample` (module docstring).
+    ``worst``: the replayed predictions of the sample's worst rows (:func:`replay_worst`), worst first; the first
+    is animated with its ghosts and events, every one gets its TCP path and a label."""
     geometry = geometry if geometry is not None else geometry_of(robot)
-    d = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
-    start = np.column_stack([columns["tcp_x_m"], columns["tcp_y_m"], columns["tcp_z_m"]]).astype(float)
-    n = len(d)
-    keep = np.flatnonzero(np.all(np.isfinite(start), axis=1))
-    if len(keep) > max_points:
-        rng = np.random.default_rng(seed)
-        must = np.array([r for r, _ in worst if np.all(np.isfinite(start[r]))], dtype=int)
-        rest = np.setdiff1d(keep, must)
-        keep = np.sort(np.concatenate([must, rng.choice(rest, max_points - len(must), replace=False)]))
-    top = float(np.nanmax(d[np.isfinite(d)])) if np.isfinite(d).any() else 1.0
-    colors = palette.ramp(np.where(np.isfinite(d[keep]), d[keep], 0.0) / (top if top > 0 else 1.0))
-    if worst:
-        row0, first = worst[0]
-        base = stop_scene(robot, first, geometry=geometry)
-    else:
-        base = Scene(title="", geometry=geometry)
-    span = float(np.max(np.ptp(start[keep], axis=0))) if len(keep) else 1.0
-    clouds = (PointCloud("states", "TCP at the E-stop", start[keep], colors, size=max(0.005, 0.018 * span)),)
+    n, top, d = sample.count, sample.top, sample.distance
+    colors = palette.ramp(np.where(np.isfinite(d), d, 0.0) / (top if top > 0 else 1.0))
+    base = stop_scene(robot, worst[0], geometry=geometry) if worst else Scene(title="", geometry=geometry)
+    span = float(np.max(np.ptp(sample.start, axis=0))) if len(sample.start) else 1.0
+    clouds = (PointCloud("states", "TCP at the E-stop", sample.start, colors, size=max(0.005, 0.018 * span)),)
     shapes = list(base.shapes)
     legend = list(base.legend) + [LegendEntry(palette.ramp([1.0])[0], f"TCP at the E-stop of {n} states: colour = "
                                               f"stopping distance, blue 0 m .. red {top:.3f} m", ("states",))]
@@ -92,36 +83,19 @@ def map_scene(robot: RobotModel, columns: dict[str, np.ndarray], *, cell_box=Non
         legend.append(LegendEntry(palette.CELL_BOX, "cell box the TCP was sampled in", ("cell_box",)))
     lines = list(base.lines)
     labels = []
-    for k, (row, p) in enumerate(worst):
+    for k, p in enumerate(worst):
         color = WORST_COLORS[k % len(WORST_COLORS)]
-        state = int(columns["state"][row])
+        state = int(sample.worst["state"][k])
         if k > 0 and p.tcp_positions is not None:
             lines.append(Polyline(f"worst_{k}", f"state {state}", np.asarray(p.tcp_positions), color, 2.5))
             legend.append(LegendEntry(color, f"TCP path of state {state} (#{k + 1})", (f"worst_{k}",)))
         if p.tcp_positions is not None:
-            labels.append(Label(f"#{k + 1}: {d[row]:.3f} m", tuple(float(x) for x in p.tcp_positions[-1]), color))
-    s = summary_lines(columns)
+            distance = float(sample.worst["tcp_straight_distance_m"][k])
+            labels.append(Label(f"#{k + 1}: {distance:.3f} m", tuple(float(x) for x in p.tcp_positions[-1]), color))
+    s = list(sample.info)
     if worst:
-        s.append(f"animated: state {int(columns['state'][worst[0][0]])} (#1), replayed from its inputs")
+        s.append(f"animated: state {int(sample.worst['state'][0])} (#1), replayed from its inputs")
     return check_scene(dataclasses.replace(
         base, title=clip_text(title or f"{robot.name}: stopping map, {n} states"), shapes=tuple(shapes),
         lines=tuple(lines), clouds=clouds, labels=tuple(labels), legend=tuple(legend),
         info=tuple(clip_text(x) for x in s + list(base.info[1:]))))
-
-
-def summary_lines(columns: dict[str, np.ndarray]) -> list[str]:
-    """The info panel of a map: counts, worst distance and time, percentiles."""
-    d = np.asarray(columns["tcp_straight_distance_m"], dtype=float)
-    t = np.asarray(columns["stop_time_s"], dtype=float)
-    stopped = int(np.sum(columns["stopped"]))
-    out = [f"{len(d)} states, {stopped} stopped within the horizon"]
-    if np.isfinite(d).any():
-        k = int(np.nanargmax(np.where(np.isfinite(d), d, np.nan)))
-        out.append(f"worst TCP distance {d[k]:.4f} m (state {int(columns['state'][k])}); p50/p90/p99: "
-                   + " / ".join(f"{x:.4f}" for x in np.percentile(d[np.isfinite(d)], (50, 90, 99))) + " m")
-    if np.isfinite(t).any():
-        k = int(np.argmax(np.where(np.isfinite(t), t, -np.inf)))
-        out.append(f"worst stop time {t[k]:.4f} s (state {int(columns['state'][k])})" if stopped == len(d) else
-                   f"worst stop time: not stopped ({len(d) - stopped} states); longest stop {t[k]:.4f} s (state "
-                   f"{int(columns['state'][k])})")
-    return out
