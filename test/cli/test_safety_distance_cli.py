@@ -44,10 +44,9 @@ def test_the_iso_ts_15066_worked_example_of_the_guide(tmp_path):
     assert r["C"] == pytest.approx(0.128) and r["link"] == "wrist_3_link" and not r["safe"]
 
 
-def test_ssm_over_a_workspace_map(tmp_path, capsys):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+@pytest.fixture(scope="module")
+def three_row_map():
+    """The columns of a 3-state UR5 map (payloads 0 and 5 kg), as vtm-stopping-map writes them."""
     from vtm_dynamics.core.estop.brakes import brakes_from_config, load_brake_yaml
     from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
     from vtm_dynamics.core.stopping.workspace_map import MapSpec, evaluate_chunk
@@ -55,16 +54,65 @@ def test_ssm_over_a_workspace_map(tmp_path, capsys):
     robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
     repo = os.path.dirname(DOC)[:-len("docs")]
     brakes = brakes_from_config(robot, load_brake_yaml(os.path.join(repo, "config", "ur5_brakes.yaml")))
-    cols = evaluate_chunk(robot, brakes, MapSpec(n_states=3, tcp_frame="tool0", payload_frame="tool0", chunk_size=3,
+    return evaluate_chunk(robot, brakes, MapSpec(n_states=3, tcp_frame="tool0", payload_frame="tool0", chunk_size=3,
                                                  payloads=(0.0, 5.0)), 0)
-    path = tmp_path / "map.parquet"
+
+
+def _write_map(path, cols, spoiled=()):
+    """Write ``cols`` as a Parquet map; the data of the ``spoiled`` columns is then zeroed in the file (its
+    metadata kept): a reader that reads any of them fails."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     pq.write_table(pa.table({k: np.asarray(v) for k, v in cols.items()}), path)
+    meta = pq.ParquetFile(path).metadata
+    with open(path, "r+b") as fh:
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                chunk = meta.row_group(g).column(c)
+                if chunk.path_in_schema in spoiled:
+                    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+                    fh.seek(start)
+                    fh.write(bytes(chunk.total_compressed_size))
+    return path
+
+
+def test_ssm_over_a_workspace_map(tmp_path, capsys, three_row_map):
+    path = _write_map(tmp_path / "map.parquet", three_row_map)
     assert main(["ssm-map", str(path), "--person", "1.0", "0.5", "0.5", "--reaction-time", "0.1", "--csv",
                  str(tmp_path / "ssm.csv"), "--quiet"]) == 0
     assert "S_p over 3 map states" in capsys.readouterr().out
     assert len((tmp_path / "ssm.csv").read_text().splitlines()) == 4
     assert main(["ssm-map", str(path), "--person", "1", "0", "0", "--reaction-time", "0.1", "--max-rows", "2"]) == 2
     assert "map: 3 rows, more than --max-rows 2" in capsys.readouterr().err
+
+
+def test_an_oversized_map_is_refused_from_its_row_count_before_any_column_is_read(tmp_path, capsys, three_row_map):
+    # the whole map was read (every column of every row) before its row count was compared with --max-rows: a map
+    # of 10^7 rows was loaded whole only to be refused. Here no column can be read at all
+    path = _write_map(tmp_path / "map.parquet", three_row_map, spoiled=tuple(three_row_map))
+    assert main(["ssm-map", str(path), "--person", "1", "0", "0", "--reaction-time", "0.1", "--max-rows", "2",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == "vtm-safety-distance: error: map: 3 rows, more than --max-rows 2\n"
+
+
+def test_the_map_table_reads_only_the_columns_it_needs(tmp_path, capsys, three_row_map):
+    # the table needs a row's state, q, v, payload and brake factors (16 columns for the UR5), not its results
+    needed = {"state", "payload_kg", "torque_factor", "delay_factor"}
+    needed |= {k for k in three_row_map if k.startswith(("q_", "v_"))}
+    others = tuple(k for k in three_row_map if k not in needed)
+    assert {"tcp_straight_distance_m", "stop_time_s", "tcp_x_m"} <= set(others)
+    path = _write_map(tmp_path / "map.parquet", three_row_map, spoiled=others)
+    with pytest.raises(OSError):  # the spoiled columns cannot be read
+        import pyarrow.parquet as pq
+        pq.read_table(path, columns=[others[0]])
+    assert main(["ssm-map", str(path), "--person", "1.0", "0.5", "0.5", "--reaction-time", "0.1", "--quiet"]) == 0
+    assert "S_p over 3 map states" in capsys.readouterr().out
+    spoiled_needed = _write_map(tmp_path / "bad.parquet", three_row_map, spoiled=("torque_factor",))
+    assert main(["ssm-map", str(spoiled_needed), "--person", "1", "0", "0", "--reaction-time", "0.1",
+                 "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith("vtm-safety-distance: error: map: cannot read bad.parquet (")
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from vtm_dynamics.core.stopping.workspace_map import summarize
-from vtm_dynamics.scaleout.result_file import read_rows, result_passes, summarize_result
+from vtm_dynamics.scaleout.result_file import read_columns, read_rows, result_passes, result_rows, summarize_result
 
 
 @pytest.fixture
@@ -45,3 +45,12 @@ def test_the_rows_of_given_states_are_found_in_any_row_group(map_file):
     rows = read_rows(path, [999, 5, 301, 5])
     np.testing.assert_array_equal(rows["state"], [5, 301, 999])
     np.testing.assert_array_equal(rows["tcp_x_m"], columns["tcp_x_m"][[5, 301, 999]])
+
+
+def test_the_row_count_and_the_columns_asked_for_are_read_without_the_others(map_file):
+    path, columns = map_file
+    assert result_rows(path) == 1000
+    got = read_columns(path, ("stopped", "state", "q_elbow_joint"))  # a column the map lacks is left out
+    assert sorted(got) == ["state", "stopped"]
+    np.testing.assert_array_equal(got["state"], columns["state"])
+    np.testing.assert_array_equal(got["stopped"], columns["stopped"])

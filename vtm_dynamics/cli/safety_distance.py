@@ -275,15 +275,22 @@ def run(args: argparse.Namespace) -> str:
             with open(args.json, "w", encoding="utf-8") as fh:
                 json.dump(_ssm_dict(r), fh, indent=1)
         return ssm_report(r, sources) + (f"\nwrote {args.json}" if args.json else "")
-    from vtm_dynamics.scaleout.chunk_store import read_result
+    from vtm_dynamics.core.stopsafe.separation import MAX_TABLE_ROWS, table_columns
+    from vtm_dynamics.scaleout.result_file import read_columns, result_rows
 
-    try:
-        columns = read_result(args.map)
+    unreadable = f"map: cannot read {args.map.rsplit('/', 1)[-1][:80]}"
+    try:  # the row count from the file's metadata: an oversized map is refused before any column is read
+        n = result_rows(args.map)
     except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds; one line
-        raise StopInputError(f"map: cannot read {args.map.rsplit('/', 1)[-1][:80]} ({type(err).__name__})") from None
-    n = len(columns.get("state", []))
+        raise StopInputError(f"{unreadable} ({type(err).__name__})") from None
     if n > args.max_rows:
         raise StopInputError(f"map: {n} rows, more than --max-rows {args.max_rows}")
+    if n > MAX_TABLE_ROWS:
+        raise StopInputError(f"map: {n} rows, more than the {MAX_TABLE_ROWS} rows a table can hold")
+    try:  # only the columns the table needs (16 for a 6-joint arm), not the rows' results
+        columns = read_columns(args.map, table_columns(monitor.setup.robot.joint_names))
+    except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds; one line
+        raise StopInputError(f"{unreadable} ({type(err).__name__})") from None
     import time
 
     start = time.perf_counter()

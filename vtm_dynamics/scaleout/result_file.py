@@ -45,6 +45,21 @@ def result_passes(path: str, columns: Sequence[str] | None = None, rows: int = B
     return blocks
 
 
+def result_rows(path: str) -> int:
+    """The number of rows of the map in ``path``, from the file's metadata: no column is read."""
+    with pq.ParquetFile(path) as reader:
+        return int(reader.metadata.num_rows)
+
+
+def read_columns(path: str, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """The whole of the given columns of the map in ``path`` (those it has; a column it lacks is left out for the
+    caller to name), no other column read."""
+    with pq.ParquetFile(path) as reader:
+        present = set(reader.schema_arrow.names)
+        table = reader.read(columns=[c for c in columns if c in present], use_threads=False)
+    return {name: table.column(name).to_numpy() for name in table.column_names}
+
+
 def summarize_result(path: str) -> MapSummary:
     """The summary of the map in ``path`` (:func:`vtm_dynamics.core.stopping.map_summary.summarize_passes`),
     reading only the four columns it needs."""

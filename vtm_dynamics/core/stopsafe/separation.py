@@ -214,13 +214,20 @@ class SeparationRow:
     category: int = 0
 
 
+def table_columns(joint_names: Sequence[str]) -> tuple[str, ...]:
+    """The map columns :func:`separation_table` reads, for a robot with these joints (a reader of a map file
+    need read no other)."""
+    return (("state",) + tuple(f"q_{j}" for j in joint_names) + tuple(f"v_{j}" for j in joint_names)
+            + ("payload_kg", "torque_factor", "delay_factor"))
+
+
 def separation_table(monitor: SeparationMonitor, columns: Mapping[str, np.ndarray], person: Sequence[float], *,
                      category: int | Sequence[int] = 0, max_rows: int = 100_000,
                      cancel: Callable[[], bool] | None = None,
                      progress: Callable[[int, int], None] | None = None) -> list[SeparationRow]:
     """S_p for every row of a workspace map (the columns of
     :func:`vtm_dynamics.core.stopping.workspace_map.evaluate_chunk`: ``state``, ``q_<joint>``, ``v_<joint>``,
-    ``payload_kg``, ``torque_factor``, ``delay_factor``), each with the row's own brake and payload case; at most
+    ``payload_kg``, ``torque_factor``, ``delay_factor``: :func:`table_columns`), each with the row's own brake and payload case; at most
     ``max_rows`` rows (one-line error beyond). ``category``: the stop category (IEC 60204-1) of the rows' cases, or
     several (e.g. ``(0, 1)``): each is evaluated on its own and the row keeps the one with the larger S_p (the
     smaller margin; a case that does not stop first), whichever category that is."""
