@@ -75,7 +75,8 @@ def test_the_info_panel_gives_the_figures_of_every_row(ur5_rows):
     d, t = cols["tcp_straight_distance_m"], cols["stop_time_s"]
     info = sample_map(in_blocks(cols, 37), 3, max_points=50).info
     k = int(np.nanargmax(d))
-    p = np.percentile(d[np.isfinite(d)], (50, 90, 99))
+    # the summary's percentiles: over every row, a row without a distance (or not stopped) counting as unknown (inf)
+    p = np.percentile(np.where(np.isfinite(d) & cols["stopped"], d, np.inf), (50, 90, 99))
     assert info[0] == f"{N} states, {int(np.sum(cols['stopped']))} stopped within the horizon"
     assert info[1] == (f"worst TCP distance {d[k]:.4f} m (state {k}); p50/p90/p99: {p[0]:.4f} / {p[1]:.4f} / "
                        f"{p[2]:.4f} m")
@@ -98,3 +99,40 @@ def test_the_scene_of_a_map_read_in_blocks_is_the_scene_of_the_map_read_whole(ur
     assert blocks.labels == whole.labels and blocks.info == whole.info and blocks.title == whole.title
     assert [line.name for line in blocks.lines] == [line.name for line in whole.lines]
     np.testing.assert_array_equal(blocks.robots[0].times, whole.robots[0].times)
+
+
+def test_a_state_that_did_not_stop_is_shown_as_not_stopped_never_as_a_known_distance(ur5_rows):
+    # a state not at rest within the horizon keeps the distance it had moved by then: a lower bound, not its
+    # stopping distance. The summary counts it as not stopped; the view called the largest such value the "worst
+    # TCP distance", put it in the percentiles, ranked the worst states by it and labelled it "#1: 0.9 m"
+    from vtm_dynamics.core.stopping.workspace_map import summarize
+    from vtm_dynamics.views.map_view import map_scene, replay_worst
+
+    robot, brakes, spec, whole = ur5_rows
+    cols = {k: np.array(v, copy=True) for k, v in whole.items()}
+    d = cols["tcp_straight_distance_m"]
+    ok = np.isfinite(d) & np.isfinite(cols["tcp_x_m"])
+    moved = np.flatnonzero(ok)[[10, 400]]  # two states cut off by the horizon, far beyond every real distance
+    cols["stopped"] = np.asarray(cols["stopped"], dtype=bool)
+    cols["stopped"][moved] = False
+    d[moved] = 10.0 * np.nanmax(d) + np.array([1.0, 2.0])
+    stopped = cols["stopped"] & np.isfinite(d)
+    known = int(np.flatnonzero(stopped)[np.argmax(d[stopped])])
+    sample = sample_map(in_blocks(cols, 37), 3, max_points=50, seed=4)
+    assert list(sample.worst_rows[:2]) == sorted(moved.tolist())  # not stopped first, in file order
+    assert sample.worst_rows[2] == known
+    assert sample.top == d[known]  # the colour scale is the known distances'
+    summary = summarize(cols)
+    assert any(line.startswith(f"worst TCP distance {d[known]:.4f} m (state {known})") for line in sample.info)
+    assert any("2 states did not stop within the horizon" in line for line in sample.info)
+    pct = [line for line in sample.info if "p50/p90/p99" in line][0]
+    expected = ["not stopped" if np.isinf(x) else f"{x:.4f}" for x in summary.distance_percentiles[:3]]
+    assert pct.endswith(" / ".join(expected) + (" m" if expected[-1] != "not stopped" else ""))
+    assert all(f"{x:.4f}" not in " ".join(sample.info) for x in d[moved])
+    drawn_moved = np.isin(sample.rows, moved)
+    assert drawn_moved.sum() == 2 and not sample.stopped[drawn_moved].any()
+    scene = map_scene(robot, sample, worst=replay_worst(robot, brakes, spec, sample), geometry=ur5_geometry())
+    clouds = {c.name: c for c in scene.clouds}
+    assert len(clouds["not_stopped"].points) == 2 and len(clouds["states"].points) == 48
+    assert [lb.text for lb in scene.labels][:2] == ["#1: not stopped", "#2: not stopped"]
+    assert scene.labels[2].text == f"#3: {d[known]:.3f} m"

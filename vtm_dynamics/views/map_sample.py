@@ -21,13 +21,14 @@ most 8 MB for the default 20,000 points; beyond, it keeps only the drawn positio
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from vtm_dynamics.core.stopping.map_summary import Passes, order_statistics, passes_of, percentile_ranks, \
-    percentiles_of
+    percentiles_of, ranked_values
 
 Reader = Callable[[Sequence[str] | None], Passes]  # the columns asked for (None: every column) -> passes over them
 MAX_MAP_POINTS = 20000  # drawn start positions; the rest of a larger map is thinned (seeded), the worst kept
@@ -40,14 +41,17 @@ FIRST_PASS = ("state", DISTANCE, "stop_time_s", "stopped") + START
 @dataclass(frozen=True)
 class MapSample:
     """The view's share of a map of ``count`` rows: the drawn rows' numbers ``rows`` (0-based, in file order), their
-    TCP start positions ``start`` [m] (k x 3) and stopping distances ``distance`` [m]; ``top`` the largest finite
-    distance of all rows [m] (1 when there is none); ``worst`` every column of the worst rows, worst first, and
-    ``worst_rows`` their row numbers (:func:`worst_order`); ``info`` the lines of the info panel."""
+    TCP start positions ``start`` [m] (k x 3), stopping distances ``distance`` [m] and whether they stopped within
+    the horizon ``stopped`` (the distance of a row that did not is how far it had moved by then: not its stopping
+    distance); ``top`` the largest finite distance of the rows that stopped [m] (1 when there is none); ``worst``
+    every column of the worst rows, worst first, and ``worst_rows`` their row numbers (:func:`worst_order`: the
+    rows that did not stop first); ``info`` the lines of the info panel."""
 
     count: int
     rows: np.ndarray
     start: np.ndarray
     distance: np.ndarray
+    stopped: np.ndarray
     top: float
     worst: dict[str, np.ndarray]
     worst_rows: tuple[int, ...]
@@ -59,11 +63,13 @@ def columns_reader(columns: Mapping[str, np.ndarray]) -> Reader:
     return lambda names: passes_of(dict(columns) if names is None else {k: columns[k] for k in names})
 
 
-def worst_order(distance: np.ndarray) -> np.ndarray:
-    """Sort keys of rows by stopping distance [m]: the largest first, rows without a finite distance last; among
-    equal keys the earlier row comes first (a stable sort of the keys)."""
+def worst_order(distance: np.ndarray, stopped: np.ndarray | None = None) -> np.ndarray:
+    """Sort keys of rows by stopping distance [m]: rows that did not stop within the horizon first (their stopping
+    distance is not known, as in the map's summary), then the largest distance first, rows without a finite
+    distance last; among equal keys the earlier row comes first (a stable sort of the keys)."""
     d = np.asarray(distance, dtype=float)
-    return np.where(np.isfinite(d), -d, np.inf)
+    keys = np.where(np.isfinite(d), -d, np.inf)
+    return keys if stopped is None else np.where(np.asarray(stopped, dtype=bool), keys, -np.inf)
 
 
 @dataclass
@@ -75,8 +81,8 @@ class _Tally:
     drawable: int = 0
     stopped: int = 0
     finite: int = 0
-    top: tuple[float, int] | None = None  # (distance, state) of the first row of the largest finite distance
-    longest: tuple[float, int] | None = None  # (stop time, state) of the first row of the longest finite stop
+    top: tuple[float, int] | None = None  # (distance, state): the first stopped row of the largest finite distance
+    longest: tuple[float, int] | None = None  # (stop time, state): the first stopped row of the longest stop
     worst_keys: np.ndarray = field(default_factory=lambda: np.empty(0))
     worst_rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     worst_drawable: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
@@ -87,27 +93,29 @@ def _first_pass(read: Reader, count: int) -> _Tally:
     for block in read(FIRST_PASS)():
         d = np.asarray(block[DISTANCE], dtype=float)
         t = np.asarray(block["stop_time_s"], dtype=float)
+        stopped = np.asarray(block["stopped"], dtype=bool)
         states = np.asarray(block["state"])
         drawable = np.all(np.isfinite(np.column_stack([np.asarray(block[c], dtype=float) for c in START])), axis=1)
         rows = tally.count + np.arange(len(d), dtype=np.int64)
         # the running top `count`: the candidates so far (earlier rows) before this block's, sorted stably
-        keys = np.concatenate([tally.worst_keys, worst_order(d)])
+        keys = np.concatenate([tally.worst_keys, worst_order(d, stopped)])
         order = np.argsort(keys, kind="stable")[:count]
         tally.worst_keys = keys[order]
         tally.worst_rows = np.concatenate([tally.worst_rows, rows])[order]
         tally.worst_drawable = np.concatenate([tally.worst_drawable, drawable])[order]
-        finite = np.isfinite(d)
+        finite = np.isfinite(d) & stopped
         if finite.any():
             j = int(np.argmax(np.where(finite, d, -np.inf)))
             if tally.top is None or d[j] > tally.top[0]:
                 tally.top = (float(d[j]), int(states[j]))
-        if np.isfinite(t).any():
-            j = int(np.argmax(np.where(np.isfinite(t), t, -np.inf)))
+        timed = np.isfinite(t) & stopped
+        if timed.any():
+            j = int(np.argmax(np.where(timed, t, -np.inf)))
             if tally.longest is None or t[j] > tally.longest[0]:
                 tally.longest = (float(t[j]), int(states[j]))
         tally.count += len(d)
         tally.drawable += int(np.sum(drawable))
-        tally.stopped += int(np.sum(np.asarray(block["stopped"], dtype=bool)))
+        tally.stopped += int(np.sum(stopped))
         tally.finite += int(np.sum(finite))
     return tally
 
@@ -120,7 +128,7 @@ def sample_map(read: Reader, count: int = 3, max_points: int = MAX_MAP_POINTS, s
     # positions among the drawable rows that are not among the worst, in file order
     picked = (np.sort(np.random.default_rng(seed).choice(tally.drawable - len(must), max_points - len(must),
                                                          replace=False)) if thin else None)
-    rows, start, distance, worst = [], [], [], []
+    rows, start, distance, stopped, worst = [], [], [], [], []
     seen = rest_seen = 0
     for block in read(None)():
         d = np.asarray(block[DISTANCE], dtype=float)
@@ -138,6 +146,7 @@ def sample_map(read: Reader, count: int = 3, max_points: int = MAX_MAP_POINTS, s
         rows.append(here[keep])
         start.append(xyz[keep])
         distance.append(d[keep])
+        stopped.append(np.asarray(block["stopped"], dtype=bool)[keep])
         mine = np.isin(here, tally.worst_rows)
         if mine.any():
             worst.append({name: np.asarray(values)[mine] for name, values in block.items()} | {"": here[mine]})
@@ -146,7 +155,8 @@ def sample_map(read: Reader, count: int = 3, max_points: int = MAX_MAP_POINTS, s
     top = tally.top[0] if tally.top is not None else 1.0
     return MapSample(count=tally.count, rows=np.concatenate(rows) if rows else np.empty(0, dtype=np.int64),
                      start=np.concatenate(start) if start else np.empty((0, 3)),
-                     distance=np.concatenate(distance) if distance else np.empty(0), top=top,
+                     distance=np.concatenate(distance) if distance else np.empty(0),
+                     stopped=np.concatenate(stopped) if stopped else np.empty(0, dtype=bool), top=top,
                      worst=worst_columns, worst_rows=tuple(int(r) for r in tally.worst_rows),
                      info=tuple(_info(read, tally)))
 
@@ -162,18 +172,21 @@ def _worst_first(parts: list[dict[str, np.ndarray]], order: np.ndarray) -> dict[
 
 
 def _info(read: Reader, tally: _Tally) -> list[str]:
-    """The info panel: counts, the largest finite distance and the longest stop, percentiles of the finite
-    distances (numpy's linear percentiles, exact order statistics)."""
+    """The info panel: counts, the largest known distance and the longest stop, and the percentiles of the
+    distances as the map's summary gives them (every row; a row that did not stop, or without a distance, counts
+    as unknown: :func:`~vtm_dynamics.core.stopping.map_summary.ranked_values`; numpy's linear percentiles, exact
+    order statistics)."""
     n = tally.count
     out = [f"{n} states, {tally.stopped} stopped within the horizon"]
+    if n > tally.stopped:
+        out.append(f"{n - tally.stopped} states did not stop within the horizon: their stopping distance is not "
+                   "known (drawn apart, first among the worst)")
     if tally.top is not None:
-        ranks = percentile_ranks(tally.finite, INFO_PERCENTILES)
-        order = order_statistics(lambda: ((np.where(np.isfinite(d), d, np.inf),) for d in
-                                          (np.asarray(b[DISTANCE], dtype=float) for b in read((DISTANCE,))())),
-                                 [ranks])[0]
-        pct = percentiles_of(order, tally.finite, INFO_PERCENTILES)
+        ranks = percentile_ranks(n, INFO_PERCENTILES)
+        order = order_statistics(lambda: ((ranked_values(b)[0],) for b in read(FIRST_PASS)()), [ranks])[0]
+        pct = ["not stopped" if math.isinf(x) else f"{x:.4f}" for x in percentiles_of(order, n, INFO_PERCENTILES)]
         out.append(f"worst TCP distance {tally.top[0]:.4f} m (state {tally.top[1]}); p50/p90/p99: "
-                   + " / ".join(f"{x:.4f}" for x in pct) + " m")
+                   + " / ".join(pct) + (" m" if pct[-1] != "not stopped" else ""))
     if tally.longest is not None:
         t, state = tally.longest
         out.append(f"worst stop time {t:.4f} s (state {state})" if tally.stopped == n else

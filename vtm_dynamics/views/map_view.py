@@ -52,8 +52,10 @@ def replay_row(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, columns: dict
 
 
 def worst_rows(columns: dict[str, np.ndarray], count: int = 3) -> list[int]:
-    """Rows of the largest TCP stopping distances, largest first (rows without a finite distance last)."""
-    return [int(k) for k in np.argsort(worst_order(columns["tcp_straight_distance_m"]), kind="stable")[:count]]
+    """Rows of the largest TCP stopping distances, largest first (:func:`~.map_sample.worst_order`: rows that did
+    not stop within the horizon first, rows without a finite distance last)."""
+    keys = worst_order(columns["tcp_straight_distance_m"], columns.get("stopped"))
+    return [int(k) for k in np.argsort(keys, kind="stable")[:count]]
 
 
 def replay_worst(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, sample: MapSample) -> list[StopPrediction]:
@@ -67,14 +69,21 @@ def map_scene(robot: RobotModel, sample: MapSample, *, cell_box=None, worst: Seq
     ``worst``: the replayed predictions of the sample's worst rows (:func:`replay_worst`), worst first; the first
     is animated with its ghosts and events, every one gets its TCP path and a label."""
     geometry = geometry if geometry is not None else geometry_of(robot)
-    n, top, d = sample.count, sample.top, sample.distance
-    colors = palette.ramp(np.where(np.isfinite(d), d, 0.0) / (top if top > 0 else 1.0))
+    n, top, d, ok = sample.count, sample.top, sample.distance, np.asarray(sample.stopped, dtype=bool)
+    colors = palette.ramp(np.where(np.isfinite(d[ok]), d[ok], 0.0) / (top if top > 0 else 1.0))
     base = stop_scene(robot, worst[0], geometry=geometry) if worst else Scene(title="", geometry=geometry)
     span = float(np.max(np.ptp(sample.start, axis=0))) if len(sample.start) else 1.0
-    clouds = (PointCloud("states", "TCP at the E-stop", sample.start, colors, size=max(0.005, 0.018 * span)),)
+    size = max(0.005, 0.018 * span)
+    clouds = [PointCloud("states", "TCP at the E-stop", sample.start[ok], colors, size=size)]
     shapes = list(base.shapes)
     legend = list(base.legend) + [LegendEntry(palette.ramp([1.0])[0], f"TCP at the E-stop of {n} states: colour = "
                                               f"stopping distance, blue 0 m .. red {top:.3f} m", ("states",))]
+    if not ok.all():  # a state not at rest within the horizon has no stopping distance to colour it by
+        clouds.append(PointCloud("not_stopped", "TCP at the E-stop, not stopped within the horizon",
+                                 sample.start[~ok], np.tile(palette.NOT_STOPPED, (int(np.sum(~ok)), 1)),
+                                 size=1.6 * size))
+        legend.append(LegendEntry(palette.NOT_STOPPED, "TCP at the E-stop of states that did not stop within the "
+                                  "horizon (stopping distance not known)", ("not_stopped",)))
     if cell_box is not None:
         lo, hi = (np.asarray(c, dtype=float) for c in cell_box)
         pose = np.eye(4)
@@ -91,11 +100,12 @@ def map_scene(robot: RobotModel, sample: MapSample, *, cell_box=None, worst: Seq
             legend.append(LegendEntry(color, f"TCP path of state {state} (#{k + 1})", (f"worst_{k}",)))
         if p.tcp_positions is not None:
             distance = float(sample.worst["tcp_straight_distance_m"][k])
-            labels.append(Label(f"#{k + 1}: {distance:.3f} m", tuple(float(x) for x in p.tcp_positions[-1]), color))
+            text = f"{distance:.3f} m" if bool(sample.worst["stopped"][k]) else "not stopped"
+            labels.append(Label(f"#{k + 1}: {text}", tuple(float(x) for x in p.tcp_positions[-1]), color))
     s = list(sample.info)
     if worst:
         s.append(f"animated: state {int(sample.worst['state'][0])} (#1), replayed from its inputs")
     return check_scene(dataclasses.replace(
         base, title=clip_text(title or f"{robot.name}: stopping map, {n} states"), shapes=tuple(shapes),
-        lines=tuple(lines), clouds=clouds, labels=tuple(labels), legend=tuple(legend),
+        lines=tuple(lines), clouds=tuple(clouds), labels=tuple(labels), legend=tuple(legend),
         info=tuple(clip_text(x) for x in s + list(base.info[1:]))))
