@@ -257,3 +257,36 @@ def test_the_start_up_heap_is_collected_and_frozen_before_the_node_spins():
     assert out.returncode == 0, out.stdout + out.stderr
     line = next(x for x in out.stdout.splitlines() if x.startswith("frozen "))
     assert int(line.split()[1]) > 10_000  # rclpy, numpy, the node: all of start-up is out of later collections
+
+
+INTERRUPTED_SETTLING = '''
+import gc
+import sys
+
+from rclpy.node import Node
+
+from vtm_dynamics.nodes.node_main import run_node
+
+
+def interrupted_collection():
+    """Ctrl-C during the start-up heap's collection (between the node's construction and its spin)."""
+    raise KeyboardInterrupt
+
+
+class Made(Node):
+    def __init__(self):
+        super().__init__("made")
+        gc.collect = interrupted_collection  # the next collection is run_node's settling of the heap
+
+
+sys.exit(run_node("made", Made, ()))
+'''
+
+
+def test_ctrl_c_while_the_start_up_heap_is_settled_ends_with_0_and_no_traceback():
+    """The start/SIGINT cycles caught a Ctrl-C inside the start-up collection: status -2 and a KeyboardInterrupt
+    traceback from the predictor, the node never destroyed."""
+    out = subprocess.run([python_executable(), "-c", INTERRUPTED_SETTLING], cwd=REPO_ROOT, env=ros_subprocess_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr, out.stderr

@@ -72,8 +72,8 @@ def run_node(name: str, factory: Callable[[], Node], startup_errors: tuple[type[
         print(f"{name}: cannot start: {one_line(err, 500)}", flush=True)
         rclpy.try_shutdown()
         return 2
-    settle_heap()
     try:
+        settle_heap()  # inside: a Ctrl-C during the collection ends the node like one during its spin
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
