@@ -34,8 +34,12 @@ def _stream(graph, got, n=1) -> None:
     assert len(got) >= n, "no stopping_distance message"
 
 
+# the values are what these tests check, not the wall time: a loaded machine took 3.7 s for a first prediction
+SLOW_MACHINE = {"prediction_deadline": 60.0}
+
+
 @pytest.mark.parametrize("graph", [{"stopping_envelope_payload_max": 2.0, "continuous_rate": 20.0,
-                                    "max_start_state_age": 5.0}], indirect=True)
+                                    "max_start_state_age": 5.0, **SLOW_MACHINE}], indirect=True)
 def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envelope(graph):
     got = _listen(graph)
     _stream(graph, got)
@@ -61,7 +65,8 @@ def test_nominal_matches_the_continuous_prediction_and_worst_case_the_core_envel
 
 
 @pytest.mark.parametrize("graph", [{"stopping_envelope_payload_max": 2.0, "continuous_rate": 20.0,
-                                    "max_start_state_age": 5.0, "tcp_frame": "wrist_3_link"}], indirect=True)
+                                    "max_start_state_age": 5.0, "tcp_frame": "wrist_3_link", **SLOW_MACHINE}],
+                         indirect=True)
 def test_the_envelopes_payload_sits_at_the_robots_payload_frame_whatever_the_tcp(graph):
     # with a TCP other than the catalogue's payload frame (tool0 on the UR5), the live envelope attached its payload
     # at the TCP while the separation distance, vtm-stopping-data and the maps attach it at tool0: two figures of
@@ -92,8 +97,8 @@ def test_a_failed_prediction_is_published_as_failure_with_its_reason(graph):
     assert math.isnan(msg.distance) and math.isnan(msg.worst_distance)
 
 
-@pytest.mark.parametrize("graph", [{"stopping_envelope": False, "continuous_rate": 20.0, "max_start_state_age": 5.0}],
-                         indirect=True)
+@pytest.mark.parametrize("graph", [{"stopping_envelope": False, "continuous_rate": 20.0, "max_start_state_age": 5.0,
+                                    **SLOW_MACHINE}], indirect=True)
 def test_envelope_off_reports_the_nominal_as_worst(graph):
     got = _listen(graph)
     _stream(graph, got)
