@@ -216,3 +216,41 @@ def test_a_continuous_joint_reported_wrapped_is_estimated_on_the_circle(robot):
     s = tracker.snapshot()
     assert s.v[1] == pytest.approx(speed, rel=1e-9)
     assert s.v[0] == pytest.approx(-5.8 / dt)  # the limited hinge really moved 5.8 rad: no wrap there
+
+
+def test_a_value_older_than_the_one_held_for_a_joint_is_skipped_and_named(robot):
+    """A joint_state_publisher republishing every joint with an older stamp among a driver's newer messages: the
+    driver's values stay, and no velocity is differenced with the older one."""
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge", "wheel"], [0.10, 1.00], stamp=50.00))
+    tracker.update(_js(["hinge", "wheel"], [0.11, 1.02], stamp=50.01))
+    parsed = tracker.update(_js(["wheel", "hinge"], [0.5, 0.0], [0.0, 0.0], stamp=49.95))  # older: both skipped
+    assert parsed.superseded == ("wheel", "hinge") and parsed.merged == ()
+    s = tracker.snapshot()
+    assert s.positions == pytest.approx([0.11, 1.02]) and s.stamp == 50.01
+    assert s.v == pytest.approx([1.0, 2.0]) and s.velocity_source == "estimated"
+    tracker.update(_js(["hinge", "wheel"], [0.12, 1.04], stamp=50.02))  # differenced with 50.01, not 49.95
+    assert tracker.snapshot().v == pytest.approx([1.0, 2.0])
+    parsed = tracker.update(_js(["hinge", "wheel"], [0.13, 0.9], [1.0, 0.0], stamp=50.02 - 1e-3))
+    assert parsed.superseded == ("hinge", "wheel")
+
+
+def test_a_message_newer_for_some_joints_and_older_for_others_merges_only_the_newer(robot):
+    tracker = JointStateTracker(robot)
+    tracker.update(_js(["hinge"], [0.1], [0.0], stamp=10.0))
+    tracker.update(_js(["wheel"], [1.0], [0.0], stamp=10.2))
+    parsed = tracker.update(_js(["hinge", "wheel"], [0.3, 2.0], [0.5, 0.5], stamp=10.1))
+    assert parsed.superseded == ("wheel",) and parsed.merged == ("hinge",)
+    s = tracker.snapshot()
+    assert s.positions == pytest.approx([0.3, 1.0]) and s.stamp == 10.1
+
+
+def test_a_snapshot_carries_the_exact_stamp_of_its_oldest_joint_value(robot):
+    """Float seconds at today's epoch lose nanoseconds; the snapshot names the stamp exactly."""
+    old, new = _js(["hinge"], [0.1], [0.0]), _js(["wheel"], [1.0], [0.0])
+    old.header.stamp.sec, old.header.stamp.nanosec = 1_790_000_000, 123_456_789
+    new.header.stamp.sec, new.header.stamp.nanosec = 1_790_000_000, 125_456_789
+    tracker = JointStateTracker(robot)
+    tracker.update(old)
+    tracker.update(new)
+    assert tracker.snapshot().header_stamp == old.header.stamp

@@ -13,6 +13,7 @@ Units: positions [rad, m], velocities [rad/s, m/s], efforts [N m, N], stamps [s]
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -109,13 +110,22 @@ def positions_from_configuration(robot: RobotModel, q: Sequence[float]) -> np.nd
 
 @dataclass(frozen=True)
 class ParsedJointState:
-    """The usable content of one JointState: per known joint name, position/velocity/effort (None if absent)."""
+    """The usable content of one JointState: per known joint name, position/velocity/effort (None if absent).
+    ``superseded``: known joints whose values in the message are older than those a :class:`JointStateTracker`
+    already holds and were not merged (set by ``JointStateTracker.update``; empty from :func:`parse_joint_state`)."""
 
     stamp: float
     positions: dict[str, float]
     velocities: dict[str, float] | None
     efforts: dict[str, float] | None
     unknown_names: tuple[str, ...]
+    superseded: tuple[str, ...] = ()
+
+    @property
+    def merged(self) -> tuple[str, ...]:
+        """The known joints whose values were taken."""
+        skip = set(self.superseded)
+        return tuple(n for n in self.positions if n not in skip)
 
 
 def parse_joint_state(msg: JointState, known_names: Sequence[str], *,
@@ -172,7 +182,8 @@ class JointStateSnapshot:
 
     ``q`` configuration (size nq), ``v`` velocities [rad/s], ``positions`` one coordinate per joint [rad, m],
     ``stamp`` [s] of its oldest joint value (joints reported by different publishers may be of different ages; the
-    state is no newer than its stalest joint), ``estimated_velocity`` names of joints whose velocity was
+    state is no newer than its stalest joint) and ``header_stamp`` that instant exactly (the message's stamp; float
+    seconds lose nanoseconds), ``estimated_velocity`` names of joints whose velocity was
     estimated by a backward difference because the messages carried none, ``unavailable_velocity`` names of joints
     whose velocity is neither measured nor estimable (the last message carried no velocity and its stamp was zero, not
     newer than the previous one or too far after it, or there was only one message): their entry in ``v`` is a
@@ -187,6 +198,7 @@ class JointStateSnapshot:
     v: np.ndarray
     estimated_velocity: tuple[str, ...]
     unavailable_velocity: tuple[str, ...] = ()
+    header_stamp: Time | None = None
 
     @property
     def velocity_source(self) -> str:
@@ -217,6 +229,12 @@ class JointStateTracker:
     """Merges JointState messages (possibly subsets, any order) into the latest state of a model's joints.
 
     Positions outside :func:`plausible_position_bands` reject the message (nothing of it is merged).
+    Newest value per joint: a joint's value in a message is merged only if it holds at or after the instant of the
+    value already held for that joint; an older one is skipped (``ParsedJointState.superseded``; an unstamped message
+    without ``at`` has no instant to compare and is always merged, as before). Several publishers
+    share ``joint_states`` in a real cell (an arm driver at 500 Hz, a ``joint_state_publisher`` republishing every
+    joint at 10 Hz with older stamps): the older republication must not replace the driver's newer values, nor be
+    the other end of a velocity difference.
     Velocities: per joint by :func:`vtm_dynamics.core.robot.joint_velocity.joint_velocity`: taken from the message
     when it has them ("measured"); otherwise a backward difference of positions over the stamps when the stamp is
     non-zero, newer than the joint's previous one and at most ``max_velocity_gap`` [s] after it ("estimated"; taken on
@@ -239,8 +257,10 @@ class JointStateTracker:
         self._vel: dict[str, float] = {}
         self._stamp: dict[str, float] = {}
         self._held: dict[str, float] = {}  # [s] the instant each joint's value holds (its age in a snapshot)
+        self._exact: dict[str, Time] = {}  # that instant as a stamp message (exact to the nanosecond)
         self._source: dict[str, str] = {}
         self.newest_stamp = -math.inf
+        self.newest_held = -math.inf  # [s] the newest instant any joint's value holds
 
     def update(self, msg: JointState, at: float | None = None) -> ParsedJointState:
         """Merge one message; raises :class:`JointStateError` (then nothing is merged). ``at`` [s]: the instant its
@@ -253,17 +273,25 @@ class JointStateTracker:
                 raise JointStateError(f"position: {p:.6g} for joint {excerpt(name)} is outside the plausible range "
                                       f"[{lo:.6g}, {hi:.6g}] (a joint range beyond its limits)")
         t = parsed.stamp
+        held = t if at is None else float(at)
+        superseded = () if held <= 0.0 else tuple(n for n in parsed.positions
+                                                  if n in self._held and held < self._held[n])
+        exact = copy.copy(msg.header.stamp) if at is None else seconds_to_stamp(held)
+        skip = frozenset(superseded)
         for name, p in parsed.positions.items():
+            if name in skip:
+                continue
             previous = (self._pos[name], self._stamp[name]) if name in self._pos else None
             velocity = joint_velocity(p, t, None if parsed.velocities is None else parsed.velocities[name], previous,
                                       max_gap=self.max_velocity_gap, continuous=name in self._continuous)
             self._vel[name], self._source[name] = velocity.value, velocity.source
             self._pos[name] = p
             self._stamp[name] = t
-            self._held[name] = t if at is None else float(at)
-        if parsed.positions:
+            self._held[name], self._exact[name] = held, exact
+        if len(superseded) < len(parsed.positions):
             self.newest_stamp = max(self.newest_stamp, t)
-        return parsed
+            self.newest_held = max(self.newest_held, held)
+        return dataclasses.replace(parsed, superseded=superseded) if superseded else parsed
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -277,8 +305,9 @@ class JointStateTracker:
             raise JointStateError(f"joint_states: no position received yet for {list(missing)}")
         positions = np.array([self._pos[n] for n in self.names])
         v = np.array([self._vel[n] for n in self.names])
+        oldest = min(self.names, key=self._held.__getitem__)
         return JointStateSnapshot(
-            stamp=min(self._held[n] for n in self.names), positions=positions,
+            stamp=self._held[oldest], header_stamp=copy.copy(self._exact[oldest]), positions=positions,
             q=configuration_from_positions(self.robot, positions), v=v,
             estimated_velocity=tuple(n for n in self.names if self._source[n] == "estimated"),
             unavailable_velocity=tuple(n for n in self.names if self._source[n] == "unavailable"),
