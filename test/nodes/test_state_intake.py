@@ -118,3 +118,27 @@ def test_velocities_are_not_estimated_over_a_gap_longer_than_max_velocity_gap():
     choice = intake.choose(StartLimits(0.05, 0.05, 0.05), instant=1000.0, stamped=False, received=5000.0,
                            now=1000.0, waited=0.0)
     assert not choice.ok and "more than max_start_state_age apart" in choice.reason
+
+
+def test_a_message_that_changes_no_joint_adds_no_state(intake):
+    """A gripper driver's message (only joints the model lacks) and a republication with older stamps: neither is
+    a new state of the arm, so neither enters the history as one."""
+    arm = intake.receive(_state(stamp=999.99), 4999.99).sample
+    gripper = intake.receive(_state(names=["finger"], q=(0.4,), v=(), stamp=1000.0), 5000.0)
+    assert gripper.sample is None and not gripper.rejected and gripper.unknown_names == ("finger",)
+    assert not gripper.velocities_missing  # the finger's missing velocity is not the arm's
+    older = intake.receive(_state(q=(0.5, 0.5, 0.5), v=(), stamp=999.9), 5000.0)
+    assert older.sample is None and older.superseded == tuple(JOINTS) and not older.velocities_missing
+    assert "ignoring values older than those held for" in older.warnings[0]
+    assert intake.received_by(5000.0) is arm and intake.newest() is arm
+
+
+def test_a_node_clock_gone_back_behind_the_states_held_starts_afresh(intake):
+    """A simulation restarted: /clock from 0 again, the driver's stamps too. The states held are of another time;
+    without starting afresh every new state would be older than them and skipped."""
+    intake.receive(_state(stamp=1000.0), 5000.0)
+    intake.clocks.node = 3.0
+    got = intake.receive(_state(q=(0.3, 0.2, 0.1), stamp=2.99), 5001.0)
+    assert got.restarted and "node clock went back" in got.warnings[0]
+    assert got.sample is not None and got.sample.stamp == pytest.approx(2.99)
+    assert intake.newest() is got.sample and len(intake.history) == 1

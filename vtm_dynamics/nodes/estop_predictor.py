@@ -33,7 +33,6 @@ from std_msgs.msg import String
 from vtm_msgs.msg import BrakeEvent, LockEvent
 from vtm_msgs.srv import CheckTrajectory, PredictStop
 
-from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import ModelError
 from vtm_dynamics.nodes import diagnostics, graph
 from vtm_dynamics.nodes import params as P
@@ -254,12 +253,8 @@ class EstopPredictor(Node):
         self.stats["joint_states_ok"] += 1
         if got.sample is not None and self.triggers.closer_state(got.sample):
             self._wake()  # a late state closer to the E-stop instant: revise from it
-        if got.unknown_names:
-            self.log("warning", f"joint_states: ignoring joints not in model {self.models.current.name!r}: "
-                                f"[{excerpt_list(got.unknown_names)}]")
-        if got.velocities_missing:
-            self.log("warning", "joint_states: no velocities in the message; predictions from such states are "
-                                "marked velocities_estimated")
+        for line in got.warnings:  # unknown joints, values older than those held, no velocities
+            self.log("warning", line)
 
     def _known(self, names: list[str], topic: str) -> list[str]:
         known, warning = self.models.known(names, topic)

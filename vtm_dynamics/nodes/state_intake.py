@@ -9,6 +9,11 @@ Plain Python (no node, no executor): the node hands each message with its receip
   implausible position) is rejected by the tracker (``conversions.JointStateTracker``) with a one-line reason and
   nothing of it is merged. A zero stamp is replaced by the receipt instant (the message is *unstamped*). Velocities
   are estimated only from samples at most ``max_velocity_gap`` apart (the node's ``max_start_state_age``).
+* **Several publishers.** A joint's value is replaced only by one that holds at or after it (the tracker's newest
+  value per joint): a ``joint_state_publisher`` republishing every joint with older stamps changes nothing, and a
+  message that changed no joint of the model (a gripper driver's finger joints only, or only older values) adds no
+  state to the history. Should the node clock go back (a simulation restarted, ``/clock`` from 0), the held values
+  are then ahead of it by more than ``future_stamp_tolerance``: the tracker and the history start afresh.
 * **History.** Every complete state (each joint reported at least once) is kept as a ``StateSample`` in a history
   of ``length`` states in receipt order (``stop_session.StateHistory``), stamped with its OLDEST joint value (with
   several publishers on ``joint_states``, a silent one's joints are as old as its last message, and the age check
@@ -21,16 +26,16 @@ A new model resets the tracker and the history. Thread-safe: the callback thread
 
 from __future__ import annotations
 
-import copy
 import math
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
+from vtm_dynamics.core.excerpt import excerpt_list
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import graph
-from vtm_dynamics.nodes.conversions import JointStateError, JointStateTracker, seconds_to_stamp, stamp_to_seconds
+from vtm_dynamics.nodes.conversions import JointStateError, JointStateTracker, stamp_to_seconds
 from vtm_dynamics.nodes.stop_session import StartChoice, StartLimits, StateHistory, StateSample, choose_start_state
 
 
@@ -65,14 +70,38 @@ def publisher_of(info: Any) -> Hashable:
 @dataclass(frozen=True)
 class StateReceipt:
     """What one joint-state message did: ``rejected`` the reason it was dropped (''), ``sample`` the complete state
-    it completed (None while some joint was never reported), the joint names the model does not know, and whether
-    the message carried no velocities. ``no_model``: ignored, no model yet."""
+    it made (None while some joint was never reported, or when it changed no joint), the joint names the model does
+    not know, the joints whose values were older than those held (``superseded``, not merged), and whether the
+    joints it merged came without velocities. ``no_model``: ignored, no model yet. ``restarted``: the node clock
+    went back behind the held values; the tracker and the history were emptied before this message."""
 
     rejected: str = ""
     sample: StateSample | None = None
     unknown_names: tuple[str, ...] = ()
     velocities_missing: bool = False
     no_model: bool = False
+    superseded: tuple[str, ...] = ()
+    restarted: bool = False
+    model: str = ""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the node logs about an accepted message (one line each; no varying numbers, so a repeating
+        publisher is one line per log period)."""
+        lines = []
+        if self.restarted:
+            lines.append("joint_states: the node clock went back behind the joint states held (a restarted "
+                         "simulation?): they were discarded")
+        if self.unknown_names:
+            lines.append(f"joint_states: ignoring joints not in model {self.model!r}: "
+                         f"[{excerpt_list(self.unknown_names)}]")
+        if self.superseded:
+            lines.append(f"joint_states: ignoring values older than those held for [{excerpt_list(self.superseded)}]"
+                         " (another publisher republishing older stamps?)")
+        if self.velocities_missing:
+            lines.append("joint_states: no velocities in the message; predictions from such states are marked "
+                         "velocities_estimated")
+        return tuple(lines)
 
 
 class StateIntake:
@@ -108,29 +137,34 @@ class StateIntake:
         if stamp > now + self.future_tolerance:
             return StateReceipt(rejected=f"header.stamp: {stamp - now:.3f} s in the future (future_stamp_tolerance "
                                          f"{self.future_tolerance:g} s)")
-        header_stamp = copy.copy(msg.header.stamp)
         unstamped = stamp <= 0.0
         if unstamped:  # an unstamped state: its receipt instant is the best stamp there is
             stamp = self.instant_of(received)
-            header_stamp = seconds_to_stamp(stamp)
         with self.lock:
             tracker = self.tracker
+            restarted = tracker.newest_held > now + self.future_tolerance
+            if restarted:  # the node clock went back (a restarted simulation): what is held is of another time
+                tracker = self.tracker = JointStateTracker(tracker.robot, max_velocity_gap=self.max_velocity_gap)
+                self.history.clear()
+                self.newest_wall = math.nan
             try:
-                parsed = tracker.update(msg, at=stamp)
+                parsed = tracker.update(msg, at=stamp if unstamped else None)
             except JointStateError as err:
-                return StateReceipt(rejected=graph.one_line(err))
+                return StateReceipt(rejected=graph.one_line(err) + ("; the node clock went back behind the joint "
+                                                                     "states held: they were discarded" if restarted
+                                                                     else ""), restarted=restarted)
+            merged = parsed.merged
             sample = None
-            if not tracker.missing:
-                snap = tracker.snapshot()
-                if snap.stamp != stamp:  # an older joint value from another message: the state is that old
-                    header_stamp = seconds_to_stamp(snap.stamp)
-                sample = StateSample(snap.stamp, received, snap, tuple(snap.estimated_velocity), header_stamp,
+            if merged and not tracker.missing:
+                snap = tracker.snapshot()  # stamped with its oldest joint value: the state is that old
+                sample = StateSample(snap.stamp, received, snap, tuple(snap.estimated_velocity), snap.header_stamp,
                                      unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity))
                 self.history.add(sample)
         if sample is not None:
             self.newest_wall = self.monotonic()
         return StateReceipt(sample=sample, unknown_names=tuple(parsed.unknown_names),
-                            velocities_missing=parsed.velocities is None)
+                            velocities_missing=bool(merged) and parsed.velocities is None,
+                            superseded=parsed.superseded, restarted=restarted, model=tracker.robot.name)
 
     # ----------------------------------------------------------------------------------- reading (workers)
     def received_by(self, t: float) -> StateSample | None:
