@@ -26,6 +26,7 @@ from vtm_dynamics.core.estop.inputs import (
 from vtm_dynamics.core.estop.ramp import controlled_ramp
 from vtm_dynamics.core.estop.results import StopPrediction
 from vtm_dynamics.core.estop.runge_kutta import TABLEAUS
+from vtm_dynamics.core.estop.series import travelled
 from vtm_dynamics.core.estop.wrenches import joint_forces
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -147,11 +148,13 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         tcp_pos, path = tcp_path(robot, frame_id, t_arr, q_arr, v_arr, series["a"])
         straight = float(np.linalg.norm(tcp_pos[-1] - tcp_pos[0]))
     W_arr = series["W"]
+    # a continuous joint's end points give its travel only modulo 2 pi: sum the steps between the samples instead
+    stopping = robot.difference(q0, q_fin) if robot.nq == robot.nv else travelled(robot, q_arr)[-1]
     return StopPrediction(
         joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr, a=series["a"],
         tau_brake=series["tau"], tau_drive=series["drive"], locked=series["locked"],
         brake_work=W_arr, impulse_loss=series["J"], events=tuple(engine.events), stopped=stopped,
-        stop_time=stop_time, joint_stop_times=joint_stop, stopping_angles=robot.difference(q0, q_fin),
+        stop_time=stop_time, joint_stop_times=joint_stop, stopping_angles=stopping,
         q_final=q_fin, brake_energy=float(-W_arr[-1]), impulse_energy=engine.impulse_energy,
         holding_torques=holding, rest_wrenches=rest_w, pre_stop_wrenches=pre, tcp_frame=tcp_frame,
         tcp_positions=tcp_pos, tcp_path_length=path, tcp_straight_distance=straight, power_off_time=t_off,

@@ -48,8 +48,9 @@ class StopPrediction:
     E(t) - E(0) = brake_work - impulse_loss.
 
     Summary: ``stopped`` (all joints held before ``t_max``), ``stop_time`` [s] (last joint comes to rest; nan if
-    not stopped), ``joint_stop_times`` [s] (per joint, when it came to rest for good), ``stopping_angles`` [rad]
-    (q_final - q_0), ``q_final``, ``brake_energy`` [J] dissipated by the brakes, ``impulse_energy`` [J] lost in
+    not stopped), ``joint_stop_times`` [s] (per joint, when it came to rest for good), ``stopping_angles`` [rad; m
+    for prismatic joints] (q_final (-) q_0, a continuous joint's travel counted in full turns), ``q_final`` (nq
+    entries: a continuous joint as (cos, sin); one position per joint: :func:`.series.position_series`), ``brake_energy`` [J] dissipated by the brakes, ``impulse_energy`` [J] lost in
     jumps, ``holding_torques`` [N m] at rest, ``rest_wrenches`` (njoints x 6) at rest, ``pre_stop_wrenches``
     (from the caller's acceleration or torque, else None), TCP: ``tcp_frame``, ``tcp_positions`` (K x 3) [m],
     ``tcp_path_length`` [m] (integral of the TCP speed, see :func:`.prediction.tcp_path`),

@@ -1,5 +1,6 @@
 """Series derived from a stop prediction for plots and checks: energies, generalized momenta (Müller 2026, Sec. 6
-plots F^T M v), and a dense series refined between samples. Units: SI (J, N m s, rad, rad/s, s)."""
+plots F^T M v), a dense series refined between samples, and the joint positions along the stop (continuous joints
+counted in full turns). Units: SI (J, N m s, rad, rad/s, s; m, m/s, N s for prismatic joints)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,25 @@ def dense_series(prediction: StopPrediction, per_interval: int = 8) -> tuple[np.
         else:
             qs.append(np.repeat(q[k + 1:k + 2], len(x), axis=0))
     return np.concatenate(ts), np.concatenate(qs), np.concatenate(vs)
+
+
+def travelled(robot: RobotModel, q: np.ndarray) -> np.ndarray:
+    """(K x nv) displacement of every joint since the first sample of the configuration series ``q`` (K x nq)
+    [rad; m for prismatic joints]: the sum of the tangent steps q_k (-) q_k-1 between consecutive samples. For a
+    continuous joint (q holds (cos, sin)) the difference of the two end points alone is only known modulo 2 pi
+    (it is wrapped to (-pi, pi]); summed over samples a fraction of a turn apart, a joint that turns further than
+    pi during the stop is counted in full. Where q is a vector this is q - q[0]."""
+    q = np.asarray(q, dtype=float)
+    if q.shape[1] == robot.nv:
+        return q - q[0]
+    steps = np.array([robot.difference(a, b) for a, b in zip(q[:-1], q[1:])]).reshape(-1, robot.nv)
+    return np.vstack([np.zeros((1, robot.nv)), np.cumsum(steps, axis=0)])
+
+
+def position_series(robot: RobotModel, q: np.ndarray) -> np.ndarray:
+    """(K x nv) position of every joint along the configuration series ``q`` (K x nq), one value per joint:
+    revolute [rad], prismatic [m], continuous [rad] starting at its angle in (-pi, pi] at the first sample and
+    continuous from there (a rest angle past +-pi is not wrapped back); see
+    :meth:`~vtm_dynamics.core.robot.model.RobotModel.joint_positions`."""
+    q = np.asarray(q, dtype=float)
+    return robot.joint_positions(q[0]) + travelled(robot, q)

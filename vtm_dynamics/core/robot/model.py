@@ -257,6 +257,20 @@ class RobotModel:
         """Tangent vector d (size nv) with q0 (+) d = q1."""
         return np.array(pin.difference(self.model, self.check_q(q0, "q0"), self.check_q(q1, "q1")))
 
+    def joint_positions(self, q: object) -> np.ndarray:
+        """One position per velocity coordinate (size nv) of configuration ``q``: the coordinate itself for
+        revolute [rad] and prismatic [m] joints, the angle atan2(sin, cos) in (-pi, pi] [rad] for a continuous
+        joint (stored as (cos, sin)), nan for joints with several degrees of freedom (planar, floating). The inverse
+        of :meth:`configuration_from_angles` up to whole turns of continuous joints."""
+        qa = self.check_q(q)
+        out = np.full(self.nv, np.nan)
+        for j in self._joints:
+            if j.nq == j.nv:
+                out[j.v_slice] = qa[j.q_slice]
+            elif j.nv == 1 and j.nq == 2:
+                out[j.idx_v] = np.arctan2(qa[j.idx_q + 1], qa[j.idx_q])
+        return out
+
     def configuration_from_angles(self, angles: object) -> np.ndarray:
         """Configuration q from one coordinate per velocity (angle [rad] or displacement [m]) = neutral (+) angles."""
         return self.integrate(self.neutral(), _vector(angles, self.nv, "angles"))
