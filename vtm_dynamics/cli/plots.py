@@ -129,6 +129,7 @@ def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction, 
     of one prediction (cubic Hermite between the integration samples for smooth curves); returns the files.
     ``armature`` [kg m^2]: the brakes' reflected rotor inertias, whose kinetic energy belongs to the balance."""
     from vtm_dynamics.core.estop import dense_series, energy_series, generalized_momenta
+    from vtm_dynamics.core.estop.series import travelled as travel_since_start
 
     plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
@@ -137,16 +138,20 @@ def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction, 
     vector = robot.nq == robot.nv
     mom = np.array([robot.mass_matrix(q) @ v for q, v in zip(qd, vd)]) if vector else generalized_momenta(robot, p)
     tm = td if vector else p.t
-    travelled = (np.array([robot.difference(p.q[0], q) for q in qd]) if vector
-                 else np.array([robot.difference(p.q[0], q) for q in p.q]))
+    # a continuous joint's travel summed along the samples (its end points alone give it modulo 2 pi)
+    travelled = travel_since_start(robot, qd if vector else p.q)
     ta = td if vector else p.t
-    names = list(robot.joint_names)
+    linear = any(j.prismatic for j in robot.joints)
+    # a prismatic joint's curves are in m, m/s, N s: its legend entry says so, and so does the axis
+    names = [j.name + (" [m; m/s; N s]" if j.prismatic else "") for j in robot.joints]
+    also = " (prismatic joints: {})" if linear else "{}"
     what = f"{robot.name}: category-{p.category} stop, E-stop at t = 0"
     panels = [
-        ("angles.png", "angle travelled since the E-stop [rad]", ta, travelled, names,
-         f"{what}: angle each joint travels (stopping angles in the table)"),
-        ("rates.png", "joint rate [rad/s]", td, vd, names, f"{what}: joint rates"),
-        ("momenta.png", "generalized momentum M v [N m s]", tm, mom, names,
+        ("angles.png", ("travelled" if linear else "angle travelled") + " since the E-stop [rad]" + also.format("m"),
+         ta, travelled, names, f"{what}: angle {'(prismatic joints: distance) ' if linear else ''}each joint "
+         "travels (stopping angles in the table)"),
+        ("rates.png", "joint rate [rad/s]" + also.format("m/s"), td, vd, names, f"{what}: joint rates"),
+        ("momenta.png", "generalized momentum M v [N m s]" + also.format("N s"), tm, mom, names,
          f"{what}: generalized momenta (continuous across an abrupt lock for the free joints)"),
         ("energy.png", "energy change since the E-stop [J]", p.t,
          np.column_stack([T - T[0], V - V[0], (T + V) - (T[0] + V[0]), p.brake_work, -p.impulse_loss]),

@@ -82,15 +82,24 @@ def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: S
         lines.append(f"TCP '{p.tcp_frame}'      straight {p.tcp_straight_distance:.4f} m, path {p.tcp_path_length:.4f} m")
     lines.append(f"energy           brakes {p.brake_energy + 0.0:.3f} J, impulsive locks {p.impulse_energy + 0.0:.3f} J")
     lines.append("")
-    hdr = f"{'joint':<22}{'q0 [rad]':>10}{'v0 [rad/s]':>12}{'angle [rad]':>13}{'stop [s]':>10}{'hold [N m]':>12}{'cap [N m]':>11}"
+    # a prismatic joint's figures are in m, m/s and N: the units then move from the header into every row
+    linear = any(j.prismatic for j in robot.joints)
+    if linear:
+        hdr = (f"{'joint':<22}{'q0':>10}{'v0':>12}{'travel':>13}{'stop [s]':>10}{'hold':>12}{'cap':>11}"
+               "  units (q0 and travel; v0; hold and cap)")
+    else:
+        hdr = (f"{'joint':<22}{'q0 [rad]':>10}{'v0 [rad/s]':>12}{'angle [rad]':>13}{'stop [s]':>10}"
+               f"{'hold [N m]':>12}{'cap [N m]':>11}")
     lines.append(hdr)
     lines.append("-" * len(hdr))
-    for i, name in enumerate(robot.joint_names):
+    q0 = robot.joint_positions(p.q[0])  # a continuous joint's angle from its (cos, sin)
+    for i, joint in enumerate(robot.joints):
         st = p.joint_stop_times[i]
         lines.append(
-            f"{name:<22}{p.q[0][i] if robot.nq == robot.nv else float('nan'):>10.4f}{p.v[0][i]:>12.4f}"
+            f"{joint.name:<22}{q0[i]:>10.4f}{p.v[0][i]:>12.4f}"
             f"{p.stopping_angles[i]:>13.5f}{st if np.isfinite(st) else float('nan'):>10.4f}"
             f"{p.holding_torques[i]:>12.2f}{brakes.holding_torque[i]:>11.2f}"
+            + (f"  {'; '.join(joint.units)}" if linear else "")
         )
     lines.append("")
     lines.append(f"events ({len(p.events)}):")
@@ -113,16 +122,29 @@ def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: S
 
 def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope | None = None,
                        inputs: dict | None = None) -> dict:
-    """JSON-ready dict: what produced it (``inputs``), summary, events and time series (SI units, keys name them)."""
+    """JSON-ready dict: what produced it (``inputs``), summary, events and time series (SI units, keys name them;
+    per joint, ``joint_units`` names the units of its position, velocity and effort: a prismatic joint's entries
+    of the ``_rad``, ``_rad_s`` and ``_Nm`` lists are in m, m/s and N). ``rest_positions`` has one position per
+    joint (a continuous joint's angle, continuous with its start); ``q_final`` and the series' ``q`` are the
+    model's configuration (nq entries: a continuous joint as cos, sin; then the series also carries
+    ``positions``, one per joint)."""
+    from vtm_dynamics.core.estop.series import position_series
+
+    positions = position_series(robot, p.q)
+
     def f(x):
         return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
     out = {
         "inputs": inputs,
-        "robot": robot.name, "joint_names": list(robot.joint_names), "category": p.category,
+        "robot": robot.name, "joint_names": list(robot.joint_names),
+        "joint_units": {k: [j.units[n] for j in robot.joints] for n, k in enumerate(("position", "velocity",
+                                                                                    "effort"))},
+        "category": p.category,
         "stopped": p.stopped, "stop_time_s": f(p.stop_time), "power_off_time_s": p.power_off_time,
         "joint_stop_times_s": [f(float(x)) for x in p.joint_stop_times],
         "stopping_angles_rad": p.stopping_angles.tolist(), "q_final": p.q_final.tolist(),
+        "rest_positions": positions[-1].tolist(),
         "tcp_frame": p.tcp_frame, "tcp_straight_distance_m": f(p.tcp_straight_distance),
         "tcp_path_length_m": f(p.tcp_path_length), "brake_energy_J": p.brake_energy,
         "impulse_energy_J": p.impulse_energy, "holding_torques_Nm": [f(float(x)) for x in p.holding_torques],
@@ -137,6 +159,8 @@ def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope |
                    "tau_drive_Nm": p.tau_drive.tolist(), "locked": p.locked.astype(int).tolist(),
                    "brake_work_J": p.brake_work.tolist(), "impulse_loss_J": p.impulse_loss.tolist()},
     }
+    if robot.nq != robot.nv:
+        out["series"]["positions"] = positions.tolist()
     if env is not None:
         out["envelope"] = {
             "cases": [{"torque_factor": c.torque_factor, "delay_factor": c.delay_factor, "payload_kg": c.payload,
@@ -150,18 +174,22 @@ def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope |
 
 def write_csv(path: str, robot: RobotModel, p: StopPrediction, inputs: dict | None = None) -> None:
     """Time series as CSV: ``# key: value`` lines stating the inputs, then the header t, q_, v_, tau_brake_,
-    locked_ per joint, brake work and jump losses, then one row per sample."""
+    locked_ per joint, brake work and jump losses, then one row per sample. q_ is one position per joint (a
+    continuous joint's angle, continuous with its start; prismatic joints in m, m/s, N)."""
+    from vtm_dynamics.core.estop.series import position_series
+
     names = robot.joint_names
+    positions = position_series(robot, p.q)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         if inputs:
             fh.write("\n".join(provenance.comment_lines(("vtm-predict " + k, json.dumps(v)) for k, v in
                                                         inputs.items())) + "\n")
         w = csv.writer(fh)
-        qn = [f"q_{n}" for n in names] if robot.nq == robot.nv else [f"q{k}" for k in range(robot.nq)]
-        w.writerow(["t_s"] + qn + [f"v_{n}" for n in names] + [f"tau_brake_{n}" for n in names]
+        w.writerow(["t_s"] + [f"q_{n}" for n in names] + [f"v_{n}" for n in names] + [f"tau_brake_{n}" for n in names]
                    + [f"locked_{n}" for n in names] + ["brake_work_J", "impulse_loss_J"])
         for k in range(len(p.t)):
-            w.writerow([repr(float(p.t[k]))] + [repr(float(x)) for x in p.q[k]] + [repr(float(x)) for x in p.v[k]]
+            w.writerow([repr(float(p.t[k]))] + [repr(float(x)) for x in positions[k]]
+                       + [repr(float(x)) for x in p.v[k]]
                        + [repr(float(x)) for x in p.tau_brake[k]] + [int(x) for x in p.locked[k]]
                        + [repr(float(p.brake_work[k])), repr(float(p.impulse_loss[k]))])
 
@@ -216,7 +244,8 @@ def run_prediction(
     inputs = prediction_inputs(robot_name if urdf is None and robot_name else os.path.abspath(urdf or ""), robot,
                                brakes_path, payload=payload, payload_frame=payload_frame, tcp_frame=tcp_frame,
                                category=category, deceleration=deceleration, max_duration=max_duration,
-                               settings=settings, envelope=env_inputs, q0=p.q[0], v0=p.v[0])
+                               settings=settings, envelope=env_inputs, q0=robot.joint_positions(p.q[0]),
+                               v0=p.v[0])
     files = []
     if json_path:
         with open(json_path, "w", encoding="utf-8") as fh:
@@ -260,8 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("robot", nargs="?", default=DEFAULT_ROBOT, type=robot_name(ROBOTS),
                     help=f"robot: {ROBOT_HELP}, any case (ignored with --urdf)")
     ap.add_argument("--urdf", help="URDF file of another robot (then --brakes is required)")
-    ap.add_argument("--q", type=float, nargs="+", help="joint positions [rad] in model order (default: --state's)")
-    ap.add_argument("--v", type=float, nargs="+", help="joint velocities [rad/s] in model order (default: --state's)")
+    ap.add_argument("--q", type=float, nargs="+", help="joint positions [rad; m for prismatic joints] in model order, "
+                    "one per joint (default: --state's)")
+    ap.add_argument("--v", type=float, nargs="+", help="joint velocities [rad/s; m/s for prismatic joints] in model "
+                    "order (default: --state's)")
     ap.add_argument("--state", default="demo", help="named state of the robot used when --q/--v are not given")
     ap.add_argument("--category", type=int, default=CATEGORY, choices=(0, 1), help="IEC 60204-1 stop category")
     ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION, help="category 1: joint deceleration limit of the controlled "

@@ -49,7 +49,7 @@ Configuration (YAML or an equivalent dict)::
                         rise_time: 0.005, armature: 0.25}
 
 Joints of the robot not listed have no brake (they never stop by themselves). Units: s, N m, N m s/rad, rad/s,
-kg m^2. Values beyond physical bounds (delays and rise times over ``MAX_BRAKE_DELAY`` = 10 s, torques over 1e6 N m,
+kg m^2; for a prismatic joint (a linear axis) the same fields are a force and its terms: N, N s/m, m/s, kg. Values beyond physical bounds (delays and rise times over ``MAX_BRAKE_DELAY`` = 10 s, torques over 1e6 N m,
 viscous coefficients over 1e6 N m s/rad, gear ratios over 1e4, Stribeck speeds over 1e3 rad/s, armatures over
 1e4 kg m^2) are refused with the field named. A configuration without the new fields (breakaway_torque,
 stribeck_velocity, rise_time, armature) gives exactly the predictions of the model without them.

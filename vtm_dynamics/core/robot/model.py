@@ -75,6 +75,12 @@ class JointCoordinates:
             "JointModelPrismatic")
 
     @property
+    def units(self) -> tuple[str, str, str]:
+        """SI units of its (position, velocity, effort): ("m", "m/s", "N") for a prismatic joint, else
+        ("rad", "rad/s", "N m")."""
+        return ("m", "m/s", "N") if self.prismatic else ("rad", "rad/s", "N m")
+
+    @property
     def q_slice(self) -> slice:
         return slice(self.idx_q, self.idx_q + self.nq)
 

@@ -1,0 +1,67 @@
+"""vtm-predict on robots whose joints are not all revolute: the UR5 on a braked linear track (a prismatic joint:
+its figures in m, m/s and N, said so in the table, the JSON and the plots) and the UR5 with a continuous wrist
+(stored as cos, sin: the table, the JSON and the CSV give its angle, continuous with the start)."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+import yaml
+
+from test.core.joint_type_models import TRACK_BRAKE, on_track, ur5_text, with_continuous
+from vtm_dynamics.cli.predict import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+UR5_BRAKES = os.path.join(REPO, "config", "ur5_brakes.yaml")
+ANGLES = [0.3, -1.2, 1.4, -0.8, 1.1, 3.1]  # wrist_3 near +pi: it comes to rest past it
+RATES = [1.0, -1.5, 2.0, 2.5, -2.0, 3.0]
+
+
+def test_the_track_joint_is_reported_in_metres_and_newtons(tmp_path, capsys):
+    urdf, brakes = tmp_path / "track.urdf", tmp_path / "brakes.yaml"
+    urdf.write_text(on_track(ur5_text()))
+    with open(UR5_BRAKES, encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    config["brakes"]["joints"]["track_joint"] = dict(TRACK_BRAKE)
+    brakes.write_text(yaml.safe_dump(config))
+    js = tmp_path / "stop.json"
+    assert main(["--urdf", str(urdf), "--brakes", str(brakes), "--q", "0.2", *map(str, ANGLES), "--v", "1.5",
+                 *map(str, RATES), "--tcp-frame", "tool0", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    # it read "q0 [rad] ... hold [N m] cap [N m]" over the track's 0.2 m, 1.5 m/s, 1200 N
+    header = next(line for line in out.splitlines() if line.startswith("joint "))
+    assert "[rad" not in header and "[N m]" not in header
+    track = next(line for line in out.splitlines() if line.startswith("track_joint"))
+    arm = next(line for line in out.splitlines() if line.startswith("elbow_joint"))
+    assert track.split()[1:3] == ["0.2000", "1.5000"] and track.split()[6] == "1200.00"
+    assert track.endswith("m; m/s; N") and arm.endswith("rad; rad/s; N m")
+    data = json.loads(js.read_text())
+    assert data["joint_names"][0] == "track_joint"
+    assert [u[0] for u in data["joint_units"].values()] == ["m", "m/s", "N"]
+    assert [u[1] for u in data["joint_units"].values()] == ["rad", "rad/s", "N m"]
+    assert data["rest_positions"][0] == pytest.approx(0.2 + data["stopping_angles_rad"][0], abs=1e-12)
+
+
+def test_a_continuous_joint_is_reported_as_one_angle_continuous_with_its_start(tmp_path, capsys):
+    urdf, js, cs = tmp_path / "ur5.urdf", tmp_path / "stop.json", tmp_path / "stop.csv"
+    urdf.write_text(with_continuous(ur5_text(), "wrist_3_joint"))
+    assert main(["--urdf", str(urdf), "--brakes", UR5_BRAKES, "--q", *map(str, ANGLES), "--v", *map(str, RATES),
+                 "--tcp-frame", "tool0", "--json", str(js), "--csv", str(cs)]) == 0
+    out = capsys.readouterr().out
+    # q0 was printed as nan for every joint of such a model
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()[:1]
+            and line.split()[0].endswith("_joint") and len(line.split()) == 7}
+    assert [float(rows[n][1]) for n in ("shoulder_pan_joint", "wrist_3_joint")] == [0.3, 3.1]
+    data = json.loads(js.read_text())
+    rest = np.array(data["rest_positions"])
+    np.testing.assert_allclose(rest, np.array(ANGLES) + data["stopping_angles_rad"], atol=1e-12)
+    assert rest[5] > np.pi  # past +pi, not wrapped to about -3.1
+    np.testing.assert_allclose(data["inputs"]["q0"], ANGLES, atol=1e-12)  # one angle per joint, as --q takes it
+    lines = [line for line in cs.read_text().splitlines() if not line.startswith("#")]
+    table = list(csv.reader(lines))
+    # the CSV had q0..q6 columns holding wrist 3's cos and sin
+    assert table[0][1:7] == [f"q_{n}" for n in data["joint_names"]]
+    np.testing.assert_allclose([float(x) for x in table[1][1:7]], ANGLES, atol=1e-12)
+    np.testing.assert_allclose([float(x) for x in table[-1][1:7]], rest, atol=1e-12)
