@@ -4,12 +4,15 @@ import os
 
 import numpy as np
 import pytest
+import yaml
 
 from core_testdata import REPO
+from joint_type_models import TRACK_BRAKE, on_track, ur5_text
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples, stop_envelope
 from vtm_dynamics.core.estop import StopInputError, predict_stop
 from vtm_dynamics.core.estop.payload import with_payload
+from vtm_dynamics.core.robot.model import RobotModel
 
 UR5_BRAKES = os.path.join(REPO, "config", "ur5_brakes.yaml")
 Q = np.array([0.3, -1.2, 1.5, -0.8, 0.5, 0.2])
@@ -74,3 +77,31 @@ def test_bad_envelope_specs_name_the_field(ur5, spec, field):
     with pytest.raises(StopInputError) as err:
         stop_envelope(ur5, brakes, Q, V, spec)
     assert str(err.value).startswith(field + ":")
+
+
+def _track_robot_and_brakes():
+    robot = RobotModel.from_urdf(on_track(ur5_text()))
+    with open(os.path.join(REPO, "config", "ur5_brakes.yaml"), encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    config["brakes"]["joints"]["track_joint"] = dict(TRACK_BRAKE)
+    return robot, brakes_from_config(robot, config)
+
+
+TRACK_Q = [0.2, 0.3, -1.2, 1.4, -0.8, 1.1, 2.9]
+TRACK_V = [1.5, 1.0, -0.5, 0.5, 0.5, -0.5, 0.5]  # the carriage (1.5 m/s) travels about 0.11 m, the arm < 0.03 rad
+
+
+def test_a_track_robot_envelope_ranks_by_tcp_distance_and_its_angles_leave_the_track_out():
+    robot, brakes = _track_robot_and_brakes()
+    env = stop_envelope(robot, brakes, TRACK_Q, TRACK_V, EnvelopeSpec(n_random=0), tcp_frame="tool0")
+    for case in env.cases:
+        # the largest joint angle used to be the track's travel in m (0.108), reported as rad
+        assert case.max_stopping_angle == pytest.approx(np.max(np.abs(case.stopping_angles[1:])), abs=1e-15)
+        assert case.max_stopping_angle < abs(case.stopping_angles[0])
+
+
+def test_a_track_robot_envelope_without_a_tcp_frame_is_refused_naming_the_prismatic_joint():
+    robot, brakes = _track_robot_and_brakes()
+    # it ranked the cases by the largest |stopping angle|, comparing the track's m with the arm's rad
+    with pytest.raises(StopInputError, match=r"envelope.tcp_frame: .*prismatic joint 'track_joint' travels in m"):
+        stop_envelope(robot, brakes, TRACK_Q, TRACK_V, EnvelopeSpec(n_random=0))

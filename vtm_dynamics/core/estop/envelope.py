@@ -47,7 +47,8 @@ class EnvelopeSpec:
 @dataclass(frozen=True)
 class EnvelopeCase:
     """One sample: its factors, and the predicted ``stop_time`` [s], ``tcp_straight_distance`` / ``tcp_path_length``
-    [m] (nan without a TCP frame), ``max_stopping_angle`` [rad] (largest |joint angle| travelled), ``stopped``."""
+    [m] (nan without a TCP frame), ``max_stopping_angle`` [rad] (largest |joint angle| travelled by a joint that
+    turns; prismatic joints, whose travel is in m, are left out; nan if none turns), ``stopped``."""
 
     torque_factor: float
     delay_factor: float
@@ -123,6 +124,12 @@ def stop_envelope(
     if spec.payload[1] > 0 and spec.payload_frame is None:
         raise StopInputError("envelope.payload_frame: a frame is needed to attach a payload")
     check_stop_state(robot, q, v)
+    linear = [j.name for j in robot.joints if j.prismatic]
+    if tcp_frame is None and linear:
+        raise StopInputError(
+            f"envelope.tcp_frame: needed to rank the stopping distances of {robot.name!r}: its prismatic joint "
+            f"{linear[0]!r} travels in m, the others turn in rad (give the TCP frame)")
+    turns = np.array([not j.prismatic for j in robot.joints])
     n = len(samples)
     try:
         predictions = predict_stops(
@@ -137,7 +144,8 @@ def stop_envelope(
         cases.append(EnvelopeCase(
             torque_factor=tf, delay_factor=df, payload=m, stop_time=p.stop_time,
             tcp_straight_distance=p.tcp_straight_distance, tcp_path_length=p.tcp_path_length,
-            max_stopping_angle=float(np.max(np.abs(p.stopping_angles))), stopping_angles=p.stopping_angles,
+            max_stopping_angle=float(np.max(np.abs(p.stopping_angles[turns]))) if turns.any() else math.nan,
+            stopping_angles=p.stopping_angles,
             stopped=p.stopped,
         ))
 
