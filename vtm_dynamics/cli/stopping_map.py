@@ -174,6 +174,7 @@ def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns:
         out["worst_distance"] = _state_row(columns, s.worst_distance_state, names)
         out["worst_time"] = _state_row(columns, s.worst_time_state, names)
         out["joint_names"] = list(names)
+        out["joint_units"] = [j.units[0] for j in loaded.robot.joints]  # position unit: m for a prismatic joint
     out["software"] = provenance.software()
     return out
 
@@ -205,8 +206,11 @@ def summary_lines(summary: dict) -> list[str]:
         extra = "" if moved is None else f", still moving {moved:.4f} m from its start when the horizon ended"
         lines.append(f"{what} {value} (state {w['state']}{extra})")
         if "q_rad" in w:
-            lines.append(f"    q [rad] = [{', '.join(f'{x:.4f}' for x in w['q_rad'])}]")
-            lines.append(f"    v [rad/s] = [{', '.join(f'{x:.4f}' for x in w['v_rad_s'])}]")
+            # the q_rad / v_rad_s entries of a prismatic joint are in m and m/s: said so where there is one
+            linear = [n for n, u in zip(summary.get("joint_names", ()), summary.get("joint_units", ())) if u == "m"]
+            also = f"; {', '.join(linear)} in m" if linear else ""
+            lines.append(f"    q [rad{also}] = [{', '.join(f'{x:.4f}' for x in w['q_rad'])}]")
+            lines.append(f"    v [rad/s{also}/s] = [{', '.join(f'{x:.4f}' for x in w['v_rad_s'])}]")
             lines.append(f"    payload {w['payload_kg']:g} kg, speed fraction {w['speed_fraction']:.3f}, brake torque x "
                          f"{w['torque_factor']:.3f}, delay x {w['delay_factor']:.3f}, stop time "
                          + (f"{w['stop_time_s']:.4f} s" if w["stop_time_s"] is not None else "(not stopped)")

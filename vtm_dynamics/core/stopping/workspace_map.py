@@ -336,11 +336,13 @@ def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: in
     except BatchStopError as err:  # any failure of a state is reported with its input
         k = err.index
         raise ChunkFailure(chunk, int(batch.index[k]), batch.q[k], batch.v[k], err.reason) from None
+    turns = np.array([not j.prismatic for j in robot.joints])  # a prismatic joint's travel is in m, not rad
     for k, p in enumerate(predictions):
         out["stop_time_s"][k] = p.stop_time if p.stopped else math.inf
         out["tcp_straight_distance_m"][k] = p.tcp_straight_distance
         out["tcp_path_length_m"][k] = p.tcp_path_length
-        out["max_stopping_angle_rad"][k] = float(np.max(np.abs(p.stopping_angles)))
+        out["max_stopping_angle_rad"][k] = float(np.max(np.abs(p.stopping_angles[turns]))) if turns.any() \
+            else math.nan
         out["stopped"][k] = p.stopped
     cols: dict[str, np.ndarray] = {"state": batch.index, "chunk": np.full(n, chunk, dtype=np.int64)}
     for i, name in enumerate(robot.joint_names):
