@@ -27,6 +27,7 @@ from vtm_dynamics.core.estop.brakes import BrakeConfigError, BrakeSet, JointBrak
 from vtm_dynamics.core.excerpt import clip, excerpt
 from vtm_dynamics.core.limited_yaml import DEFAULT_MAX_YAML_BYTES, DEFAULT_MAX_YAML_DEPTH, load_yaml_text
 from vtm_dynamics.core.estop.wrenches import rest_geometry
+from vtm_dynamics.core.estop.series import position_series
 from vtm_dynamics.core.reactions.held_uniqueness import held_joint_uniqueness
 from vtm_dynamics.core.robot.catalogue import ROBOTS, CatalogueError
 from vtm_dynamics.core.robot.model import RobotModel
@@ -270,7 +271,9 @@ def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, sta
     msg.stop_category = int(category)
     names = list(robot.joint_names)
     keep = _strictly_increasing(result.t)
-    positions = np.array([positions_from_configuration(robot, q) for q in result.q[keep]])
+    # one position per joint, a continuous joint's angle continuous along the stop (per-sample atan2 jumped by
+    # 2 pi where a wrist turned through +-pi)
+    positions = position_series(robot, result.q[keep])
     msg.trajectory = joint_trajectory_message(names, result.t[keep], positions, result.v[keep], stamp=stamp,
                                               frame_id=frame_id, max_points=max_points)
     msg.events = topology_events(robot, result)
