@@ -168,6 +168,25 @@ def test_gripper_messages_alone_neither_become_the_arm_state_nor_stop_prediction
     assert not graph.h.has_log("no velocities in the message")  # the gripper's velocities are not the arm's
 
 
+@LENIENT
+def test_a_second_publisher_of_the_arms_joints_with_fresh_stamps_makes_the_prediction_a_refusal(graph, ur5):
+    """A joint_state_publisher that restamps with its own clock: its stamps are newer than the arm driver's, its
+    positions those it heard 100 ms before. Stamps cannot tell the two apart; before, its message was the start
+    state, published with success=true (positions 0.12 rad behind the wrist's, zero velocities). Two publishers
+    merging the same joint within a second make every start state from them a refusal that says why."""
+    t0 = graph.h.get_clock().now() - Duration(seconds=0.2)
+    _, jsp = _publishers(graph)
+    for k in range(60):
+        t = k * PERIOD
+        _send(graph, graph.h.pub_js, _arm(UR5_Q + UR5_V * t, UR5_V, _stamp(t0, t)))
+    t_new = 59 * PERIOD + 0.001
+    q_heard = UR5_Q + UR5_V * (t_new - 0.1)
+    _send(graph, jsp, _message(UR5_JOINTS, q_heard, [0.0] * 6, stamp=_stamp(t0, t_new)))
+    pred = graph.trigger()
+    assert not pred.success
+    assert "published by two publishers" in pred.message and any(f"'{n}'" in pred.message for n in UR5_JOINTS)
+
+
 # ------------------------------------------------------------------------------------- joint order
 @LENIENT
 def test_the_drivers_joint_order_and_an_order_changing_between_messages_are_read_by_name(graph, ur5):

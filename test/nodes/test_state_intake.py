@@ -142,3 +142,28 @@ def test_a_node_clock_gone_back_behind_the_states_held_starts_afresh(intake):
     assert got.restarted and "node clock went back" in got.warnings[0]
     assert got.sample is not None and got.sample.stamp == pytest.approx(2.99)
     assert intake.newest() is got.sample and len(intake.history) == 1
+
+
+def test_a_joint_merged_from_two_publishers_makes_the_states_unusable_until_one_has_it_alone_a_window(intake):
+    from vtm_dynamics.nodes.state_intake import SHARED_WINDOW
+
+    assert not intake.receive(_state(stamp=999.90), 4999.90, publisher=b"driver").sample.shared
+    got = intake.receive(_state(q=(0.0, 0.2, 0.3), stamp=999.95), 4999.95, publisher=b"republisher")
+    assert "joint 'joint1' is published by two publishers" in got.sample.shared
+    choice = intake.choose(StartLimits(max_age=1.0, future_tolerance=0.05, wait_timeout=0.0), instant=1000.0,
+                           stamped=False, received=4999.96, now=1000.0, waited=0.0)
+    assert choice.reason == got.sample.shared  # no prediction from it: a refusal that says why
+    # the driver alone: usable again once the republisher has been silent for the window
+    assert intake.receive(_state(stamp=999.96), 4999.96, publisher=b"driver").sample.shared
+    intake.clocks.node += SHARED_WINDOW
+    assert intake.receive(_state(stamp=999.95 + SHARED_WINDOW), 4999.95 + SHARED_WINDOW,
+                          publisher=b"driver").sample.shared  # the switch back at 4999.96 was a second source too
+    assert not intake.receive(_state(stamp=999.97 + SHARED_WINDOW), 4999.97 + SHARED_WINDOW,
+                              publisher=b"driver").sample.shared
+    # a publisher of other joints only (a gripper's) and an unknown publisher are not a second source
+    got = intake.receive(_state(names=["finger"], q=(0.4,), v=(0.0,), stamp=1000.0 + SHARED_WINDOW),
+                         4999.98 + SHARED_WINDOW, publisher=b"gripper")
+    assert got.unknown_names == ("finger",) and got.sample is None
+    assert not intake.receive(_state(stamp=999.99 + SHARED_WINDOW), 4999.99 + SHARED_WINDOW,
+                              publisher=b"driver").sample.shared
+    assert not intake.receive(_state(stamp=1000.01 + SHARED_WINDOW), 5000.0 + SHARED_WINDOW).sample.shared

@@ -241,7 +241,7 @@ class EstopPredictor(Node):
 
     # ------------------------------------------------------------------------------------------------ inputs
     def on_joint_state(self, msg: JointState, info: Any = None) -> None:
-        got = self.intake.receive(msg, receipt_time(info))
+        got = self.intake.receive(msg, receipt_time(info), publisher_of(info))
         if got.no_model:
             self.log("warning", "joint_states: ignored until a robot model is known")
             return

@@ -14,6 +14,11 @@ Plain Python (no node, no executor): the node hands each message with its receip
   message that changed no joint of the model (a gripper driver's finger joints only, or only older values) adds no
   state to the history. Should the node clock go back (a simulation restarted, ``/clock`` from 0), the held values
   are then ahead of it by more than ``future_stamp_tolerance``: the tracker and the history start afresh.
+* **One publisher per joint.** A ``joint_state_publisher`` that restamps what it heard with its own clock has
+  newer stamps than the driver and older positions: stamps cannot tell them apart. When two publishers (by their
+  GID) merge values of the same joint within ``SHARED_WINDOW`` of each other, the states made then carry the reason
+  (``StateSample.shared``) and no prediction starts from them (a refusal that names the joint), until one publisher
+  has had the joint alone for ``SHARED_WINDOW``.
 * **History.** Every complete state (each joint reported at least once) is kept as a ``StateSample`` in a history
   of ``length`` states in receipt order (``stop_session.StateHistory``), stamped with its OLDEST joint value (with
   several publishers on ``joint_states``, a silent one's joints are as old as its last message, and the age check
@@ -32,7 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable
 
-from vtm_dynamics.core.excerpt import excerpt_list
+from vtm_dynamics.core.excerpt import excerpt, excerpt_list
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes.conversions import JointStateError, JointStateTracker, stamp_to_seconds
@@ -83,6 +88,7 @@ class StateReceipt:
     superseded: tuple[str, ...] = ()
     restarted: bool = False
     model: str = ""
+    shared: str = ""  # the reason states made now are unusable: a joint with two publishers ('' when none)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -92,6 +98,9 @@ class StateReceipt:
         if self.restarted:
             lines.append("joint_states: the node clock went back behind the joint states held (a restarted "
                          "simulation?): they were discarded")
+        if self.shared:
+            lines.append(self.shared.split(" (within")[0] + ": no prediction starts from its states (one source "
+                         "per joint, please)")
         if self.unknown_names:
             lines.append(f"joint_states: ignoring joints not in model {self.model!r}: "
                          f"[{excerpt_list(self.unknown_names)}]")
@@ -102,6 +111,9 @@ class StateReceipt:
             lines.append("joint_states: no velocities in the message; predictions from such states are marked "
                          "velocities_estimated")
         return tuple(lines)
+
+
+SHARED_WINDOW = 1.0  # [s] of receipt time: two publishers merging one joint this close make its states unusable
 
 
 class StateIntake:
@@ -117,19 +129,24 @@ class StateIntake:
         self.history = StateHistory(length)
         self.tracker: JointStateTracker | None = None
         self.newest_wall = math.nan  # [s] monotonic time of the newest complete state
+        self._owner: dict[str, tuple[Hashable, float]] = {}  # joint -> (publisher, receipt) of its newest value
+        self._shared: tuple[str, float] | None = None  # (joint, receipt) of the latest value from a second publisher
 
     def reset(self, robot: RobotModel) -> None:
         """A new model: a new tracker, an empty history."""
         with self.lock:
             self.tracker = JointStateTracker(robot, max_velocity_gap=self.max_velocity_gap)
             self.history.clear()
+            self._owner.clear()
+            self._shared = None
 
     def instant_of(self, received: float) -> float:
         """The node-clock instant of a receipt at ``received`` (receipt clock)."""
         return instant_of_receipt(received, self.now(), self.wall())
 
-    def receive(self, msg: Any, received: float) -> StateReceipt:
-        """Check and merge one ``sensor_msgs/JointState`` received at ``received`` (receipt clock)."""
+    def receive(self, msg: Any, received: float, publisher: Hashable = "unknown") -> StateReceipt:
+        """Check and merge one ``sensor_msgs/JointState`` received at ``received`` (receipt clock) from
+        ``publisher`` (:func:`publisher_of`; 'unknown': not compared)."""
         if self.tracker is None:
             return StateReceipt(no_model=True)
         stamp = stamp_to_seconds(msg.header.stamp)
@@ -154,17 +171,41 @@ class StateIntake:
                                                                      "states held: they were discarded" if restarted
                                                                      else ""), restarted=restarted)
             merged = parsed.merged
+            shared = self._note_publisher(merged, publisher, received)
             sample = None
             if merged and not tracker.missing:
                 snap = tracker.snapshot()  # stamped with its oldest joint value: the state is that old
                 sample = StateSample(snap.stamp, received, snap, tuple(snap.estimated_velocity), snap.header_stamp,
-                                     unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity))
+                                     unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity),
+                                     shared=shared)
                 self.history.add(sample)
         if sample is not None:
             self.newest_wall = self.monotonic()
         return StateReceipt(sample=sample, unknown_names=tuple(parsed.unknown_names),
                             velocities_missing=bool(merged) and parsed.velocities is None,
-                            superseded=parsed.superseded, restarted=restarted, model=tracker.robot.name)
+                            superseded=parsed.superseded, restarted=restarted, model=tracker.robot.name,
+                            shared=shared)
+
+    def _note_publisher(self, merged: tuple[str, ...], publisher: Hashable, received: float) -> str:
+        """Record who set the ``merged`` joints; the reason a state made now is unusable ('' if none): a joint
+        merged from two publishers within ``SHARED_WINDOW`` (module docstring). Called under the lock."""
+        if publisher == "unknown":
+            return ""
+        first = None  # the first joint of this message that another publisher set within the window
+        for name in merged:
+            before = self._owner.get(name)
+            if first is None and before is not None and before[0] != publisher and \
+                    received - before[1] <= SHARED_WINDOW:
+                first = name
+            self._owner[name] = (publisher, received)
+        if first is not None:
+            self._shared = (first, received)
+        if self._shared is None or received - self._shared[1] > SHARED_WINDOW:
+            return ""
+        return (f"joint_states: joint {excerpt(self._shared[0])} is published by two publishers (within "
+                f"{SHARED_WINDOW:g} s): a start state could hold one's older positions under the other's newer "
+                "stamp; give the node one source per joint (a joint_state_publisher republishing the driver's "
+                "joints, a second driver?)")
 
     # ----------------------------------------------------------------------------------- reading (workers)
     def received_by(self, t: float) -> StateSample | None:

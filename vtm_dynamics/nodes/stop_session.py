@@ -55,7 +55,9 @@ class StateSample:
     node's snapshot ``state``, the joints whose velocity was estimated rather than measured, and the exact header
     stamp (``header_stamp``, the message object; float seconds lose nanoseconds). ``unstamped``: the message had
     a zero stamp (``stamp`` is then its receipt instant). ``unavailable``: joints whose velocity was neither measured
-    nor estimable (no velocities and no usable stamps); a prediction must not start from such a state."""
+    nor estimable (no velocities and no usable stamps); a prediction must not start from such a state. ``shared``:
+    the reason no prediction may start from it either, when two publishers merged values of one of its joints
+    within ``state_intake.SHARED_WINDOW`` ('' otherwise)."""
 
     stamp: float
     received: float
@@ -64,6 +66,7 @@ class StateSample:
     header_stamp: Any = None
     unstamped: bool = False
     unavailable: tuple[str, ...] = ()
+    shared: str = ""  # why no prediction may start from it: its joints have two publishers ('' when not)
 
 
 class StateHistory:
@@ -158,6 +161,8 @@ def choose_start_state(history: StateHistory, *, instant: float, stamped: bool, 
         sample = history.received_by(received)
     if sample is None:
         return StartChoice(None, reason="no complete joint state received before the trigger")
+    if sample.shared:
+        return StartChoice(sample, instant - sample.stamp, sample.shared)
     if sample.unavailable or (sample.estimated and sample.unstamped):
         joints = list(sample.unavailable or sample.estimated)[:6]
         why = "unstamped joint states (header.stamp zero)" if sample.unstamped else \
