@@ -36,3 +36,19 @@ def test_a_max_duration_of_zero_cuts_the_power_at_once(ur5, ur5_brakes):
     assert p.power_off_time == 0.0
     assert p.stop_time == pytest.approx(zero.stop_time, abs=1e-9)
     np.testing.assert_allclose(p.q_final, zero.q_final, atol=1e-9)
+
+
+def test_a_ramp_that_ends_at_standstill_hands_the_arm_to_fully_engaged_brakes(ur5, ur5_brakes):
+    """The drives hold the arm until the brakes hold it: with the shipped brakes' 5 ms torque rise the arm must not
+    sag after the power cut. The stop is the straight ramp itself: it ends at T = max |v0_i| / decel [s] with every
+    joint at q0 + v0 T / 2 (before, the brakes' capacity started from zero at the power cut: every joint slipped,
+    the stop ended 2.3 ms after the ramp and the elbow rested 8.9e-6 rad further on)."""
+    decel = 3.0
+    p = predict_stop(ur5, ur5_brakes, Q, V, category=1, category_one=CategoryOne(deceleration=decel))
+    T = float(np.max(np.abs(V))) / decel
+    assert p.power_off_time == pytest.approx(T, abs=1e-12)
+    assert p.stop_time == pytest.approx(T, abs=1e-12)
+    np.testing.assert_allclose(p.q_final, Q + V * T / 2.0, atol=1e-12)
+    assert not [e for e in p.events if e.kind in ("slip", "release")]
+    assert p.stopped and p.locked[-1].all()
+

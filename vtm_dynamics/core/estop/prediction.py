@@ -11,6 +11,7 @@ the brakes and ``LockEvent`` items become abrupt locks. Reactions are Pinocchio'
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Iterable
 
 import numpy as np
@@ -97,7 +98,10 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         c1 = category_one or CategoryOne()
         t_off, q_start, v_start, standstill = controlled_ramp(robot, q0, v0, c1, settings, samples)
         if standstill:
-            engage = np.zeros(robot.nv)  # the drives hold until the brakes have engaged
+            # the drives hold until the brakes hold: engaged and their torque fully risen at the power cut (a brake
+            # whose capacity rose from zero at the cut let the arm sag: the UR5 slipped for 2 ms after the ramp)
+            engage = np.zeros(robot.nv)
+            brakes = replace(brakes, rise_time=np.zeros(robot.nv))
         engage = engage + t_off
     engage = np.where(brakes.braked, engage, np.inf)
     locks = []
