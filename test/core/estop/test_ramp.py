@@ -52,3 +52,36 @@ def test_a_ramp_that_ends_at_standstill_hands_the_arm_to_fully_engaged_brakes(ur
     assert not [e for e in p.events if e.kind in ("slip", "release")]
     assert p.stopped and p.locked[-1].all()
 
+
+def test_the_drive_torque_of_the_ramp_includes_the_rotor_inertia(ur5, ur5_brakes):
+    """The drives decelerate the rotors too: the ramp's drive torque is (M(q) + diag(armature)) a + h(q, v), the
+    mass matrix of the braked phase. Only the base joint turns (vertical axis: no gravity or velocity torque on
+    it), so its torque is the constant (M_00 + armature_0) v0 / T and the slowest ramp within a limit L lasts
+    T = (M_00 + armature_0) v0 / L. Before, the rotor was left out: the ramp lasted 0.246 s instead of 0.446 s."""
+    q = np.array([0.4, -1.0, 1.2, -0.5, 0.8, 0.1])
+    v0 = 2.0
+    limit = 20.0
+    v = np.array([v0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    others = 1e4  # N m: never reached by the other joints
+    c1 = CategoryOne(deceleration=20.0, torque_limits=(limit,) + (others,) * 5)
+    p = predict_stop(ur5, ur5_brakes, q, v, category=1, category_one=c1)
+    M00 = ur5.mass_matrix(q)[0, 0]
+    armature = 2.0  # shoulder_pan_joint in config/ur5_brakes.yaml
+    assert p.power_off_time == pytest.approx((M00 + armature) * v0 / limit, rel=1e-6)
+    ramp = p.t < p.power_off_time
+    np.testing.assert_allclose(p.tau_drive[ramp, 0], -limit, rtol=1e-6)
+
+
+def test_a_ramp_refused_for_the_motions_own_torques_says_so_and_names_the_joint(planar_3r):
+    """Torque limits that hold the arm against gravity but not the Coriolis and centrifugal torques of its motion
+    at the trigger: no ramp can fit (a slower ramp only removes the deceleration part), so the prediction is
+    refused; the message names the joint and the cause. It used to blame gravity."""
+    brakes = brakes_from_config(planar_3r, os.path.join(REPO, "config", "planar_3r_brakes.yaml"))
+    q = np.array([0.5, 0.3, -0.2])
+    v = np.array([0.0, 0.0, 9.0])
+    gravity = np.abs(planar_3r.gravity_torques(q))
+    limits = tuple(gravity * 1.1 + 1.0)
+    with pytest.raises(StopInputError, match=r"^category_one\.torque_limits: ") as err:
+        predict_stop(planar_3r, brakes, q, v, category=1, category_one=CategoryOne(deceleration=4.0, torque_limits=limits))
+    text = str(err.value)
+    assert "centrifugal" in text and "'joint" in text and "\n" not in text

@@ -96,12 +96,9 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
     engage = brakes.engage_delay.copy()
     if category == 1:
         c1 = category_one or CategoryOne()
-        t_off, q_start, v_start, standstill = controlled_ramp(robot, q0, v0, c1, settings, samples)
+        t_off, q_start, v_start, standstill = controlled_ramp(robot, q0, v0, c1, settings, samples, brakes.armature)
         if standstill:
-            # the drives hold until the brakes hold: engaged and their torque fully risen at the power cut (a brake
-            # whose capacity rose from zero at the cut let the arm sag: the UR5 slipped for 2 ms after the ramp)
-            engage = np.zeros(robot.nv)
-            brakes = replace(brakes, rise_time=np.zeros(robot.nv))
+            engage, brakes = _held_until_braked(brakes)
         engage = engage + t_off
     engage = np.where(brakes.braked, engage, np.inf)
     locks = []
@@ -170,6 +167,15 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
 
 
 ENGINES = ("compiled", "python")
+
+
+def _held_until_braked(brakes: BrakeSet) -> tuple[np.ndarray, BrakeSet]:
+    """Category 1 ending at standstill: the drives hold the arm until the brakes hold it, so at the power cut every
+    brake is engaged with its torque fully risen (engage delays 0 s after the cut, rise times 0 s). Returns the
+    engage delays [s] and the brakes. A brake whose capacity rose from zero at the cut let the arm sag: with the
+    shipped UR5 brakes (5 ms rise) every joint slipped and stopped 1-5 ms after the ramp."""
+    n = len(brakes.engage_delay)
+    return np.zeros(n), replace(brakes, rise_time=np.zeros(n))
 
 
 def _check_mass_matrix(robot: RobotModel, brakes: BrakeSet, q0: np.ndarray) -> None:

@@ -2,9 +2,12 @@
 
 A straight line in joint space, v(t) = v0 (1 - t/T), a = -v0/T, with T = max_i |v0_i| / decel_i from the per-joint
 deceleration limits; with torque limits, T is lengthened (doubling, then bisection) until the drive torques
-tau = RNEA(q, v, a) fit at 21 points of the ramp. Power is removed at standstill (the drives hold until the brakes
-have engaged) or at ``max_duration`` (then the rest is a category-0 stop from that state, :mod:`.event_loop`).
-Units: SI (rad, rad/s, rad/s^2, N m, s).
+tau = RNEA(q, v, a) + armature * a fit at 21 points of the ramp (Müller 2026, eq. (3) with the rotor inertia of
+the braked phase on the diagonal of M: the drives decelerate the rotors too). Power is removed at standstill (the
+drives hold until the brakes have engaged, :func:`vtm_dynamics.core.estop.prediction.predict_with`) or at
+``max_duration`` (then the rest is a category-0 stop from that state, :mod:`.event_loop`). A ramp that no length
+fits is refused, naming the joint and the cause (gravity at the start pose, or the motion's own Coriolis and
+centrifugal torques at the trigger, which a slower ramp cannot remove). Units: SI (rad, rad/s, rad/s^2, N m, s).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from vtm_dynamics.core.robot.model import RobotModel
 
 
 def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: CategoryOne, settings: StopSettings,
-                    samples: dict) -> tuple[float, np.ndarray, np.ndarray, bool]:
+                    samples: dict, armature: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray, bool]:
     """Category-1 ramp from (q0 [rad], v0 [rad/s]) (module docstring); appends its samples every ``settings.step``.
+    ``armature`` [kg m^2] (nv): the rotor inertias the drives decelerate with the arm (the brakes' ``armature``).
     Returns (t_off [s], q_off, v_off, standstill)."""
     nv = robot.nv
+    rotor = np.zeros(nv) if armature is None else np.asarray(armature, dtype=float)
     dec = np.broadcast_to(np.asarray(c1.deceleration, dtype=float), (nv,)).copy() \
         if np.ndim(c1.deceleration) == 0 else stop_vector(c1.deceleration, nv, "category_one.deceleration")
     if not np.all(np.isfinite(dec)) or np.any(dec <= 0):
@@ -44,12 +49,13 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
         tt = min(t, T)
         return robot.integrate(q0, v0 * (tt - tt * tt / (2 * T))), v0 * (1 - tt / T), -v0 / T
 
+    def drive(qq, vv, aa):
+        return np.array(pin.rnea(m, d, qq, vv, aa)) + rotor * aa
+
     def usage(T):
         worst = 0.0
         for t in np.linspace(0.0, T, 21):
-            qq, vv, aa = state(t, T)
-            tq = pin.rnea(m, d, qq, vv, aa)
-            worst = max(worst, float(np.max(np.abs(tq) / np.where(lim > 0, lim, np.inf))))
+            worst = max(worst, float(np.max(np.abs(drive(*state(t, T))) / np.where(lim > 0, lim, np.inf))))
         return worst
 
     if lim is not None and T > 0 and usage(T) > 1.0:
@@ -59,7 +65,7 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
             if usage(hi) <= 1.0:
                 break
         else:
-            raise StopInputError("category_one.torque_limits: the drives cannot hold the arm against gravity")
+            raise StopInputError(_no_ramp_text(robot, q0, v0, lim))
         for _ in range(40):
             mid = 0.5 * (lo + hi)
             if usage(mid) <= 1.0:
@@ -76,7 +82,7 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
         samples["v"].append(vv)
         samples["a"].append(aa if t < T else np.zeros(nv))
         samples["tau"].append(np.zeros(nv))
-        samples["drive"].append(np.array(pin.rnea(m, d, qq, vv, aa)))
+        samples["drive"].append(drive(qq, vv, aa if t < T else np.zeros(nv)))
         samples["locked"].append(np.zeros(nv, dtype=bool))
         samples["W"].append(0.0)
         samples["J"].append(0.0)
@@ -85,3 +91,19 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
     if standstill:
         vv = np.zeros(nv)
     return t_off, qq, vv, standstill
+
+
+def _no_ramp_text(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, lim: np.ndarray) -> str:
+    """Why no ramp fits the torque limits ``lim`` [N m], in one line naming the joint: gravity at the start pose,
+    else the motion's gravity, Coriolis and centrifugal torques h(q0, v0) at the trigger (the ramp's torque tends
+    to them as it is made slower), else the ramp as a whole."""
+    scale = np.where(lim > 0, lim, np.inf)
+    where = "category_one.torque_limits: no ramp fits the drive torque limits: "
+    for torque, cause in ((robot.gravity_torques(q0), "gravity at the start pose"),
+                          (robot.bias_forces(q0, v0), "gravity and the motion's Coriolis and centrifugal torques at the trigger")):
+        use = np.abs(torque) / scale
+        i = int(np.argmax(use))
+        if use[i] > 1.0:
+            return (f"{where}{cause} need {abs(torque[i]):.6g} N m at joint '{robot.joint_names[i]}' "
+                    f"(limit {lim[i]:.6g} N m)")
+    return f"{where}not even a ramp 2^40 times as long as the deceleration limits allow"
