@@ -65,3 +65,18 @@ def test_a_continuous_joint_is_reported_as_one_angle_continuous_with_its_start(t
     assert table[0][1:7] == [f"q_{n}" for n in data["joint_names"]]
     np.testing.assert_allclose([float(x) for x in table[1][1:7]], ANGLES, atol=1e-12)
     np.testing.assert_allclose([float(x) for x in table[-1][1:7]], rest, atol=1e-12)
+
+
+def test_a_stop_past_a_joint_limit_is_marked_not_valid_in_the_summary_and_the_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    q = "0 -1.5 3.13 -1 0.5 0"  # the elbow 10 mrad below its limit, driven into it at 3 rad/s
+    out = subprocess.run([sys.executable, "-m", "vtm_dynamics.cli.predict", "ur5", "--q", *q.split(), "--v", "0",
+                          "0", "3", "0", "0", "0", "--json", str(tmp_path / "p.json")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "NOT VALID        past a joint limit: elbow_joint reaches" in out.stdout
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert data["valid"] is False and data["limit_crossings"][0].startswith("elbow_joint reaches")

@@ -16,7 +16,11 @@ time or TCP distance is predicted shorter than recorded by more than ``--toleran
 
 The summary, the JSON (``inputs``) and the CSV header state what produced them: robot and model hash, brake file
 and hash, payload, stop category and its parameters, integration step and horizon, the envelope's ranges, the
-software version and commit (:mod:`vtm_dynamics.cli.provenance`).
+software version and commit (:mod:`vtm_dynamics.cli.provenance`). A stop that carries a joint past its position
+limit is marked NOT VALID in the summary and ``"valid": false`` with ``limit_crossings`` in the JSON.
+
+Size: about 425 lines: the summary table, the JSON and the CSV share the per-joint units and provenance of one
+prediction; split apart, each would repeat them.
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: S
         lines.append(f"stop time        {p.stop_time:9.4f} s   (all joints held)")
     else:
         lines.append(f"stop time        {p.not_stopped_text(brakes.braked)}")
+    lines += [f"NOT VALID        {p.limit_text()}"] if p.limit_crossings else []
     if p.tcp_frame:
         lines.append(f"TCP '{p.tcp_frame}'      straight {p.tcp_straight_distance:.4f} m, path {p.tcp_path_length:.4f} m")
     lines.append(f"energy           brakes {p.brake_energy + 0.0:.3f} J, impulsive locks {p.impulse_energy + 0.0:.3f} J")
@@ -141,7 +146,8 @@ def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope |
         "joint_units": {k: [j.units[n] for j in robot.joints] for n, k in enumerate(("position", "velocity",
                                                                                     "effort"))},
         "category": p.category,
-        "stopped": p.stopped, "stop_time_s": f(p.stop_time), "power_off_time_s": p.power_off_time,
+        "stopped": p.stopped, "valid": p.valid, "limit_crossings": list(p.limit_crossings),
+        "stop_time_s": f(p.stop_time), "power_off_time_s": p.power_off_time,
         "joint_stop_times_s": [f(float(x)) for x in p.joint_stop_times],
         "stopping_angles_rad": p.stopping_angles.tolist(), "q_final": p.q_final.tolist(),
         "rest_positions": positions[-1].tolist(),

@@ -292,8 +292,9 @@ def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, sta
     msg.energy_dissipated_by_brakes = float(result.brake_energy)
     msg.energy_dissipated_by_impulses = float(result.impulse_energy)
     msg.potential_energy_change = float(result.potential_energy_change)
-    msg.success = bool(result.stopped)
-    msg.message = "ok" if result.stopped else f"not at rest within the horizon ({result.t[-1]:.3f} s)"
+    msg.success = bool(result.stopped) and not result.limit_crossings
+    msg.message = (f"not at rest within the horizon ({result.t[-1]:.3f} s)" if not result.stopped else
+                   result.limit_text() if result.limit_crossings else "ok")
     return msg
 
 

@@ -21,6 +21,7 @@ from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
 from vtm_dynamics.core.estop.compiled_engine import CompiledEngine
 from vtm_dynamics.core.estop.event_loop import BrakingEngine, ScheduledLock
+from vtm_dynamics.core.estop.limit_crossings import limit_crossings
 from vtm_dynamics.core.estop.inputs import (
     CategoryOne, LockEvent, StopInputError, StopSettings, check_stop_state, stop_vector,
 )
@@ -162,7 +163,7 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         initial_kinetic_energy=robot.kinetic_energy(q0, v0) + (  # plus the rotors' (armature) kinetic energy
             0.5 * float(brakes.armature @ (v0 * v0)) if np.any(brakes.armature > 0.0) else 0.0),
         potential_energy_change=robot.potential_energy(q_fin) - robot.potential_energy(q0),
-        n_steps=engine.n_steps, n_evaluations=engine.n_eval,
+        limit_crossings=limit_crossings(robot, q_arr), n_steps=engine.n_steps, n_evaluations=engine.n_eval,
     )
 
 

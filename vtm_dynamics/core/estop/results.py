@@ -55,7 +55,9 @@ class StopPrediction:
     (from the caller's acceleration or torque, else None), TCP: ``tcp_frame``, ``tcp_positions`` (K x 3) [m],
     ``tcp_path_length`` [m] (integral of the TCP speed, see :func:`.prediction.tcp_path`),
     ``tcp_straight_distance`` [m]. Energies: ``initial_kinetic_energy`` [J] at the E-stop and
-    ``potential_energy_change`` [J] (gravity, rest minus start)."""
+    ``potential_energy_change`` [J] (gravity, rest minus start). ``limit_crossings``: one line per joint the stop
+    carries past its position limit (:mod:`.limit_crossings`; then the prediction is not the robot's stop:
+    :attr:`valid`)."""
 
     joint_names: tuple[str, ...]
     category: int
@@ -86,8 +88,22 @@ class StopPrediction:
     power_off_time: float = 0.0
     initial_kinetic_energy: float = math.nan
     potential_energy_change: float = math.nan
+    limit_crossings: tuple[str, ...] = ()
     n_steps: int = field(default=0, compare=False)
     n_evaluations: int = field(default=0, compare=False)
+
+    @property
+    def valid(self) -> bool:
+        """Whether this is the robot's stop: at rest within the horizon, and no joint carried past its position
+        limit (``limit_crossings``: the model has no end stops; :mod:`.limit_crossings`)."""
+        return self.stopped and not self.limit_crossings
+
+    def limit_text(self) -> str:
+        """The joints carried past their limits, in one line ("" when none): an end stop would end that motion."""
+        if not self.limit_crossings:
+            return ""
+        return ("past a joint limit: " + "; ".join(self.limit_crossings) + " (an end stop, not the brake, would "
+                "end this motion: outside what the prediction models)")
 
     def not_stopped_text(self, braked: np.ndarray | None = None) -> str:
         """Why the prediction did not stop, in one line: the joints still free at the horizon, each marked "no
