@@ -154,3 +154,17 @@ def test_an_envelope_case_that_does_not_stop_makes_the_worst_case_no_value():
     assert not msg.success and msg.message.startswith("envelope case (torque x")
     assert "not at rest within the horizon" in msg.message
     assert math.isnan(msg.worst_distance) and math.isnan(msg.worst_time) and math.isnan(msg.distance)
+
+
+def test_a_nominal_stop_past_a_joint_limit_is_no_stopping_distance():
+    """The model has no end stops: a stop that carries a joint past its limit is not the robot's, so it gives no
+    distance (before: the elbow's 3.2488 rad rest, 0.107 rad past its limit, gave a stopping distance)."""
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    brakes = brakes_from_config(robot, TEST_BRAKES)
+    limit = float(robot.model.upperPositionLimit[2])
+    q = np.array([0.0, -1.5, limit - 0.01, -1.0, 0.5, 0.0])
+    past = predict_stop(robot, brakes, q, np.array([0.0, 0.0, 3.0, 0.0, 0.0, 0.0]), tcp_frame="tool0")
+    assert past.stopped and past.limit_crossings
+    msg = _message(LiveStopping().evaluate(robot, brakes, past, _OFF, "tool0", lambda *a: pytest.fail("no case")))
+    assert not msg.success and msg.message.startswith("nominal case: past a joint limit: elbow_joint reaches")
+    assert math.isnan(msg.distance) and math.isnan(msg.worst_distance)

@@ -82,21 +82,28 @@ ENVELOPE_KEYS = ("stopping_envelope", "stopping_envelope_torque_min", "stopping_
 @dataclass(frozen=True)
 class StopSummary:
     """What the envelope uses of the nominal prediction: TCP ``tcp_straight_distance`` and ``tcp_path_length``
-    [m], ``stop_time`` [s], whether it ``stopped``, and ``q_final``."""
+    [m], ``stop_time`` [s], whether it ``stopped``, ``q_final`` and its ``limit_crossings`` (joints carried past
+    their limits: then it is not the robot's stop)."""
 
     tcp_straight_distance: float
     tcp_path_length: float
     stop_time: float
     stopped: bool
     q_final: Any
+    limit_crossings: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, result: Any) -> "StopSummary":
         return cls(float(result.tcp_straight_distance), float(result.tcp_path_length), float(result.stop_time),
-                   bool(result.stopped), result.q_final)
+                   bool(result.stopped), result.q_final, tuple(result.limit_crossings))
 
     def values(self) -> tuple[float, float, float]:
         return _values(self)
+
+
+def _past_limit(result: Any) -> str:
+    """Why a stop that carries a joint past its limit gives no distance (as ``StopPrediction.limit_text``)."""
+    return "past a joint limit: " + "; ".join(result.limit_crossings) + " (no end stops in the model)"
 
 
 def _values(result: Any) -> tuple[float, float, float]:
@@ -143,9 +150,9 @@ class LiveStopping:
         worst = [d0, l0, t0]
         worst_rest = nominal.q_final
         cases = 1
-        if not nominal.stopped:
+        if not nominal.stopped or nominal.limit_crossings:
             return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start,
-                            f"nominal case: {NOT_AT_REST}")
+                            f"nominal case: {NOT_AT_REST if not nominal.stopped else _past_limit(nominal)}")
         if p["stopping_envelope"]:
             try:
                 samples = envelope_samples(self.spec(p))[1:]
@@ -154,8 +161,9 @@ class LiveStopping:
             for tf, df, mass in samples:
                 outcome = predict(self._model(robot, mass, payload_frame), brakes.scaled(torque_factor=tf,
                                                                                     delay_factor=df))
-                if outcome.result is None or not outcome.result.stopped:
-                    reason = outcome.reason if outcome.result is None else NOT_AT_REST
+                if outcome.result is None or not outcome.result.stopped or outcome.result.limit_crossings:
+                    reason = outcome.reason if outcome.result is None else NOT_AT_REST if not \
+                        outcome.result.stopped else _past_limit(outcome.result)
                     return LiveStop(d0, l0, t0, math.nan, math.nan, math.nan, cases, time.monotonic() - start,
                                     f"envelope case (torque x{tf:.3g}, delay x{df:.3g}, payload {mass:.3g} kg): "
                                     f"{reason}")
