@@ -8,9 +8,8 @@ import os
 
 import numpy as np
 import pytest
-import yaml
 
-from test.core.joint_type_models import TRACK_BRAKE, on_track, ur5_text, with_continuous
+from test.core.joint_type_models import ur5_text, with_continuous, write_track_robot
 from vtm_dynamics.cli.predict import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -20,12 +19,7 @@ RATES = [1.0, -1.5, 2.0, 2.5, -2.0, 3.0]
 
 
 def test_the_track_joint_is_reported_in_metres_and_newtons(tmp_path, capsys):
-    urdf, brakes = tmp_path / "track.urdf", tmp_path / "brakes.yaml"
-    urdf.write_text(on_track(ur5_text()))
-    with open(UR5_BRAKES, encoding="utf-8") as fh:
-        config = yaml.safe_load(fh)
-    config["brakes"]["joints"]["track_joint"] = dict(TRACK_BRAKE)
-    brakes.write_text(yaml.safe_dump(config))
+    urdf, brakes = write_track_robot(str(tmp_path), UR5_BRAKES)
     js = tmp_path / "stop.json"
     assert main(["--urdf", str(urdf), "--brakes", str(brakes), "--q", "0.2", *map(str, ANGLES), "--v", "1.5",
                  *map(str, RATES), "--tcp-frame", "tool0", "--json", str(js)]) == 0

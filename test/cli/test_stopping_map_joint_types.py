@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import os
 
-import yaml
 
-from test.core.joint_type_models import TRACK_BRAKE, on_track, ur5_text, with_continuous
+from test.core.joint_type_models import ur5_text, with_continuous, write_track_robot
 from vtm_dynamics.cli.stopping_map import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,12 +15,7 @@ UR5_BRAKES = os.path.join(REPO, "config", "ur5_brakes.yaml")
 
 
 def test_a_track_robot_map_says_its_track_entries_are_in_metres(tmp_path, capsys):
-    urdf, brakes = tmp_path / "track.urdf", tmp_path / "brakes.yaml"
-    urdf.write_text(on_track(ur5_text()))
-    with open(UR5_BRAKES, encoding="utf-8") as fh:
-        config = yaml.safe_load(fh)
-    config["brakes"]["joints"]["track_joint"] = dict(TRACK_BRAKE)
-    brakes.write_text(yaml.safe_dump(config))
+    urdf, brakes = write_track_robot(str(tmp_path), UR5_BRAKES)
     out_dir = tmp_path / "map"
     assert main(["--urdf", str(urdf), "--brakes", str(brakes), "--tcp-frame", "tool0", "--states", "4",
                  "--chunk-size", "4", "--threads", "--workers", "1", "--out", str(out_dir)]) == 0

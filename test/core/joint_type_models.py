@@ -45,3 +45,21 @@ def on_track(text: str, axis: str = "1 0 0", carriage_mass: float = 50.0, travel
     <parent link="carriage"/><child link="base_link"/><origin xyz="0 0 0.1" rpy="0 0 0"/>
   </joint>"""
     return text[:start] + track + text[end:]
+
+
+def write_track_robot(folder, brake_file: str) -> tuple[str, str]:
+    """The UR5 on a braked linear track (:func:`on_track`, :data:`TRACK_BRAKE`) written as files in ``folder``:
+    (the URDF's path, the brake file's: ``brake_file``'s brakes plus the track's)."""
+    import os
+
+    import yaml
+
+    urdf, brakes = os.path.join(folder, "track.urdf"), os.path.join(folder, "brakes.yaml")
+    with open(urdf, "w", encoding="utf-8") as fh:
+        fh.write(on_track(ur5_text()))
+    with open(brake_file, encoding="utf-8") as fh:
+        config = yaml.safe_load(fh)
+    config["brakes"]["joints"]["track_joint"] = dict(TRACK_BRAKE)
+    with open(brakes, "w", encoding="utf-8") as fh:
+        fh.write(yaml.safe_dump(config))
+    return urdf, brakes
