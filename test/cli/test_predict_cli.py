@@ -157,3 +157,37 @@ def test_a_stop_that_does_not_end_names_the_joints_still_moving_and_why(tmp_path
     assert "not stopped within the horizon" in line
     assert "shoulder_lift_joint (brake too weak?)" in line and "wrist_3_joint (no brake)" in line
     assert "elbow_joint" not in line and "without brake" not in line
+
+
+def test_category_1_takes_the_drives_torque_limits_and_says_so(tmp_path):
+    """Without --torque-limits the drives deliver --decel whatever it takes; with them the ramp is the core's with
+    those limits (before: vtm-predict had no way to give them)."""
+    from vtm_dynamics.core.estop import CategoryOne, predict_stop
+    from vtm_dynamics.core.estop.payload import with_payload
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    # nearly stretched, shoulder and elbow at 2.5 rad/s, 5 kg: 20 rad/s^2 needs more than the shoulder's 150 N m
+    q, v = ["0", "-0.3", "0.3", "0", "0", "0"], ["0", "2.5", "-2.5", "0", "0", "0"]
+    runs = {}
+    for name, extra in (("free", []), ("urdf", ["--torque-limits", "urdf"])):
+        path = tmp_path / f"{name}.json"
+        assert main(["ur5", "--category", "1", "--decel", "20", "--payload", "5", "--q", *q, "--v", *v,
+                     "--json", str(path), *extra]) == 0
+        runs[name] = json.loads(path.read_text())
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    brakes = brakes_from_config(robot, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "config", "ur5_brakes.yaml"))
+    loaded = with_payload(robot, 5.0, "tool0")
+    core = predict_stop(loaded, brakes, np.array(q, float), np.array(v, float), category=1, tcp_frame="tool0",
+                        category_one=CategoryOne(deceleration=20.0, torque_limits="urdf"))
+    assert runs["urdf"]["stop_time_s"] == pytest.approx(core.stop_time, abs=1e-12)
+    assert runs["urdf"]["stop_time_s"] > runs["free"]["stop_time_s"]  # the limits lengthen this ramp
+    assert runs["urdf"]["inputs"]["category1"]["torque_limits"] == "urdf"
+    assert runs["free"]["inputs"]["category1"]["torque_limits"] is None
+
+
+def test_torque_limits_of_the_wrong_kind_are_one_line(capsys):
+    assert main(["ur5", "--category", "1", "--torque-limits", "lots"]) == 2
+    assert "torque_limits: 'lots' is neither 'urdf' nor numbers" in capsys.readouterr().err
+    assert main(["ur5", "--category", "1", "--torque-limits", "100", "100"]) == 2
+    assert "torque_limits" in capsys.readouterr().err

@@ -19,7 +19,7 @@ and hash, payload, stop category and its parameters, integration step and horizo
 software version and commit (:mod:`vtm_dynamics.cli.provenance`). A stop that carries a joint past its position
 limit is marked NOT VALID in the summary and ``"valid": false`` with ``limit_crossings`` in the JSON.
 
-Size: about 425 lines: the summary table, the JSON and the CSV share the per-joint units and provenance of one
+Size: about 440 lines: the summary table, the JSON and the CSV share the per-joint units and provenance of one
 prediction; split apart, each would repeat them.
 """
 
@@ -205,7 +205,7 @@ def run_prediction(
     robot_name: str | None = DEFAULT_ROBOT, *, urdf: str | None = None, q: Sequence[float] | None = None,
     v: Sequence[float] | None = None, state: str = "demo", category: int = CATEGORY,
     deceleration: float = CATEGORY1_DECELERATION, max_duration: float | None = None,
-    brakes_path: str | None = None, tcp_frame: str | None = None, payload: float = PAYLOAD,
+    torque_limits: str | Sequence[float] | None = None, brakes_path: str | None = None, tcp_frame: str | None = None, payload: float = PAYLOAD,
     locks: Sequence[LockEvent] = (), json_path: str | None = None, csv_path: str | None = None,
     plots_dir: str | None = None, envelope: int | None = None, step: float | None = None, progress=None,
 ) -> tuple[PredictionSummary, RobotModel, BrakeSet]:
@@ -232,7 +232,9 @@ def run_prediction(
     if robot.nq != robot.nv and qa.shape == (robot.nv,):
         qa = robot.configuration_from_angles(qa)
     settings = StopSettings() if step is None else StopSettings(step=step)
-    c1 = CategoryOne(deceleration=deceleration, max_duration=max_duration) if category == 1 else None
+    limits = tuple(float(x) for x in torque_limits) if torque_limits not in (None, "urdf") else torque_limits
+    c1 = CategoryOne(deceleration=deceleration, max_duration=max_duration, torque_limits=limits) \
+        if category == 1 else None
     p = predict_stop(robot, brakes, qa, v, category=category, category_one=c1, lock_events=locks,
                      tcp_frame=tcp_frame, settings=settings)
     env, env_inputs = None, None
@@ -250,7 +252,7 @@ def run_prediction(
     inputs = prediction_inputs(robot_name if urdf is None and robot_name else os.path.abspath(urdf or ""), robot,
                                brakes_path, payload=payload, payload_frame=payload_frame, tcp_frame=tcp_frame,
                                category=category, deceleration=deceleration, max_duration=max_duration,
-                               settings=settings, envelope=env_inputs, q0=robot.joint_positions(p.q[0]),
+                               torque_limits=limits, settings=settings, envelope=env_inputs, q0=robot.joint_positions(p.q[0]),
                                v0=p.v[0])
     files = []
     if json_path:
@@ -287,6 +289,18 @@ def _parse_lock(text: str) -> LockEvent:
         raise StopInputError(f"lock: expected JOINT[,JOINT...]@TIME, got {text!r}") from None
 
 
+def _torque_limits(values: list[str] | None) -> str | tuple[float, ...] | None:
+    """``--torque-limits``: 'urdf', or numbers (their count is checked with the model's joints)."""
+    from vtm_dynamics.core.estop import StopInputError
+
+    if values is None or values == ["urdf"]:
+        return None if values is None else "urdf"
+    try:
+        return tuple(float(x) for x in values)
+    except ValueError:
+        raise StopInputError(f"torque_limits: {' '.join(values)[:80]!r} is neither 'urdf' nor numbers") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from vtm_dynamics.cli.recorded_stops import add_recording_options
 
@@ -305,6 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "ramp [rad/s^2] (an assumption: give your controller's)")
     ap.add_argument("--max-duration", type=float, help="category 1: power is cut after this time [s] (default: at "
                     "standstill)")
+    ap.add_argument("--torque-limits", nargs="+", metavar="LIMIT", help="category 1: the drives' torque limits [N m; "
+                    "N for prismatic joints], one per joint, or 'urdf' for the model's effort limits: the ramp is "
+                    "lengthened until its torques fit (default: none, the drives deliver --decel whatever it takes)")
     ap.add_argument("--brakes", help="brake YAML (default: the robot's config/<robot>_brakes.yaml)")
     ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
     ap.add_argument("--payload", type=float, default=PAYLOAD, help="payload mass at the TCP [kg]")
@@ -399,7 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary, robot, brakes = run_prediction(
             None if args.urdf else args.robot, urdf=args.urdf, q=args.q, v=args.v, state=args.state,
             category=args.category, deceleration=args.decel, max_duration=args.max_duration,
-            brakes_path=args.brakes, tcp_frame=args.tcp_frame, payload=args.payload, locks=locks,
+            torque_limits=_torque_limits(args.torque_limits), brakes_path=args.brakes, tcp_frame=args.tcp_frame,
+            payload=args.payload, locks=locks,
             json_path=args.json, csv_path=args.csv, plots_dir=args.plots, envelope=args.envelope, step=args.step,
             progress=progress,
         )

@@ -11,7 +11,8 @@ from vtm_dynamics.cli import provenance
 
 def prediction_inputs(robot_label: str, robot, brakes_path: str, *, payload: float,
                       payload_frame: str | None, tcp_frame: str | None, category: int, deceleration: float,
-                      max_duration: float | None, settings, envelope: dict | None, q0, v0) -> dict:
+                      max_duration: float | None, settings, envelope: dict | None, q0, v0,
+                      torque_limits: str | tuple[float, ...] | None = None) -> dict:
     """Everything that determines a prediction, as JSON-ready data (SI units in the keys): robot and the sha256 of
     its URDF text, brake file (absolute path) and its sha256, payload, stop category with its parameters, the
     integration settings, the envelope's ranges, the start state and the software (version, git commit)."""
@@ -22,6 +23,7 @@ def prediction_inputs(robot_label: str, robot, brakes_path: str, *, payload: flo
         "payload_kg": float(payload), "payload_frame": payload_frame if payload else None, "tcp_frame": tcp_frame,
         "category": int(category),
         "category1": ({"deceleration_rad_s2": float(deceleration), "max_duration_s": max_duration,
+                       "torque_limits": list(torque_limits) if isinstance(torque_limits, tuple) else torque_limits,
                        "source": "assumed: --decel (a straight joint-space ramp at this limit, then power off)"}
                       if category == 1 else None),
         "integration": {"method": settings.method, "max_step_s": settings.step, "horizon_s": settings.t_max},
@@ -40,6 +42,8 @@ def inputs_lines(inputs: dict) -> list[str]:
         f"category         {inputs['category']}" + (
             f": ramp at {c1['deceleration_rad_s2']:g} rad/s^2 (assumed, --decel), power off at standstill"
             + (f" or after {c1['max_duration_s']:g} s" if c1["max_duration_s"] is not None else "")
+            + ("; drive torques within " + ("the URDF's effort limits" if c1.get("torque_limits") == "urdf" else
+                                            "--torque-limits") if c1.get("torque_limits") else "")
             if c1 else ": brakes engage after their delay, no drive torque"),
         f"integration      {inputs['integration']['method']}, max step {inputs['integration']['max_step_s']:g} s, "
         f"horizon {inputs['integration']['horizon_s']:g} s",
