@@ -85,3 +85,14 @@ def test_a_ramp_refused_for_the_motions_own_torques_says_so_and_names_the_joint(
         predict_stop(planar_3r, brakes, q, v, category=1, category_one=CategoryOne(deceleration=4.0, torque_limits=limits))
     text = str(err.value)
     assert "centrifugal" in text and "'joint" in text and "\n" not in text
+
+
+def test_a_joint_at_rest_at_the_trigger_of_a_ramp_to_standstill_stops_at_0_the_others_at_the_ramps_end(ur5,
+                                                                                                        ur5_brakes):
+    v = V.copy()
+    v[3] = 0.0  # wrist 1 at rest: the drives hold it still through the ramp
+    p = predict_stop(ur5, ur5_brakes, Q, v, category=1, category_one=CategoryOne(deceleration=5.0))
+    T = float(np.max(np.abs(v)) / 5.0)  # the straight-line ramp's length without torque limits
+    assert p.stopped and p.stop_time == pytest.approx(T, abs=1e-12)
+    assert p.joint_stop_times[3] == 0.0  # was T: reported as coming to rest at the power cut
+    np.testing.assert_allclose(np.delete(p.joint_stop_times, 3), T, atol=1e-12)

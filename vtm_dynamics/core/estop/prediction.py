@@ -92,7 +92,7 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
     frame_id = robot.frame_id(tcp_frame) if tcp_frame is not None else None
 
     samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "a", "tau", "drive", "locked", "W", "J")}
-    t_off = 0.0
+    t_off, standstill = 0.0, False
     q_start, v_start = q0, v0
     engage = brakes.engage_delay.copy()
     if category == 1:
@@ -136,6 +136,8 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
     joint_stop = engine.rest_since.copy()
     if category == 1 and t_off > 0:
         joint_stop = np.where(np.isfinite(joint_stop), np.maximum(joint_stop, 0.0), joint_stop)
+    if standstill:  # the drives held a joint at rest from the trigger: it stopped at 0, not at the power cut
+        joint_stop = np.where(np.asarray(v0) == 0.0, 0.0, joint_stop)
     stop_time = float(np.max(joint_stop)) if stopped else math.nan
     if category == 1 and stopped:
         # at standstill the controlled ramp already stopped the joints; brakes only hold
