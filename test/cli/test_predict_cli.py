@@ -191,3 +191,16 @@ def test_torque_limits_of_the_wrong_kind_are_one_line(capsys):
     assert "torque_limits: 'lots' is neither 'urdf' nor numbers" in capsys.readouterr().err
     assert main(["ur5", "--category", "1", "--torque-limits", "100", "100"]) == 2
     assert "torque_limits" in capsys.readouterr().err
+
+
+def test_an_envelope_whose_cases_cross_a_joint_limit_is_marked_not_valid_in_the_table_and_the_json(tmp_path, capsys):
+    # the elbow 10 mrad below its upper limit, driven into it at 3 rad/s: no case of the envelope stops in time
+    assert main(["ur5", "--q", "0", "-1.5", "3.13", "-1", "0.5", "0", "--v", "0", "0", "3", "0", "0", "0",
+                 "--envelope", "1", "--json", str(tmp_path / "p.json")]) == 0
+    out = capsys.readouterr().out
+    worst = next(line for line in out.splitlines() if line.strip().startswith("worst distance"))
+    assert worst.endswith("NOT VALID")
+    assert "NOT VALID: " in out and "cases past a joint limit" in out and "elbow_joint reaches" in out
+    env = json.loads((tmp_path / "p.json").read_text())["envelope"]
+    assert env["valid"] is False
+    assert all(c["valid"] is False and c["limit_crossings"][0].startswith("elbow_joint") for c in env["cases"])

@@ -121,7 +121,10 @@ def summary_table(robot: RobotModel, brakes: BrakeSet, p: StopPrediction, env: S
             dist = c.tcp_straight_distance if env.tcp_frame else c.max_stopping_angle
             unit = "m" if env.tcp_frame else "rad"
             lines.append(f"  {label:<15} ({c.torque_factor:.3f}, {c.delay_factor:.3f}, {c.payload:.2f}):"
-                         f" distance {dist:.4f} {unit}, stop time {c.stop_time:.4f} s")
+                         f" distance {dist:.4f} {unit}, stop time {c.stop_time:.4f} s"
+                         + ("" if c.valid else "  NOT VALID"))
+        if not env.valid:
+            lines.append(f"  NOT VALID: {env.invalid_text()}; the worst values are not stopping figures")
     return "\n".join(lines)
 
 
@@ -171,7 +174,9 @@ def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope |
         out["envelope"] = {
             "cases": [{"torque_factor": c.torque_factor, "delay_factor": c.delay_factor, "payload_kg": c.payload,
                        "stop_time_s": f(c.stop_time), "tcp_straight_distance_m": f(c.tcp_straight_distance),
-                       "max_stopping_angle_rad": c.max_stopping_angle, "stopped": c.stopped} for c in env.cases],
+                       "max_stopping_angle_rad": c.max_stopping_angle, "stopped": c.stopped, "valid": c.valid,
+                       "limit_crossings": list(c.limit_crossings)} for c in env.cases],
+            "valid": env.valid,
             "worst_distance_index": env.cases.index(env.worst_distance),
             "worst_time_index": env.cases.index(env.worst_time),
         }

@@ -125,6 +125,8 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
         info.append(f"envelope over {len(envelope.cases)} cases: worst {measure}, stop {worst.stop_time:.4f} s "
                     f"(torque x{worst.torque_factor:.3g}, delay x{worst.delay_factor:.3g}, payload "
                     f"{worst.payload:.3g} kg); worst time {envelope.worst_time.stop_time:.4f} s")
+        if not envelope.valid:
+            info.append(f"envelope NOT VALID: {envelope.invalid_text()}")
         if p.tcp_frame:
             at = frame_positions(robot.model, p.tcp_frame, q_worst[None, :])[0]
             shapes.append(Sphere("worst_tcp", 0.015 * scale, tuple(float(x) for x in at), palette.WORST, on_top=True))

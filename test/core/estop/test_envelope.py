@@ -105,3 +105,33 @@ def test_a_track_robot_envelope_without_a_tcp_frame_is_refused_naming_the_prisma
     # it ranked the cases by the largest |stopping angle|, comparing the track's m with the arm's rad
     with pytest.raises(StopInputError, match=r"envelope.tcp_frame: .*prismatic joint 'track_joint' travels in m"):
         stop_envelope(robot, brakes, TRACK_Q, TRACK_V, EnvelopeSpec(n_random=0))
+
+
+def test_a_case_past_a_joint_limit_is_named_ranks_worst_and_makes_the_envelope_not_valid(ur5):
+    # the elbow 0.15 rad below its upper limit at 3 rad/s: the nominal brakes hold it in time, weak brakes that
+    # engage late do not (the model has no end stop, so that case is not a stop the robot can make)
+    brakes = brakes_from_config(ur5, UR5_BRAKES)
+    elbow = ur5.joint_names.index("elbow_joint")
+    limit = float(ur5.model.upperPositionLimit[elbow])
+    q = np.array([0.0, -1.5, limit - 0.15, -1.0, 0.5, 0.0])
+    v = np.zeros(6)
+    v[elbow] = 3.0
+    env = stop_envelope(ur5, brakes, q, v, EnvelopeSpec(torque_factor=(0.8, 1.2), delay_factor=(1.0, 2.0)),
+                        tcp_frame="tool0")
+    for c in env.cases:  # each case checked against its own prediction's path, not against the envelope
+        alone = predict_stop(ur5, brakes.scaled(torque_factor=c.torque_factor, delay_factor=c.delay_factor), q, v)
+        assert c.valid == (alone.stopped and float(np.max(alone.q[:, elbow])) <= limit)
+    (crossed,) = env.crossed
+    assert (crossed.torque_factor, crossed.delay_factor) == (0.8, 2.0)
+    assert not crossed.valid and crossed.limit_crossings[0].startswith("elbow_joint reaches")
+    assert env.nominal.valid and not env.valid
+    assert env.worst_distance is crossed and env.worst_time is crossed
+    assert env.best_distance.valid and env.best_time.valid
+    assert "1 of 5 cases past a joint limit" in env.invalid_text() and "elbow_joint" in env.invalid_text()
+
+
+def test_an_envelope_within_the_limits_is_valid_and_says_nothing(ur5):
+    brakes = brakes_from_config(ur5, UR5_BRAKES)
+    env = stop_envelope(ur5, brakes, Q, V, EnvelopeSpec(torque_factor=(0.8, 1.2)), tcp_frame="tool0")
+    assert env.valid and env.crossed == () and env.invalid_text() == ""
+    assert all(c.valid for c in env.cases)

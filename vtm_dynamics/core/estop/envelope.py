@@ -9,6 +9,11 @@ stopping distance and time. The corners are included because stopping distance i
 factor (weaker brakes, longer delays, heavier payloads stop later), but the random samples guard against the cases
 where it is not (a heavier payload can change which joints stick first). It is a sampled envelope, not a bound.
 
+A case whose stop carries a joint past its position limit (:mod:`.limit_crossings`: the model has no end stops)
+or that does not come to rest within the horizon is not a stop the robot can make: its distance and time are not
+stopping figures. Such a case ranks as worse than every valid case (worst distance and worst time), the envelope
+is then not ``valid``, and :meth:`StopEnvelope.invalid_text` names the cases and the joints.
+
 Payload: a point mass at ``payload_frame`` (:func:`payload.with_payload`) added to ``robot``; the range is the total
 payload, so pass the robot without its payload (else it is counted twice). Units: factors dimensionless, kg, s, m.
 """
@@ -48,7 +53,8 @@ class EnvelopeSpec:
 class EnvelopeCase:
     """One sample: its factors, and the predicted ``stop_time`` [s], ``tcp_straight_distance`` / ``tcp_path_length``
     [m] (nan without a TCP frame), ``max_stopping_angle`` [rad] (largest |joint angle| travelled by a joint that
-    turns; prismatic joints, whose travel is in m, are left out; nan if none turns), ``stopped``."""
+    turns; prismatic joints, whose travel is in m, are left out; nan if none turns), ``stopped``, and the
+    ``limit_crossings`` of its stop (one line per joint carried past its position limit)."""
 
     torque_factor: float
     delay_factor: float
@@ -59,13 +65,25 @@ class EnvelopeCase:
     max_stopping_angle: float
     stopping_angles: np.ndarray
     stopped: bool
+    limit_crossings: tuple[str, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        """Whether this case is a stop the robot can make: at rest within the horizon, no joint past its limit."""
+        return self.stopped and not self.limit_crossings
+
+    def label(self) -> str:
+        """The factors of this case in one short text."""
+        return f"torque x{self.torque_factor:.3g}, delay x{self.delay_factor:.3g}, payload {self.payload:.3g} kg"
 
 
 @dataclass(frozen=True)
 class StopEnvelope:
     """All cases plus the extremes: ``worst_distance``/``best_distance`` (by TCP straight-line distance, or by the
     largest joint stopping angle without a TCP frame), ``worst_time``/``best_time`` (by stop time; a case that does
-    not stop within the horizon counts as worst), and the ``nominal`` case (factors 1, payload at its minimum)."""
+    not stop within the horizon counts as worst), and the ``nominal`` case (factors 1, payload at its minimum).
+    A case that is not ``valid`` (not stopped, or past a joint limit) ranks above every valid case for both worst
+    values and below them for both best values: the worst values are then not stopping figures (``valid`` False)."""
 
     cases: tuple[EnvelopeCase, ...]
     nominal: EnvelopeCase
@@ -74,6 +92,27 @@ class StopEnvelope:
     worst_time: EnvelopeCase
     best_time: EnvelopeCase
     tcp_frame: str | None
+
+    @property
+    def valid(self) -> bool:
+        """Whether every case is a stop the robot can make (then the worst values are stopping figures)."""
+        return all(c.valid for c in self.cases)
+
+    @property
+    def crossed(self) -> tuple[EnvelopeCase, ...]:
+        """The cases whose stop carries a joint past its position limit."""
+        return tuple(c for c in self.cases if c.limit_crossings)
+
+    def invalid_text(self) -> str:
+        """Why the worst values are not stopping figures, in one line ("" when ``valid``): how many cases did not
+        stop and how many crossed a joint limit, with the joints of the first crossing case."""
+        late = sum(not c.stopped for c in self.cases)
+        crossed = self.crossed
+        parts = [f"{late} of {len(self.cases)} cases not at rest within the horizon"] if late else []
+        if crossed:
+            parts.append(f"{len(crossed)} of {len(self.cases)} cases past a joint limit (no end stops in the model), "
+                         f"e.g. {crossed[0].label()}: " + "; ".join(crossed[0].limit_crossings))
+        return "; ".join(parts)
 
 
 def _range(x: Iterable[float], name: str, upper: float, lower: float = 0.0) -> tuple[float, float]:
@@ -146,14 +185,14 @@ def stop_envelope(
             tcp_straight_distance=p.tcp_straight_distance, tcp_path_length=p.tcp_path_length,
             max_stopping_angle=float(np.max(np.abs(p.stopping_angles[turns]))) if turns.any() else math.nan,
             stopping_angles=p.stopping_angles,
-            stopped=p.stopped,
+            stopped=p.stopped, limit_crossings=tuple(p.limit_crossings),
         ))
 
-    def dist(c: EnvelopeCase) -> float:
-        return c.tcp_straight_distance if tcp_frame is not None else c.max_stopping_angle
+    def dist(c: EnvelopeCase) -> tuple[bool, float]:  # an invalid case ranks above (worst) every valid one
+        return not c.valid, c.tcp_straight_distance if tcp_frame is not None else c.max_stopping_angle
 
-    def time(c: EnvelopeCase) -> float:
-        return c.stop_time if c.stopped else math.inf
+    def time(c: EnvelopeCase) -> tuple[bool, float]:
+        return not c.valid, c.stop_time if c.stopped else math.inf
 
     return StopEnvelope(
         cases=tuple(cases), nominal=cases[0], worst_distance=max(cases, key=dist), best_distance=min(cases, key=dist),
