@@ -67,7 +67,7 @@ def test_a_percentile_that_reaches_a_state_that_did_not_stop_is_printed_and_writ
 
     t = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, np.inf])  # p90, p99 and the max reach the last
     s = summarize({"state": np.arange(10), "stop_time_s": t, "tcp_straight_distance_m": np.linspace(0.01, 0.1, 10),
-                   "stopped": np.isfinite(t)})
+                   "stopped": np.isfinite(t), "within_limits": np.ones(t.size, bool)})
     summary = summary_dict(SimpleNamespace(summary=s, inputs_hash="0" * 64))
     assert json.loads(json.dumps(summary))["time_percentiles_s"]["max"] is None
     assert summary["time_percentiles_s"]["p50"] == pytest.approx((t[4] + t[5]) / 2, rel=1e-12)  # rank 4.5 of 0..9
@@ -83,7 +83,7 @@ def test_a_worst_distance_that_did_not_stop_is_printed_as_not_stopped_never_as_i
 
     t = np.array([0.1, 0.3, np.inf, 0.2])  # state 2 still moving at the horizon, 0.05 m from its start
     s = summarize({"state": np.arange(4), "stop_time_s": t, "tcp_straight_distance_m": np.array([0.02, 0.1, 0.05, 0.03]),
-                   "stopped": np.isfinite(t)})
+                   "stopped": np.isfinite(t), "within_limits": np.ones(t.size, bool)})
     summary = summary_dict(SimpleNamespace(summary=s, inputs_hash="0" * 64))
     assert json.loads(json.dumps(summary))["distance_percentiles_m"]["max"] is None
     lines = summary_lines(summary)
@@ -279,3 +279,22 @@ def test_the_memory_the_map_view_needs_does_not_grow_with_the_rows(tmp_path, rea
     row_bytes = sum(np.asarray(v).itemsize for v in real_chunks[0].values())
     assert (tmp_path / f"map{4 * n}" / "map.html").stat().st_size > 0
     assert large - small < 0.5 * n * row_bytes, (small, large)
+
+
+def test_states_past_a_joint_limit_are_counted_in_the_summary_and_never_printed_as_a_stopping_distance():
+    from types import SimpleNamespace
+
+    from vtm_dynamics.cli.stopping_map import summary_dict, summary_lines
+    from vtm_dynamics.core.stopping.workspace_map import summarize
+
+    # state 1 stopped at 0.4 m, but only because the model has no end stop: a joint went past its limit
+    columns = {"state": np.arange(4), "stop_time_s": np.array([0.1, 0.5, 0.2, 0.15]),
+               "tcp_straight_distance_m": np.array([0.02, 0.4, 0.05, 0.03]), "stopped": np.ones(4, bool),
+               "within_limits": np.array([True, False, True, True])}
+    summary = summary_dict(SimpleNamespace(summary=summarize(columns), inputs_hash="0" * 64))
+    assert summary["past_limits"] == 1 and summary["stopped"] == 4
+    assert summary["worst_distance"]["state"] == 1 and summary["worst_distance"]["tcp_straight_distance_m"] is None
+    lines = summary_lines(summary)
+    assert "1/4 went past a joint limit (no end stops in the model)" in "\n".join(lines)
+    assert "0.4000" not in "\n".join(lines) and "0.5000" not in "\n".join(lines)
+    assert "worst TCP stopping distance not known (not stopped or past a joint limit) (state 1)" in lines

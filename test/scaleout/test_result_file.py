@@ -20,7 +20,8 @@ def map_file(tmp_path):
     stopped = rng.random(n) > 0.01
     columns = {"state": np.arange(n, dtype=np.int64), "tcp_x_m": rng.uniform(-0.8, 0.8, n),
                "tcp_straight_distance_m": rng.uniform(0.0, 0.4, n),
-               "stop_time_s": np.where(stopped, rng.uniform(0.05, 0.5, n), np.inf), "stopped": stopped}
+               "stop_time_s": np.where(stopped, rng.uniform(0.05, 0.5, n), np.inf), "stopped": stopped,
+               "within_limits": np.ones(n, bool)}
     path = str(tmp_path / "stopping_map.parquet")
     pq.write_table(pa.table(columns), path, row_group_size=300)
     return path, columns

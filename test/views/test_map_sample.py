@@ -30,6 +30,9 @@ def ur5_rows():
         cols[name] = cols[name].astype(float)
     cols["tcp_x_m"][[3, 250, 599]] = np.nan  # no start position: not drawn
     cols["tcp_straight_distance_m"][[7, 321]] = np.nan  # no distance: ranked last, not in the percentiles
+    # two of these 120 UR5 states go past a joint limit; the tests of drawing and ranking by distance use rows
+    # within the limits (the rows past a limit have their own test, on the real flags)
+    cols["within_limits"] = np.ones(N, bool)
     return loaded.robot, brakes, spec, cols
 
 
@@ -136,3 +139,32 @@ def test_a_state_that_did_not_stop_is_shown_as_not_stopped_never_as_a_known_dist
     assert len(clouds["not_stopped"].points) == 2 and len(clouds["states"].points) == 48
     assert [lb.text for lb in scene.labels][:2] == ["#1: not stopped", "#2: not stopped"]
     assert scene.labels[2].text == f"#3: {d[known]:.3f} m"
+
+
+def test_states_past_a_joint_limit_are_counted_drawn_apart_and_never_labelled_with_a_distance(ur5_rows):
+    from vtm_dynamics.core.stopping.workspace_map import evaluate_chunk
+    from vtm_dynamics.views.map_view import map_scene, replay_worst
+
+    robot, brakes, spec, whole = ur5_rows
+    real = evaluate_chunk(robot, brakes, spec, 0)  # the map's own flags: two of these 120 states cross a limit
+    cols = {k: np.array(v, copy=True) for k, v in whole.items()}
+    cols["within_limits"] = np.concatenate([np.asarray(real["within_limits"], dtype=bool)] * (N // 120))
+    past = np.flatnonzero(~cols["within_limits"])
+    # independent of the map: each such state's own prediction reaches beyond a URDF position limit
+    lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
+    for r in past[:2]:
+        p = replay_row_of(robot, brakes, spec, cols, r)
+        assert np.any((p.q.max(axis=0) > hi + 1e-6) | (p.q.min(axis=0) < lo - 1e-6))
+    sample = sample_map(in_blocks(cols, 37), 2, max_points=N, seed=4)
+    assert any(line.startswith(f"{past.size} states went past a joint limit") for line in sample.info)
+    drawn_past = np.isin(sample.rows, past)
+    assert drawn_past.any() and not sample.stopped[drawn_past].any()
+    assert set(sample.worst_rows) <= set(past.tolist())  # ranked first: their distance is not known
+    scene = map_scene(robot, sample, worst=replay_worst(robot, brakes, spec, sample), geometry=ur5_geometry())
+    assert [lb.text for lb in scene.labels] == ["#1: past a joint limit", "#2: past a joint limit"]
+
+
+def replay_row_of(robot, brakes, spec, cols, row):
+    from vtm_dynamics.views.map_view import replay_row
+
+    return replay_row(robot, brakes, spec, {k: np.asarray(v)[[row]] for k, v in cols.items()}, 0)

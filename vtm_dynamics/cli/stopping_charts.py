@@ -184,16 +184,18 @@ def _map_source(summary: dict | None) -> str | None:
 
 #: the columns the map's charts read (a map's file is read a block at a time, these columns only)
 HEATMAP_COLUMNS = ("state", "tcp_x_m", "tcp_y_m", "tcp_z_m", "tcp_straight_distance_m", "stop_time_s", "stopped",
-                   "payload_kg", "speed_fraction", "torque_factor", "delay_factor")
+                   "within_limits", "payload_kg", "speed_fraction", "torque_factor", "delay_factor")
 _VIEWS = (("map_top_xy.png", ("tcp_x_m", "tcp_y_m")), ("map_side_xz.png", ("tcp_x_m", "tcp_z_m")))
 _WORST_COLUMNS = ("state", "tcp_straight_distance_m", "stop_time_s", "payload_kg", "speed_fraction", "torque_factor",
                   "delay_factor")
 
 
 def _stopped(block: dict) -> np.ndarray:
-    """A state still moving at the horizon has only a distance so far in its row: marked, never passed for a stop."""
-    return np.asarray(block["stopped"], dtype=bool) if "stopped" in block else \
+    """A state still moving at the horizon has only a distance so far in its row, one past a joint limit a distance
+    without end stops: marked, never passed for a stop."""
+    stopped = np.asarray(block["stopped"], dtype=bool) if "stopped" in block else \
         np.isfinite(np.asarray(block["stop_time_s"], dtype=float))
+    return stopped & np.asarray(block["within_limits"], dtype=bool) if "within_limits" in block else stopped
 
 
 def _view_rows(block: dict, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -280,7 +282,7 @@ def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int =
             fig.colorbar(mesh, ax=ax, shrink=0.8, label="worst TCP stopping distance in the cell [m]")
             if late_x.size:
                 ax.plot(late_x, late_y, marker="x", color="red", ms=7, mew=1.5, ls="none",
-                        label=f"did not stop ({late_x.size}): distance unknown")
+                        label=f"did not stop or past a joint limit ({late_x.size}): distance unknown")
             ax.plot([0.0], [0.0], marker="P", color="k", ms=10, ls="none", label="robot base (world origin)")
             if top_view:
                 ax.add_patch(Circle((0.0, 0.0), reach, fill=False, ls="--", color="0.3"))
@@ -295,8 +297,9 @@ def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int =
         notes = ["white cells: no sampled state starts there (not a zero distance); each coloured cell shows the "
                  f"largest distance of the states starting in it ({bins} x {bins} cells)."]
         if late_x.size:
-            notes.append("red x: a state still moving when the prediction's horizon ended; its stopping distance is "
-                         "not known, and the colour of its cell is at most how far it had got by then.")
+            notes.append("red x: a state still moving when the prediction's horizon ended, or whose stop carries a "
+                         "joint past its limit (no end stops in the model); its stopping distance is not known, and the "
+                         "colour of its cell may be the distance it reached (by the horizon, or without end stops).")
         files.append(save_figure_at(plt, fig, os.path.join(out_dir, name), source, notes, dpi=100))
     dist, time = np.asarray(worst["tcp_straight_distance_m"], float), np.asarray(worst["stop_time_s"], float)
     fig, ax = new_figure(plt, 10.0, 1.2 + 0.36 * max(dist.size, 1))

@@ -125,7 +125,9 @@ _finite = provenance.finite_or_none  # inf and nan are JSON null
 
 def _state_row(columns: dict, state: int, joint_names: tuple[str, ...]) -> dict:
     """One state of the map with its inputs and results (q [rad], v [rad/s], levels, factors, TCP start); a state
-    that did not stop has no stopping distance (None) and its distance at the horizon [m] instead."""
+    that did not stop has no stopping distance (None) and its distance at the horizon [m] instead; one whose stop
+    went past a joint limit (``within_limits`` false) has no stopping distance either, its predicted distance
+    (without end stops) under ``tcp_distance_past_limit_m``."""
     k = int(np.flatnonzero(np.asarray(columns["state"]) == state)[0])
     value = {name: columns[name][k] for name in columns}
     row = {
@@ -135,9 +137,13 @@ def _state_row(columns: dict, state: int, joint_names: tuple[str, ...]) -> dict:
         "delay_factor": float(value["delay_factor"]),
         "tcp_start_m": [float(value["tcp_x_m"]), float(value["tcp_y_m"]), float(value["tcp_z_m"])],
         "stop_time_s": _finite(float(value["stop_time_s"])), "stopped": bool(value["stopped"]),
+        "within_limits": bool(value["within_limits"]),
     }
     distance = _finite(float(value["tcp_straight_distance_m"]))
-    if row["stopped"]:
+    if row["stopped"] and not row["within_limits"]:  # the end stop, not the brake, would end this motion
+        row["tcp_straight_distance_m"] = row["stop_time_s"] = None
+        row["tcp_distance_past_limit_m"] = distance
+    elif row["stopped"]:
         row["tcp_straight_distance_m"] = distance
     else:  # still moving at the horizon: the stopping distance is not known, only exceeded
         row["tcp_straight_distance_m"] = None
@@ -150,7 +156,7 @@ def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns:
     factors, category), the worst states with their q and v, the percentiles, and the software."""
     s = run.summary
     out = {
-        "inputs_hash": run.inputs_hash, "rows": s.count, "stopped": s.stopped,
+        "inputs_hash": run.inputs_hash, "rows": s.count, "stopped": s.stopped, "past_limits": s.past_limits,
         "worst_distance": {"state": s.worst_distance_state, "tcp_straight_distance_m": _finite(s.worst_distance)},
         "worst_time": {"state": s.worst_time_state, "stop_time_s": _finite(s.worst_time)},
         "distance_percentiles_m": dict(zip(("p50", "p90", "p99", "max"), map(_finite, s.distance_percentiles))),
@@ -202,6 +208,10 @@ def summary_lines(summary: dict) -> list[str]:
         w = summary[key]
         found = w["tcp_straight_distance_m"] if key == "worst_distance" else w["stop_time_s"]
         value = "not stopped" if found is None else f"{found:.4f} {'m' if key == 'worst_distance' else 's'}"
+        if found is None and w.get("within_limits") is False and w.get("stopped"):
+            value = "past a joint limit (no end stops in the model)"
+        elif found is None and "stopped" not in w and summary.get("past_limits"):
+            value = "not known (not stopped or past a joint limit)"
         moved = w.get("tcp_distance_at_horizon_m")
         extra = "" if moved is None else f", still moving {moved:.4f} m from its start when the horizon ended"
         lines.append(f"{what} {value} (state {w['state']}{extra})")
@@ -213,15 +223,20 @@ def summary_lines(summary: dict) -> list[str]:
             lines.append(f"    v [rad/s{also}/s] = [{', '.join(f'{x:.4f}' for x in w['v_rad_s'])}]")
             lines.append(f"    payload {w['payload_kg']:g} kg, speed fraction {w['speed_fraction']:.3f}, brake torque x "
                          f"{w['torque_factor']:.3f}, delay x {w['delay_factor']:.3f}, stop time "
-                         + (f"{w['stop_time_s']:.4f} s" if w["stop_time_s"] is not None else "(not stopped)")
+                         + (f"{w['stop_time_s']:.4f} s" if w["stop_time_s"] is not None else
+                            "(past a joint limit)" if w.get("stopped") else "(not stopped)")
                          + (f", TCP distance {w['tcp_straight_distance_m']:.4f} m"
                             if w["tcp_straight_distance_m"] is not None else ""))
     lines.append(f"{summary['stopped']}/{summary['rows']} stopped")
+    if summary.get("past_limits"):
+        lines.append(f"{summary['past_limits']}/{summary['rows']} went past a joint limit (no end stops in the model): "
+                     "their distance and time are not stopping figures and count like states that did not stop")
     d, t = summary["distance_percentiles_m"], summary["time_percentiles_s"]
+    unknown = "not stopped" if not summary.get("past_limits") else "unknown"
     lines.append("distance p50/p90/p99/max [m]: "  # None: the rank reaches a state that did not stop (inf)
-                 + " / ".join(f"{d[k]:.4f}" if d[k] is not None else "not stopped" for k in d))
+                 + " / ".join(f"{d[k]:.4f}" if d[k] is not None else unknown for k in d))
     lines.append("time     p50/p90/p99/max [s]: "  # None: the rank reaches a state that did not stop (inf)
-                 + " / ".join(f"{t[k]:.4f}" if t[k] is not None else "not stopped" for k in t))
+                 + " / ".join(f"{t[k]:.4f}" if t[k] is not None else unknown for k in t))
     sw = summary["software"]
     lines.append(f"software {sw['name']} {sw['version']}" + (f" (git {sw['git_commit']})" if sw["git_commit"] else ""))
     return lines

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-FORMAT = "vtm-stopping-map/2"
+FORMAT = "vtm-stopping-map/3"  # 3: the within_limits column (chunks of 2 lack it: not resumed)
 _META_HASH = b"vtm_inputs_hash"
 _META_CHUNK = b"vtm_chunk"
 _META_CONTENT = b"vtm_content_sha256"

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from vtm_dynamics.core.stopping.map_summary import MapSummary, Passes, summarize_passes
 
 BLOCK_ROWS = 4_096  # rows per block handed to a reader of the file
-SUMMARY_COLUMNS = ("state", "tcp_straight_distance_m", "stop_time_s", "stopped")
+SUMMARY_COLUMNS = ("state", "tcp_straight_distance_m", "stop_time_s", "stopped", "within_limits")
 
 
 def result_passes(path: str, columns: Sequence[str] | None = None, rows: int = BLOCK_ROWS) -> Passes:
@@ -62,7 +62,7 @@ def read_columns(path: str, columns: Sequence[str]) -> dict[str, np.ndarray]:
 
 def summarize_result(path: str) -> MapSummary:
     """The summary of the map in ``path`` (:func:`vtm_dynamics.core.stopping.map_summary.summarize_passes`),
-    reading only the four columns it needs."""
+    reading only the five columns it needs."""
     return summarize_passes(result_passes(path, SUMMARY_COLUMNS))
 
 

@@ -27,23 +27,23 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.stopping.map_summary import Passes, order_statistics, passes_of, percentile_ranks, \
-    percentiles_of, ranked_values
+from vtm_dynamics.core.stopping.map_summary import Passes, known_stops, order_statistics, passes_of, \
+    percentile_ranks, percentiles_of, ranked_values
 
 Reader = Callable[[Sequence[str] | None], Passes]  # the columns asked for (None: every column) -> passes over them
 MAX_MAP_POINTS = 20000  # drawn start positions; the rest of a larger map is thinned (seeded), the worst kept
 INFO_PERCENTILES = (50, 90, 99)
 DISTANCE = "tcp_straight_distance_m"
 START = ("tcp_x_m", "tcp_y_m", "tcp_z_m")
-FIRST_PASS = ("state", DISTANCE, "stop_time_s", "stopped") + START
+FIRST_PASS = ("state", DISTANCE, "stop_time_s", "stopped", "within_limits") + START
 
 
 @dataclass(frozen=True)
 class MapSample:
     """The view's share of a map of ``count`` rows: the drawn rows' numbers ``rows`` (0-based, in file order), their
     TCP start positions ``start`` [m] (k x 3), stopping distances ``distance`` [m] and whether they stopped within
-    the horizon ``stopped`` (the distance of a row that did not is how far it had moved by then: not its stopping
-    distance); ``top`` the largest finite distance of the rows that stopped [m] (1 when there is none); ``worst``
+    the horizon and within the joint limits ``stopped`` (the distance of a row that did not is how far it had moved
+    by then, or went without end stops: not its stopping distance); ``top`` the largest finite distance of the rows that stopped [m] (1 when there is none); ``worst``
     every column of the worst rows, worst first, and ``worst_rows`` their row numbers (:func:`worst_order`: the
     rows that did not stop first); ``info`` the lines of the info panel."""
 
@@ -80,6 +80,7 @@ class _Tally:
     count: int = 0
     drawable: int = 0
     stopped: int = 0
+    past_limits: int = 0
     finite: int = 0
     top: tuple[float, int] | None = None  # (distance, state): the first stopped row of the largest finite distance
     longest: tuple[float, int] | None = None  # (stop time, state): the first stopped row of the longest stop
@@ -93,7 +94,7 @@ def _first_pass(read: Reader, count: int) -> _Tally:
     for block in read(FIRST_PASS)():
         d = np.asarray(block[DISTANCE], dtype=float)
         t = np.asarray(block["stop_time_s"], dtype=float)
-        stopped = np.asarray(block["stopped"], dtype=bool)
+        stopped = known_stops(block)  # at rest and within the joint limits
         states = np.asarray(block["state"])
         drawable = np.all(np.isfinite(np.column_stack([np.asarray(block[c], dtype=float) for c in START])), axis=1)
         rows = tally.count + np.arange(len(d), dtype=np.int64)
@@ -115,7 +116,8 @@ def _first_pass(read: Reader, count: int) -> _Tally:
                 tally.longest = (float(t[j]), int(states[j]))
         tally.count += len(d)
         tally.drawable += int(np.sum(drawable))
-        tally.stopped += int(np.sum(stopped))
+        tally.stopped += int(np.sum(np.asarray(block["stopped"], dtype=bool)))
+        tally.past_limits += int(np.sum(~np.asarray(block["within_limits"], dtype=bool)))
         tally.finite += int(np.sum(finite))
     return tally
 
@@ -146,7 +148,7 @@ def sample_map(read: Reader, count: int = 3, max_points: int = MAX_MAP_POINTS, s
         rows.append(here[keep])
         start.append(xyz[keep])
         distance.append(d[keep])
-        stopped.append(np.asarray(block["stopped"], dtype=bool)[keep])
+        stopped.append(known_stops(block)[keep])
         mine = np.isin(here, tally.worst_rows)
         if mine.any():
             worst.append({name: np.asarray(values)[mine] for name, values in block.items()} | {"": here[mine]})
@@ -181,6 +183,9 @@ def _info(read: Reader, tally: _Tally) -> list[str]:
     if n > tally.stopped:
         out.append(f"{n - tally.stopped} states did not stop within the horizon: their stopping distance is not "
                    "known (drawn apart, first among the worst)")
+    if tally.past_limits:
+        out.append(f"{tally.past_limits} states went past a joint limit (no end stops in the model): their distance "
+                   "is not a stopping distance (drawn apart, first among the worst)")
     if tally.top is not None:
         ranks = percentile_ranks(n, INFO_PERCENTILES)
         order = order_statistics(lambda: ((ranked_values(b)[0],) for b in read(FIRST_PASS)()), [ranks])[0]
@@ -189,7 +194,7 @@ def _info(read: Reader, tally: _Tally) -> list[str]:
                    + " / ".join(pct) + (" m" if pct[-1] != "not stopped" else ""))
     if tally.longest is not None:
         t, state = tally.longest
-        out.append(f"worst stop time {t:.4f} s (state {state})" if tally.stopped == n else
+        out.append(f"worst stop time {t:.4f} s (state {state})" if tally.stopped == n and not tally.past_limits else
                    f"worst stop time: not stopped ({n - tally.stopped} states); longest stop {t:.4f} s (state "
                    f"{state})")
     return out

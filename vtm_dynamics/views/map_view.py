@@ -53,8 +53,10 @@ def replay_row(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, columns: dict
 
 def worst_rows(columns: dict[str, np.ndarray], count: int = 3) -> list[int]:
     """Rows of the largest TCP stopping distances, largest first (:func:`~.map_sample.worst_order`: rows that did
-    not stop within the horizon first, rows without a finite distance last)."""
-    keys = worst_order(columns["tcp_straight_distance_m"], columns.get("stopped"))
+    not stop within the horizon or went past a joint limit first, rows without a finite distance last)."""
+    known = None if "stopped" not in columns else \
+        np.asarray(columns["stopped"], dtype=bool) & np.asarray(columns.get("within_limits", True), dtype=bool)
+    keys = worst_order(columns["tcp_straight_distance_m"], known)
     return [int(k) for k in np.argsort(keys, kind="stable")[:count]]
 
 
@@ -78,12 +80,13 @@ def map_scene(robot: RobotModel, sample: MapSample, *, cell_box=None, worst: Seq
     shapes = list(base.shapes)
     legend = list(base.legend) + [LegendEntry(palette.ramp([1.0])[0], f"TCP at the E-stop of {n} states: colour = "
                                               f"stopping distance, blue 0 m .. red {top:.3f} m", ("states",))]
-    if not ok.all():  # a state not at rest within the horizon has no stopping distance to colour it by
-        clouds.append(PointCloud("not_stopped", "TCP at the E-stop, not stopped within the horizon",
+    if not ok.all():  # a state not at rest (or past a joint limit) has no stopping distance to colour it by
+        clouds.append(PointCloud("not_stopped", "TCP at the E-stop, not stopped within the horizon or past a limit",
                                  sample.start[~ok], np.tile(palette.NOT_STOPPED, (int(np.sum(~ok)), 1)),
                                  size=1.6 * size))
         legend.append(LegendEntry(palette.NOT_STOPPED, "TCP at the E-stop of states that did not stop within the "
-                                  "horizon (stopping distance not known)", ("not_stopped",)))
+                                  "horizon or went past a joint limit (stopping distance not known)",
+                                  ("not_stopped",)))
     if cell_box is not None:
         lo, hi = (np.asarray(c, dtype=float) for c in cell_box)
         pose = np.eye(4)
@@ -100,7 +103,8 @@ def map_scene(robot: RobotModel, sample: MapSample, *, cell_box=None, worst: Seq
             legend.append(LegendEntry(color, f"TCP path of state {state} (#{k + 1})", (f"worst_{k}",)))
         if p.tcp_positions is not None:
             distance = float(sample.worst["tcp_straight_distance_m"][k])
-            text = f"{distance:.3f} m" if bool(sample.worst["stopped"][k]) else "not stopped"
+            text = ("not stopped" if not bool(sample.worst["stopped"][k]) else "past a joint limit"
+                    if not bool(sample.worst["within_limits"][k]) else f"{distance:.3f} m")
             labels.append(Label(f"#{k + 1}: {text}", tuple(float(x) for x in p.tcp_positions[-1]), color))
     s = list(sample.info)
     if worst:

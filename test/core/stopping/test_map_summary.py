@@ -49,7 +49,8 @@ def test_order_statistics_are_the_values_of_the_sorted_series(kind, collect, mon
 def _map(n: int, rng: np.random.Generator, late: float) -> dict[str, np.ndarray]:
     stopped = rng.random(n) >= late
     return {"state": np.arange(100, 100 + n), "tcp_straight_distance_m": rng.uniform(0.0, 0.4, n),
-            "stop_time_s": np.where(stopped, rng.uniform(0.05, 0.6, n), np.inf), "stopped": stopped}
+            "stop_time_s": np.where(stopped, rng.uniform(0.05, 0.6, n), np.inf), "stopped": stopped,
+            "within_limits": np.ones(n, bool)}
 
 
 @pytest.mark.parametrize("late", [0.0, 0.004, 0.6])
@@ -77,7 +78,8 @@ def test_the_summary_of_blocks_is_the_summary_of_every_row(late):
 
 def test_of_equal_worst_values_the_first_state_is_the_worst_whichever_block_it_is_in():
     d = np.array([0.1, 0.3, 0.2, 0.3, 0.3, 0.1])
-    rows = {"state": np.arange(6), "tcp_straight_distance_m": d, "stop_time_s": d.copy(), "stopped": np.ones(6, bool)}
+    rows = {"state": np.arange(6), "tcp_straight_distance_m": d, "stop_time_s": d.copy(), "stopped": np.ones(6, bool),
+            "within_limits": np.ones(6, bool)}
     for size in (1, 2, 4, 6):
         s = summarize_passes(_blocks(rows, size))
         assert (s.worst_distance_state, s.worst_time_state) == (1, 1), size
@@ -85,9 +87,9 @@ def test_of_equal_worst_values_the_first_state_is_the_worst_whichever_block_it_i
 
 def test_blocks_with_no_rows_are_skipped_and_a_map_with_none_is_an_error():
     empty = {"state": np.arange(0), "tcp_straight_distance_m": np.empty(0), "stop_time_s": np.empty(0),
-             "stopped": np.zeros(0, bool)}
+             "stopped": np.zeros(0, bool), "within_limits": np.zeros(0, bool)}
     one = {"state": np.array([4]), "tcp_straight_distance_m": np.array([0.2]), "stop_time_s": np.array([0.3]),
-           "stopped": np.array([True])}
+           "stopped": np.array([True]), "within_limits": np.array([True])}
     s = summarize_passes(lambda: (empty, one, empty))
     assert (s.count, s.worst_distance_state, s.distance_percentiles) == (1, 4, (0.2, 0.2, 0.2, 0.2))
     with pytest.raises(ValueError, match="no rows"):

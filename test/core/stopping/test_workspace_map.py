@@ -1,16 +1,21 @@
 """Map sampling: states depend on (inputs, chunk) only, stay inside the joint limits, the cell box and the speed
-limits; the reach check refuses a box nobody can reach."""
+limits; the reach check refuses a box nobody can reach; a stop past a joint limit is flagged, not a distance."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pinocchio as pin
 import pytest
 
+from core_testdata import REPO
+from vtm_dynamics.core.estop import predict_stop
+from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.robot.catalogue import UR5
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping.workspace_map import (
-    MapInputError, MapSpec, check_map_spec, chunk_states, summarize,
+    MapInputError, MapSpec, check_map_spec, chunk_states, evaluate_chunk, summarize,
 )
 
 
@@ -80,7 +85,7 @@ def test_a_grid_enumerates_every_point_of_the_joint_ranges_once(ur5):
 def _rows(times: list[float]) -> dict[str, np.ndarray]:
     t = np.array(times)
     return {"state": np.arange(t.size), "stop_time_s": t, "tcp_straight_distance_m": np.linspace(0.01, 0.1, t.size),
-            "stopped": np.isfinite(t)}
+            "stopped": np.isfinite(t), "within_limits": np.ones(t.size, bool)}
 
 
 @pytest.mark.parametrize("times", [
@@ -104,7 +109,8 @@ def test_a_state_that_did_not_stop_makes_the_worst_distance_unbounded_not_its_di
     # state 3 was still moving when the horizon ended, 0.05 m from its start: its stopping distance is not known,
     # only that it exceeds 0.05 m; it may not pass for a shorter stop than state 1's 0.10 m
     rows = {"state": np.arange(5), "tcp_straight_distance_m": np.array([0.02, 0.10, 0.04, 0.05, 0.03]),
-            "stop_time_s": np.array([0.1, 0.3, 0.2, np.inf, 0.15]), "stopped": np.array([1, 1, 1, 0, 1], bool)}
+            "stop_time_s": np.array([0.1, 0.3, 0.2, np.inf, 0.15]), "stopped": np.array([1, 1, 1, 0, 1], bool),
+            "within_limits": np.ones(5, bool)}
     s = summarize(rows)
     assert s.worst_distance == np.inf and s.worst_distance_state == 3
     # numpy's linear percentiles over the five rows with the unknown distance larger than any other
@@ -117,6 +123,28 @@ def test_a_state_that_did_not_stop_makes_the_worst_distance_unbounded_not_its_di
 def test_the_worst_distance_is_the_largest_row_when_every_state_stopped():
     d = np.array([0.02, 0.10, 0.04, 0.05, 0.03])
     s = summarize({"state": np.arange(10, 15), "tcp_straight_distance_m": d, "stop_time_s": np.full(5, 0.2),
-                   "stopped": np.ones(5, bool)})
+                   "stopped": np.ones(5, bool), "within_limits": np.ones(5, bool)})
     assert (s.worst_distance, s.worst_distance_state) == (0.10, 11)
     assert s.distance_percentiles == pytest.approx(np.percentile(d, (50, 90, 99, 100)), rel=1e-12)
+
+
+def test_a_state_whose_stop_goes_past_a_joint_limit_is_flagged_and_counts_like_one_that_did_not_stop(ur5):
+    # state 0: the elbow 10 mrad below its upper limit at 3 rad/s (the dynamics have no end stop, so its predicted
+    # stop runs past the limit); state 1: the same speed far from the limit
+    brakes = brakes_from_config(ur5, os.path.join(REPO, "config", "ur5_brakes.yaml"))
+    elbow = ur5.joint_names.index("elbow_joint")
+    limit = float(ur5.model.upperPositionLimit[elbow])
+    v = (0.0, 0.0, 3.0, 0.0, 0.0, 0.0)
+    states = (((0.0, -1.5, limit - 0.01, -1.0, 0.5, 0.0), v), ((0.0, -1.5, 0.5, -1.0, 0.5, 0.0), v))
+    rows = evaluate_chunk(ur5, brakes, spec(n_states=2, chunk_size=2, states=states, payloads=(0.0,),
+                                            torque_factor=(1.0, 1.0), delay_factor=(1.0, 1.0)), 0)
+    # independent: the elbow's largest position along each state's own prediction against the URDF limit
+    reached = [float(np.max(predict_stop(ur5, brakes, q, v).q[:, elbow])) for q, _ in states]
+    assert reached[0] > limit > reached[1]
+    assert rows["within_limits"].tolist() == [False, True] and rows["stopped"].tolist() == [True, True]
+    s = summarize(rows)
+    assert (s.count, s.stopped, s.past_limits) == (2, 2, 1)
+    assert (s.worst_distance, s.worst_distance_state) == (np.inf, 0)
+    assert (s.worst_time, s.worst_time_state) == (np.inf, 0)
+    assert s.distance_percentiles[-1] == np.inf
+    assert s.distance_percentiles[0] == np.inf  # p50 of two rows interpolates towards the unknown one

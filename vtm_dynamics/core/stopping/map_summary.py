@@ -36,9 +36,10 @@ _SIGN = np.uint64(1 << 63)
 
 @dataclass(frozen=True)
 class MapSummary:
-    """Reduction of a map: ``count`` states, ``stopped`` of them came to rest; ``worst_distance`` /
-    ``worst_time`` (the row's state number and value [m] / [s]; both inf when a state did not stop: its stopping
-    distance is not known); distribution percentiles (50, 90, 99, 100) ``distance_percentiles`` [m] and
+    """Reduction of a map: ``count`` states, ``stopped`` of them came to rest, ``past_limits`` of them carried a
+    joint past its position limit (column ``within_limits`` false: not a stop the robot can make, counted like a
+    state that did not stop); ``worst_distance`` / ``worst_time`` (the row's state number and value [m] / [s];
+    both inf when a state did not stop or went past a limit: its stopping distance is not known); distribution percentiles (50, 90, 99, 100) ``distance_percentiles`` [m] and
     ``time_percentiles`` [s] (over every row, a state that did not stop counting as inf in both:
     :func:`summarize_passes`)."""
 
@@ -50,6 +51,7 @@ class MapSummary:
     worst_time: float
     distance_percentiles: tuple[float, float, float, float]
     time_percentiles: tuple[float, float, float, float]
+    past_limits: int = 0
 
 
 def passes_of(columns: Block) -> Passes:
@@ -57,12 +59,19 @@ def passes_of(columns: Block) -> Passes:
     return lambda: (columns,)
 
 
+def known_stops(block: Block) -> np.ndarray:
+    """Per row, whether its distance and time are a stop the robot can make: it came to rest (``stopped``) and no
+    joint went past its limit (``within_limits``)."""
+    return np.asarray(block["stopped"], dtype=bool) & np.asarray(block["within_limits"], dtype=bool)
+
+
 def ranked_values(block: Block) -> tuple[np.ndarray, np.ndarray]:
     """The distance [m] and time [s] of each row as the percentiles rank them: inf for a state that did not stop
-    (its stopping distance and time are not known) and for a distance or time that is not a number."""
+    or went past a joint limit (its stopping distance and time are not known: :func:`known_stops`) and for a
+    distance or time that is not a number."""
     dist = np.asarray(block["tcp_straight_distance_m"], dtype=float)
     time = np.asarray(block["stop_time_s"], dtype=float)
-    stopped = np.asarray(block["stopped"], dtype=bool)
+    stopped = known_stops(block)
     return (np.where(stopped & np.isfinite(dist), dist, math.inf),
             np.where(stopped & ~np.isnan(time), time, math.inf))
 
@@ -143,13 +152,14 @@ def percentile_ranks(n: int, pct: Sequence[float] = PERCENTILES) -> list[int]:
 # ------------------------------------------------------------------------------------------------ the summary
 def summarize_passes(passes: Passes) -> MapSummary:
     """Worst cases and distribution of a map's rows (columns ``state``, ``tcp_straight_distance_m``,
-    ``stop_time_s``, ``stopped``), read a block at a time. A state that did not stop has the stop time inf and an
-    unknown stopping distance (its row keeps the distance at the horizon, a lower bound while it is still moving):
-    both count as inf. Such a state is the worst time and the worst distance (of several, the one farthest from its
+    ``stop_time_s``, ``stopped``, ``within_limits``), read a block at a time. A state that did not stop has the
+    stop time inf and an unknown stopping distance (its row keeps the distance at the horizon, a lower bound while
+    it is still moving): both count as inf. So do the distance and time of a state that went past a joint limit
+    (the end stop, not the brake, would end that motion); it counts among the states that did not stop below. Such a state is the worst time and the worst distance (of several, the one farthest from its
     start at the horizon), and it takes part in the percentiles as inf, so a percentile whose rank reaches the
     states that did not stop is inf, and the maxima are inf when any did not stop. A distance or time that is not
     a number counts as unknown (inf) too: no row is left out of a percentile."""
-    count = stopped = 0
+    count = stopped = past_limits = 0
     known_worst = unknown_worst = time_worst = None  # (value, state)
     for block in passes():
         dist = np.asarray(block["tcp_straight_distance_m"], dtype=float)
@@ -160,6 +170,7 @@ def summarize_passes(passes: Passes) -> MapSummary:
         unknown = np.flatnonzero(np.isinf(ranked_dist))
         count += int(dist.size)
         stopped += int(np.sum(np.asarray(block["stopped"], dtype=bool)))
+        past_limits += int(np.sum(~np.asarray(block["within_limits"], dtype=bool)))
         if unknown.size:  # the farthest at the horizon among the states whose stopping distance is not known
             far = np.where(np.isfinite(dist[unknown]), dist[unknown], -np.inf)
             j = int(np.argmax(far))
@@ -179,4 +190,4 @@ def summarize_passes(passes: Passes) -> MapSummary:
     return MapSummary(count=count, stopped=stopped, worst_distance_state=worst_distance[1],
                       worst_distance=worst_distance[0], worst_time_state=time_worst[1], worst_time=time_worst[0],
                       distance_percentiles=percentiles_of(order[0], count),
-                      time_percentiles=percentiles_of(order[1], count))
+                      time_percentiles=percentiles_of(order[1], count), past_limits=past_limits)

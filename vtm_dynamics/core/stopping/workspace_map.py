@@ -11,6 +11,10 @@ batch of them (:mod:`vtm_dynamics.core.estop.batch`; Müller 2026, eq. (3) with 
 Reproducibility: chunk k draws its states from ``numpy.random.default_rng([seed, k])`` alone, so a chunk's rows
 depend only on (inputs, k), never on which worker ran it, how many there are or in which order chunks finished.
 Rows carry every input that produced them. Units: rad, rad/s, m, s, kg.
+
+``within_limits`` is false for a state whose predicted stop carries a joint past its position limit
+(:mod:`vtm_dynamics.core.estop.limit_crossings`: the dynamics have no end stops): its distance and time are not a
+stop the robot can make, and the summary counts it like a state that did not stop (:mod:`.map_summary`).
 """
 
 from __future__ import annotations
@@ -310,7 +314,8 @@ def chunk_states(robot: RobotModel, spec: MapSpec, chunk: int) -> StateBatch:
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
-RESULT_COLUMNS = ("stop_time_s", "tcp_straight_distance_m", "tcp_path_length_m", "max_stopping_angle_rad", "stopped")
+RESULT_COLUMNS = ("stop_time_s", "tcp_straight_distance_m", "tcp_path_length_m", "max_stopping_angle_rad", "stopped",
+                  "within_limits")
 
 
 def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: int,
@@ -328,6 +333,7 @@ def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: in
     n = len(batch.index)
     out = {k: np.empty(n) for k in RESULT_COLUMNS}
     out["stopped"] = np.zeros(n, dtype=bool)
+    out["within_limits"] = np.zeros(n, dtype=bool)
     c1 = CategoryOne(deceleration=spec.category1_deceleration) if spec.category == 1 else None
     try:
         predictions = predict_stops(robot, brakes, batch.q, batch.v, payloads=batch.payload,
@@ -344,6 +350,7 @@ def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: in
         out["max_stopping_angle_rad"][k] = float(np.max(np.abs(p.stopping_angles[turns]))) if turns.any() \
             else math.nan
         out["stopped"][k] = p.stopped
+        out["within_limits"][k] = not p.limit_crossings
     cols: dict[str, np.ndarray] = {"state": batch.index, "chunk": np.full(n, chunk, dtype=np.int64)}
     for i, name in enumerate(robot.joint_names):
         cols[f"q_{name}"] = batch.q[:, i].copy()
