@@ -270,3 +270,28 @@ def test_the_published_figures_are_compared_only_with_points_at_the_rated_payloa
                                                                      "elbow_joint"}
     unloaded = [replace(p, payload=0.0) if p.payload_fraction == 1.0 else p for p in points]
     assert published_table("ur5", unloaded) == []
+
+
+def test_a_point_past_a_joint_limit_has_no_value_for_safety_calculations_in_the_table():
+    from vtm_dynamics.cli.stopping_report import points_table
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.robot.catalogue import ROBOTS
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.core.stopping.iso10218 import StoppingTestSpec, stopping_points
+
+    d = ROBOTS["ur5"]
+    robot = RobotModel.from_urdf_file(d.urdf_path())
+    brakes = brakes_from_config(robot, d.brakes_path())
+    low = float(robot.model.lowerPositionLimit[robot.joint("elbow_joint").idx_q])
+    # the elbow test 10 mrad inside the elbow's lower limit, moving towards it at pi rad/s: its stop runs past it
+    spec = StoppingTestSpec(joints=("elbow_joint",), fold_joints=("elbow_joint",), max_speeds=(math.pi,),
+                            max_payload=d.rated_payload, payload_frame="tool0",
+                            base_pose=(0.0, -1.5, low + 0.01, -1.0, 0.5, 0.0), categories=(0,), speed_levels=(1.0,),
+                            extension_levels=(1.0,), payload_levels=(1.0,), hold_others=True)
+    (p,) = stopping_points(robot, brakes, spec)
+    lines = points_table([p])
+    row = lines[3]
+    assert row.rstrip().endswith("NOT VALID: past a limit #")
+    assert f"{p.angle_max:.3f} / " not in row  # no value for safety calculations
+    assert any(line.startswith("# PAST A JOINT LIMIT (1 points") for line in lines)
+    assert any("elbow_joint reaches" in line for line in lines)

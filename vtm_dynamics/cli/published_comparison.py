@@ -44,6 +44,7 @@ def published_table(name: str, points: Sequence[StoppingPoint]) -> list[dict]:
                      "band_angle_rad": [p.angle_min, p.angle_max], "band_time_s": [p.time_min, p.time_max],
                      "safety_angle_rad": p.angle_max, "safety_time_s": p.time_max,
                      "safety_tcp_distance_m": p.tcp_distance_max, "stopped": p.stopped,
+                     "limit_crossings": list(p.limit_crossings),
                      # below beyond the published figure's own precision (angles to 0.01 rad, times to 1 ms)
                      "nominal_below_published": {"angle": p.angle < fig.angle - PUBLISHED_PRECISION[0],
                                                  "time": p.time < fig.time - PUBLISHED_PRECISION[1]}})

@@ -213,7 +213,8 @@ def write_csv(path: str, points: Sequence[StoppingPoint], document: dict | None 
         w.writerow(keys + ["q_test"])
         for p in points:
             d = asdict(p)
-            w.writerow([repr(d[k]) if isinstance(d[k], float) else d[k] for k in keys]
+            w.writerow([repr(d[k]) if isinstance(d[k], float) else "; ".join(d[k]) if isinstance(d[k], tuple) else d[k]
+                        for k in keys]
                        + [" ".join(repr(x) for x in p.q_test)])
 
 

@@ -79,12 +79,19 @@ def points_table(points: Sequence[Any]) -> list[str]:
                  f"{p.payload_fraction:.0%} {p.payload:.2f}", f"{p.angle:.3f}", f"{p.angle_min:.3f}-{p.angle_max:.3f}",
                  _fmt_ms(p.time), f"{_fmt_ms(p.time_min)}-{_fmt_ms(p.time_max)}", f"{1e3 * p.tcp_distance:.0f}",
                  f"{1e3 * p.tcp_distance_max:.0f}",
+                 "NOT VALID: past a limit #" if getattr(p, "limit_crossings", ()) else
                  f"{p.angle_max:.3f} / {_fmt_ms(p.time_max)} / {1e3 * p.tcp_distance_max:.0f}"
                  + ("" if p.stopped else " !"))
         out.append(line(cells))
     if any(not p.stopped for p in points):
         out += ["", "! NOT AT REST within the horizon (nominal or a band corner): the time is unbounded (inf), the "
                 "angle and TCP distance are those reached by then, lower bounds, not values for safety calculations."]
+    crossed = [p for p in points if getattr(p, "limit_crossings", ())]
+    if crossed:
+        out += ["", f"# PAST A JOINT LIMIT ({len(crossed)} points; nominal or a band corner): the model has no end "
+                "stops, so the angle, time and TCP distance of these rows are not a stop the robot can make and give "
+                "no value for safety calculations.", f"  e.g. {crossed[0].joint} at {crossed[0].speed_fraction:.0%} "
+                f"speed: " + "; ".join(crossed[0].limit_crossings)]
     return out
 
 
@@ -98,6 +105,8 @@ def safety_table(rows: Sequence[dict]) -> list[str]:
     for r in rows:
         flags = [] if r.get("stopped", True) else ["NOT AT REST within the horizon: time unbounded, angle a lower "
                                                    "bound"]
+        if r.get("limit_crossings"):
+            flags.append("NOT VALID: past a joint limit (" + "; ".join(r["limit_crossings"]) + ")")
         if r["nominal_below_published"]["angle"]:
             flags.append(f"angle below published ({100 * r['angle_error_rad'] / r['published_angle_rad']:+.1f} %)")
         if r["nominal_below_published"]["time"]:

@@ -9,7 +9,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.estop import LockEvent, StopInputError
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.robot.catalogue import ROBOTS
 from vtm_dynamics.core.robot.model import RobotModel
@@ -188,3 +188,34 @@ def test_the_stopping_angle_and_tcp_distance_are_the_farthest_reached_not_the_ne
     assert p.angle_min == pytest.approx(min(angles), rel=1e-9) and p.angle_max == pytest.approx(max(angles), rel=1e-9)
     assert p.tcp_distance == pytest.approx(tcps[0], rel=1e-9)
     assert p.tcp_distance_max == pytest.approx(max(tcps), rel=1e-9)
+
+
+def test_a_point_whose_stop_goes_past_a_joint_limit_says_so_and_is_not_valid(ur5):
+    """The elbow test started 10 mrad inside the elbow's lower limit, moving the way gravity pulls (towards it) at
+    pi rad/s: the model has no end stop, so its predicted stop runs past the limit and is not the robot's."""
+    from vtm_dynamics.core.estop import predict_stop
+    from vtm_dynamics.core.estop.payload import with_payload
+
+    robot, brakes = ur5
+    elbow = robot.joint("elbow_joint")
+    low = float(robot.model.lowerPositionLimit[elbow.idx_q])
+    spec = ur5_spec(joints=("elbow_joint",), fold_joints=("elbow_joint",), max_speeds=(math.pi,), categories=(0,),
+                    speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,), hold_others=True,
+                    base_pose=(0.0, -1.5, low + 0.01, -1.0, 0.5, 0.0))
+    (p,) = iso.stopping_points(robot, brakes, spec)
+    # independent: the nominal stop of the same test, its lowest elbow position against the URDF limit
+    v = np.zeros(robot.nv)
+    v[elbow.idx_v] = p.direction * math.pi
+    others = [n for n in robot.joint_names if n != "elbow_joint"]
+    alone = predict_stop(with_payload(robot, p.payload, "tool0"), brakes, np.array(p.q_test), v,
+                         lock_events=[LockEvent(0.0, others)])
+    assert float(np.min(alone.q[:, elbow.idx_q])) < low - 0.05
+    assert p.stopped and not p.valid
+    assert p.limit_crossings and p.limit_crossings[0].startswith("elbow_joint reaches")
+
+
+def test_points_within_the_limits_are_valid(ur5):
+    spec = ur5_spec(joints=("shoulder_pan_joint",), fold_joints=("elbow_joint",), max_speeds=(math.pi,),
+                    categories=(0,), speed_levels=(1.0,), extension_levels=(0.66,), payload_levels=(1.0,))
+    (p,) = iso.stopping_points(*ur5, spec)
+    assert p.valid and p.limit_crossings == ()

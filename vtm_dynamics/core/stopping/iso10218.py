@@ -83,7 +83,10 @@ class StoppingPoint:
     ``time_max`` over the envelope corners (the same measures), and ``stopped`` (every case came to rest within the
     horizon); ``tcp_distance`` [m], the largest straight distance of the payload frame from its position at the stop
     command until rest (nominal; the start-to-rest distance where the path does not turn back), and
-    ``tcp_distance_max`` [m], its largest over the band."""
+    ``tcp_distance_max`` [m], its largest over the band; ``limit_crossings``: the joints a stop of the band (nominal
+    first, then the corners) carries past their position limits (:mod:`vtm_dynamics.core.estop.limit_crossings`;
+    the dynamics have no end stops), one line each, () when none: then the angle, time and TCP distance of this
+    point are not a stop the robot can make (``valid`` false)."""
 
     category: int
     joint: str
@@ -105,6 +108,12 @@ class StoppingPoint:
     stopped: bool
     tcp_distance: float = math.nan
     tcp_distance_max: float = math.nan
+    limit_crossings: tuple[str, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        """Every case of the band came to rest within the horizon and within the joint limits."""
+        return self.stopped and not self.limit_crossings
 
 
 POINT_UNITS = {  # the unit of each field of StoppingPoint ("fraction": of the 100 % value; "-": none)
@@ -112,6 +121,7 @@ POINT_UNITS = {  # the unit of each field of StoppingPoint ("fraction": of the 1
     "payload_fraction": "fraction", "speed": "rad/s", "payload": "kg", "direction": "-", "q_test": "rad",
     "reach": "m", "extension_actual": "fraction", "angle": "rad", "time": "s", "angle_min": "rad", "angle_max": "rad",
     "time_min": "s", "time_max": "s", "stopped": "-", "tcp_distance": "m", "tcp_distance_max": "m",
+    "limit_crossings": "-",
 }
 
 
@@ -287,6 +297,7 @@ def stopping_points(
             angle_min=min(angles), angle_max=max(angles),
             time_min=min(times), time_max=max(times), stopped=stopped,
             tcp_distance=tcp[0], tcp_distance_max=max(tcp),
+            limit_crossings=next((tuple(p.limit_crossings) for p in band_stops if p.limit_crossings), ()),
         ))
         if progress is not None:
             progress(n + 1, len(cells))
