@@ -133,11 +133,7 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         series = {k: np.array(x) for k, x in samples.items()}
     t_arr, q_arr, v_arr = series["t"], series["q"], series["v"]
     stopped = bool(engine.locked.all())
-    joint_stop = engine.rest_since.copy()
-    if category == 1 and t_off > 0:
-        joint_stop = np.where(np.isfinite(joint_stop), np.maximum(joint_stop, 0.0), joint_stop)
-    if standstill:  # the drives held a joint at rest from the trigger: it stopped at 0, not at the power cut
-        joint_stop = np.where(np.asarray(v0) == 0.0, 0.0, joint_stop)
+    joint_stop = _joint_stop_times(engine.rest_since, category, t_off, standstill, v0)
     stop_time = float(np.max(joint_stop)) if stopped else math.nan
     if category == 1 and stopped:
         # at standstill the controlled ramp already stopped the joints; brakes only hold
@@ -167,6 +163,19 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         potential_energy_change=robot.potential_energy(q_fin) - robot.potential_energy(q0),
         limit_crossings=limit_crossings(robot, q_arr), n_steps=engine.n_steps, n_evaluations=engine.n_eval,
     )
+
+
+def _joint_stop_times(rest_since: np.ndarray, category: int, t_off: float, standstill: bool,
+                      v0: np.ndarray) -> np.ndarray:
+    """Each joint's stop time [s] from the instant the engine saw it come to rest (``rest_since``): never before the
+    trigger; after a category-1 ramp to standstill, 0 for a joint at rest at the trigger (the drives held it still),
+    not the power cut."""
+    joint_stop = np.array(rest_since, dtype=float)
+    if category == 1 and t_off > 0:
+        joint_stop = np.where(np.isfinite(joint_stop), np.maximum(joint_stop, 0.0), joint_stop)
+    if standstill:
+        joint_stop = np.where(np.asarray(v0) == 0.0, 0.0, joint_stop)
+    return joint_stop
 
 
 ENGINES = ("compiled", "python")
