@@ -24,6 +24,7 @@ from vtm_msgs.msg import StoppingDistance
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.defaults import ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
+from vtm_dynamics.core.estop.limit_crossings import crossings_text
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import params as P
@@ -103,7 +104,7 @@ class StopSummary:
 
 def _past_limit(result: Any) -> str:
     """Why a stop that carries a joint past its limit gives no distance (as ``StopPrediction.limit_text``)."""
-    return "past a joint limit: " + "; ".join(result.limit_crossings) + " (no end stops in the model)"
+    return crossings_text(tuple(result.limit_crossings))
 
 
 def _values(result: Any) -> tuple[float, float, float]:

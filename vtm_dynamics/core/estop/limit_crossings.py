@@ -40,3 +40,11 @@ def limit_crossings(robot: RobotModel, q: np.ndarray) -> tuple[str, ...]:
         else:
             out.append(f"{j.name} reaches {bottom[i]:.4f} {unit}, past its lower limit {lo[i]:.4f} {unit}")
     return tuple(out)
+
+
+def crossings_text(crossings: tuple[str, ...]) -> str:
+    """The crossings of :func:`limit_crossings` as the one line every output gives ("" when none)."""
+    if not crossings:
+        return ""
+    return ("past a joint limit: " + "; ".join(crossings) + " (an end stop, not the brake, would end this motion: "
+            "outside what the prediction models)")

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vtm_dynamics.core.estop.limit_crossings import crossings_text
+
 
 @dataclass(frozen=True)
 class StopEvent:
@@ -100,10 +102,7 @@ class StopPrediction:
 
     def limit_text(self) -> str:
         """The joints carried past their limits, in one line ("" when none): an end stop would end that motion."""
-        if not self.limit_crossings:
-            return ""
-        return ("past a joint limit: " + "; ".join(self.limit_crossings) + " (an end stop, not the brake, would "
-                "end this motion: outside what the prediction models)")
+        return crossings_text(self.limit_crossings)
 
     def not_stopped_text(self, braked: np.ndarray | None = None) -> str:
         """Why the prediction did not stop, in one line: the joints still free at the horizon, each marked "no
