@@ -10,9 +10,12 @@ prismatic, not continuous) and finite limits lower < upper in the model; it cros
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from vtm_dynamics.core.robot.model import RobotModel
+if TYPE_CHECKING:  # light to import: StopPrediction's text needs crossings_text, not Pinocchio
+    from vtm_dynamics.core.robot.model import RobotModel
 
 TOLERANCE = 1e-6  # [rad or m] beyond the limit before a crossing counts (a start state at its limit is accepted)
 
