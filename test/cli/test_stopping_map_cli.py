@@ -31,6 +31,7 @@ def test_the_summary_states_what_was_mapped_and_the_worst_states_q_and_v(small_m
     summary = json.loads((small_map / "summary.json").read_text())
     mapped = summary["mapped"]
     assert mapped["payloads_kg"] == [0.0, 5.0] and mapped["speed_fraction"] == [0.5, 1.0]
+    assert mapped["payload_frame"] == "tool0"
     assert mapped["torque_factor"] == [0.9, 1.1] and mapped["category"] == 0 and len(mapped["brakes_sha256"]) == 64
     worst = summary["worst_distance"]
     assert len(worst["q_rad"]) == 6 and len(worst["v_rad_s"]) == 6 and worst["payload_kg"] in (0.0, 5.0)
@@ -298,3 +299,30 @@ def test_states_past_a_joint_limit_are_counted_in_the_summary_and_never_printed_
     assert "1/4 went past a joint limit (no end stops in the model)" in "\n".join(lines)
     assert "0.4000" not in "\n".join(lines) and "0.5000" not in "\n".join(lines)
     assert "worst TCP stopping distance not known (not stopped or past a joint limit) (state 1)" in lines
+
+
+def test_the_payload_sits_at_the_robots_flange_whatever_frame_the_distance_is_measured_at(tmp_path):
+    """With ``--tcp-frame wrist_3_link`` the map hung its payload on wrist_3_link, 8.2 cm short of the flange where
+    ``vtm-predict``, the E-stop node and the stop-safe check hang it (the catalogue's payload frame, tool0)."""
+    from vtm_dynamics.cli.stopping_map import build_parser, spec_from_args
+    from vtm_dynamics.cli.stopping_robots import load_robot
+    from vtm_dynamics.core.estop import predict_stop
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.estop.payload import with_payload
+    from vtm_dynamics.core.stopping.workspace_map import evaluate_chunk
+
+    loaded = load_robot("ur5")
+    argv = ["ur5", "--states", "3", "--payload", "5", "--torque-factor", "1", "1", "--delay-factor", "1", "1",
+            "--tcp-frame", "wrist_3_link", "--out", str(tmp_path)]
+    spec = spec_from_args(build_parser().parse_args(argv), loaded)
+    brakes = brakes_from_config(loaded.robot, loaded.brake_config)
+    columns = evaluate_chunk(loaded.robot, brakes, spec, 0)
+    names = loaded.robot.joint_names
+    at_flange, at_wrist = with_payload(loaded.robot, 5.0, "tool0"), with_payload(loaded.robot, 5.0, "wrist_3_link")
+    for k in range(len(columns["state"])):
+        q = [columns[f"q_{n}"][k] for n in names]
+        v = [columns[f"v_{n}"][k] for n in names]
+        right = predict_stop(at_flange, brakes, q, v, tcp_frame="wrist_3_link").tcp_straight_distance
+        wrong = predict_stop(at_wrist, brakes, q, v, tcp_frame="wrist_3_link").tcp_straight_distance
+        assert abs(right - wrong) > 1e-6  # the two placements give distances this test can tell apart
+        assert columns["tcp_straight_distance_m"][k] == pytest.approx(right, abs=1e-9)

@@ -38,7 +38,7 @@ def load_robot(robot_name: str | None, urdf: str | None = None, payload: float =
 
     spec = named_robot(robot_name, urdf)
     bare = RobotModel.from_urdf_file(urdf if urdf is not None else spec.urdf_path())
-    payload_frame = spec.payload_frame if spec and spec.payload_frame else tcp_frame
+    payload_frame = spec.payload_frame_or(tcp_frame) if spec else tcp_frame
     robot = bare
     if payload:
         if payload_frame is None:

@@ -111,7 +111,8 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     if grid is not None:
         n_states = math.prod(grid) if grid and all(g >= 1 for g in grid) else 1  # the grid check names it
     return MapSpec(
-        n_states=n_states, grid=grid, tcp_frame=tcp, payload_frame=tcp, chunk_size=args.chunk_size, seed=args.seed,
+        n_states=n_states, grid=grid, tcp_frame=tcp, payload_frame=d.payload_frame_or(tcp) if d else tcp,
+        chunk_size=args.chunk_size, seed=args.seed,
         q_low=None if args.q_low is None else tuple(args.q_low), q_high=None if args.q_high is None else tuple(args.q_high),
         cell_box=box, speed_fraction=tuple(args.speed_fraction),
         max_speeds=None if max_speeds is None else tuple(float(x) for x in max_speeds),
@@ -167,7 +168,7 @@ def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns:
             "robot": loaded.name, "model_sha256": provenance.text_sha256(loaded.text),
             "brakes_file": os.path.abspath(loaded.brake_source),
             "brakes_sha256": provenance.file_sha256(loaded.brake_source), "tcp_frame": spec.tcp_frame,
-            "payloads_kg": list(spec.payloads), "speed_fraction": list(spec.speed_fraction),
+            "payloads_kg": list(spec.payloads), "payload_frame": spec.payload_frame, "speed_fraction": list(spec.speed_fraction),
             "max_speeds_rad_s": None if spec.max_speeds is None else list(spec.max_speeds),
             "torque_factor": list(spec.torque_factor), "delay_factor": list(spec.delay_factor),
             "category": spec.category,
@@ -192,7 +193,8 @@ def summary_lines(summary: dict) -> list[str]:
     if m:
         lines.append(f"mapped: {m['robot']} (URDF sha256 {m['model_sha256'][:16]}), brakes {m['brakes_file']} "
                      f"(sha256 {m['brakes_sha256'][:16]}), TCP {m['tcp_frame']}")
-        lines.append(f"        payload {', '.join(f'{x:g}' for x in m['payloads_kg'])} kg; speed "
+        lines.append(f"        payload {', '.join(f'{x:g}' for x in m['payloads_kg'])} kg"
+                     + (f" at {m['payload_frame']}" if m.get("payload_frame") else "") + "; speed "
                      f"{m['speed_fraction'][0]:g}-{m['speed_fraction'][1]:g} x the maximum of the most loaded joint; "
                      f"brake torque x {m['torque_factor'][0]:g}-{m['torque_factor'][1]:g}, delay x "
                      f"{m['delay_factor'][0]:g}-{m['delay_factor'][1]:g}; category {m['category']}"

@@ -126,6 +126,11 @@ class CatalogueRobot:
     brake_assumptions: BrakeAssumptions | None = None
     simulated_motion: SimulatedMotion | None = None
 
+    def payload_frame_or(self, tcp_frame: str) -> str:
+        """Where a payload is attached: this robot's payload frame (its flange), else ``tcp_frame``. One rule for
+        every tool, so a payload is never hung on the frame a distance happens to be measured at."""
+        return self.payload_frame or tcp_frame
+
     def urdf_path(self) -> str:
         """The absolute path of the URDF file."""
         return self.urdf.resolve()
