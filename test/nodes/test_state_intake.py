@@ -167,3 +167,91 @@ def test_a_joint_merged_from_two_publishers_makes_the_states_unusable_until_one_
     assert not intake.receive(_state(stamp=999.99 + SHARED_WINDOW), 4999.99 + SHARED_WINDOW,
                               publisher=b"driver").sample.shared
     assert not intake.receive(_state(stamp=1000.01 + SHARED_WINDOW), 5000.0 + SHARED_WINDOW).sample.shared
+
+
+# ------------------------------------------------------------------ a model that includes the gripper
+FINGER = '''<joint name="finger_joint" type="prismatic"><parent link="link3"/><child link="finger"/>
+  <origin xyz="0 0 -1" rpy="0 0 0"/><axis xyz="1 0 0"/><limit lower="0" upper="0.04" effort="100" velocity="0.1"/>
+  </joint><link name="finger"><inertial><mass value="0.2"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0"
+  izz="1e-4"/></inertial></link></robot>'''
+ARM_PERIOD, ARM_V = 0.002, (1.0, -0.5, 0.25)  # the arm driver: 500 Hz, joints moving [rad/s]
+
+
+def _gripper_intake(rest_hold: float = 0.05) -> StateIntake:
+    """An arm with a gripper finger in its model; the node's setting: rest_hold = max_start_state_age = 0.05 s."""
+    clocks = Clocks()
+    intake = StateIntake(64, lambda: clocks.node, 0.05, wall=lambda: clocks.wall, max_velocity_gap=0.05,
+                         rest_hold=rest_hold)
+    intake.clocks = clocks
+    intake.reset(model_from_urdf_text(load_urdf_text("planar_3r").replace("</robot>", FINGER)))
+    return intake
+
+
+def _arm(intake: StateIntake, t: float):
+    q = tuple(0.1 + v * (t - 999.0) for v in ARM_V)
+    return intake.receive(_state(q=q, v=ARM_V, stamp=t), 4000.0 + t)
+
+
+def _finger(intake: StateIntake, t: float, position: float, velocity: float):
+    return intake.receive(_state(names=["finger_joint"], q=(position,), v=(velocity,), stamp=t), 4000.0 + t)
+
+
+def test_a_gripper_held_still_and_reported_less_often_does_not_make_the_arm_state_older():
+    """Arm at 500 Hz, gripper (in the model) at 50 Hz, held open: the moving arm joints decide the state's age.
+    Before, every state between two gripper messages carried the gripper's stamp: up to 18 ms too old."""
+    intake = _gripper_intake()
+    _finger(intake, 1000.0, 0.03, 0.0)
+    for k in range(10):
+        sample = _arm(intake, 1000.0 + k * ARM_PERIOD).sample
+        assert sample.stamp == pytest.approx(1000.0 + k * ARM_PERIOD, abs=1e-9)
+    assert sample.header_stamp.nanosec == pytest.approx(18_000_000, abs=1000)  # the arm message's own stamp
+
+
+def test_a_stamped_trigger_starts_from_the_arm_state_of_its_instant_not_a_later_one_under_the_gripper_stamp():
+    """E-stop stamped 1000.005 s: the start state is the arm's state of 1000.004 s. Before, all ten arm states
+    carried the gripper's stamp 1000.000 and the newest of them was taken: arm positions of 1000.018 s, 13 ms after
+    the E-stop (a braking arm's, in a real stop), passed off as 5 ms before it."""
+    intake = _gripper_intake()
+    _finger(intake, 1000.0, 0.03, 0.0)
+    for k in range(10):
+        _arm(intake, 1000.0 + k * ARM_PERIOD)
+    _finger(intake, 1000.02, 0.03, 0.0)
+    intake.clocks.node = 1000.03
+    choice = intake.choose(StartLimits(0.05, 0.05, 0.05), instant=1000.005, stamped=True, received=5000.005,
+                           now=1000.03, waited=0.025)
+    assert choice.ok and choice.sample.stamp == pytest.approx(1000.004, abs=1e-9)
+    assert choice.age == pytest.approx(0.001, abs=1e-9)
+    assert choice.sample.state.positions[0] == pytest.approx(0.1 + ARM_V[0] * 1.004, abs=1e-12)
+
+
+def test_a_moving_gripper_reported_less_often_still_ages_the_state():
+    """The gripper closing at 0.05 m/s: its value 18 ms old is 0.9 mm off now; the state is as old as it."""
+    intake = _gripper_intake()
+    _finger(intake, 1000.0, 0.03, -0.05)
+    sample = _arm(intake, 1000.018).sample
+    assert sample.stamp == pytest.approx(1000.0, abs=1e-9)
+
+
+def test_a_silent_gripper_at_rest_ages_the_state_once_older_than_the_rest_hold():
+    """Its publisher silent for 0.1 s (more than rest_hold 0.05 s): the gripper may have started to move since, so
+    the state is that old and a prediction from it is refused."""
+    intake = _gripper_intake()
+    _finger(intake, 999.9, 0.03, 0.0)
+    sample = _arm(intake, 1000.0).sample
+    assert sample.stamp == pytest.approx(999.9, abs=1e-9)
+    choice = intake.choose(StartLimits(0.05, 0.05, 0.05), instant=1000.0, stamped=False, received=5000.0,
+                           now=1000.0, waited=0.0)
+    assert not choice.ok and choice.reason.startswith("start state is 0.100 s older than the trigger instant")
+
+
+def test_without_a_rest_hold_every_state_is_as_old_as_its_oldest_joint():
+    intake = _gripper_intake(rest_hold=0.0)
+    _finger(intake, 1000.0, 0.03, 0.0)
+    assert _arm(intake, 1000.018).sample.stamp == pytest.approx(1000.0, abs=1e-9)
+
+
+def test_a_robot_entirely_at_rest_is_as_new_as_its_newest_joint_value():
+    intake = _gripper_intake()
+    _finger(intake, 1000.0, 0.03, 0.0)
+    got = intake.receive(_state(q=(0.1, 0.2, 0.3), v=(0.0, 0.0, 0.0), stamp=1000.018), 5000.018)
+    assert got.sample.stamp == pytest.approx(1000.018, abs=1e-9)

@@ -37,6 +37,11 @@ MAX_ABS_POSITION = 1e9
 # about 60. 256 leaves room and bounds the work one message can cause.
 DEFAULT_MAX_JOINTS = 256
 
+# [rad/s, m/s] a joint whose last velocity is at most this is at rest: its value does not age a state while its
+# publisher is not silent (JointStateTracker). 1e-3 rad/s for 50 ms is 5e-5 rad; encoder noise at standstill is
+# of that order, a gripper closing moves 100 times faster.
+REST_SPEED = 1e-3
+
 
 class JointStateError(ValueError):
     """A JointState message cannot be used; the message says which field is wrong."""
@@ -239,17 +244,22 @@ class JointStateTracker:
     when it has them ("measured"); otherwise a backward difference of positions over the stamps when the stamp is
     non-zero, newer than the joint's previous one and at most ``max_velocity_gap`` [s] after it ("estimated"; taken on
     the circle for continuous joints); otherwise "unavailable" (the snapshot says so; the old value is not passed off
-    as an estimate). Each joint keeps the instant its value holds (the message stamp, or ``update``'s ``at``); a
-    snapshot is stamped with the oldest of them.
+    as an estimate). Each joint keeps the instant its value holds (the message stamp, or ``update``'s ``at``).
+    Age of a snapshot (its ``stamp``): the oldest instant among the joints that move (speed above ``REST_SPEED``, or
+    velocity unavailable), since a moving joint's old value is wrong now; a joint at rest in its last value (a
+    gripper held open, published at 50 Hz beside a 500 Hz arm) does not make the state older, unless its value is
+    more than ``rest_hold`` [s] older than that (a silent publisher: it may have started to move since). With no
+    joint moving, the newest instant. ``rest_hold`` = 0 stamps every state with its oldest joint value.
     """
 
     def __init__(self, robot: RobotModel, *, max_joints: int = DEFAULT_MAX_JOINTS,
-                 max_velocity_gap: float = math.inf) -> None:
+                 max_velocity_gap: float = math.inf, rest_hold: float = 0.0) -> None:
         check_joint_state_compatible(robot)
         self.robot = robot
         self.names = robot.joint_names
         self.max_joints = max_joints
         self.max_velocity_gap = float(max_velocity_gap)
+        self.rest_hold = float(rest_hold)
         self._continuous = frozenset(j.name for j in robot.joints if j.nq == 2)
         self._known = frozenset(self.names)
         self._band = plausible_position_bands(robot)
@@ -305,13 +315,25 @@ class JointStateTracker:
             raise JointStateError(f"joint_states: no position received yet for {list(missing)}")
         positions = np.array([self._pos[n] for n in self.names])
         v = np.array([self._vel[n] for n in self.names])
-        oldest = min(self.names, key=self._held.__getitem__)
+        oldest = self._age_joint()
         return JointStateSnapshot(
             stamp=self._held[oldest], header_stamp=copy.copy(self._exact[oldest]), positions=positions,
             q=configuration_from_positions(self.robot, positions), v=v,
             estimated_velocity=tuple(n for n in self.names if self._source[n] == "estimated"),
             unavailable_velocity=tuple(n for n in self.names if self._source[n] == "unavailable"),
         )
+
+    def _age_joint(self) -> str:
+        """The joint whose value's instant is the snapshot's stamp (the class docstring's rule)."""
+        held = self._held
+        moving = [n for n in self.names if self._source[n] == "unavailable" or abs(self._vel[n]) > REST_SPEED]
+        if not moving:
+            newest = max(self.names, key=held.__getitem__)
+            stale = [n for n in self.names if held[n] < held[newest] - self.rest_hold]
+            return min(stale, key=held.__getitem__) if stale else newest
+        base = min(moving, key=held.__getitem__)
+        return min(self.names, key=lambda n: held[n] if n in moving or held[n] < held[base] - self.rest_hold
+                   else math.inf)
 
 
 def joint_state_message(

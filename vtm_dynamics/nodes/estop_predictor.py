@@ -82,7 +82,8 @@ class EstopPredictor(Node):
         self.settings, limits = prediction_settings(self.p), start_limits(self.p)
         self.models = ModelSlot(self.p["allow_model_replacement"])
         self.intake = StateIntake(HISTORY_LENGTH, self.now, self.p["future_stamp_tolerance"],
-                                  max_velocity_gap=self.p["max_start_state_age"])
+                                  max_velocity_gap=self.p["max_start_state_age"],
+                                  rest_hold=self.p["max_start_state_age"])
         self.session, self.line = StopSession(), EstopLine(self.p["max_estop_publishers"])
         self.continuous_gate = ContinuousGate(lambda: self.session.active)  # nothing continuous during a stop
         self.triggers = StopTriggers(self.session, self.line, self.continuous_gate, self.intake)

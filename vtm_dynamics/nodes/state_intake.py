@@ -20,9 +20,12 @@ Plain Python (no node, no executor): the node hands each message with its receip
   (``StateSample.shared``) and no prediction starts from them (a refusal that names the joint), until one publisher
   has had the joint alone for ``SHARED_WINDOW``.
 * **History.** Every complete state (each joint reported at least once) is kept as a ``StateSample`` in a history
-  of ``length`` states in receipt order (``stop_session.StateHistory``), stamped with its OLDEST joint value (with
-  several publishers on ``joint_states``, a silent one's joints are as old as its last message, and the age check
-  of the start state must see that); the start state of a trigger is chosen
+  of ``length`` states in receipt order (``stop_session.StateHistory``), stamped with the OLDEST value of its
+  MOVING joints (with several publishers on ``joint_states``, a silent one's joints are as old as its last message,
+  and the age check of the start state must see that). A joint at rest (a gripper held still, reported at 50 Hz
+  beside a 500 Hz arm) does not age the state unless its value is more than ``rest_hold`` (the node's
+  ``max_start_state_age``) older than the moving joints' (``conversions.JointStateTracker``); before, every state
+  between two gripper messages carried the gripper's older stamp. The start state of a trigger is chosen
   from it (``stop_session.choose_start_state``). Without velocities in the message, velocities are estimated by the
   tracker and the sample says which joints were estimated or unavailable.
 
@@ -121,8 +124,9 @@ class StateIntake:
 
     def __init__(self, length: int, now: Callable[[], float], future_tolerance: float,
                  wall: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic,
-                 max_velocity_gap: float = math.inf) -> None:
+                 max_velocity_gap: float = math.inf, rest_hold: float = 0.0) -> None:
         self.now, self.wall, self.monotonic = now, wall, monotonic
+        self.rest_hold = float(rest_hold)
         self.future_tolerance = float(future_tolerance)
         self.max_velocity_gap = float(max_velocity_gap)
         self.lock = threading.Lock()
@@ -135,10 +139,13 @@ class StateIntake:
     def reset(self, robot: RobotModel) -> None:
         """A new model: a new tracker, an empty history."""
         with self.lock:
-            self.tracker = JointStateTracker(robot, max_velocity_gap=self.max_velocity_gap)
+            self.tracker = self._tracker(robot)
             self.history.clear()
             self._owner.clear()
             self._shared = None
+
+    def _tracker(self, robot: RobotModel) -> JointStateTracker:
+        return JointStateTracker(robot, max_velocity_gap=self.max_velocity_gap, rest_hold=self.rest_hold)
 
     def instant_of(self, received: float) -> float:
         """The node-clock instant of a receipt at ``received`` (receipt clock)."""
@@ -161,7 +168,7 @@ class StateIntake:
             tracker = self.tracker
             restarted = tracker.newest_held > now + self.future_tolerance
             if restarted:  # the node clock went back (a restarted simulation): what is held is of another time
-                tracker = self.tracker = JointStateTracker(tracker.robot, max_velocity_gap=self.max_velocity_gap)
+                tracker = self.tracker = self._tracker(tracker.robot)
                 self.history.clear()
                 self.newest_wall = math.nan
             try:
