@@ -23,7 +23,10 @@ its rest pose is an independent check of the prediction:
   diagonal of the mass matrix.
 
 Zero crossings are resolved only to the step, so the rest pose carries an O(dt) error (about v dt/2 per joint).
-Units: s, rad, rad/s, N m.
+State: one position per joint (``q``, size nv: revolute and continuous [rad], prismatic [m]), so a continuous
+joint's angle is integrated as a plain number (unwrapped, continuous with the start) and given to Pinocchio as
+(cos, sin) (``RobotModel.configuration_from_angles``). Before, a model with a continuous joint was refused and
+the ``robot_sim`` node never stopped. Units: s, rad, rad/s, N m; m, m/s, N for prismatic joints.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ class PlantEvent:
 
 @dataclass
 class PlantRecord:
-    """Time series of the stop as simulated: time after the E-stop [s], q [rad], v [rad/s]."""
+    """Time series of the stop as simulated: time after the E-stop [s], q one position per joint [rad, m],
+    v [rad/s, m/s]."""
 
     t: list[float] = field(default_factory=list)
     q: list[np.ndarray] = field(default_factory=list)
@@ -107,14 +111,15 @@ class BrakedPlant:
         if not (math.isfinite(dt) and dt > 0):
             raise PlantError(f"dt: must be > 0, got {dt}")
         for j in robot.joints:
-            if j.nq != 1 or j.nv != 1:
-                raise PlantError(f"joint {j.name!r}: the plant supports revolute/prismatic joints only")
+            if j.nv != 1:
+                raise PlantError(f"joint {j.name!r}: the plant supports revolute, continuous and prismatic joints "
+                                 "only")
         self.robot = robot
         self.brakes = brakes
         self.dt = float(dt)
         self.record_every = max(1, int(record_every))
         self.names = robot.joint_names
-        self.q = robot.neutral()
+        self.q = np.zeros(robot.nv)  # one position per joint [rad, m] (module docstring)
         self.v = np.zeros(robot.nv)
         self.t = 0.0  # time after the E-stop [s]
         self.stuck = np.zeros(robot.nv, dtype=bool)
@@ -132,7 +137,8 @@ class BrakedPlant:
 
     # ------------------------------------------------------------------ public
     def start(self, q: np.ndarray, v: np.ndarray) -> None:
-        self.q = self.robot.check_q(q).copy()
+        """The state at the E-stop: ``q`` one position per joint [rad, m] (velocity order), ``v`` [rad/s, m/s]."""
+        self.q = self.robot.check_v(q, "q (one position per joint)").copy()
         self.v = self.robot.check_v(v).copy()
         self.t = 0.0
         self.started = True
@@ -141,13 +147,19 @@ class BrakedPlant:
     def tcp_travel(self, frame: str) -> tuple[float, float]:
         """(path length, straight-line distance) [m] of ``frame`` from the E-stop to the current state: the sum of
         chords between the recorded states (every ``record_every`` steps, 1 ms by default) and the current one."""
-        pts = np.array([self.robot.frame_placement(q, frame).translation for q in self.record.q + [self.q]])
+        pts = np.array([self.robot.frame_placement(self.configuration(q), frame).translation
+                        for q in self.record.q + [self.q]])
         return float(np.sum(np.linalg.norm(np.diff(pts, axis=0), axis=1))), float(np.linalg.norm(pts[-1] - pts[0]))
 
     def advance(self, t_target: float) -> None:
         """Integrate until ``t_target`` [s after the E-stop] (to the step grid) or until rest."""
         while self.rest_time is None and self.t + 0.5 * self.dt <= t_target:
             self._step()
+
+    def configuration(self, positions: np.ndarray | None = None) -> np.ndarray:
+        """Pinocchio's configuration (size nq) of ``positions`` (default: the current ``q``)."""
+        x = self.q if positions is None else positions
+        return x if self.robot.nq == self.robot.nv else self.robot.configuration_from_angles(x)
 
     @property
     def at_rest(self) -> bool:
@@ -178,10 +190,11 @@ class BrakedPlant:
 
     def _accelerations(self, engaged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Accelerations with S held and the holding torques lambda (zero outside S), after slip decisions."""
-        M = self.robot.mass_matrix(self.q) + np.diag(self.rotor)
+        q = self.configuration()
+        M = self.robot.mass_matrix(q) + np.diag(self.rotor)
         fraction = self._rise_fraction()
         capacity = np.where(self.pawl_held, self.capacity, self.capacity * fraction)
-        h = self.robot.bias_forces(self.q, self.v)
+        h = self.robot.bias_forces(q, self.v)
         while True:
             tau = self._brake_torque(engaged)
             F = ~self.stuck
@@ -211,7 +224,7 @@ class BrakedPlant:
         due = np.isfinite(self.brakes.pawl_delay) & ~self.pawl_done & (self.t >= self.brakes.pawl_delay - 1e-12)
         if not due.any():
             return
-        M = self.robot.mass_matrix(self.q) + np.diag(self.rotor)
+        M = self.robot.mass_matrix(self.configuration()) + np.diag(self.rotor)
         eye = np.eye(self.robot.nv)
         held = self.stuck & ~due
         J1 = eye[held] if held.any() else None
@@ -248,7 +261,7 @@ class BrakedPlant:
             self.slip_sign[crossed] = 0.0
             self.events.append(PlantEvent("stick", self.t + dt, tuple(n for n, c in zip(self.names, crossed) if c)))
         self.slip_sign = np.where(v_new != 0.0, 0.0, self.slip_sign)
-        self.q = self.q + dt * v_new  # revolute/prismatic only: q (+) dv = q + dv
+        self.q = self.q + dt * v_new  # one position per joint: q (+) dv = q + dv
         self.v = v_new
         self.t += dt
         self._steps += 1
