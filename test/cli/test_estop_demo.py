@@ -129,7 +129,8 @@ def _stop_seen_by_the_demo(timings, estop_wall):
                              brake_energy=1.0, impulse_energy=0.0, holding_torques=[0.0, 1.0])
     outputs = SimpleNamespace(timings=timings, last_result=result,
                               last_prediction=SimpleNamespace(stop_category=0, tcp_frame="tool"))
-    return sim, SimpleNamespace(outputs=outputs)
+    robot = SimpleNamespace(joints=[SimpleNamespace(units=("rad", "rad/s", "N m"))] * 2)
+    return sim, SimpleNamespace(outputs=outputs, robot=robot)
 
 
 def test_the_latency_of_the_last_revision_is_timed_from_the_trigger_not_from_its_own_request():
@@ -192,3 +193,30 @@ def test_the_simulated_robot_measures_the_tcp_frame_the_prediction_reports(tmp_p
         path.write_text(yaml.safe_dump(config), encoding="utf-8")
         pred, sim = build_parameters(parse_args(["--config", str(path)]))
         assert sim["tcp_frame"] == pred["tcp_frame"] == predictor_frame
+
+
+def test_a_track_joints_travel_is_printed_in_millimetres_and_metres_not_as_an_angle():
+    """The UR5 on a braked linear track: the track stopped after 37 mm. Before, its row read 2.120 under
+    "stop angle [deg]" (0.037 taken for rad) and its rest position and force sat under [rad] and [N m]."""
+    from vtm_dynamics.cli.estop_demo import format_summary
+
+    names = ["track_joint", "elbow_joint"]
+    side = {"stop_time_s": 0.084, "tcp_path_m": 0.058, "tcp_straight_m": 0.056,
+            "rest_positions_rad": [0.537, 1.3739]}
+    summary = {
+        "robot": "ur5", "stop_category": 0, "tcp_frame": "tool0", "joint_names": names,
+        "predicted": {**side, "stopping_angles_rad": [0.037, -0.0262], "brake_energy_J": 27.5,
+                      "impulse_energy_J": 0.0, "holding_torques_Nm": [150.0, -15.62]},
+        "simulated": {**side, "integration_step_s": 2e-4},
+        "max_rest_angle_error_rad": 7e-5, "within_tolerance": True,
+        "tolerances": {"angle_rad": 0.005, "time_s": 0.005},
+        "joint_units": {"position": ["m", "rad"], "velocity": ["m/s", "rad/s"], "effort": ["N", "N m"]},
+        "trigger_to_prediction_latency_s": None, "predicted_events": [],
+    }
+    lines = format_summary(summary).splitlines()
+    track = next(line for line in lines if line.strip().startswith("track_joint")).split()
+    elbow = next(line for line in lines if line.strip().startswith("elbow_joint")).split()
+    assert track[1:5] == ["37.000", "0.53700", "0.53700", "150.00"] and track[5:] == ["mm;", "m;", "N"]
+    assert elbow[1] == "-1.501" and elbow[5:] == ["deg;", "rad;", "N", "m"]
+    assert not any("[deg]" in line or "[rad]" in line for line in lines)
+    assert any("max |rest position error| 7.00e-05 rad or m (tolerance 0.005 rad or m" in line for line in lines)

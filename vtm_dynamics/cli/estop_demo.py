@@ -305,6 +305,9 @@ def summarize(sim: Any, predictor: Any) -> dict:
         "within_tolerance": c.within_tolerance,
         "tolerances": {"angle_rad": sim.p["angle_tolerance"], "time_s": sim.p["time_tolerance"]},
         "joint_names": list(c.joint_names),
+        # a prismatic joint's (a linear track's) entries of the lists above are in m and N, not rad and N m
+        "joint_units": {k: [j.units[n] for j in predictor.robot.joints]
+                        for n, k in enumerate(("position", "velocity", "effort"))},
         "predicted_events": events,
         "simulated_events": plant_events,
         # monotonic clock of the process, from the predictor's handling of the trigger: its first prediction of the
@@ -333,16 +336,29 @@ def format_summary(s: dict) -> str:
         f"  {'TCP straight distance [m]':28s}{p['tcp_straight_m']:12.4f}{m['tcp_straight_m']:12.4f}"
         f"{p['tcp_straight_m'] - m['tcp_straight_m']:12.2e}",
         "",
-        f"  {'joint':24s}{'stop angle [deg]':>18s}{'rest pred [rad]':>16s}{'rest sim [rad]':>16s}{'hold [N m]':>12s}",
-        f"  {'':24s}{'(predicted)':>18s}{'':>16s}{'':>16s}{'(predicted)':>12s}",
     ]
-    for n, a, rp, rs, h in zip(s["joint_names"], p["stopping_angles_rad"], p["rest_positions_rad"],
-                               m["rest_positions_rad"], p["holding_torques_Nm"]):
-        lines.append(f"  {n:24s}{np.degrees(a):18.3f}{rp:16.5f}{rs:16.5f}{h:12.2f}")
+    units = s.get("joint_units", {}).get("position", ["rad"] * len(s["joint_names"]))
+    linear = "m" in units  # a prismatic joint: units move from the header into every row (as vtm-predict's table)
+    if linear:
+        lines += [f"  {'joint':24s}{'stop':>18s}{'rest pred':>16s}{'rest sim':>16s}{'hold':>12s}  units",
+                  f"  {'':24s}{'(predicted)':>18s}{'':>16s}{'':>16s}{'(predicted)':>12s}  (stop; rest; hold)"]
+    else:
+        lines += [f"  {'joint':24s}{'stop angle [deg]':>18s}{'rest pred [rad]':>16s}{'rest sim [rad]':>16s}"
+                  f"{'hold [N m]':>12s}",
+                  f"  {'':24s}{'(predicted)':>18s}{'':>16s}{'':>16s}{'(predicted)':>12s}"]
+    for n, a, rp, rs, h, u in zip(s["joint_names"], p["stopping_angles_rad"], p["rest_positions_rad"],
+                                  m["rest_positions_rad"], p["holding_torques_Nm"], units):
+        stop = 1e3 * a if u == "m" else np.degrees(a)  # a track's travel in mm, an angle in degrees
+        row = f"  {n:24s}{stop:18.3f}{rp:16.5f}{rs:16.5f}{h:12.2f}"
+        lines.append(row + ("" if not linear else "  mm; m; N" if u == "m" else "  deg; rad; N m"))
+    error = f"{s['max_rest_angle_error_rad']:.2e} rad"
+    tolerance = f"{s['tolerances']['angle_rad']:g} rad"
+    if linear:  # the simulation's check takes the largest error over all joints, its tolerance in rad or m
+        error, tolerance = error + " or m", tolerance + " or m"
     lines += [
         "",
-        f"  max |rest angle error| {s['max_rest_angle_error_rad']:.2e} rad "
-        f"(tolerance {s['tolerances']['angle_rad']:g} rad, stop time {s['tolerances']['time_s']:g} s): "
+        f"  max |rest {'position' if linear else 'angle'} error| {error} "
+        f"(tolerance {tolerance}, stop time {s['tolerances']['time_s']:g} s): "
         + ("within tolerance" if s["within_tolerance"] else "OUTSIDE TOLERANCE"),
         "  (the simulation integrates the predictor's robot model and brake parameters from the same start state:",
         "   it checks how the stop is integrated, not whether the model or the brake values match a real robot)",
