@@ -329,7 +329,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "lengthened until its torques fit (default: none, the drives deliver --decel whatever it takes)")
     ap.add_argument("--brakes", help="brake YAML (default: the robot's config/<robot>_brakes.yaml)")
     ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
-    ap.add_argument("--payload", type=float, default=PAYLOAD, help="payload mass at the TCP [kg]")
+    ap.add_argument("--payload", type=float, default=PAYLOAD,
+                    help="payload mass [kg], a point mass at the robot's payload frame (UR: tool0; with --urdf: "
+                         "--tcp-frame)")
     ap.add_argument("--lock", action="append", default=[], help="abrupt lock JOINT[,JOINT]@TIME [s] (repeatable)")
     ap.add_argument("--step", type=float, help=f"maximum integration step [s] (default: the core's, "
                     f"{INTEGRATION_STEP:g})")
