@@ -96,3 +96,54 @@ def test_a_joint_at_rest_at_the_trigger_of_a_ramp_to_standstill_stops_at_0_the_o
     assert p.stopped and p.stop_time == pytest.approx(T, abs=1e-12)
     assert p.joint_stop_times[3] == 0.0  # was T: reported as coming to rest at the power cut
     np.testing.assert_allclose(np.delete(p.joint_stop_times, 3), T, atol=1e-12)
+
+
+def _number_before(text: str, unit_tail: str) -> float:
+    """The number in ``text`` just before ``unit_tail`` (e.g. ' N m at joint')."""
+    return float(text.split(unit_tail)[0].split()[-1])
+
+
+def test_a_ramp_that_only_a_longer_than_the_longest_ramp_would_fit_is_refused_naming_joint_torque_and_limit(
+        ur5, ur5_brakes):
+    """Only the base joint turns (vertical axis: its torque is the constant (M_00 + armature_0) v0 / T), and its
+    drive may give 0.01 N m: the ramp would need T = 891 s. The search stops at the longest ramp,
+    CATEGORY1_LONGEST_RAMP (10 s), and refuses, naming the joint, the torque that 10 s ramp needs and the limit.
+    Before, it searched up to 2^40 times the ramp and predicted an 891 s ramp (178 000 samples; at 0.001 N m an
+    8916 s ramp took 2.9 GB)."""
+    from vtm_dynamics.core.estop.defaults import CATEGORY1_LONGEST_RAMP
+
+    q = np.array([0.4, -1.0, 1.2, -0.5, 0.8, 0.1])
+    v0, limit = 2.0, 0.01
+    v = np.array([v0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    c1 = CategoryOne(deceleration=20.0, torque_limits=(limit,) + (1e4,) * 5)
+    with pytest.raises(StopInputError, match=r"^category_one\.torque_limits: ") as err:
+        predict_stop(ur5, ur5_brakes, q, v, category=1, category_one=c1)
+    text = str(err.value)
+    armature = 2.0  # shoulder_pan_joint in config/ur5_brakes.yaml
+    needed = (ur5.mass_matrix(q)[0, 0] + armature) * v0 / CATEGORY1_LONGEST_RAMP
+    assert "'shoulder_pan_joint'" in text and f"{CATEGORY1_LONGEST_RAMP:g} s" in text and "\n" not in text
+    assert _number_before(text, " N m at joint") == pytest.approx(needed, rel=1e-5)
+    assert "(limit 0.01 N m)" in text
+
+
+def test_a_ramp_refused_for_the_poses_it_passes_through_names_the_joint_and_its_torque(ur5, ur5_brakes):
+    """The shoulder starts nearly upright (gravity 4.4 N m there, within its 30 N m) and turns at 1 rad/s: a slow
+    ramp carries the arm through the horizontal, where gravity alone needs about 59 N m. Nothing fits; the message
+    names the shoulder, a torque over its limit and the limit (before: 'not even a ramp 2^40 times as long as the
+    deceleration limits allow', no joint)."""
+    q = np.array([0.0, -1.5, 0.0, 0.0, 0.0, 0.0])
+    v = np.array([0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    assert abs(ur5.gravity_torques(q)[1]) < 30.0  # not refused for the start pose
+    c1 = CategoryOne(deceleration=20.0, torque_limits=(1e4, 30.0, 1e4, 1e4, 1e4, 1e4))
+    with pytest.raises(StopInputError, match=r"^category_one\.torque_limits: ") as err:
+        predict_stop(ur5, ur5_brakes, q, v, category=1, category_one=c1)
+    text = str(err.value)
+    assert "'shoulder_lift_joint'" in text and "(limit 30 N m)" in text
+    assert _number_before(text, " N m at joint") > 30.0
+
+
+@pytest.mark.parametrize("longest", [0.0, -1.0, math.nan, math.inf])
+def test_a_longest_ramp_that_is_not_a_positive_finite_time_is_an_input_error(ur5, ur5_brakes, longest):
+    c1 = CategoryOne(deceleration=20.0, torque_limits=(1.0,) + (1e4,) * 5, longest_ramp=longest)
+    with pytest.raises(StopInputError, match=r"^category_one\.longest_ramp: "):
+        predict_stop(ur5, ur5_brakes, Q, np.array([2.0, 0, 0, 0, 0, 0]), category=1, category_one=c1)

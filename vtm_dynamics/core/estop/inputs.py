@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY1_DECELERATION, CATEGORY1_LONGEST_RAMP, CATEGORY1_TORQUE_LIMITS, HORIZON, INTEGRATION_STEP,
+)
 from vtm_dynamics.core.validation import finite_vector
 
 if TYPE_CHECKING:  # annotations only: the inputs' checks need no Pinocchio
@@ -45,12 +47,14 @@ class LockEvent:
 class CategoryOne:
     """Category-1 stop parameters: per-joint deceleration limits ``deceleration`` [rad/s^2] (scalar or nv values),
     optional ``torque_limits`` [N m] (nv values, or "urdf" for the model's effort limits) that lengthen the ramp
-    until the drive torques fit, and ``max_duration`` [s] after which power is cut regardless (None: never; else
-    finite and >= 0, checked when the ramp is computed)."""
+    until the drive torques fit, but to no more than ``longest_ramp`` [s] (else the prediction is refused), and
+    ``max_duration`` [s] after which power is cut regardless (None: never; else finite and >= 0, checked when the
+    ramp is computed)."""
 
     deceleration: float | tuple[float, ...] = CATEGORY1_DECELERATION
-    torque_limits: str | tuple[float, ...] | None = None
+    torque_limits: str | tuple[float, ...] | None = CATEGORY1_TORQUE_LIMITS
     max_duration: float | None = None
+    longest_ramp: float = CATEGORY1_LONGEST_RAMP
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ deceleration limits; with torque limits, T is lengthened (doubling, then bisecti
 tau = RNEA(q, v, a) + armature * a fit at 21 points of the ramp (Müller 2026, eq. (3) with the rotor inertia of
 the braked phase on the diagonal of M: the drives decelerate the rotors too). Power is removed at standstill (the
 drives hold until the brakes have engaged, :func:`vtm_dynamics.core.estop.prediction.predict_with`) or at
-``max_duration`` (then the rest is a category-0 stop from that state, :mod:`.event_loop`). A ramp that no length
-fits is refused, naming the joint and the cause (gravity at the start pose, or the motion's own Coriolis and
-centrifugal torques at the trigger, which a slower ramp cannot remove). Units: SI (rad, rad/s, rad/s^2, N m, s).
+``max_duration`` (then the rest is a category-0 stop from that state, :mod:`.event_loop`). T is lengthened to no
+more than ``CategoryOne.longest_ramp`` (default :data:`~.defaults.CATEGORY1_LONGEST_RAMP`); a ramp that no length
+up to it fits is refused, naming the joint, its torque and its limit, and the cause (gravity at the start pose, or
+the motion's own Coriolis and centrifugal torques at the trigger, which a slower ramp cannot remove, or the
+torques along the longest ramp). Units: SI (rad, rad/s, rad/s^2, N m, s).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
         lim = np.array(robot.model.effortLimit, dtype=float)
     elif c1.torque_limits is not None:
         lim = stop_vector(c1.torque_limits, nv, "category_one.torque_limits")
+    longest = float(c1.longest_ramp)
+    if lim is not None and not (math.isfinite(longest) and longest > 0.0):
+        raise StopInputError(f"category_one.longest_ramp: must be a finite number > 0 s, got {c1.longest_ramp!r}")
     m, d = robot.model, robot.data
 
     def state(t, T):
@@ -60,12 +65,12 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
 
     if lim is not None and T > 0 and usage(T) > 1.0:
         lo, hi = T, T
-        for _ in range(40):
-            hi *= 2.0
+        while hi < longest:  # doubling up to the longest ramp: at most log2(longest / T) + 1 steps
+            hi = min(2.0 * hi, longest)
             if usage(hi) <= 1.0:
                 break
         else:
-            raise StopInputError(_no_ramp_text(robot, q0, v0, lim))
+            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, longest, lambda t: drive(*state(t, longest))))
         for _ in range(40):
             mid = 0.5 * (lo + hi)
             if usage(mid) <= 1.0:
@@ -93,10 +98,12 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
     return t_off, qq, vv, standstill
 
 
-def _no_ramp_text(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, lim: np.ndarray) -> str:
-    """Why no ramp fits the torque limits ``lim`` [N m], in one line naming the joint: gravity at the start pose,
-    else the motion's gravity, Coriolis and centrifugal torques h(q0, v0) at the trigger (the ramp's torque tends
-    to them as it is made slower), else the ramp as a whole."""
+def _no_ramp_text(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, lim: np.ndarray, longest: float,
+                  drive_at) -> str:
+    """Why no ramp fits the torque limits ``lim`` [N m], in one line naming the joint, its torque and its limit:
+    gravity at the start pose, else the motion's gravity, Coriolis and centrifugal torques h(q0, v0) at the trigger
+    (the ramp's torque tends to them as it is made slower), else the longest ramp allowed (``longest`` [s];
+    ``drive_at(t)``: its drive torques [N m] at t [s]) at its worst instant."""
     scale = np.where(lim > 0, lim, np.inf)
     where = "category_one.torque_limits: no ramp fits the drive torque limits: "
     for torque, cause in ((robot.gravity_torques(q0), "gravity at the start pose"),
@@ -106,4 +113,9 @@ def _no_ramp_text(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, lim: np.nda
         if use[i] > 1.0:
             return (f"{where}{cause} need {abs(torque[i]):.6g} N m at joint '{robot.joint_names[i]}' "
                     f"(limit {lim[i]:.6g} N m)")
-    return f"{where}not even a ramp 2^40 times as long as the deceleration limits allow"
+    times = np.linspace(0.0, longest, 21)
+    torques = np.array([drive_at(t) for t in times])
+    use = np.abs(torques) / scale
+    k, i = np.unravel_index(int(np.argmax(use)), use.shape)
+    return (f"{where}even the longest ramp predicted, {longest:g} s, needs {abs(torques[k, i]):.6g} N m at joint "
+            f"'{robot.joint_names[i]}' {times[k]:.6g} s into it (limit {lim[i]:.6g} N m)")
