@@ -204,3 +204,11 @@ def test_an_envelope_whose_cases_cross_a_joint_limit_is_marked_not_valid_in_the_
     env = json.loads((tmp_path / "p.json").read_text())["envelope"]
     assert env["valid"] is False
     assert all(c["valid"] is False and c["limit_crossings"][0].startswith("elbow_joint") for c in env["cases"])
+
+
+def test_a_negative_or_infinite_torque_limit_is_refused_not_read_as_no_limit(capsys):
+    """The ramp reads a limit <= 0 as 'no limit on that joint' (a URDF's effort 0); a typed -150 used to drop the
+    shoulder's limit silently."""
+    for bad in ("-150", "inf"):
+        assert main(["ur5", "--category", "1", "--torque-limits", "150", bad, "150", "28", "28", "28"]) == 2
+        assert f"torque_limits: '{bad}' is not a finite torque >= 0 N m" in capsys.readouterr().err

@@ -71,6 +71,18 @@ def robot_name(known: Iterable[str]) -> Callable[[str], str]:
     return convert
 
 
+def add_torque_limits_option(parser: argparse.ArgumentParser) -> None:
+    """``--torque-limits`` of every tool that predicts category-1 stops, the same words everywhere (read by
+    ``vtm_dynamics.core.estop.inputs.torque_limits_from_text``, which also holds the check and the default)."""
+    from vtm_dynamics.core.estop.defaults import CATEGORY1_LONGEST_RAMP  # constants only: no numpy
+
+    parser.add_argument("--torque-limits", nargs="+", metavar="LIMIT",
+                        help="category 1: the drives' torque limits [N m; N for prismatic joints], one per joint "
+                             "(0: none on that joint), or 'urdf' for the model's effort limits: the ramp is "
+                             f"lengthened until its torques fit, to at most {CATEGORY1_LONGEST_RAMP:g} s, else "
+                             "refused (default: none, the drives deliver --decel whatever it takes)")
+
+
 def parse_or_exit_status(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
     """The parsed command line, or the exit status argparse chose after printing its one line or the help (2 for a
     usage error, 0 for ``--help``): what a command's ``main`` returns instead of letting SystemExit through."""

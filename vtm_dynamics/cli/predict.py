@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status, quiet_when_output_closed, robot_name
+from vtm_dynamics.cli.arguments import (
+    Parser, add_torque_limits_option, parse_or_exit_status, quiet_when_output_closed, robot_name,
+)
 from vtm_dynamics.cli.prediction_inputs import inputs_lines, plot_source, prediction_inputs
 from vtm_dynamics.cli.recorded_stops import EXIT_NONCONSERVATIVE, SHORTFALL_TOLERANCE, shortfall_line
 from vtm_dynamics.cli.robot_choice import ROBOT_HELP, default_brakes_path, default_tcp_frame, load_robot
@@ -294,18 +296,6 @@ def _parse_lock(text: str) -> LockEvent:
         raise StopInputError(f"lock: expected JOINT[,JOINT...]@TIME, got {text!r}") from None
 
 
-def _torque_limits(values: list[str] | None) -> str | tuple[float, ...] | None:
-    """``--torque-limits``: 'urdf', or numbers (their count is checked with the model's joints)."""
-    from vtm_dynamics.core.estop import StopInputError
-
-    if values is None or values == ["urdf"]:
-        return None if values is None else "urdf"
-    try:
-        return tuple(float(x) for x in values)
-    except ValueError:
-        raise StopInputError(f"torque_limits: {' '.join(values)[:80]!r} is neither 'urdf' nor numbers") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
     from vtm_dynamics.cli.recorded_stops import add_recording_options
 
@@ -324,9 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "ramp [rad/s^2] (an assumption: give your controller's)")
     ap.add_argument("--max-duration", type=float, help="category 1: power is cut after this time [s] (default: at "
                     "standstill)")
-    ap.add_argument("--torque-limits", nargs="+", metavar="LIMIT", help="category 1: the drives' torque limits [N m; "
-                    "N for prismatic joints], one per joint, or 'urdf' for the model's effort limits: the ramp is "
-                    "lengthened until its torques fit (default: none, the drives deliver --decel whatever it takes)")
+    add_torque_limits_option(ap)
     ap.add_argument("--brakes", help="brake YAML (default: the robot's config/<robot>_brakes.yaml)")
     ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
     ap.add_argument("--payload", type=float, default=PAYLOAD,
@@ -419,11 +407,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return EXIT_NONCONSERVATIVE if short else 0
     try:
+        from vtm_dynamics.core.estop.inputs import torque_limits_from_text
+
         locks = [_parse_lock(s) for s in args.lock]
         summary, robot, brakes = run_prediction(
             None if args.urdf else args.robot, urdf=args.urdf, q=args.q, v=args.v, state=args.state,
             category=args.category, deceleration=args.decel, max_duration=args.max_duration,
-            torque_limits=_torque_limits(args.torque_limits), brakes_path=args.brakes, tcp_frame=args.tcp_frame,
+            torque_limits=torque_limits_from_text(args.torque_limits), brakes_path=args.brakes, tcp_frame=args.tcp_frame,
             payload=args.payload, locks=locks,
             json_path=args.json, csv_path=args.csv, plots_dir=args.plots, envelope=args.envelope, step=args.step,
             progress=progress,

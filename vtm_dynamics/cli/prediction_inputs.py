@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 
 from vtm_dynamics.cli import provenance
+from vtm_dynamics.core.estop.defaults import CATEGORY1_LONGEST_RAMP
+from vtm_dynamics.core.estop.inputs import torque_limits_text
 
 
 def prediction_inputs(robot_label: str, robot, brakes_path: str, *, payload: float,
@@ -24,6 +26,7 @@ def prediction_inputs(robot_label: str, robot, brakes_path: str, *, payload: flo
         "category": int(category),
         "category1": ({"deceleration_rad_s2": float(deceleration), "max_duration_s": max_duration,
                        "torque_limits": list(torque_limits) if isinstance(torque_limits, tuple) else torque_limits,
+                       "longest_ramp_s": CATEGORY1_LONGEST_RAMP if torque_limits is not None else None,
                        "source": "assumed: --decel (a straight joint-space ramp at this limit, then power off)"}
                       if category == 1 else None),
         "integration": {"method": settings.method, "max_step_s": settings.step, "horizon_s": settings.t_max},
@@ -42,8 +45,8 @@ def inputs_lines(inputs: dict) -> list[str]:
         f"category         {inputs['category']}" + (
             f": ramp at {c1['deceleration_rad_s2']:g} rad/s^2 (assumed, --decel), power off at standstill"
             + (f" or after {c1['max_duration_s']:g} s" if c1["max_duration_s"] is not None else "")
-            + ("; drive torques within " + ("the URDF's effort limits" if c1.get("torque_limits") == "urdf" else
-                                            "--torque-limits") if c1.get("torque_limits") else "")
+            + ("; drive torques within " + torque_limits_text(_limits(c1["torque_limits"]))
+               + f", ramp at most {c1['longest_ramp_s']:g} s" if c1.get("torque_limits") else "")
             if c1 else ": brakes engage after their delay, no drive torque"),
         f"integration      {inputs['integration']['method']}, max step {inputs['integration']['max_step_s']:g} s, "
         f"horizon {inputs['integration']['horizon_s']:g} s",
@@ -57,6 +60,11 @@ def inputs_lines(inputs: dict) -> list[str]:
     lines.append(f"software         {sw['name']} {sw['version']}"
                  + (f" (git {sw['git_commit']})" if sw["git_commit"] else " (not from a git tree)"))
     return lines
+
+
+def _limits(value):
+    """Torque limits as stored in the JSON (a list) back to the core's form (a tuple)."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def plot_source(inputs: dict) -> str:

@@ -84,6 +84,37 @@ class StopSettings:
     engine: str = "compiled"
 
 
+def torque_limits_from_text(text: str | Sequence[str] | None) -> str | tuple[float, ...] | None:
+    """The drives' torque limits of a category-1 ramp as a user gives them, the one reading of the command lines'
+    ``--torque-limits`` (words) and the node's ``category1_torque_limits`` (one string, words apart): none given
+    (None, no words, an empty string) is :data:`~.defaults.CATEGORY1_TORQUE_LIMITS`; ``urdf``: the model's effort
+    limits; else one number per joint [N m; N for a prismatic joint], finite and >= 0 (0: no limit on that joint,
+    as a URDF's effort 0). Their count is checked against the model when the ramp is computed. Raises
+    :class:`StopInputError` (``torque_limits: ...``)."""
+    words = text.split() if isinstance(text, str) else list(text or ())
+    if not words:
+        return CATEGORY1_TORQUE_LIMITS
+    if [w.lower() for w in words] == ["urdf"]:
+        return "urdf"
+    try:
+        values = tuple(float(w) for w in words)
+    except ValueError:
+        raise StopInputError(f"torque_limits: {' '.join(words)[:80]!r} is neither 'urdf' nor numbers") from None
+    bad = [w for w, x in zip(words, values) if not (math.isfinite(x) and x >= 0.0)]
+    if bad:
+        raise StopInputError(f"torque_limits: {bad[0]!r} is not a finite torque >= 0 N m (0: no limit)")
+    return values
+
+
+def torque_limits_text(limits: str | tuple[float, ...] | None) -> str:
+    """The torque limits a prediction used, in words for a report (``torque_limits_from_text``'s values)."""
+    if limits is None:
+        return "none (the drives deliver the ramp's deceleration whatever torque it takes)"
+    if limits == "urdf":
+        return "the URDF's effort limits"
+    return " ".join(f"{x:g}" for x in limits) + " N m (per joint, model order; 0: none)"
+
+
 #: largest |norm - 1| of a continuous joint's (cos, sin) pair accepted as a configuration (float64 angles converted
 #: by cos and sin are within 1e-15; 1e-6 leaves room for values sent as float32)
 UNIT_CIRCLE_TOL = 1e-6
