@@ -2,7 +2,7 @@
 at run time), and the settings the node's parts take from it.
 
 Every parameter is read-only after start-up except the marker scales (``parameter_policy``; docs/ros.md lists
-why). The defaults of the physics (stop category, horizon, integration step, category-1 deceleration) are the
+why). The defaults of the physics (stop category, horizon, integration step, category-1 deceleration and torque limits) are the
 core's (``core/estop/defaults.py``); ``live_stopping``, ``ghost_replay`` and ``stopsafe_parameters`` add their own
 parameters.
 """
@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from vtm_dynamics.core.estop.defaults import CATEGORY, CATEGORY1_DECELERATION, HORIZON, INTEGRATION_STEP
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY, CATEGORY1_DECELERATION, CATEGORY1_LONGEST_RAMP, CATEGORY1_TORQUE_LIMITS, HORIZON, INTEGRATION_STEP,
+)
+from vtm_dynamics.core.estop.inputs import StopInputError, torque_limits_from_text
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes.ghost_replay import REPLAY_PARAMETERS
 from vtm_dynamics.nodes.live_stopping import LIVE_PARAMETERS
@@ -21,6 +24,21 @@ from vtm_dynamics.nodes.stop_worker import PredictionSettings
 from vtm_dynamics.nodes.stopsafe_parameters import STOPSAFE_PARAMETERS
 from vtm_dynamics.nodes.trigger_source import trigger_source
 from vtm_dynamics.recordings.trigger import TriggerConfigError, TriggerMatcher, TriggerRule, rule_from_parameters
+
+#: ``category1_torque_limits`` when none is set: the core's default, as the parameter's text ('' for none)
+_TORQUE_LIMITS_DEFAULT = "" if CATEGORY1_TORQUE_LIMITS is None else str(CATEGORY1_TORQUE_LIMITS)
+
+
+def _torque_limits(value: object) -> str | None:
+    """Validator of ``category1_torque_limits``: the command lines' reading (``torque_limits_from_text``)."""
+    if not isinstance(value, str):
+        return "must be a string: '', 'urdf' or numbers separated by spaces"
+    try:
+        torque_limits_from_text(value)
+    except StopInputError as err:
+        return str(err).removeprefix("torque_limits: ")
+    return None
+
 
 #: Why the marker scales may change at run time (the only parameters of this node that may).
 MARKERS_ONLY = "drawing only: the arrow lengths of stop_markers; no prediction, limit or published value changes"
@@ -64,6 +82,13 @@ PARAMETERS = (
     P.ParameterSpec("category1_deceleration", CATEGORY1_DECELERATION, "Category 1: joint deceleration limit of the "
                     "controlled ramp "
                     "[rad/s^2].", P.positive, constraint="> 0 rad/s^2"),
+    P.ParameterSpec("category1_torque_limits", _TORQUE_LIMITS_DEFAULT, "Category 1: the drives' torque limits "
+                    "[N m; N for prismatic joints] that lengthen the ramp until its torques fit (to at most "
+                    f"{CATEGORY1_LONGEST_RAMP:g} s, else the prediction is success=false naming the joint): 'urdf' "
+                    "for the model's effort limits, or one number per joint in model order separated by spaces (0: "
+                    "none on that joint); empty: none, the drives deliver category1_deceleration whatever it takes "
+                    "(the --torque-limits of the command lines).", _torque_limits,
+                    constraint="'', 'urdf' or one number >= 0 per joint"),
     P.ParameterSpec("continuous_rate", 0.0, "Rate [Hz] of continuous 'if the E-stop fired now' predictions while "
                     "no stop is active; 0 disables. Merged: at most one waits at a time.", P.in_range(0.0, 1000.0),
                     constraint="0 <= rate <= 1000 Hz"),
@@ -138,6 +163,7 @@ def prediction_settings(p: Mapping[str, Any]) -> PredictionSettings:
     """What every prediction of the node is made with (``stop_worker.predict``), from the parameters."""
     return PredictionSettings(category=p["stop_category"], horizon=p["horizon"], step=p["integration_step"],
                               deceleration=p["category1_deceleration"], deadline=p["prediction_deadline"],
+                              torque_limits=torque_limits_from_text(p["category1_torque_limits"]),
                               tcp_frame=p["tcp_frame"], robot_name=p["robot"])
 
 

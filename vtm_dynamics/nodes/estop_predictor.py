@@ -33,6 +33,7 @@ from std_msgs.msg import String
 from vtm_msgs.msg import BrakeEvent, LockEvent
 from vtm_msgs.srv import CheckTrajectory, PredictStop
 
+from vtm_dynamics.core.estop.inputs import torque_limits_text
 from vtm_dynamics.core.robot.model import ModelError
 from vtm_dynamics.nodes import diagnostics, graph
 from vtm_dynamics.nodes import params as P
@@ -151,7 +152,9 @@ class EstopPredictor(Node):
         if self.events is not None:
             self.events.start()
         model = self.models.current.name if self.models.current else "(waiting for robot_description)"
-        self.get_logger().info(f"estop_predictor ready: model {model}, stop category {self.p['stop_category']}, "
+        ramp = (f" (ramp {self.settings.deceleration:g} rad/s^2, drive torque limits "
+                f"{torque_limits_text(self.settings.torque_limits)})" if self.settings.category == 1 else "")
+        self.get_logger().info(f"estop_predictor ready: model {model}, stop category {self.p['stop_category']}{ramp}, "
                                f"continuous_rate {self.p['continuous_rate']} Hz")
 
     def destroy_node(self) -> None:

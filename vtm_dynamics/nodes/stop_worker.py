@@ -4,7 +4,7 @@ into the node, which turns the result into messages and publishes it. Plain Pyth
 
 * :func:`predict` is the one prediction call of the node (E-stops, revisions, services, continuous mode, the
   envelope of the live stopping distance): the core's ``predict_stop`` with the node's settings (stop category,
-  horizon, integration step, category-1 deceleration, TCP frame), the brakes of the model (or those given) with a
+  horizon, integration step, category-1 deceleration and torque limits, TCP frame), the brakes of the model (or those given) with a
   brake event's overrides, and the abrupt locks of the stop. It never raises: a failure is an :class:`Outcome`
   with the reason, and a prediction that took longer than ``prediction_deadline`` is a failure naming it.
 * :meth:`StopWorker.run` predicts one :class:`~vtm_dynamics.nodes.stop_session.StopJob`: no model, a trigger input
@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopSettings, predict_stop
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.defaults import CATEGORY1_TORQUE_LIMITS
 from vtm_dynamics.core.robot.catalogue import ROBOTS
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.nodes import graph
@@ -41,7 +42,8 @@ from vtm_dynamics.nodes.stop_session import StartChoice, StartLimits, StopJob
 class PredictionSettings:
     """What every prediction of the node is made with: IEC 60204-1 ``category`` (0 or 1), ``horizon`` [s], the
     integration ``step`` [s], the category-1 ``deceleration`` [rad/s^2], the wall-time ``deadline`` [s], the
-    configured ``tcp_frame`` ('' or a frame the model may lack) and the shipped robot's name (its tool frame)."""
+    configured ``tcp_frame`` ('' or a frame the model may lack), the shipped robot's name (its tool frame) and the
+    category-1 drives' ``torque_limits`` [N m] (None, "urdf" or one per joint: ``CategoryOne.torque_limits``)."""
 
     category: int
     horizon: float
@@ -50,6 +52,11 @@ class PredictionSettings:
     deadline: float
     tcp_frame: str = ""
     robot_name: str = ""
+    torque_limits: str | tuple[float, ...] | None = CATEGORY1_TORQUE_LIMITS
+
+    def category_one(self) -> CategoryOne:
+        """The category-1 ramp every category-1 prediction of the node is made with."""
+        return CategoryOne(deceleration=self.deceleration, torque_limits=self.torque_limits)
 
     def tcp_frame_of(self, robot: RobotModel) -> str:
         """The configured TCP frame if ``robot`` has it, else the robot's tool frame."""
@@ -98,7 +105,7 @@ def predict_with_brakes(robot: RobotModel, brakes: BrakeSet, state: Any, setting
         result = predict_stop(
             robot, brakes if not overrides else apply_overrides(robot, brakes, overrides), state.q, state.v,
             category=category, tcp_frame=tcp_frame or settings.tcp_frame_of(robot), lock_events=tuple(locks),
-            category_one=CategoryOne(deceleration=settings.deceleration) if category == 1 else None,
+            category_one=settings.category_one() if category == 1 else None,
             settings=StopSettings(step=settings.step, t_max=horizon or settings.horizon),
         )
     except ValueError as err:

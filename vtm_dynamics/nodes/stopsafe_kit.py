@@ -11,7 +11,7 @@ cases, built once per model on the auxiliary worker and shared by the ``check_tr
 * Stop cases (:class:`~vtm_dynamics.core.stopsafe.stop_cases.StopSetup`): the categories asked for, over the
   envelope of the live stopping distance (``stopping_envelope_*``: the same brake-torque, engage-delay and payload
   tolerances; ``stopping_envelope`` false: nominal brakes only), with the node's horizon, integration step and
-  category-1 deceleration and the model's brakes. A setup may carry a :class:`StopBudget`: every prediction is
+  category-1 deceleration and torque limits and the model's brakes. A setup may carry a :class:`StopBudget`: every prediction is
   counted against a cap and a deadline, so a request's total predicted stops and wall time are bounded however the
   core's check and search divide their work.
 
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
-from vtm_dynamics.core.estop import CategoryOne, StopSettings
+from vtm_dynamics.core.estop import StopSettings
 from vtm_dynamics.core.robot.catalogue import EXAMPLE_ROBOT_DATA, ROBOTS
 from vtm_dynamics.core.stopsafe.robot_geometry import RobotGeometry, build_robot_geometry, example_robot_package_dir
 from vtm_dynamics.core.stopsafe.scene import SceneError
@@ -146,7 +146,7 @@ class StopsafeKits:
         engine = StopSettings(step=s.step, t_max=s.horizon)
 
         def make_setup(categories: tuple[int, ...]) -> BudgetedSetup:
-            return BudgetedSetup(robot, model.brakes, envelope, categories, CategoryOne(deceleration=s.deceleration),
+            return BudgetedSetup(robot, model.brakes, envelope, categories, s.category_one(),
                                  payload_frame=payload_frame, settings=engine)
 
         return StopsafeKit(model, geometry, tcp, make_setup)
