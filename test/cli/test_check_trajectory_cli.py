@@ -140,3 +140,31 @@ def test_per_segment_scalings_that_would_break_a_velocity_limit_are_not_taken_an
     assert "(re-check passes)" in line
     scales = [float(x) for x in line.split(":", 1)[1].split("(")[0].split(",")]
     assert len(scales) == 4 and max(scales) > min(scales)
+
+
+def test_category_1_ramps_keep_within_the_given_torque_limits_and_the_report_says_which(files, capsys):
+    """The pan trajectory turns only the base (vertical axis: no gravity, Coriolis or centrifugal torque on it), so
+    a ramp from base speed v costs the drive (M_00 + armature) v / T; M_00 does not depend on the base angle and the
+    other joints stay put, so at every E-stop instant the ramp within a base limit L lasts (M_00 + armature) v / L
+    and the free one v / decel: their ratio is (M_00 + armature) decel / L at every instant. Before,
+    vtm-check-trajectory had no --torque-limits: the drives delivered --decel whatever it took."""
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    d = files["dir"]
+    decel, limit, armature = 20.0, 2.0, 2.0  # armature: shoulder_pan_joint in config/ur5_brakes.yaml
+    runs = {}
+    for name, extra in (("free", []), ("held", ["--torque-limits", str(limit), "1e4", "1e4", "1e4", "1e4", "1e4"])):
+        path = d / f"c1_{name}.json"
+        assert main([files["pan"], "--scene", files["near"], "--rate", "40", "--category", "1", "--decel",
+                     str(decel), "--json", str(path), *FAST, *extra]) in (0, 1)
+        runs[name] = json.loads(path.read_text())
+    assert "drive torque limits 2 10000 10000 10000 10000 10000 N m" in capsys.readouterr().out
+    assert runs["held"]["sources"]["category1"].endswith("10000 N m (per joint, model order; 0: none)")
+    assert "none" in runs["free"]["sources"]["category1"]
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    ratio = (robot.mass_matrix(np.array(S.UR5_HOME, float))[0, 0] + armature) * decel / limit
+    free = {r["time_s"]: r["stop_time_s"] for r in runs["free"]["samples"]}
+    moving = [r for r in runs["held"]["samples"] if free.get(r["time_s"])]
+    assert len(moving) >= 15
+    for r in moving:
+        assert r["stop_time_s"] == pytest.approx(ratio * free[r["time_s"]], rel=1e-6)

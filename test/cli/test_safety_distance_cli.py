@@ -224,3 +224,27 @@ def test_iso13855_on_a_trajectory_stops_from_a_speed_peak_between_the_grid_insta
     on_grid = max(p.stop_time for preds in predict_stops(setup, q, v) for p in preds)
     assert at_peak > on_grid  # the peak matters
     assert ts >= at_peak - 1e-9
+
+
+def test_a_category_1_stopping_time_keeps_the_ramp_within_the_given_torque_limits(tmp_path, capsys):
+    """Only the base turns, at 2 rad/s (vertical axis: its drive torque is (M_00 + armature) v / T, nothing else):
+    the free ramp lasts v / decel = 0.1 s, the one within a base limit L (M_00 + armature) v / L, and T_s is the
+    ramp (the brakes take over at standstill). Before, vtm-safety-distance had no --torque-limits."""
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    q = [0.4, -1.0, 1.2, -0.5, 0.8, 0.1]
+    runs = {}
+    for name, extra in (("free", []), ("held", ["--torque-limits", "20", "1e4", "1e4", "1e4", "1e4", "1e4"])):
+        out = tmp_path / f"{name}.json"
+        assert main(["ssm", "--q", *map(str, q), "--v", "2", "0", "0", "0", "0", "0", "--person", "1", "0", "0",
+                     "--reaction-time", "0.1", "--nominal", "--category", "1", "--decel", "20", "--json", str(out),
+                     *extra]) == 0
+        runs[name] = json.loads(out.read_text())
+    printed = capsys.readouterr().out
+    assert "category 1: ramp 20 rad/s^2 (assumed, --decel), drive torque limits 20 10000" in printed
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    armature = 2.0  # shoulder_pan_joint in config/ur5_brakes.yaml
+    assert runs["free"]["T_s"] == pytest.approx(2.0 / 20.0, abs=1e-9)
+    assert runs["held"]["T_s"] == pytest.approx((robot.mass_matrix(np.array(q))[0, 0] + armature) * 2.0 / 20.0,
+                                                rel=1e-6)
+    assert runs["held"]["robot"]["category1"].startswith("ramp 20 rad/s^2")

@@ -114,6 +114,7 @@ def summary_text(loaded: LoadedSetup, traj: PlannedTrajectory, result: Trajector
     lines = [f"Stop-safe check: {loaded.name} ({len(loaded.robot.joint_names)} joints), "
              f"{traj.n_points} points, {traj.duration:.3f} s, {traj.interpolation} interpolation",
              f"cases per E-stop instant: {len(result.cases)} ({loaded.sources['envelope']})",
+             *([f"category 1: {loaded.sources['category1']}"] if loaded.sources.get("category1") else []),
              f"E-stop instants: {len(result.samples)}, stops predicted: {result.n_stops}, exact distances: "
              f"{result.exact_calls}"]
     tol = "fixed rate" if result.tolerance is None else f"tolerance {result.tolerance:g} m"

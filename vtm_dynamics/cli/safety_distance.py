@@ -184,6 +184,8 @@ def ssm_report(r, sources: dict) -> str:
     for sym, name, value, unit, src in rows:
         lines.append(f"{sym:<5} {name:<52} {value:>10.4f} {unit:<4} {src}")
     lines.append("")
+    if sources.get("category1"):
+        lines.append(f"category 1: {sources['category1']}")
     lines.append(f"limiting point {np.round(r.closest_point, 4).tolist()} on {r.link} (the smallest margin over the "
                  f"robot's parts), person {r.person.tolist()}")
     if r.closest_link and r.closest_link != r.link:
@@ -267,13 +269,14 @@ def run(args: argparse.Namespace) -> str:
                            "terms": [t.__dict__ for t in result.terms], "robot": loaded.sources}, fh, indent=1)
         return iso13855_report(result) + (f"\nwrote {args.json}" if args.json else "")
     params, sources = _parameters(args)
+    sources["category1"] = loaded.sources.get("category1")
     monitor = SeparationMonitor(loaded.setup, loaded.geometry, params)
     if args.command == "ssm":
         q, v, _ = _state(loaded, args)
         r = monitor.evaluate(q, v, args.person)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as fh:
-                json.dump(_ssm_dict(r), fh, indent=1)
+                json.dump({**_ssm_dict(r), "robot": loaded.sources}, fh, indent=1)
         return ssm_report(r, sources) + (f"\nwrote {args.json}" if args.json else "")
     from vtm_dynamics.core.stopsafe.separation import MAX_TABLE_ROWS, table_columns
     from vtm_dynamics.scaleout.result_file import read_columns, result_rows
@@ -326,6 +329,8 @@ def run(args: argparse.Namespace) -> str:
     if len(categories) > 1:
         ones = sum(row.category == 1 for row in rows)
         text += f"\nthe larger S_p of both categories per state: category 1 in {ones}, category 0 in {len(rows) - ones}"
+    if sources.get("category1"):
+        text += f"\ncategory 1: {sources['category1']}"
     return text + (f"\nwrote {args.csv}" if args.csv else "")
 
 

@@ -17,8 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from vtm_dynamics.cli.arguments import add_torque_limits_option
 from vtm_dynamics.cli.robot_choice import default_brakes_path
 from vtm_dynamics.core.estop import CategoryOne, StopInputError
+from vtm_dynamics.core.estop.inputs import torque_limits_from_text, torque_limits_text
 from vtm_dynamics.core.estop.defaults import (
     CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR,
 )
@@ -66,6 +68,7 @@ def add_robot_arguments(ap: argparse.ArgumentParser) -> None:
     c.add_argument("--category", choices=("0", "1", "both"), default="0", help="IEC 60204-1 stop category")
     c.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION,
                    help=f"category-1 ramp deceleration [rad/s^2] (default {CATEGORY1_DECELERATION:g})")
+    add_torque_limits_option(c)
     c.add_argument("--torque-factor", type=float, nargs=2, default=ENVELOPE_TORQUE_FACTOR, metavar=("MIN", "MAX"),
                    help="envelope: brake torque factors (default %(default)s)")
     c.add_argument("--delay-factor", type=float, nargs=2, default=ENVELOPE_DELAY_FACTOR, metavar=("MIN", "MAX"),
@@ -122,13 +125,16 @@ def load_setup(args: argparse.Namespace) -> LoadedSetup:
         torque_factor=tuple(args.torque_factor), delay_factor=tuple(args.delay_factor), payload=payload,
         payload_frame=payload_frame)
     categories = (0, 1) if args.category == "both" else (int(args.category),)
-    setup = StopSetup(robot, brakes, envelope, categories, CategoryOne(deceleration=args.decel),
+    limits = torque_limits_from_text(args.torque_limits)
+    setup = StopSetup(robot, brakes, envelope, categories, CategoryOne(deceleration=args.decel, torque_limits=limits),
                       payload_frame=payload_frame)
     sources = {
         "urdf": os.path.basename(urdf_path), "brakes": os.path.basename(brake_file),
         "envelope": "nominal brakes only" if envelope is None else
         f"torque x{args.torque_factor[0]:g}..{args.torque_factor[1]:g}, delay x{args.delay_factor[0]:g}.."
         f"{args.delay_factor[1]:g}, payload {payload[0]:g}..{payload[1]:g} kg",
+        "category1": None if 1 not in categories else
+        f"ramp {args.decel:g} rad/s^2 (assumed, --decel), drive torque limits {torque_limits_text(limits)}",
     }
     return LoadedSetup(args.robot if spec else robot.name, robot, geometry, brakes, setup, tcp, sources)
 
