@@ -248,3 +248,25 @@ def test_a_category_1_stopping_time_keeps_the_ramp_within_the_given_torque_limit
     assert runs["held"]["T_s"] == pytest.approx((robot.mass_matrix(np.array(q))[0, 0] + armature) * 2.0 / 20.0,
                                                 rel=1e-6)
     assert runs["held"]["robot"]["category1"].startswith("ramp 20 rad/s^2")
+
+
+def test_ssm_map_takes_the_maps_torque_limits_says_so_and_refuses_others(tmp_path, capsys):
+    """A map built with category-1 torque limits is evaluated with the same limits (its manifest records them), as
+    its category; other limits are refused like another category. Before, ssm-map ignored them."""
+    from vtm_dynamics.cli.stopping_map import main as stopping_map
+
+    out = tmp_path / "run"
+    assert stopping_map(["UR5", "--states", "2", "--threads", "--workers", "1", "--category", "1", "--decel", "20",
+                         "--torque-limits", "urdf", "--out", str(out)]) == 0
+    capsys.readouterr()
+    common = ["ssm-map", str(out / "stopping_map.parquet"), "--person", "1.0", "0.3", "0.5", "--reaction-time", "0.1",
+              "--quiet", "--nominal"]
+    assert main(common + ["--csv", str(tmp_path / "default.csv")]) == 0
+    assert "category 1: ramp 20 rad/s^2 (assumed, --decel), drive torque limits the URDF's effort limits" in \
+        capsys.readouterr().out
+    assert main(common + ["--torque-limits", "urdf", "--csv", str(tmp_path / "same.csv")]) == 0
+    capsys.readouterr()
+    assert _ssm_csv(tmp_path / "default.csv") == _ssm_csv(tmp_path / "same.csv")
+    assert main(common + ["--torque-limits", "150", "150", "150", "28", "28", "28"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "torque_limits: the map was built with urdf" in err and "\n" not in err

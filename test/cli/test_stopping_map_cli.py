@@ -326,3 +326,32 @@ def test_the_payload_sits_at_the_robots_flange_whatever_frame_the_distance_is_me
         wrong = predict_stop(at_wrist, brakes, q, v, tcp_frame="wrist_3_link").tcp_straight_distance
         assert abs(right - wrong) > 1e-6  # the two placements give distances this test can tell apart
         assert columns["tcp_straight_distance_m"][k] == pytest.approx(right, abs=1e-9)
+
+
+def test_a_category_1_map_keeps_every_ramp_within_the_given_torque_limits_and_says_which(tmp_path, capsys):
+    """Only the base is fast (the other joints' 100 % speed is 1e-7 rad/s): about the vertical base axis there is
+    no gravity and the others' motion adds torques of order 1e-7, so a row's ramp within a base limit L lasts
+    (M_00(q) + armature) |v_base| / L (M_00 from the row's q, the shipped brakes' base rotor inertia); the free
+    ramp |v_base| / decel is 0.1 s at most. The base range keeps the ramps (up to 1.8 s) inside its limits. Before,
+    vtm-stopping-map had no --torque-limits: every row's ramp was the free one."""
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+    from vtm_dynamics.scaleout.chunk_store import read_result
+
+    out = tmp_path / "m"
+    assert main(["ur5", "--states", "6", "--threads", "--workers", "1", "--category", "1", "--decel", "20",
+                 "--max-speeds", "2", "1e-7", "1e-7", "1e-7", "1e-7", "1e-7", "--q-low", "-1", "-3", "-3", "-3", "-3",
+                 "-3", "--q-high", "1", "3", "3", "3", "3", "3", "--torque-limits", "5", "1e4", "1e4", "1e4", "1e4",
+                 "1e4", "--out", str(out)]) == 0
+    assert "drive torque limits 5 10000 10000 10000 10000 10000 N m" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mapped"]["category1_torque_limits"] == [5.0] + [1e4] * 5
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    armature = 2.0  # shoulder_pan_joint in config/ur5_brakes.yaml
+    columns = read_result(str(out / "stopping_map.parquet"))
+    for k in range(6):
+        q = np.array([columns[f"q_{n}"][k] for n in robot.joint_names])
+        v_base = abs(columns["v_shoulder_pan_joint"][k])
+        assert v_base > 0.2
+        expected = (robot.mass_matrix(q)[0, 0] + armature) * v_base / 5.0
+        assert expected > 2 * v_base / 20.0  # the limit lengthens every ramp
+        assert columns["stop_time_s"][k] == pytest.approx(expected, rel=1e-5)

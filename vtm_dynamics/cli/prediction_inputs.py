@@ -45,7 +45,7 @@ def inputs_lines(inputs: dict) -> list[str]:
         f"category         {inputs['category']}" + (
             f": ramp at {c1['deceleration_rad_s2']:g} rad/s^2 (assumed, --decel), power off at standstill"
             + (f" or after {c1['max_duration_s']:g} s" if c1["max_duration_s"] is not None else "")
-            + ("; drive torques within " + torque_limits_text(_limits(c1["torque_limits"]))
+            + ("; drive torques within " + torque_limits_text(c1["torque_limits"])
                + f", ramp at most {c1['longest_ramp_s']:g} s" if c1.get("torque_limits") else "")
             if c1 else ": brakes engage after their delay, no drive torque"),
         f"integration      {inputs['integration']['method']}, max step {inputs['integration']['max_step_s']:g} s, "
@@ -60,11 +60,6 @@ def inputs_lines(inputs: dict) -> list[str]:
     lines.append(f"software         {sw['name']} {sw['version']}"
                  + (f" (git {sw['git_commit']})" if sw["git_commit"] else " (not from a git tree)"))
     return lines
-
-
-def _limits(value):
-    """Torque limits as stored in the JSON (a list) back to the core's form (a tuple)."""
-    return tuple(value) if isinstance(value, list) else value
 
 
 def plot_source(inputs: dict) -> str:

@@ -219,9 +219,10 @@ def _ssm_dict(r) -> dict:
     return out
 
 
-def map_stop_category(path: str) -> tuple[int | None, float | None]:
-    """The stop category and category-1 deceleration [rad/s^2] a map was built with, from the ``manifest.json``
-    beside its result file when that manifest belongs to it (same inputs hash); (None, None) when not recorded."""
+def map_stop_category(path: str) -> tuple[int | None, float | None, list[str] | None]:
+    """The stop category, category-1 deceleration [rad/s^2] and the drives' torque limits (as ``--torque-limits``
+    words, None: none) a map was built with, from the ``manifest.json`` beside its result file when that manifest
+    belongs to it (same inputs hash); (None, None, None) when not recorded."""
     import os
 
     import pyarrow.parquet as pq
@@ -233,21 +234,31 @@ def map_stop_category(path: str) -> tuple[int | None, float | None]:
             data = json.load(fh)
         spec = data["inputs"]["spec"]
         if digest is None or data["inputs_hash"].encode() != digest:
-            return None, None
-        return int(spec["category"]), float(spec["category1_deceleration"])
+            return None, None, None
+        limits = spec.get("category1_torque_limits")  # maps made before the option: none
+        words = None if limits is None else [limits] if isinstance(limits, str) else [repr(float(x)) for x in limits]
+        return int(spec["category"]), float(spec["category1_deceleration"]), words
     except (OSError, ValueError, KeyError, TypeError):
-        return None, None
+        return None, None, None
 
 
 def _map_categories(args: argparse.Namespace) -> None:
-    """Resolve ``--category`` / ``--decel`` of ``ssm-map``: the map's recorded stop unless given; a single category
-    other than the recorded one is refused (the rows' stops would be re-predicted as another kind of stop)."""
-    recorded, decel = map_stop_category(args.map)
+    """Resolve ``--category`` / ``--decel`` / ``--torque-limits`` of ``ssm-map``: the map's recorded stop unless
+    given; a single category other than the recorded one is refused (the rows' stops would be re-predicted as
+    another kind of stop), and so are torque limits other than the map's."""
+    from vtm_dynamics.core.estop.inputs import torque_limits_from_text
+
+    recorded, decel, limits = map_stop_category(args.map)
     if args.category is None:
         args.category = str(recorded) if recorded is not None else "0"
     elif recorded is not None and args.category != "both" and int(args.category) != recorded:
         raise StopInputError(f"category: the map was built with category {recorded}, not --category "
                              f"{args.category} (omit --category to use the map's, or give both)")
+    if args.torque_limits is None:
+        args.torque_limits = limits
+    elif recorded is not None and torque_limits_from_text(args.torque_limits) != torque_limits_from_text(limits):
+        raise StopInputError(f"torque_limits: the map was built with {' '.join(limits or ['none'])}, not "
+                             f"--torque-limits {' '.join(args.torque_limits)[:80]} (omit it to use the map's)")
     if args.decel is None:
         args.decel = decel if decel is not None else CATEGORY1_DECELERATION
 

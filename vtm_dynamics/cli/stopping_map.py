@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 import numpy as np
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status, quiet_when_output_closed
+from vtm_dynamics.cli.arguments import Parser, add_torque_limits_option, parse_or_exit_status, quiet_when_output_closed
 from vtm_dynamics.cli.stopping_robots import add_robot_arguments, load_robot
 from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.estop.inputs import torque_limits_text
 from vtm_dynamics.core.estop.defaults import (
     CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR,
 )
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--category", type=int, choices=(0, 1), default=CATEGORY, help="IEC 60204-1 stop category")
     ap.add_argument("--decel", type=float, default=CATEGORY1_DECELERATION, help="category 1: joint deceleration of the controlled ramp "
                     "[rad/s^2] (an assumption: give your controller's)")
+    add_torque_limits_option(ap)
     ap.add_argument("--scheduler", help="tcp://HOST:PORT (or tls://, credentials from the Dask configuration) of an "
                     "existing Dask scheduler (default: a local cluster on loopback that no other client can join)")
     ap.add_argument("--connect-timeout", type=float, default=CONNECT_TIMEOUT,
@@ -98,6 +100,7 @@ def catalogue_max_speeds(loaded) -> tuple[float, ...] | None:
 
 def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
     from vtm_dynamics.core.estop import StopInputError
+    from vtm_dynamics.core.estop.inputs import torque_limits_from_text
     from vtm_dynamics.core.stopping.workspace_map import MapSpec
 
     d = loaded.defaults
@@ -118,6 +121,7 @@ def spec_from_args(args: argparse.Namespace, loaded) -> MapSpec:
         max_speeds=None if max_speeds is None else tuple(float(x) for x in max_speeds),
         payloads=tuple(args.payload or (0.0,)), torque_factor=tuple(args.torque_factor),
         delay_factor=tuple(args.delay_factor), category=args.category, category1_deceleration=args.decel,
+        category1_torque_limits=torque_limits_from_text(args.torque_limits),
     )
 
 
@@ -173,6 +177,9 @@ def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns:
             "torque_factor": list(spec.torque_factor), "delay_factor": list(spec.delay_factor),
             "category": spec.category,
             "category1_deceleration_rad_s2": spec.category1_deceleration if spec.category == 1 else None,
+            "category1_torque_limits": (list(spec.category1_torque_limits)
+                                        if isinstance(spec.category1_torque_limits, tuple)
+                                        else spec.category1_torque_limits) if spec.category == 1 else None,
             "cell_box_m": None if spec.cell_box is None else [list(spec.cell_box[0]), list(spec.cell_box[1])],
             "seed": spec.seed, "states": spec.n_states,
         }
@@ -198,7 +205,8 @@ def summary_lines(summary: dict) -> list[str]:
                      f"{m['speed_fraction'][0]:g}-{m['speed_fraction'][1]:g} x the maximum of the most loaded joint; "
                      f"brake torque x {m['torque_factor'][0]:g}-{m['torque_factor'][1]:g}, delay x "
                      f"{m['delay_factor'][0]:g}-{m['delay_factor'][1]:g}; category {m['category']}"
-                     + (f" (ramp {m['category1_deceleration_rad_s2']:g} rad/s^2, assumed)" if m["category"] == 1
+                     + (f" (ramp {m['category1_deceleration_rad_s2']:g} rad/s^2, assumed; drive torque limits "
+                        f"{torque_limits_text(m.get('category1_torque_limits'))})" if m["category"] == 1
                         else ""))
     if m and (m["torque_factor"][0] < m["torque_factor"][1] or m["delay_factor"][0] < m["delay_factor"][1]):
         low, long = m["torque_factor"][0], m["delay_factor"][1]

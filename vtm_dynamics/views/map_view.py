@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from vtm_dynamics.core.estop import CategoryOne, predict_stop
+from vtm_dynamics.core.estop import predict_stop
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.estop.results import StopPrediction
@@ -45,7 +45,7 @@ def replay_row(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, columns: dict
     q, v = row_state(columns, robot, row)
     mass = float(columns["payload_kg"][row])
     model = robot if mass == 0 else with_payload(robot, mass, spec.payload_frame)
-    c1 = CategoryOne(deceleration=spec.category1_deceleration) if spec.category == 1 else None
+    c1 = spec.category_one() if spec.category == 1 else None
     scaled = brakes.scaled(torque_factor=float(columns["torque_factor"][row]),
                            delay_factor=float(columns["delay_factor"][row]))
     return predict_stop(model, scaled, q, v, category=spec.category, category_one=c1, tcp_frame=spec.tcp_frame)

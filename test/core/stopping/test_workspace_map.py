@@ -65,6 +65,10 @@ def test_states_respect_limits_speed_fraction_and_the_cell_box(ur5):
     ({"torque_factor": (0.9, 1e6)}, "torque_factor: expected 0.0 <= min <= max <= 100.0"),
     ({"delay_factor": (1.0, 1e6)}, "delay_factor: expected 0.0 <= min <= max <= 100.0"),
     ({"n_states": 0}, "n_states: expected"),
+    ({"category1_torque_limits": (150.0,) * 5}, "category1_torque_limits: 5 values for 6 joints"),
+    ({"category1_torque_limits": (150.0, -1.0, 150.0, 28.0, 28.0, 28.0)},
+     "category1_torque_limits: '-1.0' is not a finite torque >= 0 N m"),
+    ({"category1_torque_limits": "lots"}, "category1_torque_limits: 'lots' is neither 'urdf' nor numbers"),
 ])
 def test_bad_maps_are_refused_in_one_line(ur5, kw, words):
     with pytest.raises(MapInputError) as err:

@@ -106,8 +106,9 @@ def torque_limits_from_text(text: str | Sequence[str] | None) -> str | tuple[flo
     return values
 
 
-def torque_limits_text(limits: str | tuple[float, ...] | None) -> str:
-    """The torque limits a prediction used, in words for a report (``torque_limits_from_text``'s values)."""
+def torque_limits_text(limits: str | Sequence[float] | None) -> str:
+    """The torque limits a prediction used, in words for a report (``torque_limits_from_text``'s values, or the
+    list a JSON file holds)."""
     if limits is None:
         return "none (the drives deliver the ramp's deceleration whatever torque it takes)"
     if limits == "urdf":

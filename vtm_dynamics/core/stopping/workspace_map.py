@@ -28,8 +28,9 @@ import numpy as np
 from vtm_dynamics.core.estop import CategoryOne, StopInputError
 from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.inputs import torque_limits_from_text
 from vtm_dynamics.core.estop.defaults import (
-    CATEGORY, CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, MAX_ENVELOPE_FACTOR, MAX_PAYLOAD,
+    CATEGORY, CATEGORY1_DECELERATION, CATEGORY1_TORQUE_LIMITS, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, MAX_ENVELOPE_FACTOR, MAX_PAYLOAD,
     PAYLOAD,
 )
 from vtm_dynamics.core.robot.model import RobotModel
@@ -68,7 +69,8 @@ class MapSpec:
     zmin), (xmax, ymax, zmax)) [m] in the world frame for the TCP at the state (None: anywhere); ``speed_fraction``
     (min, max) of ``max_speeds`` [rad/s] per joint (None: the model's velocity limits); ``payloads`` [kg] levels;
     envelope ``torque_factor`` / ``delay_factor`` ranges; stop ``category`` (and the category-1 ramp's
-    ``category1_deceleration`` [rad/s^2]); ``tcp_frame`` whose distance is mapped, ``payload_frame``. ``states``:
+    ``category1_deceleration`` [rad/s^2] and the drives' ``category1_torque_limits`` [N m]: None, "urdf" or one per
+    joint, ``CategoryOne.torque_limits``); ``tcp_frame`` whose distance is mapped, ``payload_frame``. ``states``:
     explicit (q, v) pairs instead of sampled ones (e.g. logged states; payload and factors are still sampled);
     ``grid``: points per joint of a grid of configurations over the joint ranges (state k is the k-th point in
     C order; ``n_states`` must equal the product; velocities, payloads and factors are still sampled)."""
@@ -88,12 +90,17 @@ class MapSpec:
     delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
     category: int = CATEGORY
     category1_deceleration: float = CATEGORY1_DECELERATION
+    category1_torque_limits: str | tuple[float, ...] | None = CATEGORY1_TORQUE_LIMITS
     states: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] | None = field(default=None)
     grid: tuple[int, ...] | None = None
 
     @property
     def n_chunks(self) -> int:
         return -(-self.n_states // self.chunk_size)
+
+    def category_one(self) -> CategoryOne:
+        """The category-1 ramp of every stop of the map."""
+        return CategoryOne(deceleration=self.category1_deceleration, torque_limits=self.category1_torque_limits)
 
     def as_dict(self) -> dict:
         """Plain JSON-ready dict of every input (for the run's manifest and its hash)."""
@@ -223,6 +230,14 @@ def check_map_spec(robot: RobotModel, spec: MapSpec) -> None:
         raise MapInputError(f"category: 0 or 1, got {spec.category}")
     if not (math.isfinite(spec.category1_deceleration) and spec.category1_deceleration > 0):
         raise MapInputError(f"category1_deceleration: must be positive, got {spec.category1_deceleration}")
+    limits = spec.category1_torque_limits
+    if limits is not None:
+        try:  # the command lines' check, on the spec's values
+            torque_limits_from_text(limits if isinstance(limits, str) else [repr(float(x)) for x in limits])
+        except (StopInputError, TypeError, ValueError) as err:
+            raise MapInputError(f"category1_{str(err).split(': ', 1)[0]}: {str(err).split(': ', 1)[-1]}") from None
+        if not isinstance(limits, str) and len(limits) != robot.nv:
+            raise MapInputError(f"category1_torque_limits: {len(limits)} values for {robot.nv} joints")
     if spec.states is not None and len(spec.states) != spec.n_states:
         raise MapInputError(f"states: {len(spec.states)} given for n_states {spec.n_states}")
     if spec.grid is not None:
@@ -334,7 +349,7 @@ def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: in
     out = {k: np.empty(n) for k in RESULT_COLUMNS}
     out["stopped"] = np.zeros(n, dtype=bool)
     out["within_limits"] = np.zeros(n, dtype=bool)
-    c1 = CategoryOne(deceleration=spec.category1_deceleration) if spec.category == 1 else None
+    c1 = spec.category_one() if spec.category == 1 else None
     try:
         predictions = predict_stops(robot, brakes, batch.q, batch.v, payloads=batch.payload,
                                     torque_factors=batch.torque_factor, delay_factors=batch.delay_factor,
