@@ -295,3 +295,31 @@ def test_a_point_past_a_joint_limit_has_no_value_for_safety_calculations_in_the_
     assert f"{p.angle_max:.3f} / " not in row  # no value for safety calculations
     assert any(line.startswith("# PAST A JOINT LIMIT (1 points") for line in lines)
     assert any("elbow_joint reaches" in line for line in lines)
+
+
+def test_category_1_points_keep_the_ramp_within_the_given_torque_limits_and_the_report_says_which(tmp_path):
+    """The base turns alone about its vertical axis (no gravity, the other joints at rest: no Coriolis or
+    centrifugal torque on it), so its ramp within a base limit L lasts (M_00 + armature) v / L, M_00 of the test
+    pose with the point's payload, and the base travels v T / 2. 40 N m is below what 20 rad/s^2 needs at every
+    point. Before, vtm-stopping-data had no --torque-limits: every ramp took v / decel."""
+    import numpy as np
+
+    from vtm_dynamics.core.estop.payload import with_payload
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    out = tmp_path / "c1"
+    limit, decel, armature = 40.0, 20.0, 2.0  # armature: shoulder_pan_joint in config/ur5_brakes.yaml
+    assert main(["UR5", "--category", "1", "--decel", str(decel), "--torque-limits", str(limit), "1e4", "1e4", "1e4",
+                 "1e4", "1e4", "--out", str(out)]) == 0
+    data = json.loads((out / "ur5_stopping_data.json").read_text())
+    assert data["spec"]["category1_torque_limits"] == [limit] + [1e4] * 5
+    assert any("drive torque limits: 40 10000 10000 10000 10000 10000 N m" in line for line in data["assumptions"])
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    base = [p for p in data["points"] if p["joint"] == "shoulder_pan_joint"]
+    assert len(base) == 27
+    for p in base:
+        model = with_payload(robot, p["payload"], data["spec"]["payload_frame"]) if p["payload"] else robot
+        T = (model.mass_matrix(np.array(p["q_test"]))[0, 0] + armature) * p["speed"] / limit
+        assert T > p["speed"] / decel  # the limit lengthens every ramp
+        assert p["time"] == pytest.approx(T, rel=1e-5)
+        assert p["angle"] == pytest.approx(p["speed"] * T / 2.0, rel=1e-5)

@@ -28,7 +28,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Sequence
 
 from vtm_dynamics.cli import provenance
-from vtm_dynamics.cli.arguments import Parser, parse_or_exit_status, quiet_when_output_closed
+from vtm_dynamics.cli.arguments import Parser, add_torque_limits_option, parse_or_exit_status, quiet_when_output_closed
 from vtm_dynamics.cli.published_comparison import published_figures, published_table, table_lines
 from vtm_dynamics.cli.stopping_robots import LoadedRobot, add_robot_arguments, load_robot
 from vtm_dynamics.core.excerpt import first_line
@@ -67,6 +67,7 @@ def fold_joint(robot, base: Sequence[float], joints: Sequence[str], frame: str, 
 def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     """The stated test for a named robot (its defaults) or for a URDF (computed joints, given payload/speeds)."""
     from vtm_dynamics.core.estop import StopInputError
+    from vtm_dynamics.core.estop.inputs import torque_limits_from_text
     from vtm_dynamics.core.stopping.iso10218 import StoppingTestSpec, greatest_displacement_joints
 
     robot, d = loaded.robot, loaded.defaults
@@ -99,6 +100,7 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     if args.max_payload is not None:
         payload = args.max_payload
     extra = {} if args.decel is None else {"category1_deceleration": args.decel}
+    extra["category1_torque_limits"] = torque_limits_from_text(args.torque_limits)
     return StoppingTestSpec(joints=tuple(joints), fold_joints=tuple(folds), max_speeds=tuple(speeds),
                             max_payload=payload, payload_frame=frame, base_pose=base, extension_joint=joints[0],
                             categories=categories, hold_others=args.others == "held", **extra)
@@ -122,6 +124,8 @@ def level_lines(spec: StoppingTestSpec, points: Sequence[StoppingPoint]) -> list
 
 def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
                 points: Sequence[StoppingPoint] = ()) -> list[str]:
+    from vtm_dynamics.core.estop.inputs import torque_limits_text
+
     deg = 180 / math.pi
     lines = [
         "Test motion per tested joint (ASSUMED: ISO 10218-1 does not fix it, the vendor manuals do not state it):",
@@ -142,6 +146,9 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
          if 1 in spec.categories else
          "  Category 1: not in this report (the published data give no category-1 deceleration; give the "
          "controller's with --category 0 1 --decel X)."),
+        *([f"  Category 1 drive torque limits: {torque_limits_text(spec.category1_torque_limits)}"
+           + (" (--torque-limits: a ramp that needs more torque is lengthened until it fits)."
+              if spec.category1_torque_limits is not None else ".")] if 1 in spec.categories else []),
         f"  Band: every corner of brake torque x {spec.torque_factor} and engage delay x {spec.delay_factor}.",
         "  Stopping angle = the farthest the tested joint got from its angle at the stop command (a joint that swings",
         "  past and back counts its farthest point, not its net displacement); time = until it rests, unbounded (inf)",
@@ -221,6 +228,8 @@ def write_csv(path: str, points: Sequence[StoppingPoint], document: dict | None 
 def category1_page(spec: StoppingTestSpec, points: Sequence[StoppingPoint]) -> tuple[list[str], dict[int, tuple]]:
     """What the report says about category 1, and the joints charted per category (category 1: one chart when the
     three joints' points are identical)."""
+    from vtm_dynamics.core.estop.inputs import torque_limits_text
+
     if 1 not in spec.categories:
         return (["Stop category 1 is LEFT OUT of this report.", "",
                  "Why: a category-1 stop is a controlled ramp of the drives before the power is cut. Its deceleration "
@@ -241,6 +250,9 @@ def category1_page(spec: StoppingTestSpec, points: Sequence[StoppingPoint]) -> t
     note = [f"Stop category 1 modelled from a STATED deceleration: {a:g} rad/s^2 (--decel, given by the user; not "
             "from the robot maker).", "", "Each tested joint ramps down at that deceleration (angle v^2 / 2a, time "
             "v / a), power is removed at standstill and the brakes engage;",
+            *([f"where the drives' torque limits ({torque_limits_text(spec.category1_torque_limits)}) cannot give "
+               "that deceleration, the ramp is lengthened until they can (angle and time above v^2 / 2a, v / a);"]
+              if spec.category1_torque_limits is not None else []),
             "the band shows what the brakes add after power-off (a shoulder or elbow may sag during the engage delay "
             "and rise)."]
     if same:
@@ -327,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "default brakes were fitted with) or held rigid (locked at t = 0)")
     ap.add_argument("--decel", type=float, help="category 1: your controller's deceleration ramp [rad/s^2], stated "
                     "in the report as its source (no default)")
+    add_torque_limits_option(ap)
     ap.add_argument("--out", required=True, help="output directory")
     return ap
 

@@ -39,8 +39,11 @@ import scipy.optimize
 from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError, StopPrediction
 from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop.defaults import CATEGORY1_DECELERATION, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR
+from vtm_dynamics.core.estop.defaults import (
+    CATEGORY1_DECELERATION, CATEGORY1_TORQUE_LIMITS, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR,
+)
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
+from vtm_dynamics.core.estop.inputs import torque_limits_from_text
 from vtm_dynamics.core.robot.model import RobotModel
 
 LEVELS = (0.33, 0.66, 1.0)
@@ -52,7 +55,8 @@ class StoppingTestSpec:
     the extension), ``max_speeds`` [rad/s] per tested joint (100 % speed), ``max_payload`` [kg] at
     ``payload_frame``, ``base_pose`` [rad] (100 % extension), ``extension_joint`` (the axis extension is measured
     from; None: the first tested joint), ``categories``, the three level lists (fractions),
-    ``category1_deceleration`` [rad/s^2] (ramp of the tested joint), the band's ``torque_factor`` and
+    ``category1_deceleration`` [rad/s^2] (ramp of the tested joint) and the drives' ``category1_torque_limits``
+    [N m] (None, "urdf" or one per joint: ``CategoryOne.torque_limits``), the band's ``torque_factor`` and
     ``delay_factor`` ranges, and ``hold_others`` (the other joints locked at t = 0, else braked)."""
 
     joints: tuple[str, ...]
@@ -67,6 +71,7 @@ class StoppingTestSpec:
     extension_levels: tuple[float, ...] = LEVELS
     payload_levels: tuple[float, ...] = LEVELS
     category1_deceleration: float = CATEGORY1_DECELERATION
+    category1_torque_limits: str | tuple[float, ...] | None = CATEGORY1_TORQUE_LIMITS
     torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
     delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
     hold_others: bool = True
@@ -244,6 +249,9 @@ def check_spec(robot: RobotModel, spec: StoppingTestSpec) -> None:
         raise StopInputError(f"categories: 0 and/or 1 expected, got {list(spec.categories)}")
     if not (spec.category1_deceleration > 0 and math.isfinite(spec.category1_deceleration)):
         raise StopInputError(f"category1_deceleration: must be positive, got {spec.category1_deceleration}")
+    limits = spec.category1_torque_limits
+    if limits is not None:  # the command lines' check, on the spec's values; their count is the ramp's check
+        torque_limits_from_text(limits if isinstance(limits, str) else [repr(float(x)) for x in limits])
 
 
 def stopping_points(
@@ -278,7 +286,8 @@ def stopping_points(
         v[i] = direction * spd * spec.max_speeds[j]
         others = [name for name in model.joint_names if name != joint]
         locks = [LockEvent(0.0, others)] if spec.hold_others else []
-        c1 = CategoryOne(deceleration=spec.category1_deceleration) if cat == 1 else None
+        c1 = CategoryOne(deceleration=spec.category1_deceleration,
+                         torque_limits=spec.category1_torque_limits) if cat == 1 else None
         try:
             band_stops = predict_stops(robot, brakes, [q] * len(band), [v] * len(band),
                                        payloads=[mass] * len(band), torque_factors=[tf for tf, _, _ in band],
