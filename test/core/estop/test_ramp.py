@@ -147,3 +147,53 @@ def test_a_longest_ramp_that_is_not_a_positive_finite_time_is_an_input_error(ur5
     c1 = CategoryOne(deceleration=20.0, torque_limits=(1.0,) + (1e4,) * 5, longest_ramp=longest)
     with pytest.raises(StopInputError, match=r"^category_one\.longest_ramp: "):
         predict_stop(ur5, ur5_brakes, Q, np.array([2.0, 0, 0, 0, 0, 0]), category=1, category_one=c1)
+
+
+def _dense_drive_torques(robot, q0, v0, T, armature, n=20001):
+    """|drive torque| [N m] along the ramp of length T at n instants, computed here from the ramp's definition
+    (v = v0 (1 - t/T), a = -v0/T) with Pinocchio's RNEA and the rotor inertias read from the brake file."""
+    import pinocchio as pin
+
+    out = []
+    for t in np.linspace(0.0, T, n):
+        q = q0 + v0 * (t - t * t / (2.0 * T))
+        out.append(np.array(pin.rnea(robot.model, robot.data, q, v0 * (1.0 - t / T), -v0 / T)) - armature * v0 / T)
+    return np.abs(np.array(out))
+
+
+def _yaml_armature(robot):
+    import yaml
+
+    with open(os.path.join(REPO, "config", "ur5_brakes.yaml"), encoding="utf-8") as fh:
+        joints = yaml.safe_load(fh)["brakes"]["joints"]
+    return np.array([joints[name]["armature"] for name in robot.joint_names])
+
+
+def test_a_lengthened_ramp_keeps_the_drive_torque_within_its_limit_between_the_points_it_was_checked_at(
+        ur5, ur5_brakes):
+    """The shoulder passes through horizontal during the ramp; its gravity torque peaks there. The ramp was
+    checked at 21 instants only: the ramp found for a 65 N m limit needed 65.003 N m between two of them."""
+    q0 = np.array([0.0, -0.6, 0.0, 0.0, 0.0, 0.0])
+    v0 = np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0])
+    limit = 65.0
+    c1 = CategoryOne(deceleration=2.0, torque_limits=(1e4, limit, 1e4, 1e4, 1e4, 1e4))
+    p = predict_stop(ur5, ur5_brakes, q0, v0, category=1, category_one=c1)
+    T = p.power_off_time
+    assert T > 1.5 / 2.0  # the limit did lengthen the ramp
+    torque = _dense_drive_torques(ur5, q0, v0, T, _yaml_armature(ur5))[:, 1]
+    assert torque.max() <= limit * (1.0 + 1e-9)
+    assert torque.max() >= limit * (1.0 - 1e-6)  # and it is the shortest ramp that fits
+
+
+def test_a_ramp_that_fits_at_the_checked_points_but_not_between_them_is_not_taken_as_fitting(ur5, ur5_brakes):
+    """An 8 s ramp turning the shoulder through horizontal twice needs 60.66 N m; at 21 instants it showed 58.4 N m
+    at most, so it was predicted within a 60.3 N m limit. No ramp up to the longest one fits: refused."""
+    q0 = np.array([0.0, -2.5, 0.0, 0.0, 0.0, 0.0])
+    v0 = np.array([0.0, 2.0, 0.0, 0.0, 0.0, 0.0])
+    armature = _yaml_armature(ur5)
+    assert _dense_drive_torques(ur5, q0, v0, 8.0, armature)[:, 1].max() > 60.3 + 0.3
+    c1 = CategoryOne(deceleration=0.25, torque_limits=(1e4, 60.3, 1e4, 1e4, 1e4, 1e4))
+    with pytest.raises(StopInputError, match=r"shoulder_lift_joint") as err:
+        predict_stop(ur5, ur5_brakes, q0, v0, category=1, category_one=c1)
+    named = float(str(err.value).split(" needs ")[1].split(" N m")[0])
+    assert named > 60.3

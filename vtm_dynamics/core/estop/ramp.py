@@ -2,7 +2,7 @@
 
 A straight line in joint space, v(t) = v0 (1 - t/T), a = -v0/T, with T = max_i |v0_i| / decel_i from the per-joint
 deceleration limits; with torque limits, T is lengthened (doubling, then bisection) until the drive torques
-tau = RNEA(q, v, a) + armature * a fit at 21 points of the ramp (Müller 2026, eq. (3) with the rotor inertia of
+tau = RNEA(q, v, a) + armature * a fit everywhere along the ramp (:func:`ramp_peak`; Müller 2026, eq. (3) with the rotor inertia of
 the braked phase on the diagonal of M: the drives decelerate the rotors too). Power is removed at standstill (the
 drives hold until the brakes have engaged, :func:`vtm_dynamics.core.estop.prediction.predict_with`) or at
 ``max_duration`` (then the rest is a category-0 stop from that state, :mod:`.event_loop`). T is lengthened to no
@@ -15,12 +15,21 @@ torques along the longest ramp). Units: SI (rad, rad/s, rad/s^2, N m, s).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
 
+from scipy.optimize import minimize_scalar
+
 from vtm_dynamics.core.estop.inputs import CategoryOne, StopInputError, StopSettings, stop_vector
 from vtm_dynamics.core.robot.model import RobotModel
+
+RAMP_GRID = 21  # points of a ramp at least, where its drive torques are checked against the limits
+RAMP_GRID_TRAVEL = 0.05  # [rad] largest joint travel between two of them (gravity varies as cos: a 0.05 rad grid
+# brackets every peak and misses it by at most 1 - cos(0.025) = 3e-4 of its size, which the refinement finds)
+RAMP_REFINE_WITHIN = 0.01  # a joint whose grid maximum is within 1 % of its limit is searched between grid points
+RAMP_PEAK_GAP = 0.01  # grid maxima within this (of the limit) of the joint's largest are each searched
 
 
 def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: CategoryOne, settings: StopSettings,
@@ -58,10 +67,8 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
         return np.array(pin.rnea(m, d, qq, vv, aa)) + rotor * aa
 
     def usage(T):
-        worst = 0.0
-        for t in np.linspace(0.0, T, 21):
-            worst = max(worst, float(np.max(np.abs(drive(*state(t, T))) / np.where(lim > 0, lim, np.inf))))
-        return worst
+        return ramp_peak(lambda t: drive(*state(t, T)), T, float(np.max(np.abs(v0))) * T / 2.0,
+                         np.where(lim > 0, lim, np.inf)).usage
 
     if lim is not None and T > 0 and usage(T) > 1.0:
         lo, hi = T, T
@@ -70,7 +77,8 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
             if usage(hi) <= 1.0:
                 break
         else:
-            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, longest, lambda t: drive(*state(t, longest))))
+            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, longest, lambda t: drive(*state(t, longest)),
+                                               float(np.max(np.abs(v0))) * longest / 2.0))
         for _ in range(40):
             mid = 0.5 * (lo + hi)
             if usage(mid) <= 1.0:
@@ -98,12 +106,52 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
     return t_off, qq, vv, standstill
 
 
+@dataclass(frozen=True)
+class RampPeak:
+    """Where a ramp's drive torques come closest to their limits: ``usage`` (largest |torque| / limit), at
+    ``time`` [s] into the ramp, at joint index ``joint``, with ``torque`` [N m]."""
+
+    usage: float
+    time: float
+    joint: int
+    torque: float
+
+
+def ramp_peak(drive_at, T: float, travel: float, scale: np.ndarray) -> RampPeak:
+    """The largest |drive torque| / limit over a ramp of ``T`` [s] (``drive_at(t)``: the torques [N m] at t [s];
+    ``travel`` [rad]: the largest joint travel along it; ``scale`` [N m]: the limits, inf where none). Found on a
+    grid of at least :data:`RAMP_GRID` points no more than :data:`RAMP_GRID_TRAVEL` of travel apart, then, for every
+    joint whose grid maximum comes within :data:`RAMP_REFINE_WITHIN` of its limit, by a bounded scalar search
+    around each grid maximum that comes within :data:`RAMP_PEAK_GAP` of it: the torques are smooth along the ramp,
+    so a peak between grid points is bracketed by its neighbours. Before, 21 points were taken as the maximum: a
+    shoulder passing through horizontal between two of them needed 60.66 N m under a 59.9 N m limit."""
+    n = max(RAMP_GRID, int(math.ceil(travel / RAMP_GRID_TRAVEL)) + 1)
+    times = np.linspace(0.0, T, n)
+    torques = np.array([drive_at(t) for t in times])
+    use = np.abs(torques) / scale
+    k, j = np.unravel_index(int(np.argmax(use)), use.shape)
+    peak = RampPeak(float(use[k, j]), float(times[k]), int(j), float(torques[k, j]))
+    for j in np.flatnonzero(use.max(axis=0) > 1.0 - RAMP_REFINE_WITHIN):
+        top = use[:, j].max()
+        for k in np.flatnonzero(use[:, j] >= top - RAMP_PEAK_GAP):
+            if 0 < k < n - 1 and not (use[k, j] >= use[k - 1, j] and use[k, j] >= use[k + 1, j]):
+                continue  # not a grid maximum: its neighbour's bracket covers it
+            lo, hi = times[max(k - 1, 0)], times[min(k + 1, n - 1)]
+            found = minimize_scalar(lambda t: -abs(float(drive_at(t)[j])) / scale[j], bounds=(lo, hi),
+                                    method="bounded", options={"xatol": 1e-9 * max(T, 1e-9)})
+            if -float(found.fun) > peak.usage:
+                t = float(found.x)
+                peak = RampPeak(-float(found.fun), t, int(j), float(drive_at(t)[j]))
+    return peak
+
+
 def _no_ramp_text(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, lim: np.ndarray, longest: float,
-                  drive_at) -> str:
+                  drive_at, travel: float) -> str:
     """Why no ramp fits the torque limits ``lim`` [N m], in one line naming the joint, its torque and its limit:
     gravity at the start pose, else the motion's gravity, Coriolis and centrifugal torques h(q0, v0) at the trigger
     (the ramp's torque tends to them as it is made slower), else the longest ramp allowed (``longest`` [s];
-    ``drive_at(t)``: its drive torques [N m] at t [s]) at its worst instant."""
+    ``drive_at(t)``: its drive torques [N m] at t [s]; ``travel`` [rad]: its largest joint travel) at its worst
+    instant (:func:`ramp_peak`)."""
     scale = np.where(lim > 0, lim, np.inf)
     where = "category_one.torque_limits: no ramp fits the drive torque limits: "
     for torque, cause in ((robot.gravity_torques(q0), "gravity at the start pose"),
@@ -113,9 +161,6 @@ def _no_ramp_text(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, lim: np.nda
         if use[i] > 1.0:
             return (f"{where}{cause} need {abs(torque[i]):.6g} N m at joint '{robot.joint_names[i]}' "
                     f"(limit {lim[i]:.6g} N m)")
-    times = np.linspace(0.0, longest, 21)
-    torques = np.array([drive_at(t) for t in times])
-    use = np.abs(torques) / scale
-    k, i = np.unravel_index(int(np.argmax(use)), use.shape)
-    return (f"{where}even the longest ramp predicted, {longest:g} s, needs {abs(torques[k, i]):.6g} N m at joint "
-            f"'{robot.joint_names[i]}' {times[k]:.6g} s into it (limit {lim[i]:.6g} N m)")
+    peak = ramp_peak(drive_at, longest, travel, scale)
+    return (f"{where}even the longest ramp predicted, {longest:g} s, needs {abs(peak.torque):.6g} N m at joint "
+            f"'{robot.joint_names[peak.joint]}' {peak.time:.6g} s into it (limit {lim[peak.joint]:.6g} N m)")
