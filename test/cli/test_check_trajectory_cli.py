@@ -168,3 +168,36 @@ def test_category_1_ramps_keep_within_the_given_torque_limits_and_the_report_say
     assert len(moving) >= 15
     for r in moving:
         assert r["stop_time_s"] == pytest.approx(ratio * free[r["time_s"]], rel=1e-6)
+
+
+def test_a_stop_past_a_joint_limit_makes_the_trajectory_unsafe_in_the_report_json_and_csv(files, tmp_path, capsys):
+    """The elbow runs at 3 rad/s to 10 mrad below its upper limit (where the trajectory ends, still moving): the
+    stops from its last instants come to rest past the limit (the independent integration says 0.107 rad past from
+    the last), far from the only obstacle; the check said "every predicted stop ends clear", exit 0."""
+    from test.core.limit_case import elbow_towards_limit, reference_elbow_rest
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+    from vtm_dynamics.core.stopsafe.trajectory import planned_trajectory
+
+    robot = RobotModel.from_urdf_file(example_robot_urdf(S.UR5_URDF))
+    q_end, v, limit = elbow_towards_limit(robot)
+    q_start = q_end.copy()
+    q_start[robot.joint_names.index("elbow_joint")] -= 0.3
+    assert reference_elbow_rest(robot, q_end, v) > limit + 0.1
+    traj = planned_trajectory(robot.joint_names, [0.0, 0.1], [q_start, q_end], [v, v])
+    path = _write(tmp_path / "to_limit.yaml", traj.as_message_dict())
+    far = _write(tmp_path / "far.yaml", {"scene": {"self_collision": False, "obstacles": [
+        {"name": "block", "primitive": {"type": 1, "dimensions": [0.2, 0.2, 0.2]},
+         "pose": {"position": [0.0, 0.0, -1.0]}}]}})
+    argv = [path, "--scene", far, "--rate", "50", "--json", str(tmp_path / "r.json"), "--csv",
+            str(tmp_path / "r.csv"), *FAST]
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "RESULT: UNSAFE - first at t =" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("E-stop instants whose stop goes past a joint limit"))
+    assert "past a joint limit: elbow_joint reaches" in line and f"past its upper limit {limit:.4f} rad" in line
+    data = json.loads((tmp_path / "r.json").read_text())
+    last = data["samples"][-1]
+    assert not data["safe"] and data["past_limit_instants"] >= 1 and not last["safe"] and last["stopped"]
+    assert last["limit_crossings"][0].startswith("elbow_joint reaches") and "past a joint limit" in last["reason"]
+    assert data["samples"][0]["safe"] and data["samples"][0]["limit_crossings"] == []
+    assert "past a joint limit: elbow_joint" in (tmp_path / "r.csv").read_text().splitlines()[-1]

@@ -43,9 +43,9 @@ scene:
 
 
 class Part:
-    def __init__(self, **overrides) -> None:
-        self.p = P.values(PARAMETERS, {"robot": "ur5", "brake_config": TEST_BRAKES, **overrides})
-        self.model = build_model(load_urdf_text("ur5"), TEST_BRAKES, "ur5", warm=False)
+    def __init__(self, brakes: str = TEST_BRAKES, **overrides) -> None:
+        self.p = P.values(PARAMETERS, {"robot": "ur5", "brake_config": brakes, **overrides})
+        self.model = build_model(load_urdf_text("ur5"), brakes, "ur5", warm=False)
         self.slot = ModelSlot(False)
         self.slot.install(self.model)
         self.stats = {"rejected_inputs": 0}
@@ -192,3 +192,28 @@ def test_meshes_outside_the_configured_directories_are_not_read(tmp_path):
     got = part.answer(wall_request())
     assert not got.success and got.message.startswith("collision geometry of 'ur5': urdf: collision mesh ")
     assert got.message.endswith("(parameter collision_package_dirs)")
+
+
+def test_a_stop_past_a_joint_limit_is_an_unsafe_instant_named_in_the_message():
+    """The elbow runs at 3 rad/s to 10 mrad below its upper limit (the trajectory ends there, still moving), the
+    wall 3 m away, the shipped UR5 brakes: the stops of the last instants rest past the limit (the independent
+    integration says so), which the answer called safe ("every predicted stop ends clear")."""
+    from test.core.limit_case import UR5_BRAKES, elbow_towards_limit, reference_elbow_rest
+
+    part = Part(UR5_BRAKES)
+    robot = part.model.robot
+    q_end, v, limit = elbow_towards_limit(robot)
+    elbow = robot.joint_names.index("elbow_joint")
+    q_start = q_end.copy()
+    q_start[elbow] -= 0.3
+    assert reference_elbow_rest(robot, q_end, v) > limit + 0.1
+    traj = JointTrajectory(joint_names=list(robot.joint_names), points=[
+        JointTrajectoryPoint(positions=[float(x) for x in q], velocities=[float(x) for x in v],
+                             time_from_start=Duration(sec=0, nanosec=n)) for q, n in ((q_start, 0), (q_end, 10**8))])
+    req = wall_request(trajectory=traj, sample_period=0.02, has_floor=False)
+    req.obstacle_poses[0].position.x = 3.0
+    got = part.answer(req)
+    assert got.success and not got.safe, got.message
+    assert not got.sample_safe[-1] and min(got.certified_clearance) > 1.0  # the wall alone would pass every instant
+    assert got.message.startswith(f"unsafe: first at t = {got.time[got.first_unsafe]:.4f} s: case (cat 0")
+    assert "past a joint limit: elbow_joint reaches" in got.message and f"upper limit {limit:.4f} rad" in got.message

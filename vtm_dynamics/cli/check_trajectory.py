@@ -31,6 +31,7 @@ import yaml
 
 from vtm_dynamics.cli.stopsafe_setup import LoadedSetup, ProgressBar, add_robot_arguments, fmt_seconds, load_setup
 from vtm_dynamics.core.estop import StopInputError
+from vtm_dynamics.core.estop.limit_crossings import crossings_text
 from vtm_dynamics.core.stopsafe.results import SpeedScaling, TrajectoryCheck
 from vtm_dynamics.core.stopsafe.scene import MAX_SCENE_BYTES, Scene, load_mesh_file, scene_from_yaml_text
 from vtm_dynamics.core.excerpt import first_line
@@ -137,6 +138,10 @@ def summary_text(loaded: LoadedSetup, traj: PlannedTrajectory, result: Trajector
         st = result.column("stop_time")
         td = result.column("tcp_distance")
         lines.append(f"longest stop: {np.max(st):.4f} s; longest TCP stopping distance: {np.nanmax(td) if np.isfinite(td).any() else math.nan:.4f} m")
+    crossed = [s for s in result.samples if s.limit_crossings]
+    if crossed:  # the model has no end stops: such a stop is not the robot's, whatever its clearance
+        lines.append(f"E-stop instants whose stop goes past a joint limit: {len(crossed)} of {len(result.samples)}, "
+                     f"first at t = {crossed[0].time:.4f} s: {crossings_text(crossed[0].limit_crossings)}")
     if result.safe:
         lines.append("RESULT: every predicted stop ends clear")
     else:
@@ -169,7 +174,7 @@ def result_to_dict(loaded: LoadedSetup, traj: PlannedTrajectory, scene, result: 
         "certified_clearance_m": _f(s.certified_clearance), "pair": list(s.pair), "case": s.case,
         "stop_instant_s": _f(s.stop_instant), "self_clearance_m": _f(s.self_clearance),
         "certified_self_clearance_m": _f(s.certified_self_clearance), "self_pair": list(s.self_pair),
-        "safe": s.safe, "reason": s.reason,
+        "safe": s.safe, "reason": s.reason, "limit_crossings": list(s.limit_crossings),
     } for s in result.samples]
     out = {
         "robot": loaded.name, "joint_names": list(loaded.robot.joint_names), "sources": loaded.sources,
@@ -177,6 +182,7 @@ def result_to_dict(loaded: LoadedSetup, traj: PlannedTrajectory, scene, result: 
         "margin_m": result.margin, "self_margin_m": result.self_margin, "cases": list(result.cases),
         "safe": result.safe, "complete": result.complete,
         "first_unsafe_time_s": result.first_unsafe.time if result.first_unsafe else None,
+        "past_limit_instants": sum(bool(s.limit_crossings) for s in result.samples),
         "sampling": {"tolerance_m": result.tolerance, "max_bound_m": result.max_sampling_bound,
                      "intervals_over_tolerance": result.intervals_over_tolerance,
                      "suspect_intervals": result.suspect_intervals, "rounds": result.rounds},

@@ -1,6 +1,7 @@
 """Plots of a trajectory check: clearance and stopping distance along the trajectory (clearance.png) and the worst
 stopping path in the scene as a top and a side view (worst_stop.png). PNG, matplotlib's Agg backend. Units on the
-axes: s, m.
+axes: s, m. E-stop instants whose stop goes past a joint limit are drawn apart (open magenta triangles): they are
+unsafe whatever their clearance, and their stopping distance is not one the robot can make.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ def clearance_plot(out_dir: str, result: TrajectoryCheck) -> str:
     if np.isfinite(sc).any():
         ax1.plot(t, sc, "-", color="C2", lw=1.0, label="clearance between the robot's parts")
     ax1.axhline(result.margin, color="r", ls="--", lw=1.0, label=f"margin {result.margin:g} m")
-    bad = np.array([not s.safe for s in result.samples])
+    past = np.array([bool(s.limit_crossings) for s in result.samples], dtype=bool)
+    bad = np.array([not s.safe for s in result.samples], dtype=bool) & ~past
     if bad.any():
         ax1.plot(t[bad], cert[bad], "rx", ms=5, label="unsafe E-stop instants")
+    if past.any():  # unsafe whatever their clearance: the model has no end stops
+        ax1.plot(t[past], cert[past], "v", color="m", ms=7, mfc="none", mew=1.4,
+                 label=f"unsafe: a stop goes past a joint limit ({int(past.sum())})")
     ax1.set_ylabel("clearance during the stop [m]")
     finite = np.concatenate([x[np.isfinite(x)] for x in (c, cert, sc)])
     if finite.size:
@@ -40,7 +45,12 @@ def clearance_plot(out_dir: str, result: TrajectoryCheck) -> str:
     ax1.grid(alpha=0.3)
     n = len(result.cases)
     ax1.set_title(f"Stop-safe check: {len(t)} E-stop instants x {n} case{'s' if n != 1 else ''}", fontsize=10)
-    ax2.plot(t, result.column("tcp_distance"), "-", color="C1", lw=1.2, label="TCP stopping distance [m]")
+    td = result.column("tcp_distance")
+    ax2.plot(t, td, "-", color="C1", lw=1.2, label="TCP stopping distance [m]")
+    if past.any():  # a distance without end stops, not the robot's: marked like the instants above
+        ax2.plot(t[past], td[past], "v", color="m", ms=7, mfc="none", mew=1.4,
+                 label="past a joint limit: not a stop the robot can make")
+        ax2.legend(fontsize=8, loc="best")
     ax2.set_ylabel("TCP stopping distance [m]", color="C1")
     ax3 = ax2.twinx()
     ax3.plot(t, result.column("stop_time"), "-", color="C4", lw=1.0, label="stop time [s]")

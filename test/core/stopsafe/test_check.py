@@ -1,6 +1,7 @@
 """The trajectory check flags a motion whose predicted stop comes within 1 cm of an obstacle and passes one whose
 stops stay 5 cm clear (while the planned path alone clears the margin in both); it reads joints by name, refuses
-an empty scene, and stops on request or at its deadline."""
+an empty scene, and stops on request or at its deadline. A stop that carries a joint past its position limit (the
+model has no end stops) makes its E-stop instant unsafe however clear of the scene it stays."""
 
 import time
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 import stopsafe_scenarios as S
+from test.core.limit_case import elbow_towards_limit, reference_elbow_rest
 from vtm_dynamics.core.stopsafe.broad_phase import scene_bodies
 from vtm_dynamics.core.stopsafe.check import CheckSettings, TrajectoryChecker
 from vtm_dynamics.core.stopsafe.sampling import SamplingSpec
@@ -80,3 +82,26 @@ def test_cancel_and_deadline_stop_the_check_between_batches(down):
         checker.check(traj, cancel=lambda: calls.append(1) or len(calls) > 3)
     with pytest.raises(CheckCancelled, match="deadline"):
         checker.check(traj, deadline=time.monotonic() - 1.0)
+
+
+def test_an_instant_whose_stop_goes_past_a_joint_limit_is_unsafe_and_names_the_joint_and_how_far(down):
+    robot, geometry, setup, _, _ = down
+    q_end, v, limit = elbow_towards_limit(robot)  # the elbow 10 mrad below its upper limit at 3 rad/s at the end
+    q_start = q_end.copy()
+    q_start[robot.joint_names.index("elbow_joint")] -= 0.3  # 0.1 s earlier at the same speed (a straight line)
+    rest_from_start = reference_elbow_rest(robot, q_start, v)
+    rest_from_end = reference_elbow_rest(robot, q_end, v)
+    assert rest_from_start < limit - 0.1 and rest_from_end > limit + 0.1  # the independent integration
+    traj = planned_trajectory(robot.joint_names, [0.0, 0.1], [q_start, q_end], [v, v])
+    scene = S.table_only(-0.5)  # half a metre below the base: every stop stays far clear of it
+    result = TrajectoryChecker(setup, geometry, scene, CheckSettings(sampling=SamplingSpec(rate=50.0))).check(traj)
+    first, last = result.samples[0], result.samples[-1]
+    assert min(s.certified_clearance for s in result.samples) > 0.3  # the scene alone would pass every instant
+    assert not result.safe and not last.safe and last.stopped  # at rest, but beyond where the end stop is
+    assert first.safe and first.limit_crossings == () and first.reason == ""
+    (line,) = last.limit_crossings
+    assert line.startswith("elbow_joint reaches ") and line.endswith(f"past its upper limit {limit:.4f} rad")
+    reached = float(line.split()[2])
+    assert abs(reached - rest_from_end) < 0.005  # how far: the reference's rest angle, within 5 mrad
+    assert "past a joint limit: elbow_joint reaches" in last.reason and "cat 0" in last.reason
+    assert result.first_unsafe is not None and result.first_unsafe.limit_crossings

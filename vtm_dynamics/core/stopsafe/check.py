@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from vtm_dynamics.core.estop import StopPrediction
+from vtm_dynamics.core.estop.limit_crossings import crossings_text
 from vtm_dynamics.core.stopsafe.broad_phase import scene_bodies
 from vtm_dynamics.core.stopsafe.results import SampleResult, TrajectoryCheck, WorstStop
 from vtm_dynamics.core.stopsafe.robot_geometry import RobotGeometry
@@ -195,6 +196,7 @@ class TrajectoryChecker:
             side[:-1] = bounds
             side[1:] = np.maximum(side[1:], bounds)
         m, ms = self.settings.margin, self.settings.self_margin
+        labels = self.cases
         samples = []
         for i, k in enumerate(keys):
             c, preds, q, v = done[k]
@@ -205,6 +207,10 @@ class TrajectoryChecker:
             reasons = []
             if not stopped:
                 reasons.append("a case did not stop within the horizon")
+            crossed = [(label, p) for label, p in zip(labels, preds) if p.limit_crossings]
+            if crossed:  # the model has no end stops: an end stop, not the brake, would end this stop
+                more = f" (and {len(crossed) - 1} more cases)" if len(crossed) > 1 else ""
+                reasons.append(f"case ({crossed[0][0]}): {crossings_text(crossed[0][1].limit_crossings)}{more}")
             if cert < m:
                 reasons.append(f"{c.scene.pair[0]} within {cert:.4f} m of {c.scene.pair[1]} (margin {m:g} m)")
             if cert_self < ms:
@@ -214,7 +220,8 @@ class TrajectoryChecker:
                 clearance=c.scene.value, resolution=c.scene.resolution, sampling_bound=float(side[i, 0]),
                 pair=c.scene.pair, case=c.scene.case, stop_instant=c.scene.time, self_clearance=c.self.value,
                 self_resolution=c.self.resolution, self_sampling_bound=float(side[i, 1]), self_pair=c.self.pair,
-                safe=not reasons, reason="; ".join(reasons)))
+                safe=not reasons, reason="; ".join(reasons),
+                limit_crossings=tuple(crossed[0][1].limit_crossings) if crossed else ()))
         unsafe = [s for s in samples if not s.safe]
         worst = self._worst(samples, done, keys)
         over = int(np.sum(bounds.max(axis=1) > tolerance)) if tolerance is not None and len(bounds) else 0
@@ -241,6 +248,7 @@ class TrajectoryChecker:
 
 
 def _quick_unsafe(c: StateClearance, preds, settings: CheckSettings) -> bool:
-    """Unsafe before any sampling bound is added (the bound only lowers the certified clearance)."""
-    return (not all(p.stopped for p in preds) or c.scene.value - c.scene.resolution < settings.margin
+    """Unsafe before any sampling bound is added (the bound only lowers the certified clearance); a case that did
+    not stop or went past a joint limit is unsafe whatever the clearance."""
+    return (not all(p.valid for p in preds) or c.scene.value - c.scene.resolution < settings.margin
             or c.self.value - c.self.resolution < settings.self_margin)

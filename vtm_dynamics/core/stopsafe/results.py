@@ -4,7 +4,9 @@ A sample is one E-stop instant of the trajectory (:mod:`.sampling`) with the sto
 case (:mod:`.stop_cases`) and their sweep (:mod:`.sweep`). Its *certified* clearance is
 ``clearance - resolution - sampling_bound``: no stop from the instants this sample stands for (those nearer to it
 than to its neighbours) comes closer than that to the scene (Müller 2026, Sec. 1: every stop along the motion must
-end clear). A sample is safe when its certified clearances reach the margins and every case stopped.
+end clear). A sample is safe when its certified clearances reach the margins and every case stopped within the
+joints' position limits: the braked dynamics have no end stops, so a stop that carries a joint past its limit
+(:mod:`vtm_dynamics.core.estop.limit_crossings`) is not a motion the robot can make, whatever its clearance.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ class SampleResult:
     (largest straight-line TCP travel), ``stopped`` (every case came to rest), and for the scene and the robot's
     own parts: the smallest distance during the stops (``clearance``, ``self_clearance`` [m]), its ``resolution``
     within the stops, the ``sampling_bound`` to the instants it stands for, the closest ``pair`` / ``self_pair``,
-    the ``case`` (index into the cases) and ``stop_instant`` [s] into that stop. ``safe`` and ``reason``."""
+    the ``case`` (index into the cases) and ``stop_instant`` [s] into that stop. ``safe`` and ``reason``;
+    ``limit_crossings``: the joints the first case to cross a position limit carries past it, one line each with
+    how far (:func:`vtm_dynamics.core.estop.limit_crossings.limit_crossings`; () when no case does: then the sample
+    is not safe and ``reason`` names the case)."""
 
     index: int
     time: float
@@ -45,6 +50,7 @@ class SampleResult:
     self_pair: tuple[str, str]
     safe: bool
     reason: str
+    limit_crossings: tuple[str, ...] = ()
 
     @property
     def certified_clearance(self) -> float:
