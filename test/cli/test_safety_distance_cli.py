@@ -270,3 +270,58 @@ def test_ssm_map_takes_the_maps_torque_limits_says_so_and_refuses_others(tmp_pat
     assert main(common + ["--torque-limits", "150", "150", "150", "28", "28", "28"]) == 2
     err = capsys.readouterr().err.strip()
     assert "torque_limits: the map was built with urdf" in err and "\n" not in err
+
+
+def _elbow_to_limit():
+    """The UR5 elbow 10 mrad below its upper limit at 3 rad/s (its stop rests 0.107 rad past the limit by the
+    independent integration): the state, the limit and the robot."""
+    from test.core.limit_case import elbow_towards_limit, reference_elbow_rest
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    q, v, limit = elbow_towards_limit(robot)
+    assert reference_elbow_rest(robot, q, v) > limit + 0.1
+    return q, v, limit, robot
+
+
+def test_a_stop_past_a_joint_limit_gives_no_value_in_ssm_and_iso13855(tmp_path, capsys):
+    """ssm printed S_p and "SAFE" for a person 3 m away; iso13855 took the stop time of a stop the end stop would
+    end. Now: no value, not safe, and the case, the joint and how far."""
+    q, v, limit, _ = _elbow_to_limit()
+    state = ["--q", *map(str, q), "--v", *map(str, v)]
+    out = tmp_path / "ssm.json"
+    assert main(["ssm", *state, "--person", "3.0", "0.0", "0.5", "--reaction-time", "0.1", "--json", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("ISO/TS 15066 protective separation distance: NO VALUE, NOT SAFE: case (cat 0")
+    assert "past a joint limit: elbow_joint reaches" in first and f"upper limit {limit:.4f} rad" in first
+    r = json.loads(out.read_text())
+    assert r["margin"] > 1.0 and not r["safe"] and not r["valid"]  # far from the person: only the limit counts
+    assert r["limit_crossings"][0].startswith("elbow_joint reaches") and "past a joint limit" in r["invalid_reason"]
+    assert main(["iso13855", *state, "--device", "light_curtain", "--d", "30", "--detection-response", "0.02",
+                 "--control-response", "0.015"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vtm-safety-distance: error: stopping_time: a case (cat 0") and "\n" not in err
+    assert "goes past a joint limit: elbow_joint reaches" in err
+
+
+def test_ssm_map_counts_a_state_past_a_joint_limit_as_no_value_and_leaves_it_out_of_the_statistics(
+        tmp_path, capsys, three_row_map):
+    q, v, _, robot = _elbow_to_limit()
+    cols = {k: np.array(x, copy=True) for k, x in three_row_map.items()}
+    for i, n in enumerate(robot.joint_names):  # state 1 becomes the elbow running into its limit
+        cols[f"q_{n}"][1], cols[f"v_{n}"][1] = q[i], v[i]
+    cols["payload_kg"][1], cols["torque_factor"][1], cols["delay_factor"][1] = 0.0, 1.0, 1.0
+    path = _write_map(tmp_path / "map.parquet", cols)
+    csv_path = tmp_path / "ssm.csv"
+    assert main(["ssm-map", str(path), "--person", "3.0", "0.0", "0.5", "--reaction-time", "0.1", "--csv",
+                 str(csv_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    state = int(cols["state"][1])
+    assert f"1 states have no valid S_p (CSV column valid 0), e.g. state {state}: case (cat 0" in out
+    assert "past a joint limit: elbow_joint reaches" in out
+    rows = _ssm_csv(csv_path)
+    assert rows[state]["valid"] == "0" and rows[state]["safe"] == "0"
+    assert "past a joint limit" in rows[state]["invalid_reason"]
+    largest = float(out.split("largest ")[1].split()[0])
+    others = [float(r["S_p_m"]) for s, r in rows.items() if s != state]
+    assert largest == pytest.approx(max(others), abs=5e-5)  # over the valid states only

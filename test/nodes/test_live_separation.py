@@ -178,6 +178,32 @@ def test_a_stop_not_at_rest_within_the_horizon_gives_no_protective_separation_di
         g.close()
 
 
+
+def test_a_stop_past_a_joint_limit_gives_no_protective_separation_distance():
+    """The UR5 elbow 10 mrad below its upper limit at 3 rad/s with the shipped brakes: the stop rests 0.107 rad past
+    the limit (the independent integration says so; the model has no end stops), so its S_s and T_s are not the
+    robot's: no value, the message naming the case, the joint and how far (before: success=true, safe=true)."""
+    from test.core.limit_case import UR5_BRAKES, elbow_towards_limit, reference_elbow_rest
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    q, v, limit = elbow_towards_limit(robot)
+    assert reference_elbow_rest(robot, q, v) > limit + 0.1
+    g = _own_graph(dict(PARAMS, brake_config=UR5_BRAKES, separation_person_point=[3.0, 0.0, 0.5],
+                        max_start_state_age=5.0))
+    try:
+        def two() -> bool:
+            g.feed(g.h.state(q=q, v=v, names=robot.joint_names))
+            return len(g.separations) >= 2
+
+        assert g.wait(two, timeout=30.0)
+        for msg in g.separations:
+            assert not msg.success and not msg.safe, (msg.success, msg.message)
+            assert msg.message.startswith("case (cat 0") and "past a joint limit: elbow_joint reaches" in msg.message
+            assert f"upper limit {limit:.4f} rad" in msg.message and math.isnan(msg.s_p) and math.isnan(msg.t_s)
+    finally:
+        g.close()
+
 class _SlowMonitor:
     """The node's separation monitor, made to take ``seconds`` longer (a loaded machine, made deterministic)."""
 

@@ -147,6 +147,8 @@ def worst_stopping_time(loaded: LoadedSetup, args: argparse.Namespace) -> tuple[
         for case, p in zip(setup.cases, preds):
             if not p.stopped:
                 raise StopInputError(f"stopping_time: a case ({case.label()}) does not stop within the horizon")
+            if p.limit_crossings:  # the model has no end stops: its stop time is not the robot's
+                raise StopInputError(f"stopping_time: a case ({case.label()}) goes {p.limit_text()}")
             if p.stop_time > worst:
                 worst, label = p.stop_time, case.label()
     return worst, f"predicted: worst of {len(setup.cases)} cases over {where} ({label})"
@@ -177,8 +179,12 @@ def ssm_report(r, sources: dict) -> str:
         ("S_p", "protective separation distance", r.S_p, "m", "ISO/TS 15066, 5.5.4, formula (1)"),
         ("d", "current separation (limiting point to the person)", r.separation, "m", "state and --person"),
     ]
-    lines = [f"ISO/TS 15066 protective separation distance: S_p = {r.S_p:.4f} m; separation {r.separation:.4f} m; "
-             f"{'SAFE' if r.safe else 'NOT SAFE'} (margin {r.margin:+.4f} m)", ""]
+    if r.valid:
+        lines = [f"ISO/TS 15066 protective separation distance: S_p = {r.S_p:.4f} m; separation {r.separation:.4f} m; "
+                 f"{'SAFE' if r.safe else 'NOT SAFE'} (margin {r.margin:+.4f} m)", ""]
+    else:  # the terms below are what the model predicts, not the robot's stop
+        lines = [f"ISO/TS 15066 protective separation distance: NO VALUE, NOT SAFE: {r.invalid_reason()}",
+                 "the terms below are the prediction's, not the robot's stop; they are no value for S_p", ""]
     lines.append(f"{'term':<5} {'quantity':<52} {'value':>10} {'unit':<4} source")
     lines.append("-" * 110)
     for sym, name, value, unit, src in rows:
@@ -215,7 +221,8 @@ def _ssm_dict(r) -> dict:
                                       "closest_link", "closest_separation")}
     out.update(closest_point=r.closest_point.tolist(), person=r.person.tolist(), direction=r.direction.tolist(),
                parts=[{"link": x.link, "separation": x.separation, "v_r": x.v_r, "S_s": x.S_s, "S_p": x.S_p,
-                       "margin": x.margin} for x in r.parts])
+                       "margin": x.margin} for x in r.parts],
+               valid=r.valid, invalid_reason=r.invalid_reason(), limit_crossings=list(r.limit_crossings))
     return out
 
 
@@ -324,25 +331,40 @@ def run(args: argparse.Namespace) -> str:
         with open(args.csv, "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(["state", "S_p_m", "S_h_m", "S_r_m", "S_s_m", "C_m", "Z_d_m", "Z_r_m", "T_s_s", "v_r_m_s",
-                        "separation_m", "margin_m", "safe", "link", "category"])
+                        "separation_m", "margin_m", "safe", "link", "category", "valid", "invalid_reason"])
             for row in rows:
                 r = row.result
                 w.writerow([row.state, repr(r.S_p), repr(r.S_h), repr(r.S_r), repr(r.S_s), repr(r.C), repr(r.Z_d),
                             repr(r.Z_r), repr(r.T_s), repr(r.v_r), repr(r.separation), repr(r.margin), int(r.safe),
-                            r.link, row.category])
-    sp = np.array([row.result.S_p for row in rows])
-    k = int(np.argmax(sp))
-    unsafe = sum(not row.result.safe for row in rows)
-    text = (f"ISO/TS 15066 S_p over {len(rows)} map states (person at {list(args.person)}, category "
-            f"{args.category}): median {np.median(sp):.4f} m, 90 % {np.percentile(sp, 90):.4f} m, largest "
-            f"{sp[k]:.4f} m (state {rows[k].state}, category {rows[k].category}); {unsafe} states closer than their "
-            "S_p")
-    if len(categories) > 1:
-        ones = sum(row.category == 1 for row in rows)
-        text += f"\nthe larger S_p of both categories per state: category 1 in {ones}, category 0 in {len(rows) - ones}"
+                            r.link, row.category, int(r.valid), r.invalid_reason()])
+    text = text_of_table(rows, args, len(categories))
     if sources.get("category1"):
         text += f"\ncategory 1: {sources['category1']}"
     return text + (f"\nwrote {args.csv}" if args.csv else "")
+
+
+def text_of_table(rows, args: argparse.Namespace, n_categories: int) -> str:
+    """The summary of an ``ssm-map`` table: S_p statistics over the states with a valid S_p (every case at rest
+    within the horizon and within the joints' limits), the states without one counted and the first named."""
+    valid = [row for row in rows if row.result.valid]
+    invalid = [row for row in rows if not row.result.valid]
+    unsafe = sum(not row.result.safe for row in rows)
+    head = f"ISO/TS 15066 S_p over {len(rows)} map states (person at {list(args.person)}, category {args.category}): "
+    if valid:
+        sp = np.array([row.result.S_p for row in valid])
+        k = int(np.argmax(sp))
+        text = (head + f"median {np.median(sp):.4f} m, 90 % {np.percentile(sp, 90):.4f} m, largest {sp[k]:.4f} m "
+                f"(state {valid[k].state}, category {valid[k].category})")
+    else:
+        text = head + "no state has a valid S_p"
+    text += f"; {unsafe} states not safe (closer than their S_p, or no valid S_p)"
+    if invalid:
+        text += (f"\n{len(invalid)} states have no valid S_p (CSV column valid 0), e.g. state {invalid[0].state}: "
+                 f"{invalid[0].result.invalid_reason()}")
+    if n_categories > 1:
+        ones = sum(row.category == 1 for row in rows)
+        text += f"\nthe larger S_p of both categories per state: category 1 in {ones}, category 0 in {len(rows) - ones}"
+    return text
 
 
 @quiet_when_output_closed

@@ -7,7 +7,9 @@ over the envelope's worst corner or every case; the part with the smallest margi
 (``continuous_mode``): it is evaluated from the round's joint state with pauses for E-stop work, and published
 under the continuous gate, never during a stop, with the input's age; a stale input (``live_freshness``) makes
 the message ``success=false`` naming the age. A stop case that is not at rest within the horizon makes it
-``success=false`` too: S_s and T_s cut off at the horizon are short of the stop, so S_p would be too small.
+``success=false`` too: S_s and T_s cut off at the horizon are short of the stop, so S_p would be too small; and so
+does a stop case that carries a joint past its position limit (the model has no end stops: not the robot's stop),
+the message naming the case, the joint and how far.
 
 The person (:class:`PersonSource`): the fixed ``separation_person_point`` or the newest
 ``geometry_msgs/PointStamped`` on ``person_position`` (root frame or empty ``frame_id``: no transforms here;
@@ -139,6 +141,8 @@ class LiveSeparation:
         if not value.stopped:  # S_s and T_s end at the horizon, short of the stop: S_p would be too small
             return (None, f"stop cases ({monitor.parameters.cases}): {NOT_AT_REST}", age,
                     time.monotonic() - start, aged_at)
+        if value.limit_crossings:  # a stop past a joint limit: an end stop, not the brake, would end it
+            return None, value.invalid_reason(), age, time.monotonic() - start, aged_at
         return value, "", age, time.monotonic() - start, aged_at
 
     def publish(self, round_: ContinuousRound, value: tuple[Any, str, float, float, float], age: float,

@@ -1,7 +1,8 @@
 """ISO/TS 15066 protective separation distance from predicted stops: every term, the closest point's stopping
 travel towards the person recomputed independently (Pinocchio's placements of the material point along the
 predicted stop), the point's approach speed by finite differences, inputs by joint name, and a table over a
-workspace map's rows with each row's own case."""
+workspace map's rows with each row's own case. A stop case past a joint limit (no end stops in the model) gives no
+valid value, like a case that does not come to rest."""
 
 import numpy as np
 import pinocchio as pin
@@ -11,7 +12,9 @@ import stopsafe_scenarios as S
 from vtm_dynamics.core.estop import CategoryOne, StopInputError, predict_stop
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.stopping.workspace_map import MapSpec, evaluate_chunk
+from test.core.limit_case import elbow_towards_limit, reference_elbow_rest
 from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, SeparationParameters, separation_table
+from vtm_dynamics.core.stopsafe.stop_cases import StopCase
 
 Q = [0.3, -1.2, 1.5, -0.8, 0.5, 0.2]
 V = [1.0, -1.2, 1.4, 0.8, -1.0, 1.5]
@@ -122,3 +125,22 @@ def test_the_part_with_the_smallest_margin_limits_not_only_the_closest_part(moni
     assert r.link == limiting and r.margin == pytest.approx(margins[limiting], abs=1e-5)
     assert r.closest_link != r.link and r.closest_separation < r.separation  # the closest part does not limit
     assert r.safe == (margins[limiting] >= 0)
+
+
+def test_a_stop_case_past_a_joint_limit_gives_no_valid_value_and_is_not_safe_however_far_the_person(monitor):
+    """The UR5 elbow 10 mrad below its upper limit at 3 rad/s, the nominal brakes: the stop rests 0.107 rad past
+    the limit (independent integration). The person 3 m away: the margin is positive, and was reported safe."""
+    robot = monitor.setup.robot
+    q, v, limit = elbow_towards_limit(robot)
+    assert reference_elbow_rest(robot, q, v) > limit + 0.1
+    person = np.array([3.0, 0.0, 0.5])
+    r = monitor.evaluate(q, v, person, cases=[StopCase(0, 1.0, 1.0, 0.0)])
+    assert r.margin > 1.0 and r.stopped  # at rest, far from the person: only the limit makes it no value
+    assert not r.safe and not r.valid
+    (line,) = r.limit_crossings
+    assert line.startswith("elbow_joint reaches") and line.endswith(f"past its upper limit {limit:.4f} rad")
+    assert r.invalid_reason().startswith("case (cat 0, torque x1, delay x1, payload 0 kg): past a joint limit: "
+                                         "elbow_joint reaches")
+    within = monitor.evaluate(np.array(Q), np.array(V), person, cases=[StopCase(0, 1.0, 1.0, 0.0)])
+    assert within.valid and within.safe and within.limit_crossings == () and within.invalid_reason() == ""
+

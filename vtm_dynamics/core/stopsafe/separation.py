@@ -17,6 +17,11 @@ predicted stops, d its distance to the person. The part with the smallest margin
 need not: a slightly farther one moving fast towards the person can have the larger S_p), and its terms are the
 result's.
 
+A stop case that does not come to rest within the horizon, or whose stop carries a joint past its position limit
+(:mod:`vtm_dynamics.core.estop.limit_crossings`: the braked dynamics have no end stops, an end stop would end that
+motion), gives no valid S_s or T_s: the result is then not ``valid`` and not ``safe``, whatever its margin, and
+:meth:`SeparationDistance.invalid_reason` says why (the case, the joint and how far).
+
 :class:`SeparationMonitor` evaluates it from a joint state by name and a person's position, in one call, at a
 continuous rate; :func:`separation_table` evaluates it over the rows of a workspace map
 (:mod:`vtm_dynamics.core.stopping.workspace_map`). Units: m, s, m/s.
@@ -32,6 +37,7 @@ import numpy as np
 import pinocchio as pin
 
 from vtm_dynamics.core.estop import StopInputError, state_from_joint_names
+from vtm_dynamics.core.estop.limit_crossings import crossings_text
 from vtm_dynamics.core.stopsafe.robot_geometry import RobotGeometry
 from vtm_dynamics.core.stopsafe.stop_cases import CheckCancelled, StopCase, StopSetup, predict_stops
 
@@ -69,10 +75,11 @@ class SeparationDistance:
     ``S_s``, ``C``, ``Z_d``, ``Z_r``, the times ``T_r``, ``T_s`` [s] and speeds ``v_h``, ``v_r`` [m/s] of the
     LIMITING part (the smallest margin over the parts, module docstring): its ``link`` and nearest point
     ``closest_point`` (3), the ``person`` (3) and unit ``direction`` from the point to the person; that point's
-    ``separation`` [m] from the person, ``margin`` = separation - S_p and ``safe`` (margin >= 0 and every case
-    stopped); ``case`` (label of the case that gave S_s) and ``stopped``. ``closest_link`` and
+    ``separation`` [m] from the person, ``margin`` = separation - S_p and ``safe`` (margin >= 0 and :attr:`valid`);
+    ``case`` (label of the case that gave S_s) and ``stopped``. ``closest_link`` and
     ``closest_separation`` [m]: the part nearest to the person (the limiting one or not); ``parts``: every part's
-    :class:`PartSeparation`."""
+    :class:`PartSeparation`. ``limit_crossings``: the joints the first case to go past a position limit carries
+    past it (one line each with how far; () when none does) and ``limit_case`` that case's label."""
 
     S_p: float
     S_h: float
@@ -97,6 +104,22 @@ class SeparationDistance:
     closest_link: str = ""
     closest_separation: float = math.nan
     parts: tuple["PartSeparation", ...] = ()
+    limit_crossings: tuple[str, ...] = ()
+    limit_case: str = ""
+
+    @property
+    def valid(self) -> bool:
+        """Every case came to rest within the horizon and within the joints' position limits: only then are T_s,
+        S_s and S_p values for the robot (module docstring)."""
+        return self.stopped and not self.limit_crossings
+
+    def invalid_reason(self) -> str:
+        """'' when :attr:`valid`, else why there is no value: a case past a joint limit (the case, the joint and how
+        far; :func:`~vtm_dynamics.core.estop.limit_crossings.crossings_text`) or a case not at rest within the
+        horizon."""
+        if self.limit_crossings:
+            return f"case ({self.limit_case}): {crossings_text(self.limit_crossings)}"
+        return "" if self.stopped else "a stop case is not at rest within the horizon"
 
 
 @dataclass(frozen=True)
@@ -162,6 +185,7 @@ class SeparationMonitor:
         preds = predict_stops(self.setup, q[None], v[None], cases=cases, cancel=cancel)[0]
         poses = [g.joint_poses(pred.q) for pred in preds]
         stopped = all(pred.stopped for pred in preds)
+        crossed = next(((case, pred) for case, pred in zip(cases, preds) if pred.limit_crossings), None)
         T_s = max(pred.stop_time if pred.stopped else float(pred.t[-1]) for pred in preds)
         P = self.parameters
         S_h = P.human_speed * (P.reaction_time + T_s)
@@ -200,8 +224,10 @@ class SeparationMonitor:
             S_p=lim.S_p, S_h=S_h, S_r=lim.v_r * P.reaction_time, S_s=lim.S_s, C=P.intrusion, Z_d=P.human_uncertainty,
             Z_r=P.robot_uncertainty, T_r=P.reaction_time, T_s=T_s, v_h=P.human_speed, v_r=lim.v_r, link=lim.link,
             closest_point=lim.point, person=p, direction=lim.direction, separation=lim.separation,
-            margin=lim.margin, safe=bool(lim.margin >= 0 and stopped), case=lim.case, stopped=bool(stopped),
-            closest_link=closest.link, closest_separation=closest.separation, parts=tuple(parts))
+            margin=lim.margin, safe=bool(lim.margin >= 0 and stopped and crossed is None), case=lim.case,
+            stopped=bool(stopped), closest_link=closest.link, closest_separation=closest.separation,
+            parts=tuple(parts), limit_crossings=tuple(crossed[1].limit_crossings) if crossed else (),
+            limit_case=crossed[0].label() if crossed else "")
 
 
 @dataclass(frozen=True)
@@ -230,7 +256,7 @@ def separation_table(monitor: SeparationMonitor, columns: Mapping[str, np.ndarra
     ``payload_kg``, ``torque_factor``, ``delay_factor``: :func:`table_columns`), each with the row's own brake and payload case; at most
     ``max_rows`` rows (one-line error beyond). ``category``: the stop category (IEC 60204-1) of the rows' cases, or
     several (e.g. ``(0, 1)``): each is evaluated on its own and the row keeps the one with the larger S_p (the
-    smaller margin; a case that does not stop first), whichever category that is."""
+    smaller margin; a case that does not stop or goes past a joint limit first), whichever category that is."""
     categories = (category,) if isinstance(category, (int, np.integer)) else tuple(category)
     if not categories or any(c not in (0, 1) for c in categories):
         raise StopInputError(f"category: 0, 1 or both, got {category!r}")
@@ -255,7 +281,7 @@ def separation_table(monitor: SeparationMonitor, columns: Mapping[str, np.ndarra
         worst: SeparationRow | None = None
         for c in categories:
             r = monitor.evaluate(q[k], v[k], person, cases=[StopCase(int(c), *factors[k])], cancel=cancel)
-            if worst is None or (not r.stopped, r.S_p) > (not worst.result.stopped, worst.result.S_p):
+            if worst is None or (not r.valid, r.S_p) > (not worst.result.valid, worst.result.S_p):
                 worst = SeparationRow(int(states[k]), r, int(c))
         out.append(worst)
         if progress is not None:
