@@ -157,6 +157,36 @@ def test_vendor_charts(figures, tmp_path):
     check(figures, {"ur5_cat0_shoulder_lift_joint.png"})
 
 
+
+def test_vendor_charts_draw_points_past_a_joint_limit_apart_and_off_the_curves(figures, tmp_path):
+    """A point whose stop goes past a joint limit (no end stops in the model) is not a stop the robot can make: it
+    was drawn on its curve like any other. Now a cross outlined in magenta at its values, off the line, in the
+    legend and explained in the notes."""
+    import dataclasses
+
+    from vtm_dynamics.cli.stopping_charts import save_vendor_charts
+
+    crossing = ("shoulder_lift_joint reaches 3.3000 rad, past its upper limit 3.1416 rad",)
+    points = [dataclasses.replace(p, limit_crossings=crossing) if p.speed_fraction == 1.0
+              and p.extension_fraction == 1.0 else p for p in _points()]
+    past = [p for p in points if p.limit_crossings]
+    save_vendor_charts(str(tmp_path), points, "ur5", source="test")
+    check(figures, {"ur5_cat0_shoulder_lift_joint.png"})
+    fig = dict(figures)["ur5_cat0_shoulder_lift_joint.png"]
+    for k, (value, scale, vary) in enumerate((("angle", 1.0, "extension_fraction"), ("angle", 1.0, "payload_fraction"),
+                                               ("time", 1e3, "extension_fraction"), ("time", 1e3, "payload_fraction"))):
+        ax = fig.axes[k]
+        held = "payload_fraction" if vary == "extension_fraction" else "extension_fraction"
+        want = sorted((100 * p.speed_fraction, scale * getattr(p, value)) for p in past if getattr(p, held) == 1.0)
+        crosses = sorted((float(x), float(y)) for line in ax.get_lines() if line.get_marker() == "X"
+                         for x, y in zip(line.get_xdata(), line.get_ydata()))
+        assert len(crosses) == len(want) > 0 and np.allclose(crosses, want, rtol=1e-12, atol=0), k
+        on_curves = [(float(x), float(y)) for line in ax.get_lines() if line.get_marker() == "o"
+                     for x, y in zip(line.get_xdata(), line.get_ydata())]
+        assert not any(np.allclose(xy, w, rtol=1e-12, atol=0) for xy in on_curves for w in want), k
+    assert any("past a joint limit" in t for t in fig.axes[0].get_legend_handles_labels()[1])
+    assert "past its position limit" in " ".join(t.get_text() for t in fig.texts)
+
 def test_map_plots(figures, tmp_path):
     from vtm_dynamics.cli.stopping_charts import map_heatmaps
 
@@ -196,6 +226,41 @@ def test_map_plots_mark_the_states_that_did_not_stop_whose_colour_is_only_a_dist
         assert sorted(zip(marked[0].get_xdata(), marked[0].get_ydata())) == sorted(zip(cols[a][late], cols[b][late]))
         assert any("did not stop" in t.get_text() for t in ax.get_legend().get_texts())
 
+
+
+def test_map_plots_mark_states_past_a_joint_limit_apart_from_those_that_did_not_stop_and_from_stops(figures,
+                                                                                                     tmp_path):
+    """A state whose stop goes past a joint limit (column within_limits false; no end stops in the model) came to
+    rest, but not as the robot would: the heat maps drew it with the states that did not stop, and the worst states
+    as an ordinary stop ("stop 0.453 s"). Now its own marker and label on the maps and a labelled, hatched bar."""
+    from vtm_dynamics.cli.stopping_charts import map_heatmaps
+
+    rng = np.random.default_rng(4)
+    n = 40
+    late, past = np.zeros(n, bool), np.zeros(n, bool)
+    late[[3, 17]], past[[5, 29]] = True, True
+    distance = rng.uniform(0.0, 0.4, n)
+    distance[past] = (0.45, 0.5)  # the two largest: both among the worst states
+    cols = {"state": np.arange(n), "tcp_x_m": rng.uniform(-0.8, 0.8, n), "tcp_y_m": rng.uniform(-0.8, 0.8, n),
+            "tcp_z_m": rng.uniform(-0.3, 0.9, n), "tcp_straight_distance_m": distance,
+            "stop_time_s": np.where(late, np.inf, rng.uniform(0.05, 0.5, n)), "stopped": ~late,
+            "within_limits": ~past, "payload_kg": rng.choice([0.0, 5.0], n),
+            "speed_fraction": rng.uniform(0.1, 1.0, n), "torque_factor": rng.uniform(0.9, 1.1, n),
+            "delay_factor": rng.uniform(1.0, 1.5, n)}
+    map_heatmaps(cols, str(tmp_path), bins=8, top=5)
+    check(figures, {"map_top_xy.png", "map_side_xz.png", "map_worst_states.png"})
+    for name, (a, b) in (("map_top_xy.png", ("tcp_x_m", "tcp_y_m")), ("map_side_xz.png", ("tcp_x_m", "tcp_z_m"))):
+        ax = dict(figures)[name].axes[0]
+        for words, rows in (("past a joint limit", past), ("did not stop", late)):
+            (marked,) = [line for line in ax.get_lines() if line.get_label().startswith(words)]
+            assert sorted(zip(marked.get_xdata(), marked.get_ydata())) == sorted(zip(cols[a][rows], cols[b][rows]))
+        assert "past its position limit" in " ".join(t.get_text() for t in dict(figures)[name].texts)
+    worst = _drawn(dict(figures)["map_worst_states.png"])
+    labels = dict(zip(worst["texts"][-5:], worst["texts"][:5]))  # "state k" -> the text at its bar
+    assert worst["texts"][-5:][:2] == ["state 29", "state 5"]
+    for state in ("state 29", "state 5"):
+        assert labels[state].strip().startswith("PAST A JOINT LIMIT") and " s," not in labels[state]
+    assert not any("PAST A JOINT LIMIT" in labels[s] for s in labels if s not in ("state 29", "state 5"))
 
 
 def _drawn(fig) -> dict:

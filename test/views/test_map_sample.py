@@ -157,11 +157,20 @@ def test_states_past_a_joint_limit_are_counted_drawn_apart_and_never_labelled_wi
         assert np.any((p.q.max(axis=0) > hi + 1e-6) | (p.q.min(axis=0) < lo - 1e-6))
     sample = sample_map(in_blocks(cols, 37), 2, max_points=N, seed=4)
     assert any(line.startswith(f"{past.size} states went past a joint limit") for line in sample.info)
+    # they came to rest: the panel called them "not stopped (0 states)" in its worst stop time and percentiles
+    (longest,) = [line for line in sample.info if line.startswith("worst stop time")]
+    assert longest.startswith(f"worst stop time: not known (0 not stopped, {past.size} past a joint limit)")
+    assert "not stopped" not in next(line for line in sample.info if "p50/p90/p99" in line)
     drawn_past = np.isin(sample.rows, past)
     assert drawn_past.any() and not sample.stopped[drawn_past].any()
     assert set(sample.worst_rows) <= set(past.tolist())  # ranked first: their distance is not known
     scene = map_scene(robot, sample, worst=replay_worst(robot, brakes, spec, sample), geometry=ur5_geometry())
     assert [lb.text for lb in scene.labels] == ["#1: past a joint limit", "#2: past a joint limit"]
+    # their own cloud and legend entry, not the one of the states that did not stop (they were drawn in it)
+    clouds = {c.name: c for c in scene.clouds}
+    np.testing.assert_array_equal(clouds["past_limit"].points, sample.start[drawn_past])
+    assert "not_stopped" not in clouds  # every one of these states came to rest
+    assert any("past a joint limit" in e.text and e.toggles == ("past_limit",) for e in scene.legend)
 
 
 def replay_row_of(robot, brakes, spec, cols, row):

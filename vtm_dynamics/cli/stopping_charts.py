@@ -26,6 +26,17 @@ NOT_STOPPED_NOTE = (f"triangles: the arm had not come to rest within the {HORIZO
                     "corner): the time is unbounded (drawn above the dashed line, off scale) and the angle is the one "
                     "reached by then, a lower bound; a longer horizon or stronger brakes are needed for a value.")
 NOT_STOPPED_LABEL = f"not at rest within {HORIZON:g} s"
+PAST_LIMIT_NOTE = ("crosses (X, outlined in magenta): the stop (nominal or a band corner) carries a joint past its "
+                   "position limit; the model has no end stops, so the angle and time drawn are not a stop the robot "
+                   "can make (an end stop would end it) and no value for safety calculations; the line and band "
+                   "leave them out.")
+PAST_LIMIT_LABEL = "past a joint limit: not a stop"
+PAST_LIMIT_EDGE = "m"  # the outline that sets these points apart from the curves' own markers
+
+
+def _past_limit(p: StoppingPoint) -> bool:
+    """A point that came to rest, but past a joint limit (a point still moving at the horizon is marked as such)."""
+    return bool(p.stopped and p.limit_crossings)
 
 
 def _curves(points: Sequence[StoppingPoint], category: int, joint: str, vary: str) -> list[tuple[float, list[StoppingPoint]]]:
@@ -45,7 +56,8 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
     ``angle`` [rad] and ``time`` [s]) marked at 100 %. Points where the arm did not come to rest within the
     horizon (nominal or a band corner) are triangles: on the time axes at the top edge (unbounded), on the angle
     axes at the band's upper edge (reached by the horizon, a lower bound); the line and band stop short of them.
-    Drawn into ``fig`` (a report page) or a new figure; curves that lie on top of each other are named in
+    Points whose stop goes past a joint limit are drawn apart as crosses outlined in magenta at their values, left
+    out of the line and band (no end stops in the model: not a stop the robot can make). Drawn into ``fig`` (a report page) or a new figure; curves that lie on top of each other are named in
     ``notes`` (and on the page)."""
     from vtm_dynamics.cli.plots import overlap_note
 
@@ -57,7 +69,7 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
         fig = plt.figure(figsize=(11.0, 8.0), layout="constrained")
         gs = fig.add_gridspec(2, 2)
     else:
-        late = any(not p.stopped for p in points if p.category == category and p.joint == joint)
+        late = any(not p.stopped or _past_limit(p) for p in points if p.category == category and p.joint == joint)
         gs = fig.add_gridspec(2, 2, left=0.07, right=0.97, top=0.80, bottom=0.23 if late else 0.17, hspace=0.12,
                               wspace=0.16)  # room for a second legend row and the note on the not stopped
     axes = [[fig.add_subplot(gs[r, c]) for c in range(2)] for r in range(2)]
@@ -66,6 +78,7 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
     full_speed = None
     tops: dict[tuple[int, int], list[float]] = {}  # finite values per panel: an unbounded band edge is off scale
     flagged: set[int] = set()  # columns with points that did not come to rest
+    crossed: set[int] = set()  # columns with points past a joint limit
     for col, vary in enumerate(("extension", "payload")):
         for n_curve, (lv, pts) in enumerate(_curves(points, category, joint, vary)):
             x = [100 * p.speed_fraction for p in pts]
@@ -77,17 +90,23 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
             else:
                 label = f"{lv:.0%} ({pts[0].payload:.2f} kg)"
             late = [k for k, p in enumerate(pts) if not p.stopped]
+            past = np.array([_past_limit(p) for p in pts], dtype=bool)
             for row, (val, lo, hi, scale) in enumerate((("angle", "angle_min", "angle_max", 1.0),
                                                         ("time", "time_min", "time_max", 1e3))):
                 ax = axes[row][col]
                 y = np.array([scale * getattr(p, val) for p in pts])
                 upper = np.array([scale * getattr(p, hi) for p in pts])
-                finite = np.isfinite(y)
+                finite = np.isfinite(y) & ~past
                 line, = ax.plot(np.array(x)[finite], y[finite], marker="o", label=label)
                 curves.setdefault((row, col), []).append((f"{vary} {label.split(' ')[0]}", np.array(x, float), y))
-                ax.fill_between(x, [scale * getattr(p, lo) for p in pts], np.where(np.isfinite(upper), upper, 1e12),
+                ax.fill_between(x, np.where(past, np.nan, [scale * getattr(p, lo) for p in pts]),
+                                np.where(past, np.nan, np.where(np.isfinite(upper), upper, 1e12)),
                                 color=line.get_color(), alpha=0.15)
-                tops.setdefault((row, col), []).extend(v for v in (*y, *upper) if np.isfinite(v))
+                tops.setdefault((row, col), []).extend(v for v in (*y, *upper[~past]) if np.isfinite(v))
+                if past.any():  # the values of a motion without end stops: drawn apart, never on the curve
+                    ax.plot(np.array(x)[past], y[past], marker="X", ms=10, ls="none", color=line.get_color(),
+                            markeredgecolor=PAST_LIMIT_EDGE, mew=1.5, zorder=6)
+                    crossed.add(col)
                 if late:  # the time off scale at the top edge; the angle reached by the horizon, a lower bound
                     edge = 0.965 - 0.05 * n_curve  # one row of triangles per curve: none hides another
                     where = (ax.get_xaxis_transform(), [edge] * len(late)) if row == 1 else \
@@ -102,6 +121,9 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
         if col in flagged:
             axes[0][col].plot([], [], marker="^", ms=10, ls="none", color="w", markeredgecolor="k",
                               label=NOT_STOPPED_LABEL)
+        if col in crossed:
+            axes[0][col].plot([], [], marker="X", ms=10, ls="none", color="w", markeredgecolor=PAST_LIMIT_EDGE,
+                              mew=1.5, label=PAST_LIMIT_LABEL)
         axes[0][col].set_title(f"by {vary} ({'payload' if vary == 'extension' else 'extension'} at 100 %)",
                                fontsize=9)
         axes[0][col].set_ylabel("stopping angle of the joint [rad]")
@@ -111,7 +133,7 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
             axes[row][col].grid(True, alpha=0.3)
         axes[0][col].tick_params(labelbottom=False)
         axes[1][col].legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
-                            ncol=3 if col in flagged else 4,
+                            ncol=3 if col in flagged or col in crossed else 4,
                             title=vary + " level" + (" (reach)" if vary == "extension" else " (mass)"),
                             title_fontsize=7.5, handles=axes[0][col].get_legend_handles_labels()[0])
         if full_speed:
@@ -140,6 +162,7 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
         fig.text(0.04, 0.885, heading, fontsize=10, va="top")
         fig.text(0.04, 0.045, "Note: " + BAND_NOTE + (" " + NOT_STOPPED_NOTE[0].upper() + NOT_STOPPED_NOTE[1:]
                                                         if flagged else "")
+                 + (" " + PAST_LIMIT_NOTE[0].upper() + PAST_LIMIT_NOTE[1:] if crossed else "")
                  + ("" if not hidden else " Curves on top of each other: " + "; ".join(hidden) + "."),
                  fontsize=7.5, wrap=True)
     return fig
@@ -165,7 +188,9 @@ def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name
                                published=pub, notes=hidden)
             path = os.path.join(out_dir, f"{robot_name}_cat{cat}_{joint}.png")
             late = any(not p.stopped for p in points if p.category == cat and p.joint == joint)
+            past = any(_past_limit(p) for p in points if p.category == cat and p.joint == joint)
             files.append(save_figure_at(plt, fig, path, source, [BAND_NOTE] + [NOT_STOPPED_NOTE] * late
+                                        + [PAST_LIMIT_NOTE] * past
                                         + [f"on top of each other: {h}" for h in hidden], dpi=100))
     return files
 
@@ -190,12 +215,17 @@ _WORST_COLUMNS = ("state", "tcp_straight_distance_m", "stop_time_s", "payload_kg
                   "delay_factor")
 
 
-def _stopped(block: dict) -> np.ndarray:
-    """A state still moving at the horizon has only a distance so far in its row, one past a joint limit a distance
-    without end stops: marked, never passed for a stop."""
-    stopped = np.asarray(block["stopped"], dtype=bool) if "stopped" in block else \
+def _at_rest(block: dict) -> np.ndarray:
+    """Whether each state came to rest within the horizon (a map without the ``stopped`` column: a finite time)."""
+    return np.asarray(block["stopped"], dtype=bool) if "stopped" in block else \
         np.isfinite(np.asarray(block["stop_time_s"], dtype=float))
-    return stopped & np.asarray(block["within_limits"], dtype=bool) if "within_limits" in block else stopped
+
+
+def _past_limits(block: dict) -> np.ndarray:
+    """Whether each state came to rest past a joint limit (``within_limits`` false; none in a map without it)."""
+    if "within_limits" not in block:
+        return np.zeros(len(block["stop_time_s"]), dtype=bool)
+    return _at_rest(block) & ~np.asarray(block["within_limits"], dtype=bool)
 
 
 def _view_rows(block: dict, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -205,14 +235,17 @@ def _view_rows(block: dict, a: str, b: str) -> tuple[np.ndarray, np.ndarray, np.
     return x, y, dist, np.isfinite(x) & np.isfinite(y) & np.isfinite(dist)
 
 
-def _map_extents(passes: Any, top: int) -> tuple[dict, dict, dict]:
-    """One pass: per view the start positions' range, reach and count, the states that did not stop (their start),
-    and the ``top`` rows of the largest distance (the first of equal ones)."""
+def _map_extents(passes: Any, top: int) -> tuple[dict, dict, dict, dict]:
+    """One pass: per view the start positions' range, reach and count, the states that did not stop and those that
+    came to rest past a joint limit (their starts), and the ``top`` rows of the largest distance (the first of equal
+    ones) with whether they stopped (``at_rest``) and went past a limit (``past_limit``)."""
     extent: dict[str, list] = {}
     late: dict[str, tuple[list, list]] = {name: ([], []) for name, _ in _VIEWS}
+    crossed: dict[str, tuple[list, list]] = {name: ([], []) for name, _ in _VIEWS}
     worst: dict[str, np.ndarray] | None = None
+    keep = _WORST_COLUMNS + ("at_rest", "past_limit")
     for block in passes():
-        stopped = _stopped(block)
+        stopped, past = _at_rest(block), _past_limits(block)
         for name, (a, b) in _VIEWS:
             x, y, _, ok = _view_rows(block, a, b)
             if not ok.any():
@@ -224,22 +257,31 @@ def _map_extents(passes: Any, top: int) -> tuple[dict, dict, dict]:
                                                   max(old[3], e[3]), max(old[4], e[4]), old[5] + e[5]]
             late[name][0].append(x[ok & ~stopped])
             late[name][1].append(y[ok & ~stopped])
+            crossed[name][0].append(x[ok & past])
+            crossed[name][1].append(y[ok & past])
         rows = {c: np.asarray(block[c]) for c in _WORST_COLUMNS}
+        rows.update(at_rest=stopped, past_limit=past)
         if worst is not None:
-            rows = {c: np.concatenate([worst[c], rows[c]]) for c in _WORST_COLUMNS}
+            rows = {c: np.concatenate([worst[c], rows[c]]) for c in keep}
         d = np.asarray(rows["tcp_straight_distance_m"], dtype=float)
         order = np.argsort(-np.where(np.isfinite(d), d, -np.inf), kind="stable")[:top]
-        worst = {c: rows[c][order] for c in _WORST_COLUMNS}
-    late_xy = {name: (np.concatenate(xs) if xs else np.empty(0), np.concatenate(ys) if ys else np.empty(0))
-               for name, (xs, ys) in late.items()}
-    return extent, late_xy, worst or {c: np.empty(0) for c in _WORST_COLUMNS}
+        worst = {c: rows[c][order] for c in keep}
+
+    def joined(starts: dict) -> dict:
+        return {name: (np.concatenate(xs) if xs else np.empty(0), np.concatenate(ys) if ys else np.empty(0))
+                for name, (xs, ys) in starts.items()}
+
+    return extent, joined(late), joined(crossed), worst or {c: np.empty(0) for c in keep}
 
 
 def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int = 20, top: int = 15,
                  summary: dict | None = None) -> list[str]:
     """``map_top_xy.png``, ``map_side_xz.png`` (worst TCP stopping distance per cell of the TCP's start position,
     the robot base and the largest start distance from the base axis drawn, blank cells explained) and
-    ``map_worst_states.png`` (the worst states with their stop time, payload, speed and brake factors).
+    ``map_worst_states.png`` (the worst states with their stop time, payload, speed and brake factors). States that
+    did not stop within the horizon (red x) and states whose stop goes past a joint limit (magenta crosses: no end
+    stops in the model, not a stop the robot can make) are marked apart on the heat maps; on the worst states their
+    bars are hatched and labelled.
 
     ``columns``: the map's rows in memory, or passes over them a block at a time
     (:func:`vtm_dynamics.scaleout.result_file.result_passes` of :data:`HEATMAP_COLUMNS`): two passes, holding the
@@ -252,7 +294,7 @@ def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int =
     passes = passes_of(columns) if isinstance(columns, dict) else columns
     plt = pyplot()
     os.makedirs(out_dir, exist_ok=True)
-    extent, late_xy, worst = _map_extents(passes, top)
+    extent, late_xy, past_xy, worst = _map_extents(passes, top)
     edges, grids = {}, {}
     for name, e in extent.items():
         lo_x, hi_x = min(e[0], -0.05 * e[4]), max(e[1], 0.05 * e[4])
@@ -274,6 +316,7 @@ def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int =
     for name, (a, b) in _VIEWS:
         top_view = b == "tcp_y_m"
         late_x, late_y = late_xy[name]
+        past_x, past_y = past_xy[name]
         fig, ax = new_figure(plt, 7.5, 7.0)
         if name in extent:
             reach = extent[name][4]
@@ -282,7 +325,10 @@ def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int =
             fig.colorbar(mesh, ax=ax, shrink=0.8, label="worst TCP stopping distance in the cell [m]")
             if late_x.size:
                 ax.plot(late_x, late_y, marker="x", color="red", ms=7, mew=1.5, ls="none",
-                        label=f"did not stop or past a joint limit ({late_x.size}): distance unknown")
+                        label=f"did not stop within the horizon ({late_x.size}): distance unknown")
+            if past_x.size:
+                ax.plot(past_x, past_y, marker="X", color="none", markeredgecolor=PAST_LIMIT_EDGE, ms=8, mew=1.5,
+                        ls="none", label=f"past a joint limit ({past_x.size}): not a stop, distance unknown")
             ax.plot([0.0], [0.0], marker="P", color="k", ms=10, ls="none", label="robot base (world origin)")
             if top_view:
                 ax.add_patch(Circle((0.0, 0.0), reach, fill=False, ls="--", color="0.3"))
@@ -297,19 +343,34 @@ def map_heatmaps(columns: dict[str, np.ndarray] | Any, out_dir: str, bins: int =
         notes = ["white cells: no sampled state starts there (not a zero distance); each coloured cell shows the "
                  f"largest distance of the states starting in it ({bins} x {bins} cells)."]
         if late_x.size:
-            notes.append("red x: a state still moving when the prediction's horizon ended, or whose stop carries a "
-                         "joint past its limit (no end stops in the model); its stopping distance is not known, and the "
-                         "colour of its cell may be the distance it reached (by the horizon, or without end stops).")
+            notes.append("red x: a state still moving when the prediction's horizon ended; its stopping distance is not "
+                         "known, and the colour of its cell may be the distance it reached by the horizon.")
+        if past_x.size:
+            notes.append("magenta X: a state whose stop carries a joint past its position limit (no end stops in the "
+                         "model: an end stop, not the brake, would end it); its stopping distance is not known, and the "
+                         "colour of its cell may be the distance of that motion without end stops.")
         files.append(save_figure_at(plt, fig, os.path.join(out_dir, name), source, notes, dpi=100))
     dist, time = np.asarray(worst["tcp_straight_distance_m"], float), np.asarray(worst["stop_time_s"], float)
     fig, ax = new_figure(plt, 10.0, 1.2 + 0.36 * max(dist.size, 1))
     pos = np.arange(dist.size)[::-1]
-    ax.barh(pos, dist, color="tab:blue")
+    late, past = ~np.asarray(worst["at_rest"], dtype=bool), np.asarray(worst["past_limit"], dtype=bool)
+    plain = ~late & ~past
+    ax.barh(pos[plain], dist[plain], color="tab:blue")
+    if late.any():  # the distance reached by the horizon: not a stopping distance
+        ax.barh(pos[late], dist[late], color="white", edgecolor="red", hatch="xx", label="did not stop within the "
+                "horizon: the distance reached by then")
+    if past.any():  # the distance of a motion without end stops: not a stop the robot can make
+        ax.barh(pos[past], dist[past], color="white", edgecolor=PAST_LIMIT_EDGE, hatch="//",
+                label="past a joint limit: the distance without end stops, not a stop")
     for p_, k in zip(pos, range(dist.size)):
-        t = f"{time[k]:.3f} s" if np.isfinite(time[k]) else "not stopped"
-        ax.text(dist[k], p_, f"  stop {t}, {worst['payload_kg'][k]:.1f} kg, speed x{worst['speed_fraction'][k]:.2f},"
+        t = "NOT STOPPED" if late[k] else "PAST A JOINT LIMIT" if past[k] else \
+            f"stop {time[k]:.3f} s" if np.isfinite(time[k]) else "not stopped"
+        ax.text(dist[k], p_, f"  {t}, {worst['payload_kg'][k]:.1f} kg, speed x{worst['speed_fraction'][k]:.2f},"
                 f" torque x{worst['torque_factor'][k]:.2f}, delay x{worst['delay_factor'][k]:.2f}",
                 va="center", fontsize=7)
+    if late.any() or past.any():
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if dist.size < 8 else -0.12), fontsize=7.5,
+                  frameon=False, ncol=2)
     ax.set_yticks(pos, [f"state {int(worst['state'][k])}" for k in range(dist.size)], fontsize=7)
     ax.set_xlabel("TCP straight stopping distance [m]")
     ax.set_xlim(0.0, 1.9 * float(np.nanmax(dist)) if dist.size else 1.0)

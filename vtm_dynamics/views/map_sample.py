@@ -45,7 +45,8 @@ class MapSample:
     the horizon and within the joint limits ``stopped`` (the distance of a row that did not is how far it had moved
     by then, or went without end stops: not its stopping distance); ``top`` the largest finite distance of the rows that stopped [m] (1 when there is none); ``worst``
     every column of the worst rows, worst first, and ``worst_rows`` their row numbers (:func:`worst_order`: the
-    rows that did not stop first); ``info`` the lines of the info panel."""
+    rows that did not stop first); ``info`` the lines of the info panel; ``past_limit``: whether each drawn row
+    came to rest past a joint limit (no end stops in the model; drawn apart from the rows that did not stop)."""
 
     count: int
     rows: np.ndarray
@@ -56,6 +57,7 @@ class MapSample:
     worst: dict[str, np.ndarray]
     worst_rows: tuple[int, ...]
     info: tuple[str, ...]
+    past_limit: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
 
 
 def columns_reader(columns: Mapping[str, np.ndarray]) -> Reader:
@@ -130,7 +132,7 @@ def sample_map(read: Reader, count: int = 3, max_points: int = MAX_MAP_POINTS, s
     # positions among the drawable rows that are not among the worst, in file order
     picked = (np.sort(np.random.default_rng(seed).choice(tally.drawable - len(must), max_points - len(must),
                                                          replace=False)) if thin else None)
-    rows, start, distance, stopped, worst = [], [], [], [], []
+    rows, start, distance, stopped, past, worst = [], [], [], [], [], []
     seen = rest_seen = 0
     for block in read(None)():
         d = np.asarray(block[DISTANCE], dtype=float)
@@ -149,6 +151,7 @@ def sample_map(read: Reader, count: int = 3, max_points: int = MAX_MAP_POINTS, s
         start.append(xyz[keep])
         distance.append(d[keep])
         stopped.append(known_stops(block)[keep])
+        past.append((np.asarray(block["stopped"], dtype=bool) & ~np.asarray(block["within_limits"], dtype=bool))[keep])
         mine = np.isin(here, tally.worst_rows)
         if mine.any():
             worst.append({name: np.asarray(values)[mine] for name, values in block.items()} | {"": here[mine]})
@@ -160,7 +163,8 @@ def sample_map(read: Reader, count: int = 3, max_points: int = MAX_MAP_POINTS, s
                      distance=np.concatenate(distance) if distance else np.empty(0),
                      stopped=np.concatenate(stopped) if stopped else np.empty(0, dtype=bool), top=top,
                      worst=worst_columns, worst_rows=tuple(int(r) for r in tally.worst_rows),
-                     info=tuple(_info(read, tally)))
+                     info=tuple(_info(read, tally)),
+                     past_limit=np.concatenate(past) if past else np.empty(0, dtype=bool))
 
 
 def _worst_first(parts: list[dict[str, np.ndarray]], order: np.ndarray) -> dict[str, np.ndarray]:
@@ -189,12 +193,14 @@ def _info(read: Reader, tally: _Tally) -> list[str]:
     if tally.top is not None:
         ranks = percentile_ranks(n, INFO_PERCENTILES)
         order = order_statistics(lambda: ((ranked_values(b)[0],) for b in read(FIRST_PASS)()), [ranks])[0]
-        pct = ["not stopped" if math.isinf(x) else f"{x:.4f}" for x in percentiles_of(order, n, INFO_PERCENTILES)]
+        unknown = "not known" if tally.past_limits else "not stopped"  # a state past a limit did stop
+        pct = [unknown if math.isinf(x) else f"{x:.4f}" for x in percentiles_of(order, n, INFO_PERCENTILES)]
         out.append(f"worst TCP distance {tally.top[0]:.4f} m (state {tally.top[1]}); p50/p90/p99: "
-                   + " / ".join(pct) + (" m" if pct[-1] != "not stopped" else ""))
+                   + " / ".join(pct) + (" m" if pct[-1] != unknown else ""))
     if tally.longest is not None:
         t, state = tally.longest
+        why = f"not stopped ({n - tally.stopped} states)" if not tally.past_limits else \
+            f"not known ({n - tally.stopped} not stopped, {tally.past_limits} past a joint limit)"
         out.append(f"worst stop time {t:.4f} s (state {state})" if tally.stopped == n and not tally.past_limits else
-                   f"worst stop time: not stopped ({n - tally.stopped} states); longest stop {t:.4f} s (state "
-                   f"{state})")
+                   f"worst stop time: {why}; longest stop {t:.4f} s (state {state})")
     return out

@@ -80,13 +80,20 @@ def map_scene(robot: RobotModel, sample: MapSample, *, cell_box=None, worst: Seq
     shapes = list(base.shapes)
     legend = list(base.legend) + [LegendEntry(palette.ramp([1.0])[0], f"TCP at the E-stop of {n} states: colour = "
                                               f"stopping distance, blue 0 m .. red {top:.3f} m", ("states",))]
-    if not ok.all():  # a state not at rest (or past a joint limit) has no stopping distance to colour it by
-        clouds.append(PointCloud("not_stopped", "TCP at the E-stop, not stopped within the horizon or past a limit",
-                                 sample.start[~ok], np.tile(palette.NOT_STOPPED, (int(np.sum(~ok)), 1)),
+    past = np.asarray(sample.past_limit, dtype=bool) if len(sample.past_limit) == len(ok) else np.zeros_like(ok)
+    late = ~ok & ~past
+    if late.any():  # a state not at rest has no stopping distance to colour it by
+        clouds.append(PointCloud("not_stopped", "TCP at the E-stop, not stopped within the horizon",
+                                 sample.start[late], np.tile(palette.NOT_STOPPED, (int(np.sum(late)), 1)),
                                  size=1.6 * size))
         legend.append(LegendEntry(palette.NOT_STOPPED, "TCP at the E-stop of states that did not stop within the "
-                                  "horizon or went past a joint limit (stopping distance not known)",
-                                  ("not_stopped",)))
+                                  "horizon (stopping distance not known)", ("not_stopped",)))
+    if past.any():  # nor has one whose stop goes past a joint limit: the model has no end stops
+        clouds.append(PointCloud("past_limit", "TCP at the E-stop, stop past a joint limit", sample.start[past],
+                                 np.tile(palette.PAST_LIMIT, (int(np.sum(past)), 1)), size=1.6 * size))
+        legend.append(LegendEntry(palette.PAST_LIMIT, "TCP at the E-stop of states whose stop goes past a joint "
+                                  "limit (no end stops in the model: not a stop, stopping distance not known)",
+                                  ("past_limit",)))
     if cell_box is not None:
         lo, hi = (np.asarray(c, dtype=float) for c in cell_box)
         pose = np.eye(4)

@@ -23,6 +23,7 @@ OTHER_CASE = (0.55, 0.55, 0.62)  # paths of the envelope's other cases
 SAFE = (0.15, 0.68, 0.30)  # checked E-stop instants whose stops all end clear
 UNSAFE = (0.85, 0.10, 0.10)  # ... and those with a stop that does not
 NOT_STOPPED = (0.10, 0.10, 0.10)  # map states not at rest within the horizon (no stopping distance to colour by)
+PAST_LIMIT = (0.90, 0.0, 0.90)  # map states whose stop goes past a joint limit (no end stops: not a stop)
 GHOST_OPACITY = 0.3
 
 EVENT_COLORS = {  # events of a predicted stop (core/estop/results.py StopEvent.kind)
