@@ -118,24 +118,7 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
             axes[0][col].plot([100], [published.angle], marker="*", ms=12, color="k", ls="none",
                               label="published (100 %, 100 %)")
             axes[1][col].plot([100], [1e3 * published.time], marker="*", ms=12, color="k", ls="none")
-        if col in flagged:
-            axes[0][col].plot([], [], marker="^", ms=10, ls="none", color="w", markeredgecolor="k",
-                              label=NOT_STOPPED_LABEL)
-        if col in crossed:
-            axes[0][col].plot([], [], marker="X", ms=10, ls="none", color="w", markeredgecolor=PAST_LIMIT_EDGE,
-                              mew=1.5, label=PAST_LIMIT_LABEL)
-        axes[0][col].set_title(f"by {vary} ({'payload' if vary == 'extension' else 'extension'} at 100 %)",
-                               fontsize=9)
-        axes[0][col].set_ylabel("stopping angle of the joint [rad]")
-        axes[1][col].set_ylabel("stopping time [ms]")
-        axes[1][col].set_xlabel("speed of the tested joint [% of maximum]")
-        for row in range(2):
-            axes[row][col].grid(True, alpha=0.3)
-        axes[0][col].tick_params(labelbottom=False)
-        axes[1][col].legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
-                            ncol=3 if col in flagged or col in crossed else 4,
-                            title=vary + " level" + (" (reach)" if vary == "extension" else " (mass)"),
-                            title_fontsize=7.5, handles=axes[0][col].get_legend_handles_labels()[0])
+        _column_labels(axes[0][col], axes[1][col], vary, col in flagged, col in crossed)
         if full_speed:
             top = axes[0][col].secondary_xaxis("top", functions=(lambda pct, v=full_speed: pct * v / 100,
                                                                   lambda w, v=full_speed: 100 * w / v))
@@ -166,6 +149,27 @@ def vendor_chart(points: Sequence[StoppingPoint], category: int, joint: str, tit
                  + ("" if not hidden else " Curves on top of each other: " + "; ".join(hidden) + "."),
                  fontsize=7.5, wrap=True)
     return fig
+
+
+def _column_labels(angle_ax: Any, time_ax: Any, vary: str, late: bool, past: bool) -> None:
+    """Titles, axis labels, grid and the legend (under the time axes) of one column of :func:`vendor_chart`, with
+    the entries of the points that did not come to rest (``late``) and of those past a joint limit (``past``)."""
+    if late:
+        angle_ax.plot([], [], marker="^", ms=10, ls="none", color="w", markeredgecolor="k", label=NOT_STOPPED_LABEL)
+    if past:
+        angle_ax.plot([], [], marker="X", ms=10, ls="none", color="w", markeredgecolor=PAST_LIMIT_EDGE, mew=1.5,
+                      label=PAST_LIMIT_LABEL)
+    angle_ax.set_title(f"by {vary} ({'payload' if vary == 'extension' else 'extension'} at 100 %)", fontsize=9)
+    angle_ax.set_ylabel("stopping angle of the joint [rad]")
+    time_ax.set_ylabel("stopping time [ms]")
+    time_ax.set_xlabel("speed of the tested joint [% of maximum]")
+    for ax in (angle_ax, time_ax):
+        ax.grid(True, alpha=0.3)
+    angle_ax.tick_params(labelbottom=False)
+    time_ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
+                   ncol=3 if late or past else 4, title=vary + " level" + (" (reach)" if vary == "extension" else
+                                                                           " (mass)"),
+                   title_fontsize=7.5, handles=angle_ax.get_legend_handles_labels()[0])
 
 
 def save_vendor_charts(out_dir: str, points: Sequence[StoppingPoint], robot_name: str, published: dict | None = None,
