@@ -255,3 +255,73 @@ def test_a_robot_entirely_at_rest_is_as_new_as_its_newest_joint_value():
     _finger(intake, 1000.0, 0.03, 0.0)
     got = intake.receive(_state(q=(0.1, 0.2, 0.3), v=(0.0, 0.0, 0.0), stamp=1000.018), 5000.018)
     assert got.sample.stamp == pytest.approx(1000.018, abs=1e-9)
+
+
+# ------------------------------------------------------------------ a moving gripper reported less often
+GRIPPER_V = -0.05  # [m/s] the finger closing
+
+
+def _arm_at(t: float) -> tuple[float, ...]:
+    """The arm's positions [rad] at ``t`` [s]: what its driver writes into the message stamped ``t``."""
+    return tuple(0.1 + v * (t - 999.0) for v in ARM_V)
+
+
+def _moving_gripper_history(arm_stamps, finger_stamps=(1000.0, 1000.02)) -> StateIntake:
+    """The arm at 500 Hz, the finger (moving) at 50 Hz, messages received in stamp order."""
+    intake = _gripper_intake()
+    intake.clocks.node = 1000.07  # every message received by then, none ahead of the node clock
+    messages = sorted([(t, "arm") for t in arm_stamps] + [(t, "finger") for t in finger_stamps])
+    for t, who in messages:
+        if who == "arm":
+            _arm(intake, t)
+        else:
+            _finger(intake, t, 0.03 + GRIPPER_V * (t - 1000.0), GRIPPER_V)
+    return intake
+
+
+def _stamped_choice(intake: StateIntake, instant: float, waited: float = 0.025):
+    return intake.choose(StartLimits(0.05, 0.05, 0.05), instant=instant, stamped=True, received=4000.0 + instant,
+                         now=1000.03, waited=waited)
+
+
+def test_a_stamped_trigger_with_a_moving_gripper_takes_no_arm_value_from_after_its_instant():
+    """Arm at 500 Hz (1000.000 .. 1000.018 s), gripper closing at 0.05 m/s reported at 50 Hz (1000.000, 1000.020 s),
+    E-stop stamped 1000.005 s. Every arm state between the gripper messages is stamped with the gripper's 1000.000 s
+    (the moving gripper ages it). The start state must hold the arm's values of 1000.004 s, the last ones at or
+    before the instant. Before, the newest state stamped 1000.000 s was taken: arm values of 1000.018 s, 13 ms
+    after the E-stop (the arm already braking), reported as 5 ms before it."""
+    intake = _moving_gripper_history([1000.0 + k * ARM_PERIOD for k in range(10)])
+    choice = _stamped_choice(intake, 1000.005)
+    assert choice.ok
+    arm_now = choice.sample.state.positions[:3]
+    assert arm_now == pytest.approx(_arm_at(1000.004), abs=1e-12)
+    assert choice.sample.state.positions[3] == pytest.approx(0.03, abs=1e-12)  # the gripper's 1000.000 s value
+    # the reported stamp and age are those of the oldest moving value used: the gripper's
+    assert choice.sample.stamp == pytest.approx(1000.0, abs=1e-9)
+    assert choice.age == pytest.approx(0.005, abs=1e-9)
+
+
+def test_a_stamped_trigger_does_not_wait_once_an_arm_value_after_its_instant_has_arrived():
+    """The arm's 1000.006 s message is in: no state holding only values at or before 1000.005 s can come any more
+    (each joint's value only gets newer), so the choice is made now. Before, the state stamped with the gripper's
+    1000.000 s looked older than the instant and the worker waited out state_wait_timeout, then took the arm's
+    1000.006 s values."""
+    intake = _moving_gripper_history([1000.0, 1000.002, 1000.004, 1000.006], finger_stamps=(1000.0,))
+    choice = _stamped_choice(intake, 1000.005, waited=0.001)
+    assert not choice.wait and choice.ok
+    assert choice.sample.state.positions[:3] == pytest.approx(_arm_at(1000.004), abs=1e-12)
+    waiting = _moving_gripper_history([1000.0, 1000.002, 1000.004], finger_stamps=(1000.0,))
+    assert _stamped_choice(waiting, 1000.005, waited=0.001).wait  # the arm has not reached the instant yet
+
+
+def test_with_no_state_before_the_instant_the_age_says_how_far_after_it_the_newest_value_lies():
+    """The first complete state holds the gripper's 1000.000 s value and the arm's 1000.006 s: nothing at or before
+    the E-stop (1000.005 s) is held, so the earliest state after it is taken, with age 1000.005 - 1000.006 = -1 ms
+    (negative: values from after the instant). Before, its age was +5 ms (the gripper's stamp): arm values from
+    after the E-stop reported as older than it."""
+    intake = _moving_gripper_history([1000.006], finger_stamps=(1000.0,))
+    choice = _stamped_choice(intake, 1000.005)
+    assert choice.ok and choice.age == pytest.approx(-0.001, abs=1e-9)
+    late = _moving_gripper_history([1000.06], finger_stamps=(1000.04,))
+    refused = _stamped_choice(late, 1000.005)
+    assert not refused.ok and refused.reason.startswith("start state holds values stamped 0.055 s after the trigger")

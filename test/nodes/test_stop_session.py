@@ -223,6 +223,32 @@ def test_a_late_state_closer_to_a_stamped_instant_revises_the_stop_from_that_sta
     assert b.closer_start_state(StateSample(200.0, 200.05, None), 200.05) is None and b.take_job() is None
 
 
+def test_a_late_state_stamped_before_the_instant_but_holding_a_later_value_does_not_revise_the_stop():
+    """E-stop at 100.000 s, predicted from a state of 99.968 s. A gripper message stamped 99.998 s arrives late,
+    after the arm's 100.006 s one: the merged state is stamped 99.998 s (its oldest moving value) but holds arm
+    values of 100.006 s, 6 ms after the E-stop. Before, it revised the stop from those values; a state whose
+    values all hold by the instant still does."""
+    s = StopSession()
+    _trigger(s, 100.0, stamped=True)
+    s.record(s.take_job(), True, None, None, StateSample(99.968, 99.97, None))
+    mixed = StateSample(stamp=99.998, received=100.07, state="gripper 99.998 s, arm 100.006 s", latest=100.006)
+    assert s.closer_start_state(mixed, 100.07) is None and s.take_job() is None
+    by_instant = StateSample(stamp=99.998, received=100.08, state="gripper 99.998 s, arm 99.999 s", latest=99.999)
+    assert s.closer_start_state(by_instant, 100.08) is s.current
+
+
+def test_the_values_of_a_stamped_start_state_all_hold_by_the_instant_and_its_age_is_that_of_its_oldest():
+    """States merged from a 500 Hz arm and a moving 50 Hz gripper: stamped with the gripper's value (100.000 s),
+    holding arm values up to ``latest``. For an E-stop at 100.005 s the state whose newest value is 100.004 s is
+    taken (age 5 ms, the gripper's); before, the newest state stamped 100.000 s, holding arm values of 100.018 s."""
+    h = StateHistory()
+    for k in range(10):
+        h.add(StateSample(stamp=100.0, received=100.0 + 0.002 * k, state=k, latest=100.0 + 0.002 * k))
+    c = choose_start_state(h, instant=100.005, stamped=True, received=100.005, now=100.02, waited=0.015,
+                           limits=LIMITS)
+    assert c.ok and c.sample.state == 2 and math.isclose(c.age, 0.005, abs_tol=1e-9)
+
+
 def test_every_revision_of_a_stop_carries_the_time_of_its_trigger_beside_the_time_it_was_requested():
     """A revision is requested later than the trigger (here a closer state 0.7 s after it); the job names both
     instants, so that a latency can be stated from the trigger as well as from the request."""

@@ -188,7 +188,8 @@ class JointStateSnapshot:
     ``q`` configuration (size nq), ``v`` velocities [rad/s], ``positions`` one coordinate per joint [rad, m],
     ``stamp`` [s] of its oldest joint value (joints reported by different publishers may be of different ages; the
     state is no newer than its stalest joint) and ``header_stamp`` that instant exactly (the message's stamp; float
-    seconds lose nanoseconds), ``estimated_velocity`` names of joints whose velocity was
+    seconds lose nanoseconds), ``latest`` [s] the newest instant among its joint values (NaN: not known, take
+    ``stamp``), ``estimated_velocity`` names of joints whose velocity was
     estimated by a backward difference because the messages carried none, ``unavailable_velocity`` names of joints
     whose velocity is neither measured nor estimable (the last message carried no velocity and its stamp was zero, not
     newer than the previous one or too far after it, or there was only one message): their entry in ``v`` is a
@@ -204,6 +205,7 @@ class JointStateSnapshot:
     estimated_velocity: tuple[str, ...]
     unavailable_velocity: tuple[str, ...] = ()
     header_stamp: Time | None = None
+    latest: float = math.nan
 
     @property
     def velocity_source(self) -> str:
@@ -249,7 +251,9 @@ class JointStateTracker:
     velocity unavailable), since a moving joint's old value is wrong now; a joint at rest in its last value (a
     gripper held open, published at 50 Hz beside a 500 Hz arm) does not make the state older, unless its value is
     more than ``rest_hold`` [s] older than that (a silent publisher: it may have started to move since). With no
-    joint moving, the newest instant. ``rest_hold`` = 0 stamps every state with its oldest joint value.
+    joint moving, the newest instant. ``rest_hold`` = 0 stamps every state with its oldest joint value. The
+    snapshot's ``latest`` is its newest joint value's instant: a state merged from publishers of different rates
+    holds values from ``stamp`` up to ``latest``.
     """
 
     def __init__(self, robot: RobotModel, *, max_joints: int = DEFAULT_MAX_JOINTS,
@@ -321,6 +325,7 @@ class JointStateTracker:
             q=configuration_from_positions(self.robot, positions), v=v,
             estimated_velocity=tuple(n for n in self.names if self._source[n] == "estimated"),
             unavailable_velocity=tuple(n for n in self.names if self._source[n] == "unavailable"),
+            latest=max(self._held[n] for n in self.names),
         )
 
     def _age_joint(self) -> str:

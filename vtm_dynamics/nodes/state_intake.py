@@ -25,8 +25,10 @@ Plain Python (no node, no executor): the node hands each message with its receip
   and the age check of the start state must see that). A joint at rest (a gripper held still, reported at 50 Hz
   beside a 500 Hz arm) does not age the state unless its value is more than ``rest_hold`` (the node's
   ``max_start_state_age``) older than the moving joints' (``conversions.JointStateTracker``); before, every state
-  between two gripper messages carried the gripper's older stamp. The start state of a trigger is chosen
-  from it (``stop_session.choose_start_state``). Without velocities in the message, velocities are estimated by the
+  between two gripper messages carried the gripper's older stamp. Each state also keeps the instant of its
+  newest value (``StateSample.latest``): a stamped trigger's start state must hold no value from after the E-stop
+  instant, and a moving gripper's older stamp says nothing about how new the arm's values are. The start state of a
+  trigger is chosen from it (``stop_session.choose_start_state``). Without velocities in the message, velocities are estimated by the
   tracker and the sample says which joints were estimated or unavailable.
 
 A new model resets the tracker and the history. Thread-safe: the callback thread writes, the workers read.
@@ -184,7 +186,7 @@ class StateIntake:
                 snap = tracker.snapshot()  # stamped with its oldest joint value: the state is that old
                 sample = StateSample(snap.stamp, received, snap, tuple(snap.estimated_velocity), snap.header_stamp,
                                      unstamped=unstamped, unavailable=tuple(snap.unavailable_velocity),
-                                     shared=shared)
+                                     shared=shared, latest=snap.latest)
                 self.history.add(sample)
         if sample is not None:
             self.newest_wall = self.monotonic()

@@ -18,9 +18,18 @@ Stops and revisions
 Start state
   * Unstamped trigger (Bool): the newest complete state *received before the trigger was received* (receipt
     order, not callback order), its age being the trigger instant minus the state's stamp.
-  * Stamped trigger (BrakeEvent stamp = the E-stop instant): the newest state stamped at or before the instant;
-    if none is that new yet, wait at most ``state_wait_timeout`` for one. A state stamped closer to the instant that
-    arrives after the prediction (the wait timed out) revises the stop from that state.
+  * Stamped trigger (BrakeEvent stamp = the E-stop instant): the newest state whose every value holds at or before
+    the instant (its newest joint value, ``StateSample.until``, at or before it: after the instant the arm is
+    already braking, and a later value predicts a stop too short). A state merged from publishers of different
+    rates (arm 500 Hz, a moving gripper 50 Hz) is stamped with its oldest moving value while its arm values may be
+    20 ms newer: choosing by that stamp took arm values from after the E-stop. If no value has reached the instant
+    yet, wait at most ``state_wait_timeout`` for one (once one has, no state of values all at or before it can
+    come: each joint's value only gets newer). If none holds only earlier values, the earliest state after the
+    instant is taken and its age is instant - its newest value (negative). A state stamped closer to the instant
+    that arrives after the prediction (the wait timed out) revises the stop from that state.
+  * Age of a start state (``start_state_age``): trigger instant - the state's stamp, the instant of its oldest
+    moving joint value (``start_state_stamp``); for a stamped trigger every value used then lies between
+    ``start_state_stamp`` and the instant. Negative only when no state before the instant was held (above).
   * Refused (``success=false`` with the reason): no state; a state older than ``max_start_state_age`` or newer
     than ``future_stamp_tolerance`` relative to the trigger instant; a trigger stamped in the future beyond
     ``future_stamp_tolerance`` relative to the node clock.
@@ -35,6 +44,7 @@ last revision, a late state revises it); the docstring states every rule.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -57,7 +67,8 @@ class StateSample:
     a zero stamp (``stamp`` is then its receipt instant). ``unavailable``: joints whose velocity was neither measured
     nor estimable (no velocities and no usable stamps); a prediction must not start from such a state. ``shared``:
     the reason no prediction may start from it either, when two publishers merged values of one of its joints
-    within ``state_intake.SHARED_WINDOW`` ('' otherwise)."""
+    within ``state_intake.SHARED_WINDOW`` ('' otherwise). ``latest`` [s]: the instant of its newest joint value
+    (NaN: the same as ``stamp``; see :attr:`until`)."""
 
     stamp: float
     received: float
@@ -67,6 +78,12 @@ class StateSample:
     unstamped: bool = False
     unavailable: tuple[str, ...] = ()
     shared: str = ""  # why no prediction may start from it: its joints have two publishers ('' when not)
+    latest: float = math.nan
+
+    @property
+    def until(self) -> float:
+        """[s] the instant of the newest value it holds (node clock): none of its values is newer."""
+        return self.stamp if math.isnan(self.latest) else self.latest
 
 
 class StateHistory:
@@ -95,18 +112,19 @@ class StateHistory:
         return None
 
     def stamped_by(self, t: float) -> StateSample | None:
-        """The newest-stamped state stamped at or before ``t`` (+ a rounding tolerance)."""
+        """The newest state whose values all hold at or before ``t`` (+ a rounding tolerance): the newest
+        ``until``, then the newest stamp (the latest received of equals)."""
         best = None
         for s in self._items:
-            if s.stamp <= t + STAMP_TOL and (best is None or s.stamp >= best.stamp):
+            if s.until <= t + STAMP_TOL and (best is None or (s.until, s.stamp) >= (best.until, best.stamp)):
                 best = s
         return best
 
     def first_after(self, t: float) -> StateSample | None:
-        """The earliest-stamped state stamped after ``t``."""
+        """The state holding a value after ``t`` whose newest value is the earliest."""
         best = None
         for s in self._items:
-            if s.stamp > t + STAMP_TOL and (best is None or s.stamp < best.stamp):
+            if s.until > t + STAMP_TOL and (best is None or s.until < best.until):
                 best = s
         return best
 
@@ -153,7 +171,7 @@ def choose_start_state(history: StateHistory, *, instant: float, stamped: bool, 
     elif stamped:
         sample = history.stamped_by(instant)
         newest = history.newest()
-        if (newest is None or newest.stamp < instant - STAMP_TOL) and waited < limits.wait_timeout:
+        if (newest is None or newest.until < instant - STAMP_TOL) and waited < limits.wait_timeout:
             return StartChoice(sample, wait=True)
         if sample is None:
             sample = history.first_after(instant)
@@ -173,6 +191,11 @@ def choose_start_state(history: StateHistory, *, instant: float, stamped: bool, 
     if age > limits.max_age:
         return StartChoice(sample, age, f"start state is {age:.3f} s older than the trigger instant "
                                         f"(max_start_state_age {limits.max_age:g} s)")
+    if stamped and at_receipt is None and sample.until > instant + STAMP_TOL:  # no state before the instant
+        age = instant - sample.until  # how far after the E-stop its newest value lies
+        if -age > limits.future_tolerance:
+            return StartChoice(sample, age, f"start state holds values stamped {-age:.3f} s after the trigger "
+                                            f"instant (future_stamp_tolerance {limits.future_tolerance:g} s)")
     if -age > limits.future_tolerance:
         return StartChoice(sample, age, f"start state is stamped {-age:.3f} s after the trigger instant "
                                         f"(future_stamp_tolerance {limits.future_tolerance:g} s)")
@@ -296,7 +319,7 @@ class StopSession:
             if (stop is None or not stop.stamped or stop.last_success is not True or stop.used_stamp is None
                     or stop.used_instant != stop.instant):
                 return None
-            if not stop.used_stamp + CLOSER_STATE_MIN < sample.stamp <= stop.instant + STAMP_TOL:
+            if not (stop.used_stamp + CLOSER_STATE_MIN < sample.stamp and sample.until <= stop.instant + STAMP_TOL):
                 return None
             if stop.instant - sample.stamp > 0.5 * (stop.instant - stop.used_stamp):
                 return None

@@ -16,7 +16,8 @@ node, no executor): the node converts each message into the values here and acts
   moving at the lock's stamp revises the prediction with that abrupt lock; a lock before the prediction is known
   waits for it (:meth:`StopTriggers.after_result`), a lock of joints already at rest changes nothing.
 * **Late states** (:meth:`StopTriggers.closer_state`): a state stamped closer to a stamped stop's instant than
-  the one its prediction started from revises it (``StopSession.closer_start_state``).
+  the one its prediction started from, with none of its values after the instant, revises it
+  (``StopSession.closer_start_state``).
 
 Times: instants [s] on the node clock, receipt times [s] on the receipt clock, ``wall`` [s] monotonic.
 """
