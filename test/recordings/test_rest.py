@@ -6,6 +6,8 @@ samples of a stop that never settled took 35 s (quadratic)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -103,10 +105,14 @@ def _work(n: int) -> int:
 
 
 class _TwoJoints:
-    """The parts of a robot model find_stops reads: joint names and coordinate counts (two revolute joints)."""
+    """The parts of a robot model find_stops reads: joint names, coordinate counts and limits (two revolute joints
+    without position or velocity limits)."""
 
     name, nq, nv = "two", 2, 2
     joint_names = ("joint1", "joint2")
+    joints = ()
+    model = SimpleNamespace(lowerPositionLimit=np.full(2, -np.inf), upperPositionLimit=np.full(2, np.inf),
+                            velocityLimit=np.full(2, np.inf))
 
 
 def test_a_stop_that_never_settles_costs_linear_work():

@@ -24,6 +24,14 @@ A stop that the recording cuts off before the rest window is complete, a new tri
 in the joint states before rest (a rest window must be covered by samples, :mod:`.rest`) is an error naming the
 stop: its end is unknown, and a shortened stop would bias the fit. Joint names must match the
 model's (one-DOF joints). Errors are :class:`~.bag_files.RecordingError`, one line.
+
+The state at the trigger must be one the model admits (:func:`state_within_limits`): a joint parked at a position
+limit (a linear track at the end of its travel, held by its brake) or running at its velocity limit is estimated
+from noisy samples a little either side of it; an estimate beyond a limit by at most ``LIMIT_SIGMAS`` times its
+1-sigma (at least ``LIMIT_SLACK``) is taken AT the limit, where the joint is. Beyond that the recording and the model
+disagree (an encoder offset, limits that are not the robot's) and the stop is an error naming the joint. Before, the
+engine refused such a state and the replay reported the refused prediction as a stop "not at rest"
+(non-conservative) without the reason. Units: rad and rad/s, m and m/s for a prismatic joint.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import math
 
 import numpy as np
 
+from vtm_dynamics.core.estop.inputs import StopInputError, check_stop_state
 from vtm_dynamics.core.estop.recorded import RecordedStop, position_velocities, settle_time
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
@@ -40,6 +49,33 @@ from vtm_dynamics.recordings.rest import REST_HOLD, REST_MAX_GAP_FRACTION, REST_
 REST_SPEED = 0.01  # [rad/s]
 REST_SPEED_SIGMAS = 5.0  # the stop-time threshold is at least this many sigmas of the recorded velocity noise
 PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state at the trigger
+LIMIT_SIGMAS = 5.0  # a trigger state this many of its 1-sigma beyond a joint limit is taken at the limit ...
+LIMIT_SLACK = 1e-4  # [rad, m; rad/s, m/s] ... or this much, if more (about one sample's encoder noise)
+
+
+def state_within_limits(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, q0_sigma: np.ndarray | None = None,
+                        v0_sigma: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(q0, v0) [rad or m, rad/s or m/s; model order, one-DOF joints] with each entry beyond the model's position
+    or velocity limit by at most max(``LIMIT_SIGMAS`` x its 1-sigma, ``LIMIT_SLACK``) set to that limit (see the
+    module docstring); entries further out are left for :func:`check_stop_state` to name."""
+    q, v = np.array(q0, dtype=float), np.array(v0, dtype=float)
+    lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
+    vmax = robot.model.velocityLimit
+
+    def slack(sigma: np.ndarray | None, i: int) -> float:
+        return LIMIT_SLACK if sigma is None else max(LIMIT_SLACK, LIMIT_SIGMAS * float(sigma[i]))
+
+    for j in robot.joints:
+        i = j.idx_q
+        if math.isfinite(lo[i]) and math.isfinite(hi[i]) and hi[i] > lo[i]:
+            if lo[i] - slack(q0_sigma, i) <= q[i] < lo[i]:
+                q[i] = lo[i]
+            elif hi[i] < q[i] <= hi[i] + slack(q0_sigma, i):
+                q[i] = hi[i]
+        k = j.idx_v
+        if math.isfinite(vmax[k]) and vmax[k] > 0 and vmax[k] < abs(v[k]) <= vmax[k] + slack(v0_sigma, k):
+            v[k] = math.copysign(vmax[k], v[k])
+    return q, v
 
 
 def state_at_trigger(t: np.ndarray, q: np.ndarray, v: np.ndarray | None, k: int, te: float,
@@ -136,6 +172,12 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): no joint state before the trigger")
         q0, v0, q0_sigma, v0_sigma, correlation = state_at_trigger(t, q, v if has_v else None, k, te,
                                                                    window=pre_window)
+        try:
+            q0, v0 = check_stop_state(robot, *state_within_limits(robot, q0, v0, q0_sigma, v0_sigma), "q0", "v0")
+        except StopInputError as err:
+            raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): the state at the trigger: {err} (the "
+                                 "recording and the model disagree: an encoder offset, or limits that are not the "
+                                 "robot's?)") from None
         nxt = edges[n] if n < edges.size else math.inf
         first = int(np.searchsorted(t, te, side="right"))  # the first sample after the trigger
         before_next = int(np.searchsorted(t, nxt, side="left"))
