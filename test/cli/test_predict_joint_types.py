@@ -74,3 +74,30 @@ def test_a_stop_past_a_joint_limit_is_marked_not_valid_in_the_summary_and_the_js
     assert "NOT VALID        past a joint limit: elbow_joint reaches" in out.stdout
     data = json.loads((tmp_path / "p.json").read_text())
     assert data["valid"] is False and data["limit_crossings"][0].startswith("elbow_joint reaches")
+
+
+def test_a_replayed_stop_of_the_track_joint_is_reported_in_metres(tmp_path, capsys):
+    """vtm-predict --bag with the track moving 1.5 m/s at the trigger: the track's stop (0.11 m) is the table's row,
+    and it read '0.1076 / 0.1079' under 'angle rec/pred [rad]'; the JSON said '_rad' for every joint's values
+    with nothing telling the track's apart. Now the row names its unit and the JSON lists each joint's."""
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.recordings.simulated import StopStart, plant_stops, sample_stops, write_simulated_bag
+
+    urdf, brakes = write_track_robot(str(tmp_path), UR5_BRAKES)
+    robot = RobotModel.from_urdf_file(str(urdf))
+    start = StopStart(np.array([1.0, 0.3, -1.2, 1.4, -0.8, 1.1, 0.5]), np.array([1.5, 1.0, -1.5, 2.0, 2.5, -2.0, 3.0]))
+    plant = plant_stops(robot, brakes_from_config(robot, str(brakes)), [start])
+    bag = write_simulated_bag(str(tmp_path / "bag"), sample_stops(plant, robot.joint_names, seed=1))
+    js = tmp_path / "replay.json"
+    assert main(["--urdf", str(urdf), "--brakes", str(brakes), "--bag", bag, "--tcp-frame", "tool0", "--json",
+                 str(js)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(line for line in out if line.startswith("stop "))
+    row = next(line for line in out if line.startswith("bag#1"))
+    assert row.split()[1] == "track_joint" and row.split()[5] == "m"
+    assert "[rad]" not in header.split("time")[0]
+    recorded = float(row.split()[2])
+    assert recorded == pytest.approx(plant[0].q[-1][0] - 1.0, abs=1e-3)  # the plant's travel [m]
+    data = json.loads(js.read_text())
+    assert data["joint_units"] == ["m"] + ["rad"] * 6

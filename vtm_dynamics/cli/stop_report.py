@@ -1,7 +1,8 @@
 """Reports of recorded stops shared by ``vtm-calibrate`` and ``vtm-predict --bag``: the predicted-vs-recorded table,
 the identification's tables (parameters with intervals, capacities, starts, direct measurement, stick/slip record,
 cross-validation), overlay plots, the brake YAML and the atomic file writes (a temporary file in the same folder,
-renamed at the end: a failed run leaves no partial YAML or report). Units: rad, s, m, N m, N m s/rad.
+renamed at the end: a failed run leaves no partial YAML or report). Units: rad, s, m, N m, N m s/rad; a prismatic
+joint's positions in m (its row and the JSON's ``joint_units`` say so).
 """
 
 from __future__ import annotations
@@ -53,20 +54,31 @@ def _fmt(x: float | None, spec: str = ".4f") -> str:
     return format(x, spec) if x is not None and math.isfinite(x) else "n/a"
 
 
+def position_units(robot: RobotModel) -> list[str]:
+    """The unit of each joint's position in model order: "m" for a prismatic joint, else "rad"."""
+    return [j.units[0] for j in robot.joints]
+
+
+def residual_unit(robot: RobotModel) -> str:
+    """The unit of an RMS residual over all joints: "rad", "m", or "rad, m" when it mixes both."""
+    return ", ".join(u for u in ("rad", "m") if u in position_units(robot))
+
+
 def comparison_table(robot: RobotModel, comparisons: Sequence[StopComparison]) -> str:
-    """Per stop: the joint that moved most, its recorded and predicted stopping angle, the stop times, the TCP
-    distances and the RMS angle residual, with the relative errors."""
-    lines = [f"{'stop':<26}{'joint':<20}{'angle rec/pred [rad]':>24}{'err':>7}{'time rec/pred [s]':>22}{'err':>7}"
-             f"{'TCP rec/pred [m]':>20}{'err':>7}{'rms [rad]':>11}"]
+    """Per stop: the joint that moved most, its recorded and predicted stopping angle (travel for a prismatic
+    joint) with its unit, the stop times, the TCP distances and the RMS residual, with the relative errors."""
+    units = position_units(robot)
+    lines = [f"{'stop':<26}{'joint':<20}{'stopping rec/pred':>24}{'unit':>5}{'err':>7}{'time rec/pred [s]':>22}"
+             f"{'err':>7}{'TCP rec/pred [m]':>20}{'err':>7}{f'rms [{residual_unit(robot)}]':>14}"]
     for c in comparisons:
         i = c.main_joint
         lines.append(
             f"{c.label[-26:]:<26}{robot.joint_names[i]:<20}"
-            f"{_fmt(c.recorded_angles[i]):>11} / {_fmt(c.predicted_angles[i]):<10}"
+            f"{_fmt(c.recorded_angles[i]):>11} / {_fmt(c.predicted_angles[i]):<10}{units[i]:>5}"
             f"{_fmt(100 * c.relative('angle'), '+.1f'):>6}%"
             f"{_fmt(c.recorded_time):>10} / {_fmt(c.predicted_time):<9}{_fmt(100 * c.relative('time'), '+.1f'):>6}%"
             f"{_fmt(c.recorded_tcp):>9} / {_fmt(c.predicted_tcp):<8}{_fmt(100 * c.relative('tcp'), '+.1f'):>6}%"
-            f"{_fmt(c.rms_residual, '.2e'):>11}"
+            f"{_fmt(c.rms_residual, '.2e'):>14}"
         )
     return "\n".join(lines)
 
@@ -262,7 +274,7 @@ def identification_dict(ident: Identification, robot: RobotModel, comparisons: S
         "stops": stops(comparisons),
         "cross_validation": stops(ident.cross_validation),
         "conservative_cross_validation": stops(ident.conservative_cross_validation),
-        "joint_names": list(robot.joint_names),
+        "joint_names": list(robot.joint_names), "joint_units": position_units(robot),
     }
 
 
@@ -295,7 +307,9 @@ def overlay_plots(out_dir: str, robot: RobotModel, stops: Sequence[Any], compari
         handles += [Line2D([], [], color="k", lw=1.2, label="predicted"),
                     Line2D([], [], color="k", marker=".", ls="none", label="recorded")]
         ax.set_xlabel("time after the trigger [s]")
-        ax.set_ylabel("angle from the trigger pose [rad]")
+        linear = [n for n, u in zip(robot.joint_names, position_units(robot)) if u == "m"]
+        ax.set_ylabel("angle from the trigger pose [rad]" if not linear else
+                      f"from the trigger pose [rad; m: {', '.join(linear)[:40]}]")
         ax.set_title(f"{c.label}: recorded (dots) vs predicted (lines)", fontsize=10)
         ax.grid(alpha=0.3)
         legend_outside(ax, handles)
