@@ -101,3 +101,31 @@ def test_a_replayed_stop_of_the_track_joint_is_reported_in_metres(tmp_path, caps
     assert recorded == pytest.approx(plant[0].q[-1][0] - 1.0, abs=1e-3)  # the plant's travel [m]
     data = json.loads(js.read_text())
     assert data["joint_units"] == ["m"] + ["rad"] * 6
+
+
+def test_a_replayed_stop_of_a_continuous_joint_through_pi_is_predicted_from_its_angle(tmp_path, capsys):
+    """vtm-predict --bag with the UR5's wrist 3 continuous, recorded wrapped to (-pi, pi] and crossing +pi at the
+    trigger: every joint's stop is replayed (recorded and predicted within 2 %), wrist 3 from its angle. Before,
+    such a model was refused ('has joints with more than one coordinate', exit status 2)."""
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.robot.model import RobotModel
+    from vtm_dynamics.recordings.simulated import StopStart, plant_stops, sample_stops, write_simulated_bag
+
+    urdf, js = tmp_path / "ur5.urdf", tmp_path / "replay.json"
+    urdf.write_text(with_continuous(ur5_text(), "wrist_3_joint"))
+    robot = RobotModel.from_urdf_file(str(urdf))
+    q0 = np.array([0.3, -1.2, 1.4, -0.8, 1.1, 3.2])
+    plant = plant_stops(robot, brakes_from_config(robot, UR5_BRAKES), [StopStart(q0, np.array(RATES))])
+    samples = sample_stops(plant, robot.joint_names, seed=2)
+    samples["joint"] = [(a, b, np.concatenate((q[:5], [np.pi - np.mod(np.pi - q[5], 2 * np.pi)])), v)
+                        for a, b, q, v in samples["joint"]]
+    bag = write_simulated_bag(str(tmp_path / "bag"), samples)
+    assert main(["--urdf", str(urdf), "--brakes", UR5_BRAKES, "--bag", bag, "--tcp-frame", "tool0", "--json",
+                 str(js), "--plots", str(tmp_path / "plots")]) == 0
+    assert "verdict: every stop figure within 5 %" in capsys.readouterr().out
+    stop = json.loads(js.read_text())["stops"][0]
+    truth = plant[0].q[-1] - q0
+    np.testing.assert_allclose(stop["recorded_angles_rad"], truth, atol=1e-3)
+    np.testing.assert_allclose(stop["predicted_angles_rad"], truth, rtol=0.02, atol=2e-3)
+    assert stop["recorded_time_s"] == pytest.approx(stop["predicted_time_s"], rel=0.02)
+    assert stop["recorded_tcp_m"] == pytest.approx(stop["predicted_tcp_m"], rel=0.02)

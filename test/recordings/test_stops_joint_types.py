@@ -1,4 +1,5 @@
-"""Recorded stops of a robot with a prismatic joint: the UR5 on a braked linear track (``track_joint``, +-2 m).
+"""Recorded stops of robots whose joints are not all revolute: the UR5 on a braked linear track (``track_joint``, a
+prismatic joint, +-2 m) and the UR5 with a continuous wrist 3 (reported wrapped to (-pi, pi], as drivers do).
 
 The start state of a replayed stop is estimated from noisy samples; a joint parked at a position limit (the track
 at the end of its travel, held by its brake while the arm moves) is estimated a few micrometres either side of it.
@@ -12,7 +13,7 @@ import os
 import numpy as np
 import pytest
 
-from test.core.joint_type_models import write_track_robot
+from test.core.joint_type_models import ur5_text, with_continuous, write_track_robot
 from vtm_dynamics.cli.predict import main
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.robot.model import RobotModel
@@ -88,3 +89,39 @@ def test_a_joint_at_its_velocity_limit_and_read_just_above_it_starts_the_replay_
     assert stop.v0[0] <= 2.0 and stop.v0[0] == pytest.approx(2.0, abs=1e-3)
     assert main(["--urdf", urdf, "--brakes", brakes, "--bag", bag, "--tcp-frame", "tool0"]) == 0
     assert "not at rest" not in capsys.readouterr().out
+
+
+def _wrapped(angle: float) -> float:
+    """``angle`` [rad] as a driver reports a continuous joint: in (-pi, pi]."""
+    return float(np.pi - np.mod(np.pi - angle, 2 * np.pi))
+
+
+@pytest.fixture(scope="module")
+def continuous_wrist(tmp_path_factory):
+    """The UR5 with a continuous wrist 3 moving at +3 rad/s through +pi at the trigger (3.2 rad there, 3.05 rad
+    50 ms before), braked by the plant; the bag holds wrist 3 wrapped to (-pi, pi] (from +3.14 to -3.14 between
+    two samples)."""
+    folder = tmp_path_factory.mktemp("continuous")
+    urdf = folder / "ur5_continuous.urdf"
+    urdf.write_text(with_continuous(ur5_text(), "wrist_3_joint"))
+    robot = RobotModel.from_urdf_file(str(urdf))
+    start = StopStart(np.array([*ARM_Q[:5], 3.2]), np.array(ARM_V))
+    plant = plant_stops(robot, brakes_from_config(robot, UR5_BRAKES), [start])
+    samples = sample_stops(plant, robot.joint_names, seed=4)
+    samples["joint"] = [(stamp, measured, np.concatenate((q[:5], [_wrapped(q[5])])), v)
+                        for stamp, measured, q, v in samples["joint"]]
+    bag = write_simulated_bag(os.path.join(folder, "bag"), samples)
+    return urdf, robot, plant, bag
+
+
+def test_a_continuous_joint_recorded_wrapped_is_unwrapped_through_pi(continuous_wrist):
+    """The start state of wrist 3 is its angle at the trigger (3.2 rad, up to whole turns) and its recorded stop the
+    plant's 0.06 rad, not a jump of 2 pi where the samples wrap. Before, a model with a continuous joint was refused
+    ('has joints with more than one coordinate')."""
+    _, robot, plant, bag = continuous_wrist
+    stop = find_stops(read_recording(bag, joints=robot.joint_names), robot)[0]
+    assert _wrapped(stop.q0[5]) == pytest.approx(_wrapped(3.2), abs=5e-4)
+    assert stop.v0[5] == pytest.approx(ARM_V[5], abs=0.01)
+    travel = stop.q[-1] - stop.q0
+    assert travel == pytest.approx(plant[0].q[-1] - plant[0].start.q0, abs=1e-3)
+    assert np.all(np.abs(np.diff(stop.q[:, 5])) < 0.1)  # no 2 pi jump left in the samples

@@ -23,7 +23,10 @@ end of the rest window.
 A stop that the recording cuts off before the rest window is complete, a new trigger edge before rest, or a gap
 in the joint states before rest (a rest window must be covered by samples, :mod:`.rest`) is an error naming the
 stop: its end is unknown, and a shortened stop would bias the fit. Joint names must match the
-model's (one-DOF joints). Errors are :class:`~.bag_files.RecordingError`, one line.
+model's (one-DOF joints). A continuous joint (no limits; drivers report it wrapped to (-pi, pi]) is unwrapped
+along the recording: its stop is counted through +-pi, and its start state is its angle (up to whole turns, which
+the prediction does not need); before, a model with a continuous joint was refused. Errors are
+:class:`~.bag_files.RecordingError`, one line.
 
 The state at the trigger must be one the model admits (:func:`state_within_limits`): a joint parked at a position
 limit (a linear track at the end of its travel, held by its brake) or running at its velocity limit is estimated
@@ -42,6 +45,7 @@ import numpy as np
 
 from vtm_dynamics.core.estop.inputs import StopInputError, check_stop_state
 from vtm_dynamics.core.estop.recorded import RecordedStop, position_velocities, settle_time
+from vtm_dynamics.core.estop.series import configuration_of
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
 from vtm_dynamics.recordings.rest import REST_HOLD, REST_MAX_GAP_FRACTION, REST_TOLERANCE, first_rest, widest_gap
@@ -55,7 +59,7 @@ LIMIT_SLACK = 1e-4  # [rad, m; rad/s, m/s] ... or this much, if more (about one 
 
 def state_within_limits(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, q0_sigma: np.ndarray | None = None,
                         v0_sigma: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(q0, v0) [rad or m, rad/s or m/s; model order, one-DOF joints] with each entry beyond the model's position
+    """(q0, v0) [rad or m, rad/s or m/s; one per joint, model order] with each entry beyond the model's position
     or velocity limit by at most max(``LIMIT_SIGMAS`` x its 1-sigma, ``LIMIT_SLACK``) set to that limit (see the
     module docstring); entries further out are left for :func:`check_stop_state` to name."""
     q, v = np.array(q0, dtype=float), np.array(v0, dtype=float)
@@ -66,13 +70,12 @@ def state_within_limits(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, q0_si
         return LIMIT_SLACK if sigma is None else max(LIMIT_SLACK, LIMIT_SIGMAS * float(sigma[i]))
 
     for j in robot.joints:
-        i = j.idx_q
-        if math.isfinite(lo[i]) and math.isfinite(hi[i]) and hi[i] > lo[i]:
-            if lo[i] - slack(q0_sigma, i) <= q[i] < lo[i]:
-                q[i] = lo[i]
-            elif hi[i] < q[i] <= hi[i] + slack(q0_sigma, i):
-                q[i] = hi[i]
-        k = j.idx_v
+        i, k = j.idx_q, j.idx_v  # its limits are indexed by configuration, q0 and v0 by joint
+        if j.nq == 1 and math.isfinite(lo[i]) and math.isfinite(hi[i]) and hi[i] > lo[i]:
+            if lo[i] - slack(q0_sigma, k) <= q[k] < lo[i]:
+                q[k] = lo[i]
+            elif hi[i] < q[k] <= hi[i] + slack(q0_sigma, k):
+                q[k] = hi[i]
         if math.isfinite(vmax[k]) and vmax[k] > 0 and vmax[k] < abs(v[k]) <= vmax[k] + slack(v0_sigma, k):
             v[k] = math.copysign(vmax[k], v[k])
     return q, v
@@ -138,8 +141,10 @@ def model_order(rec: Recording, robot: RobotModel) -> np.ndarray:
         also = f"; joint {extra[0]!r} is not in the model {robot.name!r}" if extra else ""
         raise RecordingError(f"{rec.name}: joints do not match the model: model joint {missing[0]!r} is not "
                              f"recorded{also} (recorded: {', '.join(names)})")
-    if robot.nq != robot.nv:
-        raise RecordingError(f"{rec.name}: the model {robot.name!r} has joints with more than one coordinate")
+    several = [j.name for j in robot.joints if j.nv != 1 or j.nq not in (1, 2)]
+    if several:
+        raise RecordingError(f"{rec.name}: the model {robot.name!r} has joints with more than one degree of freedom "
+                             f"({', '.join(several[:4])}): a joint state cannot describe them")
     return np.array([names.index(n) for n in robot.joint_names])
 
 
@@ -155,6 +160,9 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
     cols = model_order(rec, robot)
     t = rec.joints.t
     q = rec.joints.q[:, cols]
+    turning = [j.idx_v for j in robot.joints if j.nq == 2]  # continuous joints: their angle, unwrapped
+    if turning:
+        q[:, turning] = np.unwrap(q[:, turning], axis=0)
     has_v = rec.joints.v is not None
     v = rec.joints.v[:, cols] if has_v else position_velocities(t, q)
     edges = trigger_edges(rec)
@@ -173,7 +181,8 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         q0, v0, q0_sigma, v0_sigma, correlation = state_at_trigger(t, q, v if has_v else None, k, te,
                                                                    window=pre_window)
         try:
-            q0, v0 = check_stop_state(robot, *state_within_limits(robot, q0, v0, q0_sigma, v0_sigma), "q0", "v0")
+            q0, v0 = state_within_limits(robot, q0, v0, q0_sigma, v0_sigma)
+            check_stop_state(robot, configuration_of(robot, q0), v0, "q0", "v0")
         except StopInputError as err:
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): the state at the trigger: {err} (the "
                                  "recording and the model disagree: an encoder offset, or limits that are not the "

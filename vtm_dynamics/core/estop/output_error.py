@@ -31,6 +31,7 @@ from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.prediction import predict_stop
 from vtm_dynamics.core.estop.recorded import RecordedStop
 from vtm_dynamics.core.estop.results import StopPrediction
+from vtm_dynamics.core.estop.series import configuration_of
 from vtm_dynamics.core.robot.model import RobotModel
 
 MAX_FACTOR = 10.0  # the search stays below this multiple of each parameter's scale
@@ -132,7 +133,8 @@ class StopPredictor:
         for brakes, stop in pairs:
             self.count += 1
             try:
-                out.append(predict_stop(self.robot, brakes, stop.q0, stop.v0, tcp_frame=tcp_frame,
+                out.append(predict_stop(self.robot, brakes, configuration_of(self.robot, stop.q0), stop.v0,
+                                        tcp_frame=tcp_frame,
                                         settings=self._settings(stop, step, to_rest)))
             except (ValueError, RuntimeError):
                 out.append(None)

@@ -16,8 +16,10 @@ import numpy as np
 
 @dataclass(frozen=True)
 class RecordedStop:
-    """One recorded stop: ``q0`` [rad] (nq) and ``v0`` [rad/s] (nv) at the trigger instant, samples ``t`` (K) [s]
-    after the trigger and the recorded angles ``q`` (K x nv) [rad], model order. ``stop_time`` [s] is when the
+    """One recorded stop: ``q0`` [rad] and ``v0`` [rad/s] (nv each: one position per joint, a continuous joint's
+    angle rather than its (cos, sin); :func:`~.series.configuration_of` gives the configuration) at the trigger
+    instant, samples ``t`` (K) [s] after the trigger and the recorded angles ``q`` (K x nv) [rad], model order
+    (m, m/s for prismatic joints). ``stop_time`` [s] is when the
     recording shows the last joint come to rest (nan if unknown); ``label`` names it in reports.
     ``q0_sigma`` [rad] / ``v0_sigma`` [rad/s] (nv each, or None: unknown) are the 1-sigma of the trigger state's
     estimate, whose error shifts every sample of the stop alike. ``rest_speed`` [rad/s] is the speed threshold of

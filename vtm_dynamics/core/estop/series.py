@@ -74,3 +74,11 @@ def position_series(robot: RobotModel, q: np.ndarray) -> np.ndarray:
     :meth:`~vtm_dynamics.core.robot.model.RobotModel.joint_positions`."""
     q = np.asarray(q, dtype=float)
     return robot.joint_positions(q[0]) + travelled(robot, q)
+
+
+def configuration_of(robot: RobotModel, positions: np.ndarray) -> np.ndarray:
+    """The configuration (nq) of one position per joint (nv) [rad; m for prismatic joints]: ``positions`` itself
+    where q is a vector, else a continuous joint's angle as its (cos, sin)
+    (:meth:`~vtm_dynamics.core.robot.model.RobotModel.configuration_from_angles`; whole turns are lost)."""
+    positions = np.asarray(positions, dtype=float)
+    return positions if robot.nq == robot.nv else robot.configuration_from_angles(positions)

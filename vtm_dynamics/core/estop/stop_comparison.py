@@ -21,13 +21,16 @@ from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.output_error import StopPredictor, interp_hermite
 from vtm_dynamics.core.estop.recorded import RecordedStop, position_velocities, settle_time
 from vtm_dynamics.core.estop.results import StopPrediction
+from vtm_dynamics.core.estop.series import configuration_of, travelled
 from vtm_dynamics.core.robot.model import RobotModel
 
 
 @dataclass(frozen=True)
 class StopComparison:
     """Predicted vs recorded for one stop: stopping angles (nv) [rad] (rest minus trigger), stop times [s], TCP
-    straight-line distances [m] (nan without a TCP frame) and the RMS angle residual [rad] over the samples."""
+    straight-line distances [m] (nan without a TCP frame) and the RMS angle residual [rad] over the samples; the
+    prediction's sample times ``predicted_t`` [s] and positions ``predicted_q`` (K x nv, one per joint,
+    :func:`predicted_positions`). Prismatic joints in m."""
 
     label: str
     recorded_angles: np.ndarray
@@ -57,22 +60,33 @@ class StopComparison:
         return (pred - rec) / rec if rec and math.isfinite(rec) and math.isfinite(pred) else math.nan
 
 
-def predicted_stop_time(prediction: StopPrediction, stop: RecordedStop, rest_speed: float | None = None) -> float:
+def predicted_positions(robot: RobotModel, prediction: StopPrediction, stop: RecordedStop) -> np.ndarray:
+    """(K x nv) the predicted position of every joint [rad; m for prismatic joints] at the prediction's samples,
+    continuous with the recorded start ``stop.q0``: ``prediction.q`` where q is a vector; a continuous joint
+    (q holds its (cos, sin)) counted from its recorded angle, whole turns included."""
+    if robot.nq == robot.nv:
+        return prediction.q
+    return np.asarray(stop.q0, dtype=float) + travelled(robot, prediction.q)
+
+
+def predicted_stop_time(prediction: StopPrediction, stop: RecordedStop, rest_speed: float | None = None,
+                        positions: np.ndarray | None = None) -> float:
     """The stop time [s] of ``prediction`` by the rule ``stop`` was timed with (threshold ``rest_speed`` [rad/s],
     default the stop's), read on the recording's own sample instants (continued at its median sample step while the
     prediction goes on after the last one), so that the recording's noise is the only difference between the two
     sides: :func:`~.recorded.settle_time` of the predicted velocities there (cubic Hermite from the prediction's
     velocities and accelerations), or, for a stop timed by its positions (``stop.timed_by_positions``), of
     :func:`~.recorded.position_velocities` of the predicted angles there; nan if the prediction does not come to
-    rest. (Read on the prediction's own samples, up to 20 ms apart, the linear interpolation of the speed between
-    them put stop times of Coulomb-viscous brakes up to 3.2 % early against a 500 Hz recording of the same stop.)"""
+    rest; ``positions``: the prediction's one position per joint (:func:`predicted_positions`; default
+    ``prediction.q``, right where q is a vector). (Read on the prediction's own samples, up to 20 ms apart, the
+    linear interpolation of the speed between them put stop times of Coulomb-viscous brakes up to 3.2 % early against a 500 Hz recording of the same stop.)"""
     rest_speed = stop.rest_speed if rest_speed is None else rest_speed
     if not prediction.stopped:
         return math.nan
     times = recording_instants(prediction, stop)
     if not stop.timed_by_positions:
         return settle_time(times, interp_hermite(prediction.t, prediction.v, prediction.a, times), rest_speed)
-    q = interp_hermite(prediction.t, prediction.q, prediction.v, times)
+    q = interp_hermite(prediction.t, prediction.q if positions is None else positions, prediction.v, times)
     return settle_time(times, position_velocities(times, q), rest_speed)
 
 
@@ -95,20 +109,21 @@ def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, sto
     rest_speed = stop.rest_speed if rest_speed is None else rest_speed
     rec_tcp = pred_tcp = math.nan
     if tcp_frame is not None:
-        a = robot.frame_placement(stop.q0, tcp_frame).translation
-        b = robot.frame_placement(stop.q[-1], tcp_frame).translation
+        a = robot.frame_placement(configuration_of(robot, stop.q0), tcp_frame).translation
+        b = robot.frame_placement(configuration_of(robot, stop.q[-1]), tcp_frame).translation
         rec_tcp = float(np.linalg.norm(b - a))
     if prediction is None:
         nan = np.full(robot.nv, math.nan)
         return StopComparison(stop.label, stop.q[-1] - stop.q0, nan, stop.stop_time, math.nan, rec_tcp, math.nan,
-                              math.nan, np.zeros(0), np.zeros((0, robot.nq)))
-    qp = interp_hermite(prediction.t, prediction.q, prediction.v, stop.t)
+                              math.nan, np.zeros(0), np.zeros((0, robot.nv)))
+    positions = predicted_positions(robot, prediction, stop)
+    qp = interp_hermite(prediction.t, positions, prediction.v, stop.t)
     if tcp_frame is not None:
         pred_tcp = prediction.tcp_straight_distance
     return StopComparison(
         stop.label, stop.q[-1] - stop.q0, prediction.stopping_angles, stop.stop_time,
-        predicted_stop_time(prediction, stop, rest_speed), rec_tcp, pred_tcp,
-        float(np.sqrt(np.mean((qp - stop.q) ** 2))), prediction.t, prediction.q,
+        predicted_stop_time(prediction, stop, rest_speed, positions), rec_tcp, pred_tcp,
+        float(np.sqrt(np.mean((qp - stop.q) ** 2))), prediction.t, positions,
     )
 
 
