@@ -325,3 +325,72 @@ def test_ssm_map_counts_a_state_past_a_joint_limit_as_no_value_and_leaves_it_out
     largest = float(out.split("largest ")[1].split()[0])
     others = [float(r["S_p_m"]) for s, r in rows.items() if s != state]
     assert largest == pytest.approx(max(others), abs=5e-5)  # over the valid states only
+
+
+UR5_JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+              "wrist_3_joint")
+MAP_HASH = "ab" * 32
+
+
+def _rows_of_a_map(folder) -> str:
+    """One UR5 row in the columns of a map, its schema carrying the inputs hash ``MAP_HASH`` (written here with
+    pyarrow, not by the tool)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {"state": pa.array([0], pa.int64())}
+    for j in UR5_JOINTS:
+        columns[f"q_{j}"], columns[f"v_{j}"] = pa.array([0.1]), pa.array([0.2])
+    for name, value in (("payload_kg", 0.0), ("torque_factor", 1.0), ("delay_factor", 1.0)):
+        columns[name] = pa.array([value])
+    path = os.path.join(str(folder), "stopping_map.parquet")
+    pq.write_table(pa.table(columns).replace_schema_metadata({b"vtm_inputs_hash": MAP_HASH.encode()}), path)
+    return path
+
+
+def _manifest(category="1", decel="4.0") -> str:
+    return '{"inputs_hash": "%s", "inputs": {"spec": {"category": %s, "category1_deceleration": %s}}}' % (
+        MAP_HASH, category, decel)
+
+
+def _ssm_map(path) -> list[str]:
+    return ["ssm-map", str(path), "--person", "1.0", "0.3", "0.5", "--reaction-time", "0.1", "--quiet"]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 100_000, "not a JSON object"),  # was RecursionError out of the JSON parser
+    ("{", "not a JSON object"),  # was taken for no manifest: the map ran as category 0
+    (_manifest(category="1e400"), "stop category"),  # was OverflowError (int of infinity)
+    (_manifest(category="1.9"), "stop category"),  # was rounded down to category 1
+    (_manifest(category="true"), "stop category"),  # was taken as category 1
+    (_manifest(decel="-4"), "deceleration"),
+])
+def test_a_manifest_beside_the_map_that_cannot_be_trusted_is_one_line(tmp_path, capsys, text, words):
+    path = _rows_of_a_map(tmp_path)
+    (tmp_path / "manifest.json").write_text(text)
+    assert main(_ssm_map(path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vtm-safety-distance: error: map:") and words in err and "\n" not in err
+
+
+def test_a_manifest_beside_the_map_over_its_byte_cap_is_refused_unread(tmp_path, capsys):
+    from vtm_dynamics.scaleout.chunk_store import MAX_MANIFEST_BYTES
+
+    path = _rows_of_a_map(tmp_path)
+    with open(tmp_path / "manifest.json", "wb") as fh:  # sparse: no disk space used
+        fh.truncate(MAX_MANIFEST_BYTES + 1)
+    assert main(_ssm_map(path)) == 2  # was read whole, then taken for no manifest: the map ran as category 0
+    err = capsys.readouterr().err.strip()
+    assert f"more than {MAX_MANIFEST_BYTES}" in err and "\n" not in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_manifest_beside_the_map_that_is_no_regular_file_is_refused_without_reading(tmp_path, capsys, kind):
+    path = _rows_of_a_map(tmp_path)
+    if kind == "fifo":
+        os.mkfifo(tmp_path / "manifest.json")  # was opened for reading: blocked for ever, waiting for a writer
+    else:
+        os.symlink("/dev/zero", tmp_path / "manifest.json")  # was read until memory ran out
+    assert main(_ssm_map(path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not a regular file" in err and "\n" not in err

@@ -81,3 +81,15 @@ def test_a_chunk_changed_after_it_was_written_stops_the_combination_and_writes_n
     finally:
         store.close()
     assert sorted(os.listdir(tmp_path / "run")) == ["chunks", "manifest.json"]
+
+
+def test_a_manifest_nested_beyond_the_json_parsers_depth_is_a_run_with_other_inputs(tmp_path):
+    root = tmp_path / "run"
+    root.mkdir()
+    (root / "manifest.json").write_text("[" * 100_000)  # was RecursionError out of ChunkStore.open
+    store = ChunkStore(str(root), "ab" * 32, 1, lambda k: 1)
+    with pytest.raises(StoreError, match="holds a run with other inputs"):
+        store.open({"test": 1})
+    store.open({"test": 1}, overwrite=True)
+    assert '"inputs_hash": "' + "ab" * 32 in (root / "manifest.json").read_text()
+    store.close()

@@ -229,24 +229,47 @@ def _ssm_dict(r) -> dict:
 def map_stop_category(path: str) -> tuple[int | None, float | None, list[str] | None]:
     """The stop category, category-1 deceleration [rad/s^2] and the drives' torque limits (as ``--torque-limits``
     words, None: none) a map was built with, from the ``manifest.json`` beside its result file when that manifest
-    belongs to it (same inputs hash); (None, None, None) when not recorded."""
+    belongs to it (same inputs hash); (None, None, None) when not recorded (no manifest, or one of another run). The
+    manifest is data: one that cannot be read safely (:func:`vtm_dynamics.scaleout.chunk_store.read_manifest`: a
+    FIFO, a special file, over its byte cap, not a JSON object) or that belongs to the map but records a category
+    other than 0 or 1, a deceleration that is not positive and finite or torque limits that are neither 'urdf' nor
+    numbers is a one-line :class:`StopInputError`; a category is never rounded (1.9 is not 1)."""
+    import math
     import os
 
     import pyarrow.parquet as pq
 
+    from vtm_dynamics.scaleout.chunk_store import StoreError, read_manifest
+
     manifest = os.path.join(os.path.dirname(os.path.abspath(path)), "manifest.json")
     try:
         digest = (pq.read_schema(path).metadata or {}).get(b"vtm_inputs_hash")
-        with open(manifest, encoding="utf-8") as fh:
-            data = json.load(fh)
-        spec = data["inputs"]["spec"]
-        if digest is None or data["inputs_hash"].encode() != digest:
-            return None, None, None
-        limits = spec.get("category1_torque_limits")  # maps made before the option: none
-        words = None if limits is None else [limits] if isinstance(limits, str) else [repr(float(x)) for x in limits]
-        return int(spec["category"]), float(spec["category1_deceleration"]), words
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
+        return None, None, None  # not a map: said when its rows are read
+    try:
+        data = read_manifest(manifest)
+    except StoreError as err:
+        raise StopInputError(f"map: the manifest beside the map, {err} (repair it, or give the map without it "
+                             "and --category, --decel)") from None
+    if data is None or digest is None or not isinstance(data.get("inputs_hash"), str) \
+            or data["inputs_hash"].encode() != digest:
         return None, None, None
+    spec = data.get("inputs", {}).get("spec") if isinstance(data.get("inputs"), dict) else None
+    category = spec.get("category") if isinstance(spec, dict) else None
+    decel = spec.get("category1_deceleration") if isinstance(spec, dict) else None
+    if isinstance(category, bool) or category not in (0, 1) or not isinstance(category, int):
+        raise StopInputError(f"map: manifest.json records the stop category {str(category)[:40]!r}, not 0 or 1")
+    if isinstance(decel, bool) or not isinstance(decel, (int, float)) or not (math.isfinite(decel) and decel > 0):
+        raise StopInputError(f"map: manifest.json records the category-1 deceleration {str(decel)[:40]!r}, not a "
+                             "positive finite number [rad/s^2]")
+    limits = spec.get("category1_torque_limits")  # maps made before the option: none
+    if limits is None or limits == "urdf":
+        return category, float(decel), None if limits is None else [limits]
+    if not isinstance(limits, list) or len(limits) > 4096 or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in limits):
+        raise StopInputError(f"map: manifest.json records the torque limits {str(limits)[:40]!r}, neither 'urdf' "
+                             "nor numbers >= 0 [N m]")
+    return category, float(decel), [repr(float(x)) for x in limits]
 
 
 def _map_categories(args: argparse.Namespace) -> None:

@@ -49,8 +49,48 @@ SCRATCH_BLOCK = 8 * 1024 * 1024  # [bytes] read at a time when the combined file
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024  # a manifest is a few kB (the inputs of one run); read no more than this
+
+
 class StoreError(ValueError):
     """A run directory that cannot be used (one line)."""
+
+
+def manifest_from_bytes(data: bytes) -> dict | None:
+    """The JSON object in ``data``, or None when ``data`` holds none: malformed, another kind of value, over
+    :data:`MAX_MANIFEST_BYTES`, or nested deeper than the JSON parser recurses (100,000 ``[`` raised
+    ``RecursionError`` out of the tools)."""
+    if len(data) > MAX_MANIFEST_BYTES:
+        return None
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_manifest(path: str) -> dict | None:
+    """The manifest in the file ``path`` (e.g. the ``manifest.json`` beside a map someone hands over), None when
+    there is no such file. The file is data: it is opened without blocking (a FIFO there hung the reader), must be
+    a regular file of at most :data:`MAX_MANIFEST_BYTES` (a link to ``/dev/zero`` was read until memory ran out)
+    holding a JSON object; anything else is a one-line :class:`StoreError` naming the file by its base name."""
+    name = os.path.basename(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise StoreError(f"{name}: cannot be read ({err.strerror or type(err).__name__})") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{name}: not a regular file")
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise StoreError(f"{name}: {info.st_size} bytes, more than {MAX_MANIFEST_BYTES}")
+        manifest = manifest_from_bytes(fh.read(MAX_MANIFEST_BYTES + 1))
+    if manifest is None:
+        raise StoreError(f"{name}: not a JSON object (malformed, or nested too deeply)")
+    return manifest
 
 
 def inputs_hash(inputs: dict) -> str:
@@ -232,10 +272,10 @@ class ChunkStore:
         if root.kind("manifest.json") == "file":
             try:
                 with root.open_read("manifest.json") as fh:
-                    old = json.loads(fh.read(16 * 1024 * 1024))
-            except (OSError, ValueError):
+                    old = manifest_from_bytes(fh.read(MAX_MANIFEST_BYTES + 1)) or {}
+            except OSError:
                 old = {}
-            if isinstance(old, dict) and old.get("inputs_hash") == self.digest:
+            if old.get("inputs_hash") == self.digest:
                 return
             if not overwrite:
                 raise StoreError(f"out: {self.root} holds a run with other inputs (use another directory or "
