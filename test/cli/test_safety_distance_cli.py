@@ -394,3 +394,24 @@ def test_a_manifest_beside_the_map_that_is_no_regular_file_is_refused_without_re
     assert main(_ssm_map(path)) == 2
     err = capsys.readouterr().err.strip()
     assert "not a regular file" in err and "\n" not in err
+
+
+def test_a_map_path_that_is_no_regular_file_is_refused_without_opening_it(tmp_path, capsys):
+    os.mkfifo(tmp_path / "stopping_map.parquet")  # was opened by the Parquet reader: blocked for ever
+    assert main(_ssm_map(tmp_path / "stopping_map.parquet")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not a regular file" in err and "\n" not in err
+
+
+def test_a_map_whose_joint_column_holds_a_list_per_row_is_refused_naming_the_column(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = _rows_of_a_map(tmp_path)
+    table = pq.read_table(path)
+    many = pa.ListArray.from_arrays(pa.array([0, 100_000], pa.int32()), pa.array(np.zeros(100_000)))
+    table = table.set_column(table.schema.get_field_index("q_elbow_joint"), "q_elbow_joint", many)
+    pq.write_table(table, path, compression="zstd")  # a few kB on disk, 100,000 values in its one row
+    assert main(_ssm_map(path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "column 'q_elbow_joint' holds" in err and "not one number per row" in err and "\n" not in err

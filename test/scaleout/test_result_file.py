@@ -55,3 +55,17 @@ def test_the_row_count_and_the_columns_asked_for_are_read_without_the_others(map
     assert sorted(got) == ["state", "stopped"]
     np.testing.assert_array_equal(got["state"], columns["state"])
     np.testing.assert_array_equal(got["stopped"], columns["stopped"])
+
+
+@pytest.mark.parametrize("column", [
+    pa.ListArray.from_arrays(pa.array([0, 200_000], pa.int32()), pa.array(np.zeros(200_000))),  # one row, many values
+    pa.array(["0.1"]),
+])
+def test_a_column_that_is_not_one_number_per_row_is_refused_from_the_schema(tmp_path, column):
+    from vtm_dynamics.scaleout.result_file import MapFileError
+
+    path = str(tmp_path / "stopping_map.parquet")
+    pq.write_table(pa.table({"state": pa.array([0], pa.int64()), "q_elbow": column}), path, compression="zstd")
+    assert result_rows(path) == 1  # the row count alone does not bound what the row holds
+    with pytest.raises(MapFileError, match="column 'q_elbow' holds .*not one number per row"):
+        read_columns(path, ["state", "q_elbow"])

@@ -297,6 +297,10 @@ def run(args: argparse.Namespace) -> str:
     from vtm_dynamics.core.stopsafe.separation import SeparationMonitor, separation_table
 
     if args.command == "ssm-map":
+        import os
+
+        if not os.path.isfile(args.map):  # a FIFO or device is not opened (a FIFO blocked the command for ever)
+            raise StopInputError(f"map: {os.path.basename(args.map)[:80]}: not found or not a regular file")
         _map_categories(args)
     loaded = load_setup(args)
     if args.command == "iso13855":
@@ -320,7 +324,7 @@ def run(args: argparse.Namespace) -> str:
                 json.dump({**_ssm_dict(r), "robot": loaded.sources}, fh, indent=1)
         return ssm_report(r, sources) + (f"\nwrote {args.json}" if args.json else "")
     from vtm_dynamics.core.stopsafe.separation import MAX_TABLE_ROWS, table_columns
-    from vtm_dynamics.scaleout.result_file import read_columns, result_rows
+    from vtm_dynamics.scaleout.result_file import MapFileError, read_columns, result_rows
 
     unreadable = f"map: cannot read {args.map.rsplit('/', 1)[-1][:80]}"
     try:  # the row count from the file's metadata: an oversized map is refused before any column is read
@@ -333,6 +337,8 @@ def run(args: argparse.Namespace) -> str:
         raise StopInputError(f"map: {n} rows, more than the {MAX_TABLE_ROWS} rows a table can hold")
     try:  # only the columns the table needs (16 for a 6-joint arm), not the rows' results
         columns = read_columns(args.map, table_columns(monitor.setup.robot.joint_names))
+    except MapFileError as err:
+        raise StopInputError(str(err)) from None
     except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds; one line
         raise StopInputError(f"{unreadable} ({type(err).__name__})") from None
     import time
