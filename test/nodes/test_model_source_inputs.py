@@ -59,3 +59,10 @@ def test_the_shipped_descriptions_still_load():
     assert urdf_root_link(load_urdf_text("planar_3r"))
     with pytest.raises(ModelError, match="DTD"):
         urdf_root_link('<!DOCTYPE r [<!ENTITY a "b">]><robot name="&a;"><link name="l"/></robot>')
+
+
+def test_a_urdf_path_parameter_naming_a_device_is_refused_without_reading(tmp_path):
+    path = tmp_path / "arm.urdf"
+    os.symlink("/dev/zero", path)  # was read until memory ran out (2.7 GB in 7 s under a 3 GB limit)
+    with pytest.raises(ModelError, match="^urdf_path: .*is not a regular file"):
+        load_urdf_text(urdf_path=str(path))

@@ -18,6 +18,7 @@ from vtm_dynamics.core.robot.urdf_extension import (
     DEFAULT_MAX_XML_DEPTH,
     URDFExtensionError,
     parse_urdf_xml,
+    read_urdf_file,
 )
 
 __all__ = ["ROBOT_NAMES", "SIM_OVERRIDES", "default_tcp_frame", "load_urdf_text", "model_from_urdf_text",
@@ -45,11 +46,10 @@ def load_urdf_text(robot: str = "", urdf_path: str = "") -> str:
     path = os.path.expanduser(urdf_path) if urdf_path else (robot_urdf_path(robot) if robot else "")
     if not path:
         return ""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError as err:
-        raise ModelError(f"urdf_path: cannot read {path}: {err.strerror}") from None
+    try:  # bounded: a regular file of at most the text cap (a FIFO or /dev/zero here hung or exhausted the node)
+        return read_urdf_file(path)
+    except URDFExtensionError as err:
+        raise ModelError("urdf_path: " + str(err).removeprefix("urdf: ")) from None
 
 
 def model_from_urdf_text(text: str, *, max_bytes: int = DEFAULT_MAX_URDF_BYTES,

@@ -53,6 +53,7 @@ from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
 from vtm_dynamics.core.reactions.solvability import DEFAULT_RANK_RTOL, METHODS
+from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, read_urdf_file
 from vtm_dynamics.nodes import graph
 from vtm_dynamics.nodes import params as P
 from vtm_dynamics.nodes.bounded_worker import CRASHED, DEADLINE, ERROR, MEMORY, BoundedWorker, Outcome
@@ -172,8 +173,7 @@ class SolvabilityReporter(Node):
             self._state_timer = self.create_timer(1.0 / self.p["max_update_rate"], self._on_state_tick,
                                                   callback_group=waiting)
         if self.p["urdf_path"]:  # trusted configuration: the only place a file is read
-            with open(os.path.expanduser(self.p["urdf_path"]), encoding="utf-8") as handle:
-                text = handle.read()
+            text = read_urdf_file(os.path.expanduser(self.p["urdf_path"]))  # bounded, a regular file only
             job = self._admit_description(text)
             if job is not None:
                 self._publish_outcome(job, self._generation, self._run(job, self._generation))
@@ -355,7 +355,7 @@ def failure_reason(field: str, outcome: Outcome) -> str:
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node("solvability_reporter", SolvabilityReporter, (P.ParameterError, OSError), args)
+    return run_node("solvability_reporter", SolvabilityReporter, (P.ParameterError, OSError, URDFExtensionError), args)
 
 
 if __name__ == "__main__":

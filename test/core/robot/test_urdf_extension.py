@@ -1,6 +1,7 @@
 """The URDF extension: loop closures, knife edges and driving constraints parse, and bad files are refused clearly."""
 
 import math
+import os
 
 import numpy as np
 import pinocchio as pin
@@ -102,3 +103,26 @@ def test_default_pose_is_identity():
 
     np.testing.assert_array_equal(Pose().homogeneous(), np.eye(4))
     assert math.isclose(np.linalg.det(Pose(rpy=(1, 2, 3)).rotation()), 1.0)
+
+
+def test_a_urdf_file_over_the_text_cap_is_refused_before_it_is_read(tmp_path):
+    from vtm_dynamics.core.robot.urdf_extension import DEFAULT_MAX_URDF_BYTES
+
+    path = tmp_path / "huge.urdf"
+    with open(path, "wb") as fh:  # sparse: no disk space used
+        fh.write(b"<robot name='r'>")
+        fh.truncate(DEFAULT_MAX_URDF_BYTES + 1)
+    with pytest.raises(URDFExtensionError, match=f"has {DEFAULT_MAX_URDF_BYTES + 1} bytes, more than max_bytes"):
+        read_urdf_file(str(path))  # was read whole, to be refused by the parser afterwards
+    assert read_urdf_file(str(path), max_bytes=DEFAULT_MAX_URDF_BYTES + 1).startswith("<robot")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_urdf_path_that_is_no_regular_file_is_refused_without_reading(tmp_path, kind):
+    path = tmp_path / "arm.urdf"
+    if kind == "fifo":
+        os.mkfifo(path)  # was opened for reading: blocked for ever, waiting for a writer
+    else:
+        os.symlink("/dev/zero", path)  # was read until memory ran out
+    with pytest.raises(URDFExtensionError, match="is not a regular file"):
+        read_urdf_file(str(path))

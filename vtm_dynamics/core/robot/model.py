@@ -178,7 +178,7 @@ class RobotModel:
         """Build from a URDF file (trusted callers: command lines, parameters, tests); ``limits`` as in
         :meth:`from_urdf`, which checks the file's text once."""
         try:
-            text = read_urdf_file(path)
+            text = read_urdf_file(path, limits.get("max_bytes", DEFAULT_MAX_URDF_BYTES))
         except URDFExtensionError as err:
             raise ModelError(str(err)) from None
         return cls.from_urdf(text, gravity, **limits)

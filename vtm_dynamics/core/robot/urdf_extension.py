@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
@@ -190,18 +191,30 @@ def _required(element: ET.Element, tag: str, attr: str, what: str) -> str:
     return value
 
 
-def read_urdf_file(path: str) -> str:
+def read_urdf_file(path: str, max_bytes: int = DEFAULT_MAX_URDF_BYTES) -> str:
     """The text of a URDF file, for trusted callers only (command lines, node parameters, tests, benches).
 
-    Message fields never come here: they are text and go straight to :func:`parse_urdf_xml`. The returned text is
-    checked here only for starting like XML (a file that does not is named as such, not as "text"); the text entry
-    points check the rest (once). Raises :class:`URDFExtensionError` (one line, the file's full path and the OS
+    Message fields never come here: they are text and go straight to :func:`parse_urdf_xml`. The file must be a
+    regular file of at most ``max_bytes`` (the cap :func:`parse_urdf_xml` applies to the text), checked on the open
+    file before anything is read: a FIFO is opened without blocking and refused (it blocked the reader for ever)
+    and so is a device (``/dev/zero`` was read until memory ran out: 2.7 GB in 7 s under a 3 GB limit). The text
+    is checked here only for starting like XML (a file that does not is named as such, not as "text"); the text
+    entry points check the rest (once). Raises :class:`URDFExtensionError` (one line, the file's full path and the
     reason, never its contents).
     """
     where = os.path.abspath(str(path))
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise URDFExtensionError(f"urdf: {where} is not a regular file")
+            if info.st_size > max_bytes:
+                raise URDFExtensionError(f"urdf: {where} has {info.st_size} bytes, more than max_bytes {max_bytes}")
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:  # grew since it was checked
+            raise URDFExtensionError(f"urdf: {where} has more than max_bytes {max_bytes} bytes")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or type(err).__name__
         raise URDFExtensionError(f"urdf: cannot read {where}: {reason}") from None
