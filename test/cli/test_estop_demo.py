@@ -220,3 +220,26 @@ def test_a_track_joints_travel_is_printed_in_millimetres_and_metres_not_as_an_an
     assert elbow[1] == "-1.501" and elbow[5:] == ["deg;", "rad;", "N", "m"]
     assert not any("[deg]" in line or "[rad]" in line for line in lines)
     assert any("max |rest position error| 7.00e-05 rad or m (tolerance 0.005 rad or m" in line for line in lines)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 20_000 + "]" * 20_000, "nested deeper than"),  # was RecursionError out of the YAML composer
+    ("a: " + "x" * (1024 * 1024), "bytes"),
+])
+def test_a_configuration_beyond_the_limits_is_one_line_before_ros_starts(tmp_path, capsys, text, words):
+    from vtm_dynamics.cli.estop_demo import main
+
+    config = tmp_path / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    assert main(["--config", str(config), "--output-dir", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vtm-estop-demo: cannot read the configuration: config:") and words in err
+    assert "\n" not in err
+
+
+def test_a_configuration_that_is_no_regular_file_is_refused_without_reading(tmp_path, capsys):
+    from vtm_dynamics.cli.estop_demo import main
+
+    os.mkfifo(tmp_path / "config.yaml")  # was opened for reading: blocked for ever, waiting for a writer
+    assert main(["--config", str(tmp_path / "config.yaml"), "--output-dir", str(tmp_path / "o")]) == 2
+    assert "config: not a regular file: config.yaml" in capsys.readouterr().err

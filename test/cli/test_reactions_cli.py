@@ -108,3 +108,11 @@ def test_taylor_keeps_a_drive_at_constant_rate(capsys):
                  "--v", "1", "-1", "1", "--json", "/dev/null"]) == 0
     out = capsys.readouterr().out
     assert "drive_O1" in out and np.isfinite(float(out.split("max constraint gap ")[1].split()[0]))
+
+
+def test_a_torque_script_with_a_field_over_the_csv_limit_is_one_line(tmp_path, capsys):
+    script = tmp_path / "script.csv"
+    script.write_text("time,J1\n0," + "1" * 200_000 + "\n", encoding="utf-8")  # csv's field limit is 131,072
+    assert main([STEWART, "--duration", "0.002", "--torque-script", str(script)]) == 2  # was a traceback, status 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vtm-reactions: error: --torque-script: not CSV") and "\n" not in err

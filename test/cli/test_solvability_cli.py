@@ -118,3 +118,11 @@ def test_a_bad_series_is_one_line(tmp_path, capsys):
     assert main([MOBILE, "--planar", "--along", str(csv_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "vtm-solvability: error: --along: line 2 has 3 columns, expected 11 (t, q) or 20 (t, q, v)"  # nq 10, nv 9
+
+
+def test_a_series_with_a_field_over_the_csv_limit_is_one_line(tmp_path, capsys):
+    csv_path = tmp_path / "series.csv"
+    csv_path.write_text("t,q\n0.0," + "1" * 200_000 + "\n", encoding="utf-8")  # csv's field limit is 131,072
+    assert main([MOBILE, "--planar", "--along", str(csv_path)]) == 2  # was a traceback, status 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vtm-solvability: error: --along: not CSV") and "\n" not in err

@@ -36,6 +36,8 @@ from vtm_dynamics.cli import plots
 from vtm_dynamics.nodes.model_source import ROBOT_NAMES
 
 DEFAULT_OUTPUT = os.path.join("out", "estop_demo")
+MAX_CONFIG_BYTES = 1024 * 1024  # the shipped parameter file is 6 kB
+MAX_CONFIG_DEPTH = 20  # ROS 2 parameter files need 4 levels (node, ros__parameters, value, list)
 EXIT_CHECK_FAILED = 3  # the prediction failed, or disagreed with the simulated stop beyond the tolerances
 
 
@@ -88,9 +90,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def build_parameters(args: argparse.Namespace) -> tuple[dict, dict]:
+    from vtm_dynamics.core.limited_yaml import load_yaml_text
+    from vtm_dynamics.core.stopsafe.trajectory_files import read_text_file
+
     path = args.config or default_config_path()
-    with open(path, encoding="utf-8") as f:
-        config = yaml.safe_load(f) or {}
+    # bounded like every file the suite reads: a regular file (a FIFO hung the demo), MAX_CONFIG_BYTES, depth and
+    # nodes counted while parsing (20,000 nested brackets ended in RecursionError)
+    text = read_text_file(path, "config", MAX_CONFIG_BYTES, ValueError)
+    config = load_yaml_text(text, "config", ValueError, max_bytes=MAX_CONFIG_BYTES, max_depth=MAX_CONFIG_DEPTH,
+                            allow_aliases=True, source=os.path.basename(path)) or {}
     pred = node_parameters(config, "estop_predictor")
     sim = node_parameters(config, "robot_sim")
     if args.robot:
@@ -160,7 +168,7 @@ def run(args: argparse.Namespace, pages: list | None = None) -> int:
 
     try:
         pred_params, sim_params = build_parameters(args)
-    except (OSError, yaml.YAMLError) as err:
+    except (OSError, ValueError, yaml.YAMLError) as err:
         print(f"vtm-estop-demo: cannot read the configuration: {err}", file=sys.stderr)
         return 2
     use_switch_interval(SWITCH_INTERVAL)  # a process running the predictor (run_node does it for its executable)

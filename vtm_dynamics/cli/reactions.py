@@ -55,15 +55,19 @@ def _efforts(pairs: list[str]) -> dict[str, float]:
 
 def read_torque_script(path: str, max_rows: int = MAX_SCRIPT_ROWS) -> Callable[[float], Mapping[str, float]]:
     """CSV with a header ``time,JOINT,...``: efforts held from each row's time (s) to the next (zero-order hold)."""
-    try:
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
+    rows: list[list[str]] = []
+    try:  # rows counted while read (the whole file was read first); a field over csv's limit is a line, no traceback
+        with open(path, newline="", encoding="utf-8") as fh:
+            for row in csv.reader(fh):
+                rows.append(row)
+                if len(rows) > max_rows:
+                    raise InputError(f"--torque-script: more than {max_rows} rows")
     except OSError as err:
         raise InputError(f"--torque-script: cannot read {os.path.abspath(path)} ({err.strerror})") from None
+    except csv.Error as err:
+        raise InputError(f"--torque-script: not CSV ({str(err)[:80]})") from None
     if len(rows) < 2 or not rows[0] or rows[0][0].strip() != "time":
         raise InputError("--torque-script: expected a header 'time,JOINT,...' and at least one row")
-    if len(rows) > max_rows:
-        raise InputError(f"--torque-script: more than {max_rows} rows")
     names = [c.strip() for c in rows[0][1:]]
     table = []
     for i, row in enumerate(rows[1:], start=2):

@@ -96,17 +96,20 @@ def read_series_csv(path: str, nq: int, nv: int, max_samples: int) -> tuple[np.n
     rows: list[list[float]] = []
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
-        next(reader, None)
-        for line_no, row in enumerate(reader, start=2):
-            if len(rows) >= max_samples:
-                raise ValueError(f"--along: more than {max_samples} samples (--max-samples)")
-            if len(row) not in (1 + nq, 1 + nq + nv):
-                raise ValueError(f"--along: line {line_no} has {len(row)} columns, expected {1 + nq} (t, q) or "
-                                 f"{1 + nq + nv} (t, q, v)")
-            try:
-                rows.append([float(x) for x in row])
-            except ValueError:
-                raise ValueError(f"--along: line {line_no} has a field that is not a number") from None
+        try:  # a field over csv's limit (128 kB) is one line, not a traceback
+            next(reader, None)
+            for line_no, row in enumerate(reader, start=2):
+                if len(rows) >= max_samples:
+                    raise ValueError(f"--along: more than {max_samples} samples (--max-samples)")
+                if len(row) not in (1 + nq, 1 + nq + nv):
+                    raise ValueError(f"--along: line {line_no} has {len(row)} columns, expected {1 + nq} (t, q) or "
+                                     f"{1 + nq + nv} (t, q, v)")
+                try:
+                    rows.append([float(x) for x in row])
+                except ValueError:
+                    raise ValueError(f"--along: line {line_no} has a field that is not a number") from None
+        except csv.Error as err:
+            raise ValueError(f"--along: not CSV ({str(err)[:80]})") from None
     if not rows:
         raise ValueError("--along: no samples")
     if len({len(r) for r in rows}) != 1:

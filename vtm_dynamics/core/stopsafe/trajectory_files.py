@@ -43,7 +43,8 @@ def read_text_file(path: str, field: str, max_bytes: int, error: type[ValueError
     naming the file by its base name otherwise."""
     name = os.path.basename(str(path))
     if not isinstance(path, str) or not os.path.isfile(path):
-        raise error(f"{field}: file not found: {clip(name, 120)}")
+        what = "not a regular file" if isinstance(path, str) and os.path.exists(path) else "file not found"
+        raise error(f"{field}: {what}: {clip(name, 120)}")
     try:
         size = os.path.getsize(path)
         if size > max_bytes:
