@@ -44,3 +44,16 @@ def test_characters_yaml_forbids_are_one_line_errors(text):
         load_yaml_text(text, "brake_config_yaml", BrakeConfigError)
     message = str(err.value)
     assert message.startswith("brake_config_yaml: ") and "\n" not in message and len(message) < 300, message
+
+
+@pytest.mark.parametrize("text", [
+    "brakes: 2020-13-45",  # a date PyYAML's timestamp constructor refuses (ValueError: month must be in 1..12)
+    "brakes: " + "9" * 5000,  # over Python's 4300-digit limit for int()
+    'brakes: !!int "xyz"',
+    'brakes: !!float "x"',
+    'brakes: !!timestamp "x"',  # AttributeError inside PyYAML: escaped the service's ValueError handling
+], ids=["bad_date", "5000_digits", "int_tag", "float_tag", "timestamp_tag"])
+def test_a_value_the_yaml_constructors_cannot_build_is_the_callers_one_line_error(text):
+    with pytest.raises(BrakeConfigError) as err:
+        load_yaml_text(text, "brake_config_yaml", BrakeConfigError)
+    assert str(err.value).startswith("brake_config_yaml: a value cannot be read") and "\n" not in str(err.value)

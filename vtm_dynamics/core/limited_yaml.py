@@ -131,6 +131,10 @@ def load_yaml_text(
         raise error(f"{field}: cannot parse{where}: {first[:120]}") from None
     except (RecursionError, MemoryError) as err:  # not reachable within the limits; never let it escape
         raise error(f"{at} YAML too complex ({type(err).__name__})") from None
+    except (ValueError, TypeError, AttributeError, ArithmeticError) as err:
+        # PyYAML's constructors convert scalars with plain Python calls: a date like 2020-13-45 or an int of over
+        # 4300 digits raised ValueError, `!!timestamp "x"` AttributeError, none of them the caller's error
+        raise error(f"{at} a value cannot be read ({type(err).__name__})") from None  # its text may quote the input
     finally:
         if loader is not None:
             loader.dispose()
