@@ -348,9 +348,9 @@ def _rows_of_a_map(folder) -> str:
     return path
 
 
-def _manifest(category="1", decel="4.0") -> str:
-    return '{"inputs_hash": "%s", "inputs": {"spec": {"category": %s, "category1_deceleration": %s}}}' % (
-        MAP_HASH, category, decel)
+def _manifest(category="1", decel="4.0", limits="null") -> str:
+    return ('{"inputs_hash": "%s", "inputs": {"spec": {"category": %s, "category1_deceleration": %s, '
+            '"category1_torque_limits": %s}}}' % (MAP_HASH, category, decel, limits))
 
 
 def _ssm_map(path) -> list[str]:
@@ -364,6 +364,9 @@ def _ssm_map(path) -> list[str]:
     (_manifest(category="1.9"), "stop category"),  # was rounded down to category 1
     (_manifest(category="true"), "stop category"),  # was taken as category 1
     (_manifest(decel="-4"), "deceleration"),
+    (_manifest(limits='"all"'), "torque limits"),  # neither 'urdf' nor numbers
+    (_manifest(limits='[150, -1, 28]'), "torque limits"),
+    (_manifest(limits='{"a": 1}'), "torque limits"),
 ])
 def test_a_manifest_beside_the_map_that_cannot_be_trusted_is_one_line(tmp_path, capsys, text, words):
     path = _rows_of_a_map(tmp_path)
