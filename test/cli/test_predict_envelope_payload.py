@@ -23,3 +23,16 @@ def test_default_ur5_envelope_spans_no_payload_to_rated_payload_and_its_nominal_
     assert {c.payload for c in env.cases} >= {0.0, 5.0}
     assert env.nominal.payload == 0.0
     assert math.isclose(env.nominal.stop_time, p.stop_time, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_category_one_envelope_uses_the_given_ramp_and_its_nominal_is_the_main_prediction():
+    """``--category 1 --decel 6 --envelope``: the envelope ramped at the default 3 rad/s^2, its nominal case
+    stopped after 1.0 s and 0.818 m where the main prediction (and max|v| / a = 3 / 6) gives 0.5 s and 0.485 m;
+    with ``--max-duration 0.1`` the envelope ignored the power cut (1.0 s against 0.181 s)."""
+    for options in ({"deceleration": 6.0}, {"max_duration": 0.1}):
+        summary, _, _ = run_prediction("ur5", category=1, envelope=1, **options)
+        p, env = summary.prediction, summary.envelope
+        assert math.isclose(env.nominal.stop_time, p.stop_time, abs_tol=1e-9)
+        assert math.isclose(env.nominal.tcp_straight_distance, p.tcp_straight_distance, abs_tol=1e-9)
+    summary, _, _ = run_prediction("ur5", category=1, deceleration=6.0, envelope=1)
+    assert math.isclose(summary.envelope.nominal.stop_time, 3.0 / 6.0, abs_tol=1e-9)  # demo state: max|v| 3 rad/s

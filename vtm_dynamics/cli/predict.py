@@ -247,13 +247,13 @@ def run_prediction(
     env, env_inputs = None, None
     if envelope:
         # the envelope attaches its payload cases to the bare robot: the payload range is the TOTAL payload, so
-        # its nominal case (factors 1, least payload) is the main prediction above
+        # its nominal case (factors 1, least payload) is the main prediction above, the same category-1 ramp included
         rated = spec.rated_payload if spec is not None and urdf is None else None
         pl = (PAYLOAD, rated) if rated and not payload else (payload, payload)
         env = stop_envelope(bare, brakes, qa, v, EnvelopeSpec(payload=pl, payload_frame=payload_frame,
                                                               n_random=envelope),
-                            category=category, lock_events=locks, tcp_frame=tcp_frame, settings=settings,
-                            progress=progress)
+                            category=category, category_one=c1, lock_events=locks, tcp_frame=tcp_frame,
+                            settings=settings, progress=progress)
         env_inputs = {"torque_factor": list(ENVELOPE_TORQUE_FACTOR), "delay_factor": list(ENVELOPE_DELAY_FACTOR),
                       "payload_kg": list(pl), "n_random": int(envelope), "cases": len(env.cases)}
     inputs = prediction_inputs(robot_name if urdf is None and robot_name else os.path.abspath(urdf or ""), robot,

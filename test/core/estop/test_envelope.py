@@ -10,7 +10,7 @@ from core_testdata import REPO
 from joint_type_models import TRACK_BRAKE, on_track, ur5_text
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples, stop_envelope
-from vtm_dynamics.core.estop import StopInputError, predict_stop
+from vtm_dynamics.core.estop import CategoryOne, StopInputError, predict_stop
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -135,3 +135,15 @@ def test_an_envelope_within_the_limits_is_valid_and_says_nothing(ur5):
     env = stop_envelope(ur5, brakes, Q, V, EnvelopeSpec(torque_factor=(0.8, 1.2)), tcp_frame="tool0")
     assert env.valid and env.crossed == () and env.invalid_text() == ""
     assert all(c.valid for c in env.cases)
+
+
+def test_a_category_one_envelope_ramps_at_the_given_deceleration(ur5):
+    """The envelope ramped at the default 3 rad/s^2 whatever deceleration it was given (the ramp's settings were
+    not passed on): with 4 rad/s^2 its nominal case stopped after 0.667 s instead of max|v| / a = 2 / 4 = 0.5 s."""
+    brakes = brakes_from_config(ur5, UR5_BRAKES)
+    c1 = CategoryOne(deceleration=4.0)
+    env = stop_envelope(ur5, brakes, Q, V, EnvelopeSpec(), category=1, category_one=c1, tcp_frame="tool0")
+    assert env.nominal.stop_time == pytest.approx(np.max(np.abs(V)) / 4.0, abs=1e-9)
+    single = predict_stop(ur5, brakes, Q, V, category=1, category_one=c1, tcp_frame="tool0")
+    assert env.nominal.tcp_straight_distance == pytest.approx(single.tcp_straight_distance, abs=1e-9)
+    np.testing.assert_allclose(env.nominal.stopping_angles, single.stopping_angles, atol=1e-9)

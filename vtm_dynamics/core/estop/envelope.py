@@ -29,7 +29,7 @@ import numpy as np
 
 from vtm_dynamics.core.estop.batch import BatchStopError, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop import LockEvent, StopInputError, StopSettings, check_stop_state
+from vtm_dynamics.core.estop import CategoryOne, LockEvent, StopInputError, StopSettings, check_stop_state
 from vtm_dynamics.core.estop.defaults import (
     CATEGORY, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, MAX_ENVELOPE_FACTOR, MAX_PAYLOAD,
 )
@@ -151,6 +151,7 @@ def stop_envelope(
     spec: EnvelopeSpec = EnvelopeSpec(),
     *,
     category: int = CATEGORY,
+    category_one: CategoryOne | None = None,
     lock_events: Iterable[LockEvent] = (),
     tcp_frame: str | None = None,
     settings: StopSettings = StopSettings(),
@@ -158,7 +159,10 @@ def stop_envelope(
 ) -> StopEnvelope:
     """Predict the stop for every sample of ``spec`` (see the module docstring) in one batch
     (:func:`.batch.predict_stops`: the payload models and scaled brakes are built once); ``progress(done, total)``
-    is called after each case."""
+    is called after each case. ``category``, ``category_one`` (the category-1 ramp: deceleration [rad/s^2], torque
+    limits [N m], power-off time [s]; None: :class:`CategoryOne`'s defaults), ``lock_events``, ``tcp_frame`` and
+    ``settings`` are those of :func:`predict_stop` and apply to every case, so the nominal case is the single
+    prediction made with them."""
     samples = envelope_samples(spec)
     if spec.payload[1] > 0 and spec.payload_frame is None:
         raise StopInputError("envelope.payload_frame: a frame is needed to attach a payload")
@@ -174,7 +178,8 @@ def stop_envelope(
         predictions = predict_stops(
             robot, brakes, [q] * n, [v] * n, payloads=[m for _, _, m in samples],
             torque_factors=[tf for tf, _, _ in samples], delay_factors=[df for _, df, _ in samples],
-            payload_frame=spec.payload_frame, category=category, lock_events=tuple(lock_events),
+            payload_frame=spec.payload_frame, category=category, category_one=category_one,
+            lock_events=tuple(lock_events),
             tcp_frame=tcp_frame, settings=settings, progress=progress)
     except BatchStopError as err:  # the cases share the state: report the cause as a single prediction would
         raise err.__cause__ if isinstance(err.__cause__, StopInputError) else err
