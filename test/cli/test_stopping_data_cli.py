@@ -323,3 +323,33 @@ def test_category_1_points_keep_the_ramp_within_the_given_torque_limits_and_the_
         assert T > p["speed"] / decel  # the limit lengthens every ramp
         assert p["time"] == pytest.approx(T, rel=1e-5)
         assert p["angle"] == pytest.approx(p["speed"] * T / 2.0, rel=1e-5)
+
+
+def test_the_payload_hangs_on_the_robots_payload_frame_whatever_tcp_frame_is_reported():
+    """``--tcp-frame wrist_3_link`` hung the 5 kg payload on wrist_3_link where vtm-predict, the map and the node
+    hang it on tool0: the shoulder's stop at 100/100/100 took 0.4777820 s, vtm-predict 0.4778381 s for the same
+    state and payload. The point is now vtm-predict's stop, its distance measured at the frame asked for."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from vtm_dynamics.cli.predict import run_prediction
+    from vtm_dynamics.cli.stopping_data import build_parser, spec_for
+    from vtm_dynamics.cli.stopping_robots import load_robot
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.stopping.iso10218 import stopping_points
+
+    loaded = load_robot("ur5")
+    spec = spec_for(loaded, build_parser().parse_args(["ur5", "--tcp-frame", "wrist_3_link", "--out", "unused"]))
+    one = replace(spec, joints=spec.joints[1:2], fold_joints=spec.fold_joints[1:2], max_speeds=spec.max_speeds[1:2],
+                  speed_levels=(1.0,), extension_levels=(1.0,), payload_levels=(1.0,), categories=(0,))
+    point = stopping_points(loaded.robot, brakes_from_config(loaded.robot, loaded.brake_config), one)[0]
+    v = np.zeros(6)
+    v[1] = point.direction * point.speed
+    summary, _, _ = run_prediction("ur5", q=point.q_test, v=v, payload=point.payload, tcp_frame="wrist_3_link")
+    p = summary.prediction
+    assert point.payload == 5.0
+    assert point.time == pytest.approx(p.joint_stop_times[1], abs=1e-9)
+    assert point.angle == pytest.approx(abs(p.stopping_angles[1]), abs=1e-9)
+    assert point.tcp_distance == pytest.approx(p.tcp_straight_distance, abs=1e-9)
+    assert (spec.payload_frame, spec.distance_frame) == ("tool0", "wrist_3_link")

@@ -102,8 +102,9 @@ def spec_for(loaded: LoadedRobot, args: argparse.Namespace) -> StoppingTestSpec:
     extra = {} if args.decel is None else {"category1_deceleration": args.decel}
     extra["category1_torque_limits"] = torque_limits_from_text(args.torque_limits)
     return StoppingTestSpec(joints=tuple(joints), fold_joints=tuple(folds), max_speeds=tuple(speeds),
-                            max_payload=payload, payload_frame=frame, base_pose=base, extension_joint=joints[0],
-                            categories=categories, hold_others=args.others == "held", **extra)
+                            max_payload=payload, payload_frame=d.payload_frame_or(frame) if d else frame,
+                            base_pose=base, extension_joint=joints[0], categories=categories,
+                            hold_others=args.others == "held", tcp_frame=frame, **extra)
 
 
 def level_lines(spec: StoppingTestSpec, points: Sequence[StoppingPoint]) -> list[str]:
@@ -153,7 +154,7 @@ def assumptions(loaded: LoadedRobot, spec: StoppingTestSpec,
         "  Stopping angle = the farthest the tested joint got from its angle at the stop command (a joint that swings",
         "  past and back counts its farthest point, not its net displacement); time = until it rests, unbounded (inf)",
         "  while any joint of the arm still moves at the horizon (NOT AT REST: angle and TCP distance lower bounds);",
-        f"  TCP distance = the largest straight distance of {spec.payload_frame} from its position at the stop command",
+        f"  TCP distance = the largest straight distance of {spec.distance_frame} from its position at the stop command",
         "  until rest (the start-to-rest distance where the path does not turn back).",
     ]
     short = sorted({(p.joint, p.extension_fraction, round(p.extension_actual, 3)) for p in points
@@ -298,8 +299,8 @@ def write_report(path: str, loaded: LoadedRobot, brakes: BrakeSet, spec: Stoppin
         + ", each with the band over the brake tolerances and the TCP's",
         "stopping distance. Pages: this summary, the brakes and assumptions, the test poses, one chart per joint, "
         "the numeric table of every point.",
-        f"Tested joints: {', '.join(spec.joints)}; payload frame {spec.payload_frame}; others "
-        f"{'held' if spec.hold_others else 'braked'}.",
+        f"Tested joints: {', '.join(spec.joints)}; payload frame {spec.payload_frame}; TCP {spec.distance_frame}; "
+        f"others {'held' if spec.hold_others else 'braked'}.",
         "",
         "How the figures were made: each point is one prediction of the multibody E-stop model (rigid links, "
         "brakes with delay, rise,",
@@ -325,7 +326,9 @@ def write_report(path: str, loaded: LoadedRobot, brakes: BrakeSet, spec: Stoppin
 def build_parser() -> argparse.ArgumentParser:
     ap = Parser(prog=PROG, description="ISO 10218-1 style stopping data: charts, CSV/JSON and a PDF report (every "
                 "figure simulated).")
-    add_robot_arguments(ap, tcp_help="payload / TCP frame (default: the robot's)")
+    add_robot_arguments(ap, tcp_help="frame whose stopping distance is reported (default: the robot's TCP); the "
+                        "payload and the extension stay at the robot's payload frame (tool0 for the URs; with --urdf: "
+                        "this frame)")
     ap.add_argument("--max-payload", type=float, help="maximum payload [kg] (default: the robot's rated payload)")
     ap.add_argument("--max-speeds", type=float, nargs="+", help="100 %% speed [rad/s] of each tested joint (default: "
                     "the vendor's joint speed limits, capped by the URDF)")

@@ -57,7 +57,9 @@ class StoppingTestSpec:
     from; None: the first tested joint), ``categories``, the three level lists (fractions),
     ``category1_deceleration`` [rad/s^2] (ramp of the tested joint) and the drives' ``category1_torque_limits``
     [N m] (None, "urdf" or one per joint: ``CategoryOne.torque_limits``), the band's ``torque_factor`` and
-    ``delay_factor`` ranges, and ``hold_others`` (the other joints locked at t = 0, else braked)."""
+    ``delay_factor`` ranges, ``hold_others`` (the other joints locked at t = 0, else braked), and ``tcp_frame``, the
+    frame whose stopping distance is reported (None: ``payload_frame``; the payload and the extension stay at
+    ``payload_frame``, the robot's flange, wherever the distance is measured)."""
 
     joints: tuple[str, ...]
     fold_joints: tuple[str, ...]
@@ -75,6 +77,12 @@ class StoppingTestSpec:
     torque_factor: tuple[float, float] = ENVELOPE_TORQUE_FACTOR
     delay_factor: tuple[float, float] = ENVELOPE_DELAY_FACTOR
     hold_others: bool = True
+    tcp_frame: str | None = None
+
+    @property
+    def distance_frame(self) -> str:
+        """The frame whose stopping distance is reported: ``tcp_frame``, else ``payload_frame``."""
+        return self.tcp_frame or self.payload_frame
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,7 @@ class StoppingPoint:
     joint from the stop command until it rests: a joint that swings past and back counts its farthest point, not its
     net displacement) and ``time`` [s] of the tested joint, the band ``angle_min``/``angle_max``/``time_min``/
     ``time_max`` over the envelope corners (the same measures), and ``stopped`` (every case came to rest within the
-    horizon); ``tcp_distance`` [m], the largest straight distance of the payload frame from its position at the stop
+    horizon); ``tcp_distance`` [m], the largest straight distance of the spec's ``distance_frame`` from its position at the stop
     command until rest (nominal; the start-to-rest distance where the path does not turn back), and
     ``tcp_distance_max`` [m], its largest over the band; ``limit_crossings``: the joints a stop of the band (nominal
     first, then the corners) carries past their position limits (:mod:`vtm_dynamics.core.estop.limit_crossings`;
@@ -292,7 +300,7 @@ def stopping_points(
             band_stops = predict_stops(robot, brakes, [q] * len(band), [v] * len(band),
                                        payloads=[mass] * len(band), torque_factors=[tf for tf, _, _ in band],
                                        delay_factors=[df for _, df, _ in band], category=cat, category_one=c1,
-                                       lock_events=locks, tcp_frame=spec.payload_frame, batch=batch)
+                                       lock_events=locks, tcp_frame=spec.distance_frame, batch=batch)
         except BatchStopError as err:
             raise err.__cause__ if isinstance(err.__cause__, StopInputError) else err
         angles = [largest_excursion(model, p, i) for p in band_stops]
