@@ -201,3 +201,17 @@ def test_a_stop_past_a_joint_limit_makes_the_trajectory_unsafe_in_the_report_jso
     assert last["limit_crossings"][0].startswith("elbow_joint reaches") and "past a joint limit" in last["reason"]
     assert data["samples"][0]["safe"] and data["samples"][0]["limit_crossings"] == []
     assert "past a joint limit: elbow_joint" in (tmp_path / "r.csv").read_text().splitlines()[-1]
+
+
+def test_the_envelope_payload_hangs_on_the_robots_payload_frame_and_the_report_says_where():
+    """With ``--tcp-frame wrist_3_link`` the payload stays on tool0, where vtm-predict hangs it; the help said
+    it went to the TCP frame and the report's envelope line did not say where it hung."""
+    from vtm_dynamics.cli.check_trajectory import build_parser
+    from vtm_dynamics.cli.stopsafe_setup import load_setup
+
+    parser = build_parser()
+    loaded = load_setup(parser.parse_args(["plan.yaml", "--scene", "cell.yaml", "--tcp-frame", "wrist_3_link"]))
+    assert loaded.setup.payload_frame == "tool0"
+    assert loaded.sources["envelope"].endswith("payload 0..5 kg at tool0")
+    help_text = " ".join(parser.format_help().split())
+    assert "envelope's payload (default: the known robot's payload frame, tool0" in help_text

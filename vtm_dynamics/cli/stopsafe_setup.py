@@ -59,7 +59,8 @@ def add_robot_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--package-dir", action="append", default=[], metavar="DIR",
                    help="directory that holds the URDF's mesh packages (repeatable)")
     g.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's tool frame)")
-    g.add_argument("--payload-frame", help="frame carrying the envelope's payload (default: the TCP frame)")
+    g.add_argument("--payload-frame", help="frame carrying the envelope's payload (default: the known robot's "
+                   "payload frame, tool0 for the URs, as in vtm-predict; with --urdf: the TCP frame)")
     g.add_argument("--fixed-joint", action="append", default=[], metavar="NAME=VALUE",
                    help="lock a joint at a value [rad or m] (e.g. gripper fingers), repeatable")
     g.add_argument("--shapes", choices=("convex", "mesh"), default="convex",
@@ -132,7 +133,8 @@ def load_setup(args: argparse.Namespace) -> LoadedSetup:
         "urdf": os.path.basename(urdf_path), "brakes": os.path.basename(brake_file),
         "envelope": "nominal brakes only" if envelope is None else
         f"torque x{args.torque_factor[0]:g}..{args.torque_factor[1]:g}, delay x{args.delay_factor[0]:g}.."
-        f"{args.delay_factor[1]:g}, payload {payload[0]:g}..{payload[1]:g} kg",
+        f"{args.delay_factor[1]:g}, payload {payload[0]:g}..{payload[1]:g} kg"
+        + (f" at {payload_frame}" if payload[1] > 0 else ""),
         "category1": None if 1 not in categories else
         f"ramp {args.decel:g} rad/s^2 (assumed, --decel), drive torque limits {torque_limits_text(limits)}",
     }
