@@ -36,3 +36,14 @@ def test_category_one_envelope_uses_the_given_ramp_and_its_nominal_is_the_main_p
         assert math.isclose(env.nominal.tcp_straight_distance, p.tcp_straight_distance, abs_tol=1e-9)
     summary, _, _ = run_prediction("ur5", category=1, deceleration=6.0, envelope=1)
     assert math.isclose(summary.envelope.nominal.stop_time, 3.0 / 6.0, abs_tol=1e-9)  # demo state: max|v| 3 rad/s
+
+
+def test_the_envelope_inputs_say_where_its_payload_hangs():
+    """Without --payload the UR5 envelope carries 0-5 kg on tool0, but its inputs named no frame (the main
+    prediction's payload_frame is None when it carries none)."""
+    from vtm_dynamics.cli.prediction_inputs import inputs_lines
+
+    summary, _, _ = run_prediction("ur5", tcp_frame="wrist_3_link", envelope=1)
+    assert summary.inputs["payload_frame"] is None
+    assert summary.inputs["envelope"]["payload_frame"] == "tool0"
+    assert any("payload 0-5 kg at tool0" in line for line in inputs_lines(summary.inputs))

@@ -255,7 +255,8 @@ def run_prediction(
                             category=category, category_one=c1, lock_events=locks, tcp_frame=tcp_frame,
                             settings=settings, progress=progress)
         env_inputs = {"torque_factor": list(ENVELOPE_TORQUE_FACTOR), "delay_factor": list(ENVELOPE_DELAY_FACTOR),
-                      "payload_kg": list(pl), "n_random": int(envelope), "cases": len(env.cases)}
+                      "payload_kg": list(pl), "payload_frame": payload_frame if pl[1] > 0 else None,
+                      "n_random": int(envelope), "cases": len(env.cases)}
     inputs = prediction_inputs(robot_name if urdf is None and robot_name else os.path.abspath(urdf or ""), robot,
                                brakes_path, payload=payload, payload_frame=payload_frame, tcp_frame=tcp_frame,
                                category=category, deceleration=deceleration, max_duration=max_duration,

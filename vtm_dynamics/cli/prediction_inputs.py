@@ -55,7 +55,9 @@ def inputs_lines(inputs: dict) -> list[str]:
     if env:
         lines.append(f"envelope ranges  brake torque x {env['torque_factor'][0]:g}-{env['torque_factor'][1]:g}, "
                      f"engage delay x {env['delay_factor'][0]:g}-{env['delay_factor'][1]:g}, payload "
-                     f"{env['payload_kg'][0]:g}-{env['payload_kg'][1]:g} kg, {env['n_random']} random cases + corners")
+                     f"{env['payload_kg'][0]:g}-{env['payload_kg'][1]:g} kg"
+                     + (f" at {env['payload_frame']}" if env.get("payload_frame") else "")
+                     + f", {env['n_random']} random cases + corners")
     sw = inputs["software"]
     lines.append(f"software         {sw['name']} {sw['version']}"
                  + (f" (git {sw['git_commit']})" if sw["git_commit"] else " (not from a git tree)"))
