@@ -168,3 +168,30 @@ def test_a_nominal_stop_past_a_joint_limit_is_no_stopping_distance():
     msg = _message(LiveStopping().evaluate(robot, brakes, past, _OFF, "tool0", lambda *a: pytest.fail("no case")))
     assert not msg.success and msg.message.startswith("nominal case: past a joint limit: elbow_joint reaches")
     assert math.isnan(msg.distance) and math.isnan(msg.worst_distance)
+
+
+@pytest.mark.parametrize("given, robot, largest", [
+    ({}, "ur5", 5.0),  # the default: the named robot's rated payload, as the command-line tools take it
+    ({}, "ur3", 3.0),
+    ({}, "", 0.0),  # a robot from robot_description or a URDF file: no rating known
+    ({}, "planar_3r", 0.0),
+    ({"stopping_envelope_payload_max": 2.0}, "ur5", 2.0),
+    ({"stopping_envelope_payload_max": 0.0}, "ur5", 0.0),
+])
+def test_the_envelopes_largest_payload_is_the_named_robots_rated_payload_unless_given(given, robot, largest):
+    """Before, it was 0 kg unless set: the node's worst case on the UR5's demo state stopped in 0.106 s where
+    vtm-check-trajectory and vtm-safety-distance, with the UR5's rated 5 kg, give 0.219 s."""
+    from vtm_dynamics.nodes import params as P
+    from vtm_dynamics.nodes.estop_parameters import PARAMETERS
+
+    p = P.values(PARAMETERS, {"robot": robot, **given})
+    assert LiveStopping.spec(p).payload == (0.0, largest)
+
+
+@pytest.mark.parametrize("value", [-2.0, -0.5, 1000.5, math.nan])
+def test_a_largest_payload_that_is_neither_minus_one_nor_0_to_1000_kg_is_refused(value):
+    from vtm_dynamics.nodes import params as P
+    from vtm_dynamics.nodes.estop_parameters import PARAMETERS
+
+    with pytest.raises(P.ParameterError, match="stopping_envelope_payload_max"):
+        P.values(PARAMETERS, {"stopping_envelope_payload_max": value})

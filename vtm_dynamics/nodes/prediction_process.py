@@ -51,7 +51,7 @@ from typing import Any, BinaryIO, Callable
 import numpy as np
 
 from vtm_dynamics.nodes import cpu_split
-from vtm_dynamics.nodes.live_stopping import ENVELOPE_KEYS, LiveStop, LiveStopping, StopSummary
+from vtm_dynamics.nodes.live_stopping import LiveStop, LiveStopping, StopSummary, envelope_parameters
 from vtm_dynamics.nodes.stop_worker import Outcome, predict_with_brakes
 
 #: nice increment of the child where the idle scheduling class is not available (the lowest weight)
@@ -257,7 +257,7 @@ class PredictionProcess:
         brakes, every case predicted in the child in one call; a failure is a ``LiveStop`` naming it."""
         summary = StopSummary.of(nominal)
         reply = self._request("envelope", robot, model.brakes, state,
-                              (summary, {k: p[k] for k in ENVELOPE_KEYS}, payload_frame))
+                              (summary, envelope_parameters(p), payload_frame))
         if isinstance(reply, LiveStop):
             return reply
         d, length, t = summary.values()
