@@ -34,6 +34,7 @@ from vtm_dynamics.core.estop.event_loop import ScheduledLock, first_positive
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.results import StopEvent
 from vtm_dynamics.core.estop.wrenches import joint_forces
+from vtm_dynamics.core.robot.generated_dynamics import GeneratedStages
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.switching import transitions as switching
 
@@ -45,8 +46,10 @@ class CompiledEngine:
     ``rest_since`` [s], ``events``, ``impulse_energy`` [J], ``samples`` (rows t, W, J, q, v, a, tau, locked; see
     :func:`.compiled_steps.record`), ``n_steps``, ``n_eval``."""
 
-    def __init__(self, robot: RobotModel, brakes: BrakeSet, settings: StopSettings) -> None:
+    def __init__(self, robot: RobotModel, brakes: BrakeSet, settings: StopSettings,
+                 generated: GeneratedStages | None = None) -> None:
         self.robot = robot
+        self.generated = generated  # compiled M and h inside one call per step (batches), else Pinocchio's calls
         self.m, self.d = robot.model, robot.data
         self.nv = robot.nv
         self.brakes = brakes
@@ -204,6 +207,7 @@ class CompiledEngine:
         crba, nle = pin.crba, pin.nonLinearEffects
         qs, vs = X[cs.QS], X[cs.VST]
         stage, begin, end_step = cs.stage, cs.begin_step, cs.end_step
+        g_stages, g_args = (None, ()) if self.generated is None else self.generated.prepared()
         while True:
             due = []
             while timed and timed[0][0] <= t + 1e-12:
@@ -245,9 +249,9 @@ class CompiledEngine:
                 h = begin(X, Z, limit, t_limit)
                 if not h > 1e-15 * max(1.0, abs(t)):
                     raise RuntimeError(f"step size underflow at t={t:.9g} s")
-                for s_ in range(1, 7):
-                    if not stage(X, Z, crba(m, d, qs), nle(m, d, qs, vs), s_):
-                        raise RuntimeError("the mass matrix of the free joints is not positive definite")
+                if not (g_stages(X, Z, *g_args) if g_stages is not None else
+                        all(stage(X, Z, crba(m, d, qs), nle(m, d, qs, vs), s_) for s_ in range(1, 7))):
+                    raise RuntimeError("the mass matrix of the free joints is not positive definite")
                 self.n_eval += 6
                 flags = end_step(X, Z, self.R)
                 if flags == cs.REJECTED:
@@ -288,10 +292,8 @@ class CompiledEngine:
                 # times the step-end estimate (7e-8 s in the crossing times of the bench's UR5 states, 2e-8 s
                 # with this): the step is recomputed to the crossing and its time polished by a Newton correction
                 cs.restart_step(X, Z, theta * h)
-                m, d, qs, vs = self.m, self.d, X[cs.QS], X[cs.VST]
-                for s_ in range(1, 7):
-                    if not cs.stage(X, Z, pin.crba(m, d, qs), pin.nonLinearEffects(m, d, qs, vs), s_):
-                        raise RuntimeError("the mass matrix of the free joints is not positive definite")
+                if not self._six_stages():
+                    raise RuntimeError("the mass matrix of the free joints is not positive definite")
                 self.n_eval += 6
                 t += ce.polish_crossing(X, Z, zero)
             ce.extension_to_evaluate(X)
@@ -314,6 +316,17 @@ class CompiledEngine:
         return t
 
     _last_event_idle = False
+
+    def _six_stages(self) -> bool:
+        """The stages 1..6 of the step set up in X, Z (generated M and h when the engine has them)."""
+        X, Z, gen = self.X, self.Z, self.generated
+        if gen is not None:
+            return bool(gen.run(X, Z))
+        m, d, qs, vs = self.m, self.d, X[cs.QS], X[cs.VST]
+        for s_ in range(1, 7):
+            if not cs.stage(X, Z, pin.crba(m, d, qs), pin.nonLinearEffects(m, d, qs, vs), s_):
+                return False
+        return True
 
     def _locate_release(self, h: float, theta_max: float) -> float:
         """Earliest theta in (0, theta_max] where a held joint's needed torque reaches its capacity, by regula

@@ -20,6 +20,7 @@ import pinocchio as pin
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
 from vtm_dynamics.core.estop.compiled_engine import CompiledEngine
+from vtm_dynamics.core.robot.generated_dynamics import generated_stages
 from vtm_dynamics.core.estop.event_loop import BrakingEngine, ScheduledLock
 from vtm_dynamics.core.estop.limit_crossings import limit_crossings
 from vtm_dynamics.core.estop.inputs import (
@@ -62,9 +63,12 @@ def predict_stop(
 def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a: object | None = None,
                  tau: object | None = None, category: int = 0, category_one: CategoryOne | None = None,
                  lock_events: Iterable[LockEvent] = (), tcp_frame: str | None = None,
-                 settings: StopSettings = StopSettings(), engines: dict | None = None) -> StopPrediction:
+                 settings: StopSettings = StopSettings(), engines: dict | None = None,
+                 generated: bool = False) -> StopPrediction:
     """:func:`predict_stop`, reusing the compiled engines in ``engines`` (one per model and settings; one dict per
-    thread) instead of building one per prediction: the same code path, the same numbers."""
+    thread) instead of building one per prediction: the same code path, the same numbers. ``generated``: the
+    compiled engine computes M and h with generated code inside one compiled call per step
+    (:mod:`vtm_dynamics.core.robot.generated_dynamics`; Pinocchio when that is unavailable), for batches."""
     q0, v0 = check_stop_state(robot, q, v)
     if brakes.joint_names != robot.joint_names:
         raise StopInputError("brakes: built for another robot (joint names differ)")
@@ -117,10 +121,10 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
             raise StopInputError(f"lock_events.time: must be finite and >= 0, got {ev.time}")
         locks.append(ScheduledLock(ev.time, idx, np.full(idx.size, ev.holding_torque)))
     if compiled_engine_applies(robot, settings):
-        key = (id(robot), settings)
+        key = (id(robot), settings, generated)
         engine = engines.get(key) if engines is not None else None
         if engine is None:
-            engine = CompiledEngine(robot, brakes, settings)
+            engine = CompiledEngine(robot, brakes, settings, generated_stages(robot) if generated else None)
             if engines is not None:
                 engines[key] = engine
         engine.brakes = brakes
