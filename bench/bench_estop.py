@@ -5,7 +5,7 @@ rtol 1e-12 restarted at every event, with its own brake law: :mod:`vtm_dynamics.
 timed), the same accuracy on held-out states (another seed, faster: no setting of the engine was chosen on them), and
 a cProfile summary.
 
-Run: python bench/bench_estop.py [--repeat 30] [--states 5] [--held-out 16]
+Run: python bench/bench_estop.py [--repeat 30] [--states 5] [--held-out 16] [--batch-only]
 """
 
 from __future__ import annotations
@@ -120,8 +120,10 @@ def bench_robot(label, robot, brakes, mj_model, states, repeat):
 
 def batch_throughput(robot, brakes, states, repeat):
     """Stops per second per core (CPU time) of one predict_stops call over the states x the envelope's corners
-    (torque 0.9 / 1.1, delay 1.0 / 1.5, and nominal), against the same stops as single predict_stop calls."""
-    from vtm_dynamics.core.estop.batch import predict_stops
+    (torque 0.9 / 1.1, delay 1.0 / 1.5, and nominal), with M and h from generated code and from Pinocchio's calls
+    (timed alternately in the same run), against the same stops as single predict_stop calls; the generated
+    path's set-up time (trace and compile, or the disk cache's load) and its accuracy against the reference."""
+    from vtm_dynamics.core.estop.batch import StopBatch, predict_stops
     from vtm_dynamics.core.estop.envelope import EnvelopeSpec, envelope_samples
 
     corners = envelope_samples(EnvelopeSpec())
@@ -135,12 +137,22 @@ def batch_throughput(robot, brakes, states, repeat):
         for k in range(n):
             predict_stop(robot, brakes.scaled(tf[k], df[k]), q[k], v[k])
 
-    t_batch = median_time(lambda: predict_stops(robot, brakes, q, v, torque_factors=tf, delay_factors=df), repeat)
+    t0 = time.perf_counter()
+    fast = StopBatch(robot, brakes)
+    reason = fast.generated_reason()
+    setup = time.perf_counter() - t0
+    plain = StopBatch(robot, brakes, generated=False)
+    times = {True: [], False: []}
+    for _ in range(repeat):  # alternated, so both see the same load
+        for generated, batch in ((True, fast), (False, plain)):
+            times[generated].append(median_time(lambda: predict_stops(robot, brakes, q, v, torque_factors=tf,
+                                                                      delay_factors=df, batch=batch), 1))
+    t_gen, t_batch = float(np.median(times[True])), float(np.median(times[False]))
     t_single = median_time(singles, repeat)
     # the floor of this design: every evaluation of the right-hand side is two Pinocchio calls from Python (CRBA and
     # nonLinearEffects), timed here alone at the batch's own states, times the evaluations each stop needs
     evals = np.array([p.n_evaluations for p in predict_stops(robot, brakes, q, v, torque_factors=tf,
-                                                             delay_factors=df)])
+                                                             delay_factors=df, batch=plain)])
     m, d = robot.model, robot.data
     qs = np.array(q)
     vs = np.array(v)
@@ -154,10 +166,25 @@ def batch_throughput(robot, brakes, states, repeat):
     per_eval = median_time(calls, repeat) / (20 * n)
     print(f"\n== batch: {len(states)} states x {len(corners)} envelope cases = {n} UR5 stops, median CPU time of "
           f"{repeat} runs ==")
-    print(f"predict_stops: {n / t_batch:.0f} stops/s per core ({1e3 * t_batch / n:.3f} ms each); single calls: "
-          f"{n / t_single:.0f} stops/s ({t_single / t_batch:.2f}x the batch's time)")
+    if reason is None:
+        nominal = [k for k in range(n) if tf[k] == 1.0 and df[k] == 1.0]
+        got = predict_stops(robot, brakes, [q[k] for k in nominal], [v[k] for k in nominal], batch=fast)
+        dq = dt = 0.0
+        for k, p in zip(nominal, got):
+            ref = reference_stop(robot, brakes, q[k], v[k])
+            dq = max(dq, float(np.max(np.abs(ref.q_final - p.q_final))))
+            dt = max(dt, float(np.nanmax(np.abs(ref.joint_stop_times - p.joint_stop_times))))
+        print(f"predict_stops, M and h generated inside the compiled step: {n / t_gen:.0f} stops/s per core "
+              f"({1e3 * t_gen / n:.3f} ms each, {t_batch / t_gen:.2f}x Pinocchio's calls); set-up {setup:.1f} s "
+              f"(trace and compile, or load from the cache); nominal stops against the reference: worst |dq| "
+              f"{dq:.1e} rad, worst |dt| {dt:.1e} s")
+    else:
+        print(f"predict_stops without generated M and h: {reason}")
+    print(f"predict_stops, M and h from Pinocchio's calls: {n / t_batch:.0f} stops/s per core "
+          f"({1e3 * t_batch / n:.3f} ms each); single calls: {n / t_single:.0f} stops/s ({t_single / t_batch:.2f}x "
+          "that batch's time)")
     floor = float(np.mean(evals)) * per_eval
-    print(f"floor while M and h are Pinocchio calls from Python: {1e6 * per_eval:.2f} us per evaluation x "
+    print(f"floor of the Pinocchio path (M and h as Pinocchio calls from Python): {1e6 * per_eval:.2f} us per evaluation x "
           f"{np.mean(evals):.0f} evaluations per stop (mean) = {1e3 * floor:.3f} ms, at most {1 / floor:.0f} stops/s "
           f"per core with nothing else done ({floor / (t_batch / n):.0%} of the batch's time per stop)")
 
@@ -205,6 +232,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--states", type=int, default=5)
     ap.add_argument("--held-out", type=int, default=16, help="states of the held-out accuracy check (0: none)")
+    ap.add_argument("--batch-only", action="store_true", help="only the batch throughput (generated M and h "
+                                                              "against Pinocchio's calls)")
     args = ap.parse_args(argv)
     ur5 = RobotModel.from_urdf_file(example_robot_urdf(UR5))
     ur5_brakes = brakes_from_config(ur5, os.path.join(REPO, "config", "ur5_brakes.yaml"))
@@ -212,6 +241,9 @@ def main(argv=None) -> int:
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the start "
           "(CPU times: other processes inflate them less than wall times)")
+    if args.batch_only:
+        batch_throughput(ur5, ur5_brakes, ur5_states, max(3, args.repeat // 3))
+        return 0
     bench_robot("UR5, shipped brakes (config/ur5_brakes.yaml: Stribeck, rise, armature)", ur5, ur5_brakes,
                 mujoco_model_from_urdf(example_robot_urdf(UR5)), ur5_states, args.repeat)
     panda = panda_model()

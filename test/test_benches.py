@@ -19,7 +19,7 @@ SMALLEST = {
                               ["one core (in process", "local cluster,", "CPU efficiency of the engine",
                                "projected 10^6-state UR5 map"]),
     "bench_estop.py": (["--repeat", "1", "--states", "1", "--held-out", "1"],
-                       ["== UR5, shipped brakes", "== Panda", "predict_stops:", "against the reference",
+                       ["== UR5, shipped brakes", "== Panda", "predict_stops, M and h from Pinocchio's calls:", "against the reference",
                         "held out (UR5", "held out (Panda"]),
     "bench_view.py": (["--repeat", "1", "--no-peer", "--tool-runs", "1", "--process-runs", "1"],
                       ["ur5 ", "planar_3r ", "trajectory check (UR5", "whole tool runs",
