@@ -7,7 +7,8 @@ started with ``test.ros_helpers.ros_subprocess_env()`` (which copies this enviro
   test opens a socket on a LAN address;
 - a private ``ROS_DOMAIN_ID`` (1..101) that no other process on this machine uses, reserved for the whole run, so
   test runs of several people on one machine never hear each other. ``VTM_TEST_DOMAIN_ID`` forces one;
-- a cache of packed view files (``VTM_VIEW_CACHE``) in the run's temporary folder, not in the user's home.
+- a cache of packed view files (``VTM_VIEW_CACHE``) in the run's temporary folder, not in the user's home, and one
+  of generated dynamics (``VTM_GENERATED_CACHE``) beside it.
 
 Test modules call ``rclpy.init`` directly; it is wrapped here in ``fastdds_profile.rcl_init_environment``, as the
 node executables do, so that rmw_fastrtps does not add its all-interface UDP transport to the test's own
@@ -53,6 +54,16 @@ def private_view_cache(tmp_path_factory):
     user's cache directory (subprocesses inherit it)."""
     folder = tmp_path_factory.mktemp("view-cache")
     os.environ["VTM_VIEW_CACHE"] = str(folder)
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_generated_cache(tmp_path_factory):
+    """The cache of generated M and h (``core/estop/generated_dynamics``) of the test runs: beside the run's
+    temporary folders (shared by the xdist workers, whose writes are atomic renames), never the user's cache."""
+    folder = tmp_path_factory.getbasetemp().parent / "generated-cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["VTM_GENERATED_CACHE"] = str(folder)
     return folder
 
 

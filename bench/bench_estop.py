@@ -138,7 +138,7 @@ def batch_throughput(robot, brakes, states, repeat):
             predict_stop(robot, brakes.scaled(tf[k], df[k]), q[k], v[k])
 
     t0 = time.perf_counter()
-    fast = StopBatch(robot, brakes)
+    fast = StopBatch(robot, brakes, generated=True)
     reason = fast.generated_reason()
     setup = time.perf_counter() - t0
     plain = StopBatch(robot, brakes, generated=False)

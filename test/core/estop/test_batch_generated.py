@@ -12,7 +12,7 @@ from joint_type_models import ur5_text, with_continuous
 from vtm_dynamics.core.estop.batch import StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.payload import with_payload
-from vtm_dynamics.core.robot import generated_dynamics as gd
+from vtm_dynamics.core.estop import generated_dynamics as gd
 from vtm_dynamics.core.robot.model import RobotModel
 
 UR5_BRAKES = os.path.join(REPO, "config", "ur5_brakes.yaml")
@@ -49,7 +49,7 @@ def test_generated_batches_give_the_pinocchio_paths_stops(ur5, brakes):
     torque = rng.uniform(0.85, 1.15, n)
     delay = rng.uniform(1.0, 1.5, n)
     models = {3.0: with_payload(ur5, 3.0, "forearm_link", (0.05, -0.02, 0.1), np.diag([0.02, 0.03, 0.01]))}
-    fast = StopBatch(ur5, brakes, "tool0", models=models)
+    fast = StopBatch(ur5, brakes, "tool0", models=models, generated=True)
     plain = StopBatch(ur5, brakes, "tool0", models=models, generated=False)
     options = dict(payloads=payloads, torque_factors=torque, delay_factors=delay, payload_frame="tool0",
                    tcp_frame="tool0")
@@ -65,7 +65,7 @@ def test_a_model_the_generator_does_not_cover_uses_pinocchio_and_says_why():
     rng = np.random.default_rng(5)
     q, v = rng.uniform(-1.0, 1.0, (3, 6)), rng.uniform(-1.0, 1.0, (3, 6))
     q_config = [robot.configuration_from_angles(x) for x in q]
-    batch = StopBatch(robot, brakes)
+    batch = StopBatch(robot, brakes, generated=True)
     got = predict_stops(robot, brakes, q_config, v, batch=batch)
     assert "continuous" in batch.generated_reason()
     plain = predict_stops(robot, brakes, q_config, v, generated=False)

@@ -4,12 +4,14 @@ with brakes, as :func:`~vtm_dynamics.core.estop.predict_stop`).
 What the cases share is set up once: the model with each distinct payload (a point mass at ``payload_frame``,
 :func:`.payload.with_payload`), the brakes scaled by each distinct (torque factor, delay factor) pair
 (:meth:`BrakeSet.scaled`), and the compiled engine of each model with its tables. Each case is then
-the same computation as one :func:`predict_stop` call with that model and those brakes. By default the compiled
-engine computes M(q) and h(q, v) with generated, compiled code inside one compiled call per Runge-Kutta step
-(:mod:`vtm_dynamics.core.robot.generated_dynamics`, with each model's inertias, so payloads included): the results
-agree with N single calls (which use Pinocchio's CRBA and RNEA) to rounding, 1e-10 in stop times, rest angles and
-TCP distances (a test checks it); ``generated=False``, an unsupported model or a missing generator use Pinocchio,
-and then the results are bit-identical to N single calls. Units: rad, rad/s, kg, s.
+the same computation as one :func:`predict_stop` call with that model and those brakes, so the results are
+bit-identical to N single calls (a test checks it). With ``generated=True`` (large batches: the workspace map) the
+compiled engine computes M(q) and h(q, v) with generated, compiled code inside one compiled call per Runge-Kutta
+step (:mod:`vtm_dynamics.core.estop.generated_dynamics`, with each model's inertias, so payloads included): 1.57x
+the batch rate, but 0.4-0.7 s of set-up per process (3 s the first time on a machine), so small batches such as
+an envelope do not take it. Its results agree with N single calls (which use Pinocchio's CRBA and RNEA) to
+rounding, 1e-10 in stop times, rest angles and TCP distances (a test checks it); an unsupported model or a missing
+generator use Pinocchio. Units: rad, rad/s, kg, s.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from vtm_dynamics.core.estop.inputs import CategoryOne, LockEvent, StopInputErro
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.estop.prediction import predict_with
 from vtm_dynamics.core.estop.results import StopPrediction
-from vtm_dynamics.core.robot.generated_dynamics import generated_stages, unavailable_reason
+from vtm_dynamics.core.estop.generated_dynamics import generated_stages, unavailable_reason
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.excerpt import first_line
 
@@ -46,7 +48,7 @@ class StopBatch:
     docstring; :meth:`generated_reason` says why not)."""
 
     def __init__(self, robot: RobotModel, brakes: BrakeSet, payload_frame: str | None = None,
-                 models: dict[float, RobotModel] | None = None, generated: bool = True) -> None:
+                 models: dict[float, RobotModel] | None = None, generated: bool = False) -> None:
         self.robot, self.brakes, self.payload_frame = robot, brakes, payload_frame
         self.generated = generated
         self.models = {} if models is None else models
@@ -103,7 +105,7 @@ def predict_stops(
     settings: StopSettings = StopSettings(),
     progress: Callable[[int, int], None] | None = None,
     batch: StopBatch | None = None,
-    generated: bool = True,
+    generated: bool = False,
 ) -> list[StopPrediction]:
     """Predict N stops: case k starts from (q[k] [rad], v[k] [rad/s]) with ``payloads[k]`` [kg] at
     ``payload_frame`` (default 0) and the brakes scaled by ``torque_factors[k]`` and ``delay_factors[k]``

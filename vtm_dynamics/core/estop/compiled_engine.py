@@ -34,7 +34,7 @@ from vtm_dynamics.core.estop.event_loop import ScheduledLock, first_positive
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.results import StopEvent
 from vtm_dynamics.core.estop.wrenches import joint_forces
-from vtm_dynamics.core.robot.generated_dynamics import GeneratedStages
+from vtm_dynamics.core.estop.generated_dynamics import GeneratedStages
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.switching import transitions as switching
 

@@ -20,7 +20,7 @@ import pinocchio as pin
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
 from vtm_dynamics.core.estop.compiled_engine import CompiledEngine
-from vtm_dynamics.core.robot.generated_dynamics import generated_stages
+from vtm_dynamics.core.estop.generated_dynamics import generated_stages
 from vtm_dynamics.core.estop.event_loop import BrakingEngine, ScheduledLock
 from vtm_dynamics.core.estop.limit_crossings import limit_crossings
 from vtm_dynamics.core.estop.inputs import (
@@ -68,7 +68,7 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
     """:func:`predict_stop`, reusing the compiled engines in ``engines`` (one per model and settings; one dict per
     thread) instead of building one per prediction: the same code path, the same numbers. ``generated``: the
     compiled engine computes M and h with generated code inside one compiled call per step
-    (:mod:`vtm_dynamics.core.robot.generated_dynamics`; Pinocchio when that is unavailable), for batches."""
+    (:mod:`vtm_dynamics.core.estop.generated_dynamics`; Pinocchio when that is unavailable), for batches."""
     q0, v0 = check_stop_state(robot, q, v)
     if brakes.joint_names != robot.joint_names:
         raise StopInputError("brakes: built for another robot (joint names differ)")

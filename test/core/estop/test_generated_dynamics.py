@@ -11,7 +11,7 @@ import pytest
 from core_testdata import PLANAR_3R
 from joint_type_models import ur5_text, with_continuous
 from vtm_dynamics.core.estop.payload import with_payload
-from vtm_dynamics.core.robot import generated_dynamics as gd
+from vtm_dynamics.core.estop import generated_dynamics as gd
 from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 
 PANDA = "panda_description/urdf/panda.urdf"
