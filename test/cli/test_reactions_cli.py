@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +117,10 @@ def test_a_torque_script_with_a_field_over_the_csv_limit_is_one_line(tmp_path, c
     assert main([STEWART, "--duration", "0.002", "--torque-script", str(script)]) == 2  # was a traceback, status 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("vtm-reactions: error: --torque-script: not CSV") and "\n" not in err
+
+
+def test_a_torque_script_that_is_no_regular_file_is_refused_without_reading(tmp_path, capsys):
+    os.mkfifo(tmp_path / "script.csv")  # was opened for reading: blocked for ever, waiting for a writer
+    assert main([STEWART, "--duration", "0.002", "--torque-script", str(tmp_path / "script.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--torque-script: not a regular file: script.csv" in err and "\n" not in err

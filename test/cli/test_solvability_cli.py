@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -126,3 +127,10 @@ def test_a_series_with_a_field_over_the_csv_limit_is_one_line(tmp_path, capsys):
     assert main([MOBILE, "--planar", "--along", str(csv_path)]) == 2  # was a traceback, status 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("vtm-solvability: error: --along: not CSV") and "\n" not in err
+
+
+def test_a_series_that_is_no_regular_file_is_refused_without_reading(tmp_path, capsys):
+    os.mkfifo(tmp_path / "series.csv")  # was opened for reading: blocked for ever, waiting for a writer
+    assert main([MOBILE, "--planar", "--along", str(tmp_path / "series.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--along: not a regular file: series.csv" in err and "\n" not in err

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the core (Pinocchio, scipy) is imported when a run starts, 
 FORMULATIONS = ("taylor", "taylor-projected", "taylor-heun", "kkt", "aghili")
 DEFAULT_FORMULATION = "taylor-heun"  # with the reactions of the sampled state: docs/reactions.md, "for sizing"
 MAX_SCRIPT_ROWS = 100_000
+MAX_SCRIPT_BYTES = 64 * 1024 * 1024  # a torque script of MAX_SCRIPT_ROWS rows of a dozen efforts is ~20 MB
 
 
 class InputError(ValueError):
@@ -55,15 +56,19 @@ def _efforts(pairs: list[str]) -> dict[str, float]:
 
 def read_torque_script(path: str, max_rows: int = MAX_SCRIPT_ROWS) -> Callable[[float], Mapping[str, float]]:
     """CSV with a header ``time,JOINT,...``: efforts held from each row's time (s) to the next (zero-order hold)."""
+    import io
+
+    from vtm_dynamics.core.stopsafe.trajectory_files import read_text_file
+
     rows: list[list[str]] = []
-    try:  # rows counted while read (the whole file was read first); a field over csv's limit is a line, no traceback
-        with open(path, newline="", encoding="utf-8") as fh:
+    # a regular file (a FIFO blocked the command) within MAX_SCRIPT_BYTES, checked before reading; rows counted
+    text = read_text_file(path, "--torque-script", MAX_SCRIPT_BYTES, InputError)
+    try:  # a field over csv's limit is a line, no traceback
+        with io.StringIO(text, newline="") as fh:
             for row in csv.reader(fh):
                 rows.append(row)
                 if len(rows) > max_rows:
                     raise InputError(f"--torque-script: more than {max_rows} rows")
-    except OSError as err:
-        raise InputError(f"--torque-script: cannot read {os.path.abspath(path)} ({err.strerror})") from None
     except csv.Error as err:
         raise InputError(f"--torque-script: not CSV ({str(err)[:80]})") from None
     if len(rows) < 2 or not rows[0] or rows[0][0].strip() != "time":

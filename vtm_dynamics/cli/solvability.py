@@ -91,10 +91,19 @@ def _progress(what: str):
     return report
 
 
+MAX_FIELD_CHARS = 40  # a number of a recorded motion, with its separator: "-1.2345678901234567e-300," is 25
+
+
 def read_series_csv(path: str, nq: int, nv: int, max_samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """A recorded motion: header row, then rows of t [s], nq coordinates and optionally nv velocities."""
+    import io
+
+    from vtm_dynamics.core.stopsafe.trajectory_files import read_text_file
+
     rows: list[list[float]] = []
-    with open(path, newline="", encoding="utf-8") as fh:
+    # a regular file (a FIFO blocked the command) of at most MAX_FIELD_CHARS per number, checked before reading
+    text = read_text_file(path, "--along", (max_samples + 1) * (1 + nq + nv) * MAX_FIELD_CHARS, ValueError)
+    with io.StringIO(text, newline="") as fh:
         reader = csv.reader(fh)
         try:  # a field over csv's limit (128 kB) is one line, not a traceback
             next(reader, None)
