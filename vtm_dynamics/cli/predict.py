@@ -212,7 +212,8 @@ def run_prediction(
     robot_name: str | None = DEFAULT_ROBOT, *, urdf: str | None = None, q: Sequence[float] | None = None,
     v: Sequence[float] | None = None, state: str = "demo", category: int = CATEGORY,
     deceleration: float = CATEGORY1_DECELERATION, max_duration: float | None = None,
-    torque_limits: str | Sequence[float] | None = None, brakes_path: str | None = None, tcp_frame: str | None = None, payload: float = PAYLOAD,
+    torque_limits: str | Sequence[float] | None = None, brakes_path: str | None = None, tcp_frame: str | None = None,
+    payload: float = PAYLOAD, payload_frame: str | None = None,
     locks: Sequence[LockEvent] = (), json_path: str | None = None, csv_path: str | None = None,
     plots_dir: str | None = None, envelope: int | None = None, step: float | None = None, progress=None,
 ) -> tuple[PredictionSummary, RobotModel, BrakeSet]:
@@ -223,7 +224,7 @@ def run_prediction(
     from vtm_dynamics.core.estop.envelope import EnvelopeSpec, stop_envelope
 
     spec = ROBOTS.get(robot_name or "")
-    bare, robot, payload_frame = load_robot(robot_name, urdf, payload, tcp_frame)
+    bare, robot, payload_frame = load_robot(robot_name, urdf, payload, tcp_frame, payload_frame)
     brakes_path = brakes_path or default_brakes_path(robot_name, urdf)
     brakes = brakes_from_config(robot, brakes_path)
     if q is None or v is None:
@@ -319,8 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--brakes", help="brake YAML (default: the robot's config/<robot>_brakes.yaml)")
     ap.add_argument("--tcp-frame", help="frame whose stopping distance is reported (default: the robot's TCP)")
     ap.add_argument("--payload", type=float, default=PAYLOAD,
-                    help="payload mass [kg], a point mass at the robot's payload frame (UR: tool0; with --urdf: "
-                         "--tcp-frame)")
+                    help="payload mass [kg], a point mass at --payload-frame")
+    ap.add_argument("--payload-frame", help="frame carrying the payload and the envelope's payloads (default: the "
+                                            "robot's flange, UR: tool0; with --urdf: --tcp-frame)")
     ap.add_argument("--lock", action="append", default=[], help="abrupt lock JOINT[,JOINT]@TIME [s] (repeatable)")
     ap.add_argument("--step", type=float, help=f"maximum integration step [s] (default: the core's, "
                     f"{INTEGRATION_STEP:g})")
@@ -357,7 +359,7 @@ def replay_bags(args: argparse.Namespace, say=print) -> tuple[list, list]:
     if not 0.0 < args.tolerance < 1.0:
         raise ValueError(f"tolerance: {args.tolerance} is not between 0 and 1")
     robot_name = None if args.urdf else args.robot
-    _, robot, _ = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame)
+    _, robot, _ = load_robot(robot_name, args.urdf, args.payload, args.tcp_frame, args.payload_frame)
     brakes = brakes_from_config(robot, args.brakes or default_brakes_path(robot_name, args.urdf))
     tcp = default_tcp_frame(robot_name, args.tcp_frame)
     stops = read_stops(args.bag, robot, args, say)
@@ -416,7 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             None if args.urdf else args.robot, urdf=args.urdf, q=args.q, v=args.v, state=args.state,
             category=args.category, deceleration=args.decel, max_duration=args.max_duration,
             torque_limits=torque_limits_from_text(args.torque_limits), brakes_path=args.brakes, tcp_frame=args.tcp_frame,
-            payload=args.payload, locks=locks,
+            payload=args.payload, payload_frame=args.payload_frame, locks=locks,
             json_path=args.json, csv_path=args.csv, plots_dir=args.plots, envelope=args.envelope, step=args.step,
             progress=progress,
         )

@@ -30,15 +30,19 @@ def named_robot(robot_name: str | None, urdf: str | None = None) -> CatalogueRob
 
 
 def load_robot(robot_name: str | None, urdf: str | None = None, payload: float = PAYLOAD,
-               tcp_frame: str | None = None) -> tuple[RobotModel, RobotModel, str | None]:
+               tcp_frame: str | None = None, payload_frame: str | None = None,
+               ) -> tuple[RobotModel, RobotModel, str | None]:
     """(bare robot, robot with ``payload`` [kg] at its payload frame, payload frame) from a robot name of the
-    catalogue or a URDF file; without a payload frame in the catalogue, the payload goes to ``tcp_frame``."""
+    catalogue or a URDF file. The payload frame: ``payload_frame`` if given, else the catalogue's, else
+    ``tcp_frame``."""
     from vtm_dynamics.core.estop.payload import with_payload
     from vtm_dynamics.core.robot.model import RobotModel
 
     spec = named_robot(robot_name, urdf)
     bare = RobotModel.from_urdf_file(urdf if urdf is not None else spec.urdf_path())
-    payload_frame = spec.payload_frame_or(tcp_frame) if spec else tcp_frame
+    if payload_frame is not None and not bare.model.existFrame(payload_frame):
+        raise StopInputError(f"payload_frame: the model has no frame {payload_frame[:80]!r}")
+    payload_frame = payload_frame or (spec.payload_frame_or(tcp_frame) if spec else tcp_frame)
     robot = bare
     if payload:
         if payload_frame is None:
