@@ -303,7 +303,7 @@ def test_recorded_stop_overlay(figures, tmp_path):
     from vtm_dynamics.cli.stop_report import overlay_plots
 
     t = np.linspace(0, 0.2, 21)
-    robot = SimpleNamespace(joint_names=("j1", "j2"))
+    robot = SimpleNamespace(joint_names=("j1", "j2"), joints=(SimpleNamespace(units=("rad", "rad/s", "N m")),) * 2)
     stop = SimpleNamespace(t=t, q=np.column_stack([0.1 * t, -0.2 * t]), q0=np.zeros(2))
     comp = SimpleNamespace(label="bag/stop 1", predicted_t=t, predicted_q=np.column_stack([0.1 * t, -0.19 * t]))
     overlay_plots(str(tmp_path), robot, [stop], [comp])

@@ -88,11 +88,13 @@ def wall_request(**fields) -> CheckTrajectory.Request:
 @pytest.fixture(scope="module")
 def reference(part):
     """The core's checker built without the node: the URDF's geometry, the test brakes, the envelope of the
-    documented defaults (torque x0.9..1.1, delay x1..1.5, no payload), the YAML scene."""
+    documented defaults (torque x0.9..1.1, delay x1..1.5, payload 0..5 kg: the UR5's rated payload), the YAML
+    scene."""
     text = load_urdf_text("ur5")
     robot, geometry = build_robot_geometry(text, [example_robot_package_dir()])
     setup = StopSetup(robot, brakes_from_config(robot, TEST_BRAKES),
-                      EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload_frame="tool0"),
+                      EnvelopeSpec(torque_factor=(0.9, 1.1), delay_factor=(1.0, 1.5), payload=(0.0, 5.0),
+                                   payload_frame="tool0"),
                       (0,), CategoryOne(deceleration=3.0), payload_frame="tool0", settings=StopSettings(t_max=5.0))
     checker = TrajectoryChecker(setup, geometry, scene_from_yaml_text(WALL),
                                 CheckSettings(margin=0.02, sampling=SamplingSpec(rate=10.0)), "tool0")
@@ -107,14 +109,14 @@ def test_the_answer_is_the_cores_check_of_the_same_inputs(part, reference):
     assert got.success, got.message
     assert (got.model_name, got.model_hash, got.tcp_frame, got.header.frame_id) == \
         ("ur5", part.model.hash, "tool0", "world")
-    assert list(got.cases) == list(want.cases) and len(got.cases) == 5
+    assert list(got.cases) == list(want.cases) and len(got.cases) == 9
     assert np.allclose(got.time, want.column("time"), atol=1e-12)
     for field, column in (("stop_time", "stop_time"), ("tcp_distance", "tcp_distance"),
                           ("min_clearance", "clearance"), ("certified_clearance", "certified_clearance")):
         assert np.allclose(getattr(got, field), want.column(column), rtol=1e-9, atol=1e-9), field
     assert list(got.link) == [s.pair[0] for s in want.samples]
     assert list(got.obstacle) == [s.pair[1] for s in want.samples]
-    assert got.safe == want.safe and got.predicted_stops == want.n_stops == 11 * 5
+    assert got.safe == want.safe and got.predicted_stops == want.n_stops == 11 * 9
     assert got.first_unsafe == (want.first_unsafe.index if want.first_unsafe else -1)
     assert math.isnan(got.speed_scaling) and got.computation_time > 0
 
@@ -147,15 +149,16 @@ def test_the_speed_scaling_is_the_cores_search_on_the_same_inputs(reference):
 
 
 def test_the_stop_cap_ends_the_work_with_one_line_naming_it_and_no_numbers():
-    small = Part(check_max_stops=30)
-    # 5 instants x 5 cases fit in one check; the speed-scaling search needs more
+    small = Part(check_max_stops=50)
+    # 5 instants x 9 cases (brake corners x payload 0 and 5 kg, and the nominal) fit in one check; the speed-scaling
+    # search needs more
     got = small.answer(wall_request(sample_period=0.25, search_speed_scaling=True))
-    assert not got.success and got.message.startswith("check_max_stops: the check needs more than 30"), got.message
+    assert not got.success and got.message.startswith("check_max_stops: the check needs more than 50"), got.message
     assert got.first_unsafe == CheckTrajectory.Response.NOT_CHECKED and not got.safe and len(got.time) == 0
-    for period in (0.1, 0.0):  # 11 instants x 5 cases: refused before anything is predicted
+    for period in (0.1, 0.0):  # 11 instants x 9 cases: refused before anything is predicted
         fixed = small.answer(wall_request(sample_period=period))
         assert not fixed.success and fixed.message.startswith("sample_period:"), fixed.message
-        assert "check_max_stops 30" in fixed.message
+        assert "check_max_stops 50" in fixed.message
     assert [level for level, _ in small.lines] == ["warning", "warning"]  # the requests; a cap reached is no input
     assert all("check_trajectory: request refused: sample_period" in text for _, text in small.lines)
 
