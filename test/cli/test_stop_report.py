@@ -53,3 +53,29 @@ def test_the_conservative_file_says_an_unidentified_friction_is_written_at_its_l
     assert float(line.split(":")[1].split("#")[0]) == written.sliding_torque
     assert "not identified" in line and "lower end" in line and "lengthens the stop" in line, line
     assert not line.rstrip().endswith("prior value"), line
+
+
+def test_the_replay_table_shows_the_joint_that_moved_most_per_unit_and_why_a_stop_was_not_predicted(tmp_path):
+    """The UR5 on a linear track: the track travelled 0.05 m, the shoulder 0.2 rad. The table's one row per stop
+    named the shoulder (0.2 > 0.05, metres compared with radians) and never showed the track; a stop the engine
+    could not predict showed only n/a."""
+    import os
+
+    import numpy as np
+
+    from test.core.joint_type_models import write_track_robot
+    from vtm_dynamics.cli.stop_report import comparison_table
+    from vtm_dynamics.core.estop.stop_comparison import StopComparison
+    from vtm_dynamics.core.robot.model import RobotModel
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    urdf, _ = write_track_robot(str(tmp_path), os.path.join(repo, "config", "ur5_brakes.yaml"))
+    robot = RobotModel.from_urdf_file(urdf)
+    travel = np.array([0.05, 0.2, -0.1, 0.05, 0.0, 0.0, 0.01])
+    nan = np.full(robot.nv, np.nan)
+    c = StopComparison("bag#1", travel, nan, 0.3, math.nan, 0.2, math.nan, math.nan, np.zeros(0),
+                       np.zeros((0, robot.nv)), "q0: track_joint outside the joint limits")
+    lines = comparison_table(robot, [c]).splitlines()
+    assert lines[1].split()[:3] == ["bag#1", "track_joint", "0.0500"] and lines[1].split()[5] == "m"
+    assert lines[2].split()[:2] == ["shoulder_pan_joint", "0.2000"] and lines[2].split()[4] == "rad"
+    assert lines[3].split(None, 2) == ["not", "predicted:", "q0: track_joint outside the joint limits"]

@@ -378,11 +378,13 @@ def replay_bags(args: argparse.Namespace, say=print) -> tuple[list, list]:
                            "predicted_time_s": c.predicted_time if math.isfinite(c.predicted_time) else None,
                            "recorded_tcp_m": c.recorded_tcp if math.isfinite(c.recorded_tcp) else None,
                            "predicted_tcp_m": c.predicted_tcp if math.isfinite(c.predicted_tcp) else None,
-                           "rms_residual_rad": c.rms_residual} for c in comparisons],
+                           "rms_residual_rad": c.rms_residual, "failure": c.failure or None}
+                          for c in comparisons],
                 "joint_names": list(robot.joint_names), "joint_units": stop_report.position_units(robot),
                 "tolerance": args.tolerance,
                 "shortfalls": [{"label": x.label, "what": x.what,
-                                "relative": x.relative if math.isfinite(x.relative) else None} for x in short]}
+                                "relative": x.relative if math.isfinite(x.relative) else None,
+                                "failure": x.failure or None} for x in short]}
         say(f"wrote {stop_report.write_json(args.json, data)}")
     if args.plots:
         for f in stop_report.overlay_plots(args.plots, robot, stops, comparisons):

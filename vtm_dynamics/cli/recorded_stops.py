@@ -19,12 +19,15 @@ EXIT_NONCONSERVATIVE = 3  # the exit status of a tool whose brakes predict a rec
 
 def shortfall_line(short: Sequence, tolerance: float, figures: str = "stop figure(s) predicted") -> str:
     """The verdict line of :func:`vtm_dynamics.core.estop.stop_comparison.shortfalls` (non-empty): how many stop
-    ``figures`` are shorter than recorded beyond ``tolerance`` (relative), and the worst."""
+    ``figures`` are shorter than recorded beyond ``tolerance`` (relative), and the worst (a stop the engine could
+    not predict with the engine's reason, not only "not at rest")."""
     import math
 
     worst = min(short, key=lambda s: s.relative if math.isfinite(s.relative) else -math.inf)
     what = {"time": "stop time", "tcp": "TCP distance"}[worst.what]
-    rel = f"{100 * worst.relative:+.1f} %" if math.isfinite(worst.relative) else "not at rest"
+    failure = getattr(worst, "failure", "")
+    rel = (f"{100 * worst.relative:+.1f} %" if math.isfinite(worst.relative) else
+           f"not predicted: {failure}" if failure else "not at rest")
     return (f"non-conservative: {len(short)} {figures} shorter than recorded by more than {100 * tolerance:g} % "
             f"(worst {worst.label} {what} {rel})")
 

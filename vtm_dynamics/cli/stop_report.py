@@ -66,20 +66,27 @@ def residual_unit(robot: RobotModel) -> str:
 
 def comparison_table(robot: RobotModel, comparisons: Sequence[StopComparison]) -> str:
     """Per stop: the joint that moved most, its recorded and predicted stopping angle (travel for a prismatic
-    joint) with its unit, the stop times, the TCP distances and the RMS residual, with the relative errors."""
+    joint) with its unit, the stop times, the TCP distances and the RMS residual, with the relative errors. The
+    joint that moved most is chosen per unit (:meth:`StopComparison.main_joints`): a robot with joints in rad and
+    in m gets a second row per stop, for the joint in m that travelled most (before, metres were compared with
+    radians, and a track's 0.05 m hid behind an arm joint's 0.2 rad). A stop the engine could not predict is
+    followed by a line with the engine's reason."""
     units = position_units(robot)
     lines = [f"{'stop':<26}{'joint':<20}{'stopping rec/pred':>24}{'unit':>5}{'err':>7}{'time rec/pred [s]':>22}"
              f"{'err':>7}{'TCP rec/pred [m]':>20}{'err':>7}{f'rms [{residual_unit(robot)}]':>14}"]
     for c in comparisons:
-        i = c.main_joint
-        lines.append(
-            f"{c.label[-26:]:<26}{robot.joint_names[i]:<20}"
-            f"{_fmt(c.recorded_angles[i]):>11} / {_fmt(c.predicted_angles[i]):<10}{units[i]:>5}"
-            f"{_fmt(100 * c.relative('angle'), '+.1f'):>6}%"
-            f"{_fmt(c.recorded_time):>10} / {_fmt(c.predicted_time):<9}{_fmt(100 * c.relative('time'), '+.1f'):>6}%"
-            f"{_fmt(c.recorded_tcp):>9} / {_fmt(c.predicted_tcp):<8}{_fmt(100 * c.relative('tcp'), '+.1f'):>6}%"
-            f"{_fmt(c.rms_residual, '.2e'):>14}"
-        )
+        for n, i in enumerate(c.main_joints(units)):
+            row = (f"{(c.label[-26:] if n == 0 else ''):<26}{robot.joint_names[i]:<20}"
+                   f"{_fmt(c.recorded_angles[i]):>11} / {_fmt(c.predicted_angles[i]):<10}{units[i]:>5}"
+                   f"{_fmt(100 * c.relative('angle', i), '+.1f'):>6}%")
+            if n == 0:
+                row += (f"{_fmt(c.recorded_time):>10} / {_fmt(c.predicted_time):<9}"
+                        f"{_fmt(100 * c.relative('time'), '+.1f'):>6}%"
+                        f"{_fmt(c.recorded_tcp):>9} / {_fmt(c.predicted_tcp):<8}"
+                        f"{_fmt(100 * c.relative('tcp'), '+.1f'):>6}%{_fmt(c.rms_residual, '.2e'):>14}")
+            lines.append(row)
+        if c.failure:
+            lines.append(f"{'':<26}not predicted: {c.failure}")
     return "\n".join(lines)
 
 
@@ -251,7 +258,7 @@ def identification_dict(ident: Identification, robot: RobotModel, comparisons: S
                  "predicted_angles_rad": [f(float(x)) for x in c.predicted_angles],
                  "recorded_time_s": f(c.recorded_time), "predicted_time_s": f(c.predicted_time),
                  "recorded_tcp_m": f(c.recorded_tcp), "predicted_tcp_m": f(c.predicted_tcp),
-                 "rms_residual_rad": f(c.rms_residual)} for c in items]
+                 "rms_residual_rad": f(c.rms_residual), "failure": c.failure or None} for c in items]
 
     written = {b.joint: float(b.holding_torque) for b in ident.conservative_brakes}
     return {

@@ -71,3 +71,30 @@ def test_a_prediction_is_timed_on_the_recordings_own_instants_so_its_coarse_samp
         recorded = settle_time(t, recorded_v, 0.02)
         worst = max(worst, abs(predicted_stop_time(prediction, stop) - recorded) / recorded)
     assert worst < 1e-3
+
+
+def test_a_stop_the_engine_cannot_predict_keeps_the_engines_reason_in_its_comparison_and_shortfall(ur5):
+    # the elbow recorded 0.5 rad beyond its +pi limit: the engine refuses the start state. The comparison used to
+    # say only that the prediction was missing (reported as "not at rest"), without why.
+    from vtm_dynamics.core.estop.stop_comparison import compare_stops, shortfalls
+
+    q0 = Q_MOVING.copy()
+    q0[2] = np.pi + 0.5
+    t = np.arange(0.001, 0.5, STEP)
+    stop = RecordedStop("beyond", q0, V_MOVING, t, np.tile(q0, (t.size, 1)), stop_time=0.3)
+    (c,) = compare_stops(ur5, brakes_from_config(ur5, UR5_BRAKES), [stop])
+    assert np.isnan(c.predicted_time)
+    assert "elbow_joint" in c.failure
+    (short,) = shortfalls([c], 0.05)
+    assert short.failure == c.failure
+
+
+def test_the_joint_that_moved_most_is_chosen_per_unit_never_comparing_metres_with_radians():
+    from vtm_dynamics.core.estop.stop_comparison import StopComparison
+
+    nan = np.full(3, np.nan)
+    # a track (m) travelling 0.05 m, an arm joint 0.2 rad, another 0.1 rad
+    c = StopComparison("s", np.array([0.05, -0.2, 0.1]), nan, 0.3, 0.3, 0.1, 0.1, 0.0, np.zeros(0),
+                       np.zeros((0, 3)))
+    assert c.main_joints(["m", "rad", "rad"]) == [0, 1]
+    assert c.main_joints(["rad", "rad", "rad"]) == [1]

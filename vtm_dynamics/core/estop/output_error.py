@@ -125,10 +125,12 @@ class StopPredictor:
         return settings if step is None else dataclasses.replace(settings, step=step)
 
     def predict_many(self, pairs: Sequence[tuple[BrakeSet, RecordedStop]], tcp_frame: str | None = None,
-                     step: float | None = None, to_rest: bool = False) -> list[StopPrediction | None]:
+                     step: float | None = None, to_rest: bool = False,
+                     failures: list[str] | None = None) -> list[StopPrediction | None]:
         """Predictions of (brakes, stop) pairs up to the stop's last recorded sample (``to_rest``: until the arm
         is at rest, for stop times and distances); ``step`` [s]: a finer maximum step than the settings', where
-        the caller reads a time series between events, not only the recorded samples."""
+        the caller reads a time series between events, not only the recorded samples. A pair the engine cannot
+        predict gives None; ``failures``, if given, receives one entry per pair: the engine's reason, or ""."""
         out: list[StopPrediction | None] = []
         for brakes, stop in pairs:
             self.count += 1
@@ -136,8 +138,12 @@ class StopPredictor:
                 out.append(predict_stop(self.robot, brakes, configuration_of(self.robot, stop.q0), stop.v0,
                                         tcp_frame=tcp_frame,
                                         settings=self._settings(stop, step, to_rest)))
-            except (ValueError, RuntimeError):
+                reason = ""
+            except (ValueError, RuntimeError) as err:
                 out.append(None)
+                reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            if failures is not None:
+                failures.append(reason)
         return out
 
     def predict(self, brakes: BrakeSet, stop: RecordedStop, tcp_frame: str | None = None,

@@ -30,7 +30,9 @@ class StopComparison:
     """Predicted vs recorded for one stop: stopping angles (nv) [rad] (rest minus trigger), stop times [s], TCP
     straight-line distances [m] (nan without a TCP frame) and the RMS angle residual [rad] over the samples; the
     prediction's sample times ``predicted_t`` [s] and positions ``predicted_q`` (K x nv, one per joint,
-    :func:`predicted_positions`). Prismatic joints in m."""
+    :func:`predicted_positions`). Prismatic joints in m. ``failure``: why the engine could not predict the stop
+    ("" when it did): a failed prediction compares as nan, and its reports give this reason rather than only
+    "not at rest"."""
 
     label: str
     recorded_angles: np.ndarray
@@ -42,16 +44,30 @@ class StopComparison:
     rms_residual: float
     predicted_t: np.ndarray
     predicted_q: np.ndarray
+    failure: str = ""
 
     @property
     def main_joint(self) -> int:
-        """The joint that moved most in the recording."""
+        """The joint that moved most in the recording, all joints in one unit (a revolute robot's; with joints in
+        rad and m use :meth:`main_joints`, which never compares metres with radians)."""
         return int(np.argmax(np.abs(self.recorded_angles)))
 
-    def relative(self, what: str) -> float:
-        """(predicted - recorded) / recorded of ``what`` in angle (main joint), time, tcp; nan if unknown."""
+    def main_joints(self, units: Sequence[str]) -> list[int]:
+        """Per position unit (``units``: one per joint, "rad" or "m"), in the order the units first appear, the
+        joint of that unit that moved most in the recording. A travel in m and an angle in rad are not compared:
+        a robot on a linear track has one main joint in rad and one in m."""
+        travel = np.abs(np.asarray(self.recorded_angles, dtype=float))
+        out = []
+        for unit in dict.fromkeys(units):
+            mine = [i for i, u in enumerate(units) if u == unit]
+            out.append(mine[int(np.argmax(travel[mine]))])
+        return out
+
+    def relative(self, what: str, joint: int | None = None) -> float:
+        """(predicted - recorded) / recorded of ``what`` in angle (of ``joint``, default :attr:`main_joint`), time,
+        tcp; nan if unknown."""
         if what == "angle":
-            i = self.main_joint
+            i = self.main_joint if joint is None else joint
             rec, pred = abs(self.recorded_angles[i]), abs(self.predicted_angles[i])
         elif what == "time":
             rec, pred = self.recorded_time, self.predicted_time
@@ -103,9 +119,11 @@ def recording_instants(prediction: StopPrediction, stop: RecordedStop) -> np.nda
 
 
 def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, stop: RecordedStop,
-                       tcp_frame: str | None, rest_speed: float | None = None) -> StopComparison:
-    """One stop's comparison (a failed prediction compares as nan); the predicted stop time by the rule the recorded
-    one was read with (:func:`predicted_stop_time`), threshold ``rest_speed`` [rad/s] (default: the stop's own)."""
+                       tcp_frame: str | None, rest_speed: float | np.ndarray | None = None,
+                       failure: str = "") -> StopComparison:
+    """One stop's comparison (a failed prediction compares as nan, ``failure`` saying why); the predicted stop time
+    by the rule the recorded one was read with (:func:`predicted_stop_time`), threshold ``rest_speed`` [rad/s, m/s
+    for a prismatic joint; one value or one per joint] (default: the stop's own)."""
     rest_speed = stop.rest_speed if rest_speed is None else rest_speed
     rec_tcp = pred_tcp = math.nan
     if tcp_frame is not None:
@@ -115,7 +133,8 @@ def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, sto
     if prediction is None:
         nan = np.full(robot.nv, math.nan)
         return StopComparison(stop.label, stop.q[-1] - stop.q0, nan, stop.stop_time, math.nan, rec_tcp, math.nan,
-                              math.nan, np.zeros(0), np.zeros((0, robot.nv)))
+                              math.nan, np.zeros(0), np.zeros((0, robot.nv)),
+                              failure or "the engine gave no prediction")
     positions = predicted_positions(robot, prediction, stop)
     qp = interp_hermite(prediction.t, positions, prediction.v, stop.t)
     if tcp_frame is not None:
@@ -128,23 +147,27 @@ def compare_prediction(robot: RobotModel, prediction: StopPrediction | None, sto
 
 
 def compare_stops(robot: RobotModel, brakes: BrakeSet, stops: Sequence[RecordedStop], tcp_frame: str | None = None,
-                  settings: StopSettings = StopSettings(step=0.01), rest_speed: float | None = None,
+                  settings: StopSettings = StopSettings(step=0.01), rest_speed: float | np.ndarray | None = None,
                   predictor: StopPredictor | None = None) -> list[StopComparison]:
     """Predicted vs recorded stopping angle, time and TCP distance for each stop (see :class:`StopComparison`).
     The predicted time is read by the rule the recorded stop time was read with (:func:`predicted_stop_time`),
     with ``rest_speed`` [rad/s] (default: each stop's own threshold)."""
     predictor = predictor or StopPredictor(robot, settings)
-    preds = predictor.predict_many([(brakes, s) for s in stops], tcp_frame, to_rest=True)
-    return [compare_prediction(robot, p, s, tcp_frame, rest_speed) for p, s in zip(preds, stops)]
+    failures: list[str] = []
+    preds = predictor.predict_many([(brakes, s) for s in stops], tcp_frame, to_rest=True, failures=failures)
+    return [compare_prediction(robot, p, s, tcp_frame, rest_speed, f) for p, s, f in zip(preds, stops, failures)]
 
 
 @dataclass(frozen=True)
 class Shortfall:
-    """A stop predicted shorter than recorded: ``what`` (time | tcp), the relative error (negative)."""
+    """A stop predicted shorter than recorded: ``what`` (time | tcp), the relative error (negative; nan when the
+    prediction did not come to rest or failed), and ``failure``: why the engine could not predict it ("" if it
+    did)."""
 
     label: str
     what: str
     relative: float
+    failure: str = ""
 
 
 def shortfalls(comparisons: Sequence[StopComparison], tolerance: float) -> list[Shortfall]:
@@ -157,5 +180,5 @@ def shortfalls(comparisons: Sequence[StopComparison], tolerance: float) -> list[
             if what == "tcp" and not math.isfinite(c.recorded_tcp):
                 continue
             if not math.isfinite(rel) or rel < -tolerance:
-                out.append(Shortfall(c.label, what, rel))
+                out.append(Shortfall(c.label, what, rel, c.failure))
     return out
