@@ -105,12 +105,13 @@ def _work(n: int) -> int:
 
 
 class _TwoJoints:
-    """The parts of a robot model find_stops reads: joint names, coordinate counts and limits (two revolute joints
-    without position or velocity limits)."""
+    """The parts of a robot model find_stops reads: joint names, coordinate counts, joint kinds (for the units of
+    the rest thresholds) and limits (two revolute joints without position or velocity limits)."""
 
     name, nq, nv = "two", 2, 2
     joint_names = ("joint1", "joint2")
-    joints = ()
+    joints = tuple(SimpleNamespace(name=n, nq=1, nv=1, idx_q=i, idx_v=i, prismatic=False)
+                   for i, n in enumerate(("joint1", "joint2")))
     model = SimpleNamespace(lowerPositionLimit=np.full(2, -np.inf), upperPositionLimit=np.full(2, np.inf),
                             velocityLimit=np.full(2, np.inf))
 

@@ -125,3 +125,51 @@ def test_a_continuous_joint_recorded_wrapped_is_unwrapped_through_pi(continuous_
     travel = stop.q[-1] - stop.q0
     assert travel == pytest.approx(plant[0].q[-1] - plant[0].start.q0, abs=1e-3)
     assert np.all(np.abs(np.diff(stop.q[:, 5])) < 0.1)  # no 2 pi jump left in the samples
+
+
+CREEP = 0.005  # [m/s] the track's creep after the arm has stopped
+CREEP_FOR = 0.6  # [s]
+
+
+@pytest.fixture(scope="module")
+def creeping(track):
+    """The arm braked from ARM_V with the track parked mid-travel, seen through a quiet sensor (1e-5 rad or m,
+    2e-4 rad/s or m/s: a linear encoder's micrometres); (the plant's stop, a bag where the track then creeps at
+    CREEP for CREEP_FOR from the plant's rest on, a bag where it stays at rest)."""
+    from vtm_dynamics.recordings.simulated import Sensor
+
+    folder, _, brakes, robot, _ = track
+    start = StopStart(np.array([0.5, *ARM_Q]), np.array([0.0, *ARM_V]))
+    plant = plant_stops(robot, brakes_from_config(robot, brakes), [start], rest_record=1.2)[0]
+    samples = sample_stops([plant], robot.joint_names, sensor=Sensor(noise=1e-5, velocity_noise=2e-4), seed=5)
+    te = samples["trigger_times"][0]
+    crept = []
+    for stamp, measured, q, v in samples["joint"]:
+        since = measured - te - plant.rest_time
+        moving = 0.0 <= since < CREEP_FOR
+        q, v = q.copy(), v.copy()
+        q[0] += CREEP * min(max(since, 0.0), CREEP_FOR)
+        v[0] += CREEP if moving else 0.0
+        crept.append((stamp, measured, q, v))
+    still = write_simulated_bag(os.path.join(folder, "still"), samples)
+    creep = write_simulated_bag(os.path.join(folder, "creep"), {**samples, "joint": crept})
+    return plant, creep, still
+
+
+def test_a_track_creeping_at_5_mm_per_s_after_the_arm_stopped_is_moving_and_the_stop_ends_with_the_creep(
+        track, creeping):
+    """5 mm/s is motion of a track. Before, the angle thresholds applied to it in m and m/s (1 mm, 0.01 m/s): the
+    creep counted as rest and the recorded stop time ended with the arm's, 0.6 s early."""
+    robot = track[3]
+    plant, creep, _ = creeping
+    stop = find_stops(read_recording(creep, joints=robot.joint_names), robot)[0]
+    assert stop.stop_time == pytest.approx(plant.rest_time + CREEP_FOR, abs=0.01)
+    assert stop.q[-1][0] - stop.q0[0] == pytest.approx(CREEP * CREEP_FOR, abs=1e-4)  # the creep's 3 mm
+
+
+def test_a_track_really_at_rest_ends_the_stop_with_the_arm(track, creeping):
+    robot = track[3]
+    plant, _, still = creeping
+    stop = find_stops(read_recording(still, joints=robot.joint_names), robot)[0]
+    assert stop.stop_time == pytest.approx(plant.rest_time, abs=0.01)
+    assert abs(stop.q[-1][0] - stop.q0[0]) < 1e-4

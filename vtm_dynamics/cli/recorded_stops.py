@@ -35,7 +35,7 @@ def shortfall_line(short: Sequence, tolerance: float, figures: str = "stop figur
 def add_recording_options(ap: argparse.ArgumentParser) -> None:
     """The options that say where the joint states and the trigger are in a bag."""
     from vtm_dynamics.recordings.bag_files import DEFAULT_JOINT_TOPIC
-    from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE
+    from vtm_dynamics.recordings.rest import REST_HOLD, REST_TOLERANCE, REST_TOLERANCE_LINEAR
 
     ap.add_argument("--joint-topic", default=DEFAULT_JOINT_TOPIC, help="sensor_msgs/JointState topic")
     ap.add_argument("--trigger-topic", default="/estop", help="trigger topic (default /estop)")
@@ -44,7 +44,9 @@ def add_recording_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--trigger-values", nargs="+", default=["true"],
                     help="values of the field that mean stopping (true/false, numbers or constant names)")
     ap.add_argument("--rest-tolerance", type=float, default=REST_TOLERANCE,
-                    help="rest: every joint within this [rad] ...")
+                    help="rest: every revolute or continuous joint within this [rad] ...")
+    ap.add_argument("--rest-tolerance-linear", type=float, default=REST_TOLERANCE_LINEAR,
+                    help="... and every prismatic joint within this [m] ...")
     ap.add_argument("--rest-hold", type=float, default=REST_HOLD, help="... for this long [s]")
 
 
@@ -58,7 +60,8 @@ def read_stops(bags: Sequence[str], robot, args: argparse.Namespace, say=print) 
     stops = []
     for bag in bags:
         rec = read_recording(bag, rule, args.joint_topic, joints=robot.joint_names)
-        found = find_stops(rec, robot, rest_tolerance=args.rest_tolerance, rest_hold=args.rest_hold)
+        found = find_stops(rec, robot, rest_tolerance=args.rest_tolerance, rest_hold=args.rest_hold,
+                           rest_tolerance_linear=args.rest_tolerance_linear)
         foreign = foreign_joints(rec, robot)
         left_out = f"; left out, not in the model: {', '.join(foreign[:8])}{' ...' if len(foreign) > 8 else ''}" \
             if foreign else ""

@@ -1,7 +1,7 @@
 """Where a recorded stop comes to rest, in time linear in the samples looked at.
 
 The rule (:mod:`.stops`): the stop ends at the first sample ``a`` after which every joint stays within
-``tolerance`` [rad] of its value at ``a`` for ``hold`` [s], i.e. every sample ``j`` with
+``tolerance`` [rad; m for a prismatic joint, its own value] of its value at ``a`` for ``hold`` [s], i.e. every sample ``j`` with
 ``t[a] <= t[j] <= t[a] + hold`` has ``|q[j] - q[a]| <= tolerance``; the window must be complete (the recording
 reaches ``t[a] + hold``) and seen: no two successive samples from ``a`` to the first one at or after ``t[a] + hold``
 are more than ``REST_MAX_GAP_FRACTION x hold`` apart. A window that the samples do not cover shows nothing: before,
@@ -18,9 +18,13 @@ from collections import deque
 
 import numpy as np
 
-#: The rest rule's defaults: every joint within ``REST_TOLERANCE`` [rad] for ``REST_HOLD`` [s] (here, with numpy
-#: only, so that a command line can show them in its help without importing the bag readers).
+#: The rest rule's defaults: every joint within ``REST_TOLERANCE`` [rad] (a prismatic joint within
+#: ``REST_TOLERANCE_LINEAR`` [m]) for ``REST_HOLD`` [s] (here, with numpy only, so that a command line can show
+#: them in its help without importing the bag readers). The linear one is its own figure, not the angle's number
+#: read in m: 0.5 mm is five times a noisy track encoder's 0.1 mm 1-sigma and half of what a track creeping at
+#: 5 mm/s travels in the hold (with 1 mm, that creep sat exactly at the limit and could pass for rest).
 REST_TOLERANCE = 1e-3
+REST_TOLERANCE_LINEAR = 5e-4
 REST_HOLD = 0.2
 #: A rest window must be covered by samples: no gap between two successive ones over this fraction of ``hold``.
 REST_MAX_GAP_FRACTION = 0.25
@@ -58,10 +62,13 @@ def widest_gap(t: np.ndarray, first: int, stop: int) -> tuple[float, int]:
     return float(seg[k + 1] - seg[k]), first + k
 
 
-def first_rest(t: np.ndarray, q: np.ndarray, first: int, stop: int, hold: float, tolerance: float) -> int | None:
-    """The smallest ``a`` in ``[first, stop)`` at which the recording ``t`` (N, sorted) [s], ``q`` (N x n) [rad]
-    comes to rest by the rule of the module docstring, or None (it never does before ``stop``, or the recording
-    ends before a complete window)."""
+def first_rest(t: np.ndarray, q: np.ndarray, first: int, stop: int, hold: float,
+               tolerance: float | np.ndarray) -> int | None:
+    """The smallest ``a`` in ``[first, stop)`` at which the recording ``t`` (N, sorted) [s], ``q`` (N x n) [rad; m
+    for a prismatic joint] comes to rest by the rule of the module docstring, with ``tolerance`` one value for all
+    joints or one per joint (in its unit), or None (it never does before ``stop``, or the recording ends before a
+    complete window)."""
+    tolerances = np.broadcast_to(np.asarray(tolerance, dtype=float), (q.shape[1],))
     if stop <= first:
         return None
     times = t[first:stop]
@@ -78,8 +85,8 @@ def first_rest(t: np.ndarray, q: np.ndarray, first: int, stop: int, hold: float,
         col = q[:, c]
         here = col[first:first + complete]
         values = col.tolist()
-        ok &= _window_extreme(values, lo, hi, True) - here <= tolerance
-        ok &= here - _window_extreme(values, lo, hi, False) <= tolerance
+        ok &= _window_extreme(values, lo, hi, True) - here <= tolerances[c]
+        ok &= here - _window_extreme(values, lo, hi, False) <= tolerances[c]
         if not ok.any():
             return None
     if not ok.any():

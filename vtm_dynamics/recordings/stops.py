@@ -7,10 +7,14 @@ the stop it reports began before that, maybe long before (the recording started 
 as a stop, a recording begun 0.1 s into a 3.9 rad/s stop gave a stop from 0.14 rad/s that ended at once). The state at the trigger instant t_e is estimated from the joint
 states of the ``pre_window`` [s] before it (:func:`state_at_trigger`; the robot moved on after the last sample). The
 stop ends when the arm is at rest: the first sample after which every joint stays within ``rest_tolerance`` [rad]
-of its value for ``rest_hold`` [s] (so a joint creeping slower than rest_tolerance / rest_hold counts as resting).
-The recorded stop time is when the last joint's recorded speed falls below a threshold for good
-(:func:`~vtm_dynamics.core.estop.recorded.settle_time`): ``rest_speed`` [rad/s], or ``REST_SPEED_SIGMAS`` times the
-velocity noise seen in the rest window if that is larger (at 3e-3 rad/s noise a 0.01 rad/s threshold is crossed by
+(a prismatic joint within ``rest_tolerance_linear`` [m]) of its value for ``rest_hold`` [s] (so a joint creeping
+slower than rest_tolerance / rest_hold counts as resting: 5 mrad/s, and 2.5 mm/s for a track).
+The recorded stop time is when the last joint's recorded speed falls below its threshold for good
+(:func:`~vtm_dynamics.core.estop.recorded.settle_time`, one threshold per joint): ``rest_speed`` [rad/s]
+(``rest_speed_linear`` [m/s] for a prismatic joint), or ``REST_SPEED_SIGMAS`` times the velocity noise seen in the
+rest window among the joints of its unit if that is larger. The linear thresholds are their own figures: before, the
+angular ones were applied to a track in m and m/s, and a track still creeping at 5 mm/s after the arm had stopped
+counted as at rest under "0.01" (the stop time ended with the arm's). (At 3e-3 rad/s noise a 0.01 rad/s threshold is crossed by
 noise alone a few times per second, which pushed recorded stop times late by up to 60 %); the threshold is kept with
 the stop, and predictions are timed by the same one. A recording without velocities is timed the same way on the
 speeds :func:`~vtm_dynamics.core.estop.recorded.position_velocities` derives from its positions over the stop's
@@ -48,9 +52,11 @@ from vtm_dynamics.core.estop.recorded import RecordedStop, position_velocities, 
 from vtm_dynamics.core.estop.series import configuration_of
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.recordings.bag_files import Recording, RecordingError
-from vtm_dynamics.recordings.rest import REST_HOLD, REST_MAX_GAP_FRACTION, REST_TOLERANCE, first_rest, widest_gap
+from vtm_dynamics.recordings.rest import (REST_HOLD, REST_MAX_GAP_FRACTION, REST_TOLERANCE, REST_TOLERANCE_LINEAR,
+                                          first_rest, widest_gap)
 
 REST_SPEED = 0.01  # [rad/s]
+REST_SPEED_LINEAR = 2e-3  # [m/s] a prismatic joint's: below a 5 mm/s creep, which is motion (module docstring)
 REST_SPEED_SIGMAS = 5.0  # the stop-time threshold is at least this many sigmas of the recorded velocity noise
 PRE_WINDOW = 0.05  # [s] of samples before the trigger that estimate the state at the trigger
 LIMIT_SIGMAS = 5.0  # a trigger state this many of its 1-sigma beyond a joint limit is taken at the limit ...
@@ -153,10 +159,21 @@ def foreign_joints(rec: Recording, robot: RobotModel) -> list[str]:
     return [n for n in rec.joints.names if n not in robot.joint_names]
 
 
+def per_joint(robot: RobotModel, angular: float, linear: float) -> np.ndarray:
+    """One value per joint (model order): ``linear`` [m, m/s] for a prismatic joint, ``angular`` [rad, rad/s] for
+    the others."""
+    return np.array([linear if j.prismatic else angular for j in robot.joints], dtype=float)
+
+
 def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = REST_TOLERANCE,
                rest_hold: float = REST_HOLD, rest_speed: float = REST_SPEED,
-               pre_window: float = PRE_WINDOW) -> list[RecordedStop]:
-    """Every stop of ``rec`` as a :class:`~vtm_dynamics.core.estop.identification.RecordedStop` in model order."""
+               pre_window: float = PRE_WINDOW, rest_tolerance_linear: float = REST_TOLERANCE_LINEAR,
+               rest_speed_linear: float = REST_SPEED_LINEAR) -> list[RecordedStop]:
+    """Every stop of ``rec`` as a :class:`~vtm_dynamics.core.estop.identification.RecordedStop` in model order;
+    the rest rule's thresholds per joint by its unit (module docstring)."""
+    tolerances = per_joint(robot, rest_tolerance, rest_tolerance_linear)
+    speeds_at_rest = per_joint(robot, rest_speed, rest_speed_linear)
+    linear = np.array([j.prismatic for j in robot.joints], dtype=bool)
     cols = model_order(rec, robot)
     t = rec.joints.t
     q = rec.joints.q[:, cols]
@@ -190,18 +207,18 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         nxt = edges[n] if n < edges.size else math.inf
         first = int(np.searchsorted(t, te, side="right"))  # the first sample after the trigger
         before_next = int(np.searchsorted(t, nxt, side="left"))
-        end = first_rest(t, q, first, before_next, rest_hold, rest_tolerance)
+        end = first_rest(t, q, first, before_next, rest_hold, tolerances)
         if end is None:
             gap, k_gap = widest_gap(t, first, before_next)
             if gap > REST_MAX_GAP_FRACTION * rest_hold:  # the samples stop while the arm moves: no rest is seen
-                moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[k_gap]) > rest_speed)] or ["?"]
+                moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[k_gap]) > speeds_at_rest)] or ["?"]
                 cause = (f"no rest before a gap of {gap:.3g} s in the joint states {t[k_gap] - te:.3g} s after the "
                          f"trigger (still moving before it: {', '.join(moving)}; the arm must be seen at rest for "
                          f"{rest_hold:g} s)")
             elif nxt < math.inf and t[-1] >= nxt:
                 cause = "a new trigger came before the arm was at rest"
             else:
-                moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[-1]) > rest_speed)] or ["?"]
+                moving = [robot.joint_names[i] for i in np.flatnonzero(np.abs(v[-1]) > speeds_at_rest)] or ["?"]
                 cause = f"cut off by the end of the recording (still moving: {', '.join(moving)})"
             raise RecordingError(f"{rec.name}: stop {n} (trigger at {te:.3f} s): {cause}")
         last = int(np.searchsorted(t, t[end] + rest_hold, side="right")) - 1
@@ -209,8 +226,14 @@ def find_stops(rec: Recording, robot: RobotModel, *, rest_tolerance: float = RES
         ts = t[span] - te
         speeds = v[span] if has_v else position_velocities(ts, q[span])  # the predictions' rule: see the docstring
         resting = speeds[end - first:]
-        spread = 1.4826 * float(np.median(np.abs(resting - np.median(resting, axis=0)))) if resting.size else 0.0
-        threshold = max(rest_speed, REST_SPEED_SIGMAS * spread)
+        threshold = speeds_at_rest.copy()
+        for group in (linear, ~linear):  # the noise of the joints of one unit (rad/s or m/s) sets their threshold
+            if group.any() and resting.size:
+                mine = resting[:, group]
+                spread = 1.4826 * float(np.median(np.abs(mine - np.median(mine, axis=0))))
+                threshold[group] = np.maximum(threshold[group], REST_SPEED_SIGMAS * spread)
+        if not linear.any():
+            threshold = float(threshold[0])  # one unit: one threshold, as the stop-time rule states it
         stops.append(RecordedStop(label, q0, v0, ts, q[span], settle_time(ts, speeds, threshold), float(te), q0_sigma,
                                   v0_sigma, threshold, timed_by_positions=not has_v,
                                   state_correlation=correlation))

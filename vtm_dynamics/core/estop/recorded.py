@@ -22,8 +22,9 @@ class RecordedStop:
     (m, m/s for prismatic joints). ``stop_time`` [s] is when the
     recording shows the last joint come to rest (nan if unknown); ``label`` names it in reports.
     ``q0_sigma`` [rad] / ``v0_sigma`` [rad/s] (nv each, or None: unknown) are the 1-sigma of the trigger state's
-    estimate, whose error shifts every sample of the stop alike. ``rest_speed`` [rad/s] is the speed threshold of
-    the stop-time rule :func:`settle_time` the stop was timed with (predictions of it are timed alike).
+    estimate, whose error shifts every sample of the stop alike. ``rest_speed`` [rad/s; m/s for a prismatic joint]
+    is the speed threshold of the stop-time rule :func:`settle_time` the stop was timed with, one value or one per
+    joint (predictions of it are timed alike).
     ``timed_by_positions``: the recording has no velocities, so the speeds it was timed by are its positions'
     :func:`position_velocities` at its sample instants ``t``, and predictions of it are timed from their positions
     at the same instants (False: by recorded velocities, and predictions by their velocities at the same instants).
@@ -41,7 +42,7 @@ class RecordedStop:
     trigger_time: float = math.nan
     q0_sigma: np.ndarray | None = None
     v0_sigma: np.ndarray | None = None
-    rest_speed: float = 0.01
+    rest_speed: float | np.ndarray = 0.01
     timed_by_positions: bool = False
     state_correlation: np.ndarray | None = None
 
@@ -60,11 +61,15 @@ class RecordedStop:
         return cov
 
 
-def settle_time(t: np.ndarray, v: np.ndarray, rest_speed: float) -> float:
-    """The time [s] after which every joint speed stays below ``rest_speed`` [rad/s]: the last crossing of the
-    threshold, linearly interpolated between the samples around it (0 if never above). Recorded stops and
-    predictions are compared by this same rule, because a recording cannot show the instant a joint reaches
-    exactly zero speed through its velocity noise."""
+def settle_time(t: np.ndarray, v: np.ndarray, rest_speed: float | np.ndarray) -> float:
+    """The time [s] after which every joint speed stays below ``rest_speed`` [rad/s; m/s for a prismatic joint]
+    (one value for all joints, or one per joint): the last crossing of the threshold, linearly interpolated between
+    the samples around it (0 if never above). Recorded stops and predictions are compared by this same rule,
+    because a recording cannot show the instant a joint reaches exactly zero speed through its velocity noise.
+    With one threshold per joint the speeds are read as multiples of their own thresholds (crossing at 1), so that
+    a track's m/s and an arm's rad/s are never compared with each other."""
+    if np.ndim(rest_speed) > 0:
+        return settle_time(t, np.asarray(v, dtype=float) / np.asarray(rest_speed, dtype=float), 1.0)
     speed = np.max(np.abs(v), axis=1)
     above = np.flatnonzero(speed > rest_speed)
     if above.size == 0:
