@@ -123,7 +123,7 @@ def _stop_seen_by_the_demo(timings, estop_wall):
         simulated_stop_time=0.05, predicted_tcp_path=0.03, simulated_tcp_path=0.03, predicted_tcp_straight=0.02,
         simulated_tcp_straight=0.02, within_tolerance=True)
     sim = SimpleNamespace(comparison=comparison, robot=SimpleNamespace(name="two"), estop_wall=estop_wall,
-                          plant=SimpleNamespace(events=[], dt=2e-4), p={"angle_tolerance": 0.005,
+                          plant=SimpleNamespace(events=[], dt=2e-4), p={"angle_tolerance": 0.005, "position_tolerance": 0.001,
                                                                           "time_tolerance": 0.005})
     result = SimpleNamespace(events=[], stopped=True, stop_time=0.05, stopping_angles=[0.01, 0.02],
                              brake_energy=1.0, impulse_energy=0.0, holding_torques=[0.0, 1.0])
@@ -208,8 +208,8 @@ def test_a_track_joints_travel_is_printed_in_millimetres_and_metres_not_as_an_an
         "predicted": {**side, "stopping_angles_rad": [0.037, -0.0262], "brake_energy_J": 27.5,
                       "impulse_energy_J": 0.0, "holding_torques_Nm": [150.0, -15.62]},
         "simulated": {**side, "integration_step_s": 2e-4},
-        "max_rest_angle_error_rad": 7e-5, "within_tolerance": True,
-        "tolerances": {"angle_rad": 0.005, "time_s": 0.005},
+        "max_rest_angle_error_rad": 7e-5, "max_rest_position_error_m": 3e-6, "within_tolerance": True,
+        "tolerances": {"angle_rad": 0.005, "position_m": 0.001, "time_s": 0.005},
         "joint_units": {"position": ["m", "rad"], "velocity": ["m/s", "rad/s"], "effort": ["N", "N m"]},
         "trigger_to_prediction_latency_s": None, "predicted_events": [],
     }
@@ -219,7 +219,9 @@ def test_a_track_joints_travel_is_printed_in_millimetres_and_metres_not_as_an_an
     assert track[1:5] == ["37.000", "0.53700", "0.53700", "150.00"] and track[5:] == ["mm;", "m;", "N"]
     assert elbow[1] == "-1.501" and elbow[5:] == ["deg;", "rad;", "N", "m"]
     assert not any("[deg]" in line or "[rad]" in line for line in lines)
-    assert any("max |rest position error| 7.00e-05 rad or m (tolerance 0.005 rad or m" in line for line in lines)
+    # the check's line gave one error and one tolerance "in rad or m" for both kinds of joint; each has its own
+    assert any("max |rest angle error| 7.00e-05 rad, max |rest position error| 3.00e-06 m (tolerance 0.005 rad "
+               "and 0.001 m, stop time 0.005 s)" in line for line in lines)
 
 
 @pytest.mark.parametrize("text, words", [

@@ -310,8 +310,10 @@ def summarize(sim: Any, predictor: Any) -> dict:
             "integration_step_s": sim.plant.dt,
         },
         "max_rest_angle_error_rad": c.max_angle_error,
+        "max_rest_position_error_m": getattr(c, "max_position_error", 0.0),
         "within_tolerance": c.within_tolerance,
-        "tolerances": {"angle_rad": sim.p["angle_tolerance"], "time_s": sim.p["time_tolerance"]},
+        "tolerances": {"angle_rad": sim.p["angle_tolerance"], "position_m": sim.p["position_tolerance"],
+                       "time_s": sim.p["time_tolerance"]},
         "joint_names": list(c.joint_names),
         # a prismatic joint's (a linear track's) entries of the lists above are in m and N, not rad and N m
         "joint_units": {k: [j.units[n] for j in predictor.robot.joints]
@@ -359,14 +361,14 @@ def format_summary(s: dict) -> str:
         stop = 1e3 * a if u == "m" else np.degrees(a)  # a track's travel in mm, an angle in degrees
         row = f"  {n:24s}{stop:18.3f}{rp:16.5f}{rs:16.5f}{h:12.2f}"
         lines.append(row + ("" if not linear else "  mm; m; N" if u == "m" else "  deg; rad; N m"))
-    error = f"{s['max_rest_angle_error_rad']:.2e} rad"
-    tolerance = f"{s['tolerances']['angle_rad']:g} rad"
-    if linear:  # the simulation's check takes the largest error over all joints, its tolerance in rad or m
-        error, tolerance = error + " or m", tolerance + " or m"
+    error = f"max |rest angle error| {s['max_rest_angle_error_rad']:.2e} rad"
+    tolerance = f"tolerance {s['tolerances']['angle_rad']:g} rad"
+    if linear:  # prismatic joints are checked apart, in m, with their own tolerance
+        error += f", max |rest position error| {s['max_rest_position_error_m']:.2e} m"
+        tolerance += f" and {s['tolerances']['position_m']:g} m"
     lines += [
         "",
-        f"  max |rest {'position' if linear else 'angle'} error| {error} "
-        f"(tolerance {tolerance}, stop time {s['tolerances']['time_s']:g} s): "
+        f"  {error} ({tolerance}, stop time {s['tolerances']['time_s']:g} s): "
         + ("within tolerance" if s["within_tolerance"] else "OUTSIDE TOLERANCE"),
         "  (the simulation integrates the predictor's robot model and brake parameters from the same start state:",
         "   it checks how the stop is integrated, not whether the model or the brake values match a real robot)",

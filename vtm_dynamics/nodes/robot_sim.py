@@ -13,7 +13,8 @@ after start-up, because DDS discovery of a new process can take seconds):
 4. at rest: ``lock_events`` LOCK (source ``standstill``) for all joints, the actual rest pose on
    ``rest_joint_states`` (transient local), and the comparison with the received ``stop_prediction`` (the newest
    one whose ``scenario_id`` starts with ``estop``) on ``/diagnostics`` (diagnostic_msgs/DiagnosticArray; level
-   OK within ``angle_tolerance`` and ``time_tolerance``, WARN otherwise) and as a log line.
+   OK within ``angle_tolerance`` [rad], ``position_tolerance`` [m] for prismatic joints and ``time_tolerance``,
+   WARN otherwise) and as a log line.
 5. with ``cycle_period`` > 0 the brakes are released (``brake_events`` RELEASE, ``estop`` = false) that long after
    the E-stop and the cycle restarts (repeated stops for benches).
 
@@ -101,6 +102,9 @@ PARAMETERS = (
                     "tool frame.", read_only=True),
     P.ParameterSpec("angle_tolerance", 0.005, "Comparison: largest acceptable |predicted - simulated| rest angle "
                     "[rad] for diagnostic level OK.", P.positive, constraint="> 0 rad"),
+    P.ParameterSpec("position_tolerance", 0.001, "Comparison: largest acceptable |predicted - simulated| rest "
+                    "position of a prismatic joint [m] for diagnostic level OK (angle_tolerance is in rad and holds "
+                    "for the other joints).", P.positive, read_only=True, constraint="> 0 m"),
     P.ParameterSpec("time_tolerance", 0.005, "Comparison: largest acceptable |predicted - simulated| stop time [s].",
                     P.positive, constraint="> 0 s"),
     P.ParameterSpec("wait_for_subscribers", 1, "The motion (and the E-stop clock) starts once brake_events has "
@@ -115,9 +119,19 @@ PARAMETERS = (
 )
 
 
+def rest_errors(predicted: np.ndarray, simulated: np.ndarray, prismatic: np.ndarray) -> tuple[float, float]:
+    """(largest |predicted - simulated| rest angle [rad] of the revolute and continuous joints, largest rest position
+    error [m] of the ``prismatic`` ones (bool, one per joint; each kind has its own tolerance)); 0 for no joint."""
+    error = np.abs(np.asarray(predicted, float) - np.asarray(simulated, float))
+    prismatic = np.asarray(prismatic, dtype=bool)
+    return (float(np.max(error[~prismatic], initial=0.0)), float(np.max(error[prismatic], initial=0.0)))
+
+
 @dataclass(frozen=True)
 class StopComparison:
-    """Prediction vs. simulated stop: rest angles [rad], stop times [s], TCP distances [m]."""
+    """Prediction vs. simulated stop: rest angles [rad] (positions [m] of prismatic joints), stop times [s], TCP
+    distances [m]; ``max_angle_error`` [rad] over the revolute and continuous joints, ``max_position_error`` [m]
+    over the prismatic ones (0 without)."""
 
     scenario_id: str
     joint_names: tuple[str, ...]
@@ -131,6 +145,7 @@ class StopComparison:
     predicted_tcp_straight: float
     simulated_tcp_straight: float
     within_tolerance: bool
+    max_position_error: float = 0.0
 
 
 class RobotSim(Node):
@@ -338,15 +353,16 @@ class RobotSim(Node):
             return
         simulated = np.array(self.plant.q)
         tcp = self.plant.tcp_travel(self.tcp)
+        angle_error, position_error = rest_errors(predicted, simulated, [j.prismatic for j in self.robot.joints])
         c = StopComparison(
             scenario_id=msg.scenario_id, joint_names=tuple(self.names), predicted_rest=predicted,
-            simulated_rest=simulated, max_angle_error=float(np.max(np.abs(predicted - simulated))),
+            simulated_rest=simulated, max_angle_error=angle_error, max_position_error=position_error,
             predicted_stop_time=duration_to_seconds(msg.stop_time), simulated_stop_time=float(self.plant.rest_time),
             predicted_tcp_path=float(msg.tcp_path_length), simulated_tcp_path=tcp[0],
             predicted_tcp_straight=float(msg.tcp_straight_distance), simulated_tcp_straight=tcp[1],
             within_tolerance=False,
         )
-        ok = (c.max_angle_error <= self.p["angle_tolerance"]
+        ok = (c.max_angle_error <= self.p["angle_tolerance"] and c.max_position_error <= self.p["position_tolerance"]
               and abs(c.predicted_stop_time - c.simulated_stop_time) <= self.p["time_tolerance"])
         c = StopComparison(**{**c.__dict__, "within_tolerance": ok})
         if self.comparison is not None and self.comparison.scenario_id == c.scenario_id:
@@ -355,7 +371,9 @@ class RobotSim(Node):
         self.comparisons.append(c)
         self._publish_diagnostics()
         line = (
-            f"prediction check {c.scenario_id}: max |rest angle error| {c.max_angle_error:.2e} rad, stop time "
+            f"prediction check {c.scenario_id}: max |rest angle error| {c.max_angle_error:.2e} rad, "
+            + (f"max |rest position error| {c.max_position_error:.2e} m, " if any(j.prismatic for j in self.robot.joints)
+               else "") + f"stop time "
             f"predicted {c.predicted_stop_time:.4f} s vs simulated {c.simulated_stop_time:.4f} s, TCP path "
             f"{c.predicted_tcp_path:.4f} vs {c.simulated_tcp_path:.4f} m -> {'OK' if ok else 'OUTSIDE TOLERANCE'}"
         )
@@ -383,7 +401,9 @@ class RobotSim(Node):
                 "simulated_tcp_path_m": f"{c.simulated_tcp_path:.6g}",
                 "predicted_tcp_straight_m": f"{c.predicted_tcp_straight:.6g}",
                 "simulated_tcp_straight_m": f"{c.simulated_tcp_straight:.6g}",
+                "max_rest_position_error_m": f"{c.max_position_error:.6g}",
                 "angle_tolerance_rad": f"{self.p['angle_tolerance']:g}",
+                "position_tolerance_m": f"{self.p['position_tolerance']:g}",
                 "time_tolerance_s": f"{self.p['time_tolerance']:g}",
             }
             for n, a, b in zip(c.joint_names, c.predicted_rest, c.simulated_rest):
