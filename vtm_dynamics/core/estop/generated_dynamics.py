@@ -20,7 +20,8 @@ The generated source is cached on disk (:func:`cache_directory`; ``VTM_GENERATED
 directory per process), named by the sha256 of everything it depends on (:func:`cache_key`: the generator's versions
 and source, the URDF text, the joint order, gravity, and the source of the compiled step kernels it calls, since
 Numba's own cache does not notice changes in functions of other modules), written to a temporary name and renamed.
-Numba caches its machine code beside it (``cache=True``).
+Numba caches its machine code beside it (``cache=True``). The cache is used only if no other user can write to it
+(:mod:`vtm_dynamics.core.estop.generated_cache`: it holds code that is executed).
 
 Anything that goes wrong (adam-robotics missing, ``VTM_GENERATED_DYNAMICS=off``, a model it does not cover:
 continuous joints, axes not of unit length, mimic joints, a floating base; a trace, translation or compile error)
@@ -43,11 +44,12 @@ from typing import Callable
 import defusedxml.ElementTree as ET
 import numpy as np
 
+from vtm_dynamics.core.estop.generated_cache import entry_text, read_entry, safe_directory, write_entry
 from vtm_dynamics.core.robot.model import RobotModel
 
 ENV_SWITCH = "VTM_GENERATED_DYNAMICS"  # "off": never generate (Pinocchio everywhere)
 ENV_CACHE = "VTM_GENERATED_CACHE"  # a directory, or "off" (no disk cache shared between processes)
-FORMAT = 1  # bump when the layout of a generated module changes
+FORMAT = 2  # bump when the layout of a generated module changes
 PARAMETERS = 10  # inertial parameters per body
 AGREEMENT = 1e-9  # largest relative difference from Pinocchio's M and h accepted when a model's code is set up
 # the compiled kernels the generated stage function calls (their source is part of the cache key)
@@ -300,14 +302,14 @@ def stages(X, Z, p, armature, M, h):
 
 
 def generated_source(robot: RobotModel, key: str) -> tuple[str, int]:
-    """The text of the generated module for ``robot`` (first line: the key) and its instruction count."""
+    """The text of the generated module for ``robot`` (:func:`.generated_cache.entry_text`: its first and last
+    lines name the key, the second is the sha256 of the code) and its instruction count."""
     f, nv = _traced_function(robot)
-    head = [f"# vtm_dynamics generated M(q), h(q, v) and Runge-Kutta stages; key {key}",
-            "import math", "", "import numba", "",
+    head = ["import math", "", "import numba", "",
             "from vtm_dynamics.core.estop.compiled_steps import QS, VST, stage", "",
             'jit = numba.njit(cache=True, nogil=True, error_model="numpy")', "", "", "@jit"]
     body = _translated(f, nv)
-    return "\n".join(head + body) + "\n" + _TAIL + f"\n# end {key}\n", f.n_instructions()
+    return entry_text(key, "\n".join(head + body) + "\n" + _TAIL), f.n_instructions()
 
 
 # ------------------------------------------------------------------------------------------------------ the cache
@@ -318,37 +320,18 @@ def _directory() -> str:
         if _private_dir is None:
             _private_dir = tempfile.mkdtemp(prefix="vtm_generated_")
         folder = _private_dir
-    os.makedirs(folder, exist_ok=True)
-    return folder
-
-
-def _entry_valid(path: str, key: str) -> bool:
-    """Whether the file at ``path`` is a complete generated module for ``key`` (first and last lines name it)."""
-    try:
-        with open(path, "r", encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError:
-        return False
-    lines = text.rstrip("\n").split("\n")
-    return len(lines) > 2 and lines[0].endswith(f"key {key}") and lines[-1] == f"# end {key}"
+    return safe_directory(folder)
 
 
 def module_path(robot: RobotModel, key: str) -> str:
-    """The path of the generated module for ``key``: made (and written atomically) unless a valid entry exists."""
+    """The path of the generated module for ``key``: made (and written atomically) unless a valid entry exists;
+    raises :class:`.generated_cache.UnsafeCacheError` if the cache could be written by another user."""
     folder = _directory()
     path = os.path.join(folder, f"mh_{key[:32]}.py")
-    if _entry_valid(path, key):
+    if read_entry(path, key):
         return path
     text, _ = generated_source(robot, key)
-    fd, tmp = tempfile.mkstemp(prefix=".mh_", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_entry(folder, path, text)
     return path
 
 
