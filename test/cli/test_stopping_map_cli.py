@@ -355,3 +355,18 @@ def test_a_category_1_map_keeps_every_ramp_within_the_given_torque_limits_and_sa
         expected = (robot.mass_matrix(q)[0, 0] + armature) * v_base / 5.0
         assert expected > 2 * v_base / 20.0  # the limit lengthens every ramp
         assert columns["stop_time_s"][k] == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_summary_says_which_dynamics_the_stops_used():
+    from types import SimpleNamespace
+
+    from vtm_dynamics.cli.stopping_map import summary_dict, summary_lines
+    from vtm_dynamics.core.stopping.workspace_map import summarize
+
+    t = np.array([0.1, 0.2])
+    s = summarize({"state": np.arange(2), "stop_time_s": t, "tcp_straight_distance_m": np.array([0.02, 0.1]),
+                   "stopped": np.ones(2, bool), "within_limits": np.ones(2, bool)})
+    why = "Pinocchio (VTM_GENERATED_DYNAMICS=off)"
+    summary = summary_dict(SimpleNamespace(summary=s, inputs_hash="0" * 64), dynamics=why)
+    assert json.loads(json.dumps(summary))["dynamics"] == why
+    assert f"dynamics (M and h): {why}" in summary_lines(summary)

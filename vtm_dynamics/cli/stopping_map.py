@@ -156,9 +156,11 @@ def _state_row(columns: dict, state: int, joint_names: tuple[str, ...]) -> dict:
     return row
 
 
-def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns: dict | None = None) -> dict:
+def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns: dict | None = None,
+                 dynamics: str | None = None) -> dict:
     """The summary.json of a finished run: what was mapped (robot, model and brake hashes, payloads, speed range,
-    factors, category), the worst states with their q and v, the percentiles, and the software."""
+    factors, category), the worst states with their q and v, the percentiles, the software, and ``dynamics``: which
+    M and h the stops used (:func:`~vtm_dynamics.core.stopping.workspace_map.dynamics_used`)."""
     s = run.summary
     out = {
         "inputs_hash": run.inputs_hash, "rows": s.count, "stopped": s.stopped, "past_limits": s.past_limits,
@@ -189,6 +191,8 @@ def summary_dict(run: MapRun, spec: MapSpec | None = None, loaded=None, columns:
         out["worst_time"] = _state_row(columns, s.worst_time_state, names)
         out["joint_names"] = list(names)
         out["joint_units"] = [j.units[0] for j in loaded.robot.joints]  # position unit: m for a prismatic joint
+    if dynamics is not None:
+        out["dynamics"] = dynamics
     out["software"] = provenance.software()
     return out
 
@@ -247,6 +251,8 @@ def summary_lines(summary: dict) -> list[str]:
                  + " / ".join(f"{d[k]:.4f}" if d[k] is not None else unknown for k in d))
     lines.append("time     p50/p90/p99/max [s]: "  # None: the rank reaches a state that did not stop (inf)
                  + " / ".join(f"{t[k]:.4f}" if t[k] is not None else unknown for k in t))
+    if summary.get("dynamics"):
+        lines.append(f"dynamics (M and h): {summary['dynamics']}")
     sw = summary["software"]
     lines.append(f"software {sw['name']} {sw['version']}" + (f" (git {sw['git_commit']})" if sw["git_commit"] else ""))
     return lines
@@ -310,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args
     from vtm_dynamics.scaleout.map_runner import MapJob, Progress, run_map
     from vtm_dynamics.scaleout.result_file import read_rows, result_passes
+    from vtm_dynamics.core.stopping.workspace_map import dynamics_used
 
     try:
         loaded = load_robot(None if args.urdf else args.robot, args.urdf, args.brakes)
@@ -337,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     # the map is read a block at a time from here on: the client's memory does not grow with the map's rows
     worst_rows = read_rows(run.path, (run.summary.worst_distance_state, run.summary.worst_time_state))
-    summary = summary_dict(run, spec, loaded, worst_rows)
+    summary = summary_dict(run, spec, loaded, worst_rows, dynamics_used(loaded.robot, spec))
     from vtm_dynamics.cli.stop_report import write_json
 
     write_json(os.path.join(args.out, "summary.json"), summary)

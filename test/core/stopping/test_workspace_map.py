@@ -16,6 +16,7 @@ from vtm_dynamics.core.robot.catalogue import UR5
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.core.stopping.workspace_map import (
     MapInputError, MapSpec, check_map_spec, chunk_states, evaluate_chunk, summarize,
+    dynamics_used,
 )
 
 
@@ -152,3 +153,18 @@ def test_a_state_whose_stop_goes_past_a_joint_limit_is_flagged_and_counts_like_o
     assert (s.worst_time, s.worst_time_state) == (np.inf, 0)
     assert s.distance_percentiles[-1] == np.inf
     assert s.distance_percentiles[0] == np.inf  # p50 of two rows interpolates towards the unknown one
+
+
+def test_the_map_says_which_dynamics_its_stops_use(monkeypatch, tmp_path):
+    """Generated M and h where the generator covers the model, else Pinocchio with the reason (for the summary)."""
+    from joint_type_models import on_track, ur5_text
+
+    monkeypatch.setenv("VTM_GENERATED_CACHE", str(tmp_path / "generated"))
+    monkeypatch.delenv("VTM_GENERATED_DYNAMICS", raising=False)
+    spec = MapSpec(n_states=4, chunk_size=4, tcp_frame="tool0", payload_frame="tool0", payloads=(0.0, 5.0))
+    ur5 = RobotModel.from_urdf(ur5_text())
+    assert dynamics_used(ur5, spec) == "generated"
+    track = RobotModel.from_urdf(on_track(ur5_text()))  # a prismatic joint from the world: ADAM's trace fails
+    assert dynamics_used(track, spec).startswith("Pinocchio (generation failed")
+    monkeypatch.setenv("VTM_GENERATED_DYNAMICS", "off")
+    assert dynamics_used(ur5, spec) == "Pinocchio (VTM_GENERATED_DYNAMICS=off)"

@@ -28,6 +28,8 @@ import numpy as np
 from vtm_dynamics.core.estop import CategoryOne, StopInputError
 from vtm_dynamics.core.estop.batch import BatchStopError, StopBatch, predict_stops
 from vtm_dynamics.core.estop.brakes import BrakeSet
+from vtm_dynamics.core.estop.generated_dynamics import generated_stages, unavailable_reason
+from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.estop.inputs import torque_limits_from_text
 from vtm_dynamics.core.estop.defaults import (
     CATEGORY, CATEGORY1_DECELERATION, CATEGORY1_TORQUE_LIMITS, ENVELOPE_DELAY_FACTOR, ENVELOPE_TORQUE_FACTOR, MAX_ENVELOPE_FACTOR, MAX_PAYLOAD,
@@ -379,6 +381,17 @@ def evaluate_chunk(robot: RobotModel, brakes: BrakeSet, spec: MapSpec, chunk: in
                  "tcp_z_m": batch.tcp_start[:, 2].copy()})
     cols.update(out)
     return cols
+
+
+def dynamics_used(robot: RobotModel, spec: MapSpec) -> str:
+    """Which M(q) and h(q, v) the map's stops use, as :func:`evaluate_chunk` sets them up in this process:
+    "generated" (:mod:`vtm_dynamics.core.estop.generated_dynamics`), or "Pinocchio (why)" for the first payload
+    level that cannot have generated code. ``robot`` carries no payload."""
+    for m in spec.payloads:
+        model = robot.copy() if m == 0.0 else with_payload(robot, float(m), spec.payload_frame)
+        if generated_stages(model) is None:
+            return f"Pinocchio ({unavailable_reason(model)})"
+    return "generated"
 
 
 def summarize(columns: dict[str, np.ndarray]) -> MapSummary:
