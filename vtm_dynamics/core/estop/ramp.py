@@ -29,7 +29,9 @@ RAMP_GRID = 21  # points of a ramp at least, where its drive torques are checked
 RAMP_GRID_TRAVEL = 0.05  # [rad] largest joint travel between two of them (gravity varies as cos: a 0.05 rad grid
 # brackets every peak and misses it by at most 1 - cos(0.025) = 3e-4 of its size, which the refinement finds)
 RAMP_REFINE_WITHIN = 0.01  # a joint whose grid maximum is within 1 % of its limit is searched between grid points
-RAMP_PEAK_GAP = 0.01  # grid maxima within this (of the limit) of the joint's largest are each searched
+RAMP_PEAK_GAP = 0.01  # grid maxima within this (of the limit) of the joint's largest are searched ...
+RAMP_PEAKS = 3  # ... the highest three of them
+RAMP_FLAT = 1e-12  # (of the limit) differences below this between grid neighbours are rounding, not a peak
 
 
 def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: CategoryOne, settings: StopSettings,
@@ -66,26 +68,29 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
     def drive(qq, vv, aa):
         return np.array(pin.rnea(m, d, qq, vv, aa)) + rotor * aa
 
-    def usage(T):
+    def usage(T, refine=True):
         return ramp_peak(lambda t: drive(*state(t, T)), T, float(np.max(np.abs(v0))) * T / 2.0,
-                         np.where(lim > 0, lim, np.inf)).usage
+                         np.where(lim > 0, lim, np.inf), refine).usage
 
     if lim is not None and T > 0 and usage(T) > 1.0:
         lo, hi = T, T
         while hi < longest:  # doubling up to the longest ramp: at most log2(longest / T) + 1 steps
             hi = min(2.0 * hi, longest)
-            if usage(hi) <= 1.0:
+            if usage(hi, refine=False) <= 1.0:
                 break
         else:
             raise StopInputError(_no_ramp_text(robot, q0, v0, lim, longest, lambda t: drive(*state(t, longest)),
                                                float(np.max(np.abs(v0))) * longest / 2.0))
-        for _ in range(40):
+        for _ in range(40):  # on the grid first (cheap) ...
             mid = 0.5 * (lo + hi)
-            if usage(mid) <= 1.0:
+            if usage(mid, refine=False) <= 1.0:
                 hi = mid
             else:
                 lo = mid
-        T = hi
+        T = _fit_between_grid_points(usage, hi, longest)
+        if T is None:
+            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, longest, lambda t: drive(*state(t, longest)),
+                                               float(np.max(np.abs(v0))) * longest / 2.0))
     t_off = T if c1.max_duration is None else min(T, float(c1.max_duration))
     n = max(int(math.ceil(t_off / settings.step)), 1)
     for t in np.linspace(0.0, t_off, n + 1):
@@ -117,32 +122,63 @@ class RampPeak:
     torque: float
 
 
-def ramp_peak(drive_at, T: float, travel: float, scale: np.ndarray) -> RampPeak:
+def ramp_peak(drive_at, T: float, travel: float, scale: np.ndarray, refine: bool = True) -> RampPeak:
     """The largest |drive torque| / limit over a ramp of ``T`` [s] (``drive_at(t)``: the torques [N m] at t [s];
     ``travel`` [rad]: the largest joint travel along it; ``scale`` [N m]: the limits, inf where none). Found on a
-    grid of at least :data:`RAMP_GRID` points no more than :data:`RAMP_GRID_TRAVEL` of travel apart, then, for every
-    joint whose grid maximum comes within :data:`RAMP_REFINE_WITHIN` of its limit, by a bounded scalar search
-    around each grid maximum that comes within :data:`RAMP_PEAK_GAP` of it: the torques are smooth along the ramp,
-    so a peak between grid points is bracketed by its neighbours. Before, 21 points were taken as the maximum: a
-    shoulder passing through horizontal between two of them needed 60.66 N m under a 59.9 N m limit."""
+    grid of at least :data:`RAMP_GRID` points no more than :data:`RAMP_GRID_TRAVEL` of travel apart, then
+    (``refine``), for every joint whose grid maximum comes within :data:`RAMP_REFINE_WITHIN` of its limit, by a
+    bounded scalar search beside each of its :data:`RAMP_PEAKS` highest grid peaks that come within
+    :data:`RAMP_PEAK_GAP` of it: the torques are smooth along the ramp, so a peak between grid points is bracketed by
+    the neighbours of the grid point nearest to it (a flat stretch has no peak to find). Before, 21 points were
+    taken as the maximum: a shoulder passing through horizontal between two of them needed 60.66 N m under a
+    59.9 N m limit."""
     n = max(RAMP_GRID, int(math.ceil(travel / RAMP_GRID_TRAVEL)) + 1)
     times = np.linspace(0.0, T, n)
     torques = np.array([drive_at(t) for t in times])
     use = np.abs(torques) / scale
     k, j = np.unravel_index(int(np.argmax(use)), use.shape)
     peak = RampPeak(float(use[k, j]), float(times[k]), int(j), float(torques[k, j]))
+    if not refine:
+        return peak
     for j in np.flatnonzero(use.max(axis=0) > 1.0 - RAMP_REFINE_WITHIN):
-        top = use[:, j].max()
-        for k in np.flatnonzero(use[:, j] >= top - RAMP_PEAK_GAP):
-            if 0 < k < n - 1 and not (use[k, j] >= use[k - 1, j] and use[k, j] >= use[k + 1, j]):
-                continue  # not a grid maximum: its neighbour's bracket covers it
+        u = use[:, j]
+        left = np.concatenate(([-np.inf], u[:-1]))
+        right = np.concatenate((u[1:], [-np.inf]))
+        # a grid peak: at least both neighbours, and above one of them (a stretch where the torque is flat to
+        # rounding, e.g. a base turning at a constant deceleration, has none)
+        peaks = np.flatnonzero((u >= left) & (u >= right) & (u > np.minimum(left, right) + RAMP_FLAT)
+                               & (u >= u.max() - RAMP_PEAK_GAP))
+        for k in peaks[np.argsort(u[peaks])[::-1][:RAMP_PEAKS]]:
             lo, hi = times[max(k - 1, 0)], times[min(k + 1, n - 1)]
             found = minimize_scalar(lambda t: -abs(float(drive_at(t)[j])) / scale[j], bounds=(lo, hi),
-                                    method="bounded", options={"xatol": 1e-9 * max(T, 1e-9)})
+                                    method="bounded", options={"xatol": 1e-6 * (hi - lo)})
             if -float(found.fun) > peak.usage:
                 t = float(found.x)
                 peak = RampPeak(-float(found.fun), t, int(j), float(drive_at(t)[j]))
     return peak
+
+
+def _fit_between_grid_points(usage, T: float, longest: float) -> float | None:
+    """... then everywhere along the ramp: the shortest ramp from ``T`` [s] (the grid's) up to ``longest`` [s] whose
+    ``usage`` (with its search between grid points) is at most 1, to 1e-10 of its length; None if none fits."""
+    excess = usage(T) - 1.0
+    if excess <= 0.0:
+        return T
+    lo, grow = T, max(excess, 1e-9)
+    while True:  # the torque falls about as 1 / T where the ramp's deceleration matters: 2x the excess is ample
+        hi = min(T * (1.0 + 2.0 * grow), longest)
+        if usage(hi) <= 1.0:
+            break
+        if hi >= longest:
+            return None
+        lo, grow = hi, 2.0 * grow
+    while hi - lo > 1e-10 * hi:
+        mid = 0.5 * (lo + hi)
+        if usage(mid) <= 1.0:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def _no_ramp_text(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, lim: np.ndarray, longest: float,
