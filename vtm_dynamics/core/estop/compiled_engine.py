@@ -249,9 +249,13 @@ class CompiledEngine:
                 h = begin(X, Z, limit, t_limit)
                 if not h > 1e-15 * max(1.0, abs(t)):
                     raise RuntimeError(f"step size underflow at t={t:.9g} s")
-                if not (g_stages(X, Z, *g_args) if g_stages is not None else
-                        all(stage(X, Z, crba(m, d, qs), nle(m, d, qs, vs), s_) for s_ in range(1, 7))):
-                    raise RuntimeError("the mass matrix of the free joints is not positive definite")
+                if g_stages is not None:
+                    if not g_stages(X, Z, *g_args):
+                        raise RuntimeError("the mass matrix of the free joints is not positive definite")
+                else:
+                    for s_ in range(1, 7):
+                        if not stage(X, Z, crba(m, d, qs), nle(m, d, qs, vs), s_):
+                            raise RuntimeError("the mass matrix of the free joints is not positive definite")
                 self.n_eval += 6
                 flags = end_step(X, Z, self.R)
                 if flags == cs.REJECTED:
