@@ -19,9 +19,10 @@ UR5_BRAKES = os.path.join(REPO, "config", "ur5_brakes.yaml")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def private_cache(tmp_path_factory):
+def generation_on():
+    """The run's cache (conftest: beside the run's temporary folders, shared with the map's tests, so the UR5's code
+    is generated once per run), with generation switched on whatever the shell says."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(gd.ENV_CACHE, str(tmp_path_factory.mktemp("generated")))
         mp.delenv(gd.ENV_SWITCH, raising=False)
         yield
 
