@@ -197,3 +197,65 @@ def test_a_ramp_that_fits_at_the_checked_points_but_not_between_them_is_not_take
         predict_stop(ur5, ur5_brakes, q0, v0, category=1, category_one=c1)
     named = float(str(err.value).split(" needs ")[1].split(" N m")[0])
     assert named > 60.3
+
+
+def test_urdf_torque_limits_on_a_urdf_that_gives_no_joint_an_effort_limit_are_refused(ur5_brakes):
+    """``torque_limits="urdf"`` asks for the URDF's effort limits; effort 0 means no limit on that joint. A URDF whose
+    every joint says 0 gives the drives no limit at all: the ramp is then the unlimited one (0.125 s for this
+    state), which the reports described as kept within the URDF's effort limits. Refused, naming the field."""
+    import re
+
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    with open(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"), encoding="utf-8") as fh:
+        text = re.sub(r'effort="[^"]*"', 'effort="0"', fh.read())
+    robot = RobotModel.from_urdf(text)
+    v = np.array([0.0, 2.5, 2.5, 0.0, 0.0, 0.0])
+    with pytest.raises(StopInputError, match=r"^category_one\.torque_limits: ") as err:
+        predict_stop(robot, ur5_brakes, Q, v, category=1, category_one=CategoryOne(deceleration=20.0,
+                                                                                    torque_limits="urdf"))
+    assert "effort" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_urdf_torque_limits_with_effort_0_on_some_joints_limit_only_the_others(ur5, ur5_brakes):
+    """Effort 0 on the wrists only: they are not limited, the shoulder and elbow keep their 150 N m. The ramp is
+    the one whose largest shoulder or elbow torque reaches 150 N m (checked densely here along the ramp, from
+    its definition), not the refusal of a URDF with no limit at all."""
+    import re
+
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    with open(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"), encoding="utf-8") as fh:
+        text = re.sub(r'effort="28(\.0)?"', 'effort="0"', fh.read())
+    robot = RobotModel.from_urdf(text)
+    assert list(robot.model.effortLimit) == [150.0, 150.0, 150.0, 0.0, 0.0, 0.0]
+    v = np.array([0.0, 2.5, 2.5, 0.0, 0.0, 0.0])
+    p = predict_stop(robot, ur5_brakes, Q, v, category=1, category_one=CategoryOne(deceleration=20.0,
+                                                                                 torque_limits="urdf"))
+    peak = _dense_drive_torques(robot, Q, v, p.power_off_time, _yaml_armature(robot))[:, :3].max()
+    assert p.power_off_time > 2.5 / 20.0
+    assert 150.0 * (1.0 - 1e-6) <= peak <= 150.0 * (1.0 + 1e-9)
+
+
+def test_a_ramp_cut_short_by_max_duration_is_the_ramp_to_standstill_its_torques_after_the_cut_count(ur5, ur5_brakes):
+    """The drives follow the ramp they can complete to standstill; the time limit cuts the power on the way
+    (IEC 61800-5-2 SS1-t: the timer does not shorten the drives' ramp). So the torques the rest of that ramp would
+    need lengthen it even though power is cut before them, which is the conservative reading: a slower ramp leaves
+    the arm faster and further along at the cut. The shoulder starts at -1 rad at 1.5 rad/s; its ramp at 1 rad/s^2
+    would pass through the horizontal, where gravity needs more than the 62 N m limit; the first 0.3 s of that
+    1.5 s ramp need at most 55.1 N m. The cut state must be that of the ramp whose peak is the limit (3.16 s),
+    not that of the 1.5 s ramp (with the shipped brakes the shoulder then turns 0.522 rad, not 0.481 rad)."""
+    q0 = np.array([0.0, -1.0, 0.0, 0.0, 0.0, 0.0])
+    v0 = np.array([0.0, 1.5, 0.0, 0.0, 0.0, 0.0])
+    armature = _yaml_armature(ur5)
+    limit, cut = 62.0, 0.3
+    unlimited = _dense_drive_torques(ur5, q0, v0, 1.5, armature)[:, 1]  # 20001 instants of the 1.5 s ramp
+    assert unlimited[:4001].max() < 56.0 < limit < unlimited.max()  # its first 0.3 s fit, its later part does not
+    c1 = CategoryOne(deceleration=1.0, torque_limits=(1e4, limit, 1e4, 1e4, 1e4, 1e4), max_duration=cut)
+    p = predict_stop(ur5, ur5_brakes, q0, v0, category=1, category_one=c1)
+    assert p.power_off_time == pytest.approx(cut, abs=1e-12)
+    at_cut = np.flatnonzero(p.t == cut)[0]
+    T = cut / (1.0 - p.v[at_cut, 1] / v0[1])  # the ramp's length from the velocity at the cut, v = v0 (1 - t/T)
+    torque = _dense_drive_torques(ur5, q0, v0, T, armature)[:, 1]
+    assert torque.max() <= limit * (1.0 + 1e-9) and torque.max() >= limit * (1.0 - 1e-6)
+    assert T > 3.0

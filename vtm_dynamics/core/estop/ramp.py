@@ -5,7 +5,10 @@ deceleration limits; with torque limits, T is lengthened (doubling, then bisecti
 tau = RNEA(q, v, a) + armature * a fit everywhere along the ramp (:func:`ramp_peak`; Müller 2026, eq. (3) with the rotor inertia of
 the braked phase on the diagonal of M: the drives decelerate the rotors too). Power is removed at standstill (the
 drives hold until the brakes have engaged, :func:`vtm_dynamics.core.estop.prediction.predict_with`) or at
-``max_duration`` (then the rest is a category-0 stop from that state, :mod:`.event_loop`). T is lengthened to no
+``max_duration`` (then the rest is a category-0 stop from that state, :mod:`.event_loop`; the ramp is still the one
+to standstill, its torques after the cut counted too: the time limit does not make the drives decelerate harder,
+and the longer ramp is the conservative one). ``"urdf"`` limits on a URDF whose every effort is 0 (none) are
+refused. T is lengthened to no
 more than ``CategoryOne.longest_ramp`` (default :data:`~.defaults.CATEGORY1_LONGEST_RAMP`); a ramp that no length
 up to it fits is refused, naming the joint, its torque and its limit, and the cause (gravity at the start pose, or
 the motion's own Coriolis and centrifugal torques at the trigger, which a slower ramp cannot remove, or the
@@ -52,6 +55,11 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
     lim = None
     if c1.torque_limits == "urdf":
         lim = np.array(robot.model.effortLimit, dtype=float)
+        if not np.any(np.isfinite(lim) & (lim > 0.0)):
+            # effort 0 means no limit on that joint: with none anywhere the ramp would be the unlimited one, reported
+            # as kept within the URDF's effort limits
+            raise StopInputError("category_one.torque_limits: 'urdf', but the URDF gives no joint an effort limit "
+                                 "(effort 0 on every joint): give one limit per joint, or none")
     elif c1.torque_limits is not None:
         lim = stop_vector(c1.torque_limits, nv, "category_one.torque_limits")
     longest = float(c1.longest_ramp)
