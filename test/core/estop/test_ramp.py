@@ -259,3 +259,21 @@ def test_a_ramp_cut_short_by_max_duration_is_the_ramp_to_standstill_its_torques_
     torque = _dense_drive_torques(ur5, q0, v0, T, armature)[:, 1]
     assert torque.max() <= limit * (1.0 + 1e-9) and torque.max() >= limit * (1.0 - 1e-6)
     assert T > 3.0
+
+
+def test_a_ramp_longer_than_the_longest_ramp_already_at_its_deceleration_limit_is_refused_for_its_own_torques(
+        ur5, ur5_brakes):
+    """At 0.04 rad/s^2 from 0.5 rad/s the ramp lasts 12.5 s, longer than the 10 s a ramp may be stretched to, and
+    its shoulder (from -1 rad to 2.125 rad, within its limits) needs more than 59 N m where it passes the
+    horizontal: refused. The message gives that 12.5 s ramp's torque (checked densely here from the ramp's
+    definition); it described a 10 s ramp, one the drives are never asked to follow."""
+    q0 = np.array([0.0, -1.0, 0.0, 0.0, 0.0, 0.0])
+    v0 = np.array([0.0, 0.5, 0.0, 0.0, 0.0, 0.0])
+    c1 = CategoryOne(deceleration=0.04, torque_limits=(1e4, 59.0, 1e4, 1e4, 1e4, 1e4))
+    with pytest.raises(StopInputError, match=r"^category_one\.torque_limits: ") as err:
+        predict_stop(ur5, ur5_brakes, q0, v0, category=1, category_one=c1)
+    text = str(err.value)
+    peak = _dense_drive_torques(ur5, q0, v0, 12.5, _yaml_armature(ur5))[:, 1].max()
+    assert peak > 59.0
+    assert "'shoulder_lift_joint'" in text and " 12.5 s," in text
+    assert _number_before(text, " N m at joint") == pytest.approx(peak, rel=1e-5)

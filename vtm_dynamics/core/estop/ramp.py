@@ -81,14 +81,18 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
                          np.where(lim > 0, lim, np.inf), refine).usage
 
     if lim is not None and T > 0 and usage(T) > 1.0:
+        # a refusal describes the longest ramp allowed, or the deceleration limits' own ramp where that is longer
+        # (it was described at the longest ramp, a steeper ramp than any the drives would be asked to follow)
+        described = max(longest, T)
         lo, hi = T, T
         while hi < longest:  # doubling up to the longest ramp: at most log2(longest / T) + 1 steps
             hi = min(2.0 * hi, longest)
             if usage(hi, refine=False) <= 1.0:
                 break
         else:
-            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, longest, lambda t: drive(*state(t, longest)),
-                                               float(np.max(np.abs(v0))) * longest / 2.0))
+            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, described,
+                                               lambda t: drive(*state(t, described)),
+                                               float(np.max(np.abs(v0))) * described / 2.0))
         for _ in range(40):  # on the grid first (cheap) ...
             mid = 0.5 * (lo + hi)
             if usage(mid, refine=False) <= 1.0:
@@ -97,8 +101,9 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
                 lo = mid
         T = _fit_between_grid_points(usage, hi, longest)
         if T is None:
-            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, longest, lambda t: drive(*state(t, longest)),
-                                               float(np.max(np.abs(v0))) * longest / 2.0))
+            raise StopInputError(_no_ramp_text(robot, q0, v0, lim, described,
+                                               lambda t: drive(*state(t, described)),
+                                               float(np.max(np.abs(v0))) * described / 2.0))
     t_off = T if c1.max_duration is None else min(T, float(c1.max_duration))
     n = max(int(math.ceil(t_off / settings.step)), 1)
     for t in np.linspace(0.0, t_off, n + 1):
