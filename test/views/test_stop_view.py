@@ -90,3 +90,55 @@ def test_scenes_beyond_their_caps_or_with_non_finite_values_are_refused(scene):
         check_scene(dataclasses.replace(scene, robots=(long,)))
     with pytest.raises(SceneError, match="name must be"):
         check_scene(dataclasses.replace(scene, robots=(dataclasses.replace(layer, name="a/b"),)))
+
+
+@pytest.fixture(scope="module")
+def past_limit():
+    """The UR5's elbow 10 mrad below its upper limit at 3 rad/s towards it (test/core/limit_case.py): the brakes
+    hold it about 0.1 rad past the limit, where an end stop, not the brake, would end the motion."""
+    from test.core.limit_case import elbow_towards_limit
+    from vtm_dynamics.cli.predict import run_prediction
+
+    robot = ur5_stop()[0]
+    q, v, limit = elbow_towards_limit(robot)
+    summary, robot, _ = run_prediction("ur5", q=q, v=v)
+    return robot, summary.prediction, limit
+
+
+def test_a_stop_past_a_joint_limit_is_marked_not_valid_in_the_title_the_text_panel_and_the_rest_ghost(past_limit):
+    from vtm_dynamics.views.web_page import page_parts
+
+    robot, p, limit = past_limit
+    elbow = robot.joint_names.index("elbow_joint")
+    assert p.stopped and p.q_final[elbow] > limit + 0.1  # at rest, but 0.1 rad past the limit
+    shown = stop_scene(robot, p, geometry=ur5_geometry())
+    assert "NOT VALID: past a joint limit" in shown.title
+    assert any(line.startswith("NOT VALID: past a joint limit") for line in shown.info)
+    assert any("elbow_joint reaches" in line and f"past its upper limit {limit:.4f} rad" in line
+               for line in shown.info)
+    assert "NOT VALID" in _layer(shown, "rest").label
+    assert any("NOT VALID" in entry.text for entry in shown.legend if "rest" in entry.toggles)
+    page = b"".join(page_parts(shown)).decode("utf-8")
+    assert "<title>ur5: predicted stop — NOT VALID: past a joint limit</title>" in page
+    assert "NOT VALID: past a joint limit (an end stop" in page  # the text panel's line, in the page's data
+
+
+def test_a_stop_cut_off_by_the_horizon_is_marked_not_valid_and_its_last_pose_is_not_called_a_rest_pose():
+    from vtm_dynamics.core.estop import StopSettings, predict_stop
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from test.core.limit_case import UR5_BRAKES
+
+    robot, p0, _ = ur5_stop()
+    brakes = brakes_from_config(robot, UR5_BRAKES)
+    # the demo stop takes about 0.07 s: a 0.03 s horizon ends it while the joints still slide
+    p = predict_stop(robot, brakes, p0.q[0], p0.v[0], tcp_frame="tool0", settings=StopSettings(t_max=0.03))
+    assert not p.stopped and p0.stop_time > 0.03
+    shown = stop_scene(robot, p, geometry=ur5_geometry())
+    assert "NOT VALID: not at rest within the horizon" in shown.title
+    assert any(line.startswith("NOT STOPPED within the horizon (0.030 s)") for line in shown.info)
+    assert "rest pose" not in _layer(shown, "rest").label and "NOT at rest" in _layer(shown, "rest").label
+
+
+def test_a_valid_stop_carries_no_mark(scene):
+    assert "NOT" not in scene.title and not any("NOT" in line for line in scene.info)
+    assert _layer(scene, "rest").label == "predicted rest pose"

@@ -4,7 +4,9 @@ worst-case rest pose beside the nominal one, and (optionally) a reference simula
 
 The motion is the prediction's own time series (Müller 2026, eq. (3) between events, eq. (22) at abrupt locks;
 ``core/estop``): its samples are drawn as they are (no re-simulation), thinned evenly to ``max_frames`` with every
-event instant kept. Units: s, m, rad.
+event instant kept. A prediction that is not the robot's stop (``StopPrediction.valid`` false: not at rest within
+the horizon, or past a joint limit) says so in the page's title, its text panel and the name of the last pose's
+ghost. Units: s, m, rad.
 """
 
 from __future__ import annotations
@@ -79,6 +81,16 @@ def _joints_text(joints: list[str], total: int) -> str:
     return ", ".join(joints) if len(joints) <= 3 else f"{', '.join(joints[:3])} and {len(joints) - 3} more"
 
 
+def rest_label(prediction: StopPrediction) -> str:
+    """The name of the ghost at the prediction's last pose: the rest pose only of a stop that is :attr:`valid`
+    (``StopPrediction.valid``); otherwise the pose at the horizon or a rest pose past a joint limit, so named."""
+    if not prediction.stopped:
+        return "pose at the horizon, NOT at rest"
+    if prediction.limit_crossings:
+        return "predicted rest pose, NOT VALID: past a joint limit"
+    return "predicted rest pose"
+
+
 def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: RobotGeometry | None = None,
                envelope: StopEnvelope | None = None, reference: tuple[str, np.ndarray, np.ndarray] | None = None,
                title: str | None = None, max_frames: int = MAX_FRAMES) -> Scene:
@@ -91,19 +103,24 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     t = np.asarray(p.t, dtype=float)
     keep = thinned(t, [e[0] for e in events], max_frames, values=p.q)
     poses = link_poses(robot.model, geometry, p.q[keep])
+    rest = rest_label(p)
     layers = [RobotLayer("robot", "predicted stop", palette.ROBOT, 1.0, t[keep], poses),
               RobotLayer("start", "pose at the E-stop", palette.START, palette.GHOST_OPACITY, t[:1], poses[:1]),
-              RobotLayer("rest", "predicted rest pose", palette.REST, palette.GHOST_OPACITY, t[-1:],
+              RobotLayer("rest", rest, palette.REST, palette.GHOST_OPACITY, t[-1:],
                          link_poses(robot.model, geometry, p.q_final[None, :]))]
     legend = [LegendEntry(palette.ROBOT, "robot along the predicted stop", ("robot", "tcp_path")),
               LegendEntry(palette.START, "pose at the E-stop", ("start",)),
-              LegendEntry(palette.REST, "predicted rest pose", ("rest",))]
+              LegendEntry(palette.REST, rest, ("rest",))]
     scale = geometry_scale(poses)
     shapes, lines = [], []
     info = [f"{robot.name}: predicted emergency stop, category {p.category}"
             + (f" (power off at {p.power_off_time:.3f} s)" if p.category == 1 else "")]
     info.append(f"stop time {p.stop_time:.4f} s (all joints held)" if p.stopped else
                 p.not_stopped_text().replace("not stopped", "NOT STOPPED", 1))
+    if p.limit_crossings:  # no end stops in the model: the motion past the limit is not one the robot can make
+        info.append("NOT VALID: past a joint limit (an end stop, not the brake, would end this motion: outside "
+                    "what the prediction models)")
+        info += [f"  {c}" for c in p.limit_crossings]
     if p.tcp_frame and p.tcp_positions is not None:
         tcp = np.asarray(p.tcp_positions, dtype=float)
         info.append(f"TCP {p.tcp_frame}: straight {p.tcp_straight_distance:.4f} m, path {p.tcp_path_length:.4f} m")
@@ -149,6 +166,7 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
         notes.append(f"the motion is drawn with {len(keep)} of its {len(t)} samples (max_frames)")
     duration = max(float(t[-1]), float(rt[-1]) if reference is not None else 0.0)
     return check_scene(Scene(
-        title=clip_text(title or f"{robot.name}: predicted stop"), geometry=geometry, robots=tuple(layers),
+        title=clip_text(" — ".join(x for x in (title or f"{robot.name}: predicted stop", p.invalid_label()) if x)),
+        geometry=geometry, robots=tuple(layers),
         shapes=tuple(shapes), lines=tuple(lines), events=tuple(timeline), joints=joints,
         info=tuple(clip_text(x) for x in info), legend=tuple(legend), duration=duration, notes=tuple(notes)))

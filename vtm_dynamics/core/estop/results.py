@@ -114,3 +114,16 @@ class StopPrediction:
                  for i in free]
         return f"not stopped within the horizon ({self.t[-1]:.3f} s): still moving {', '.join(names) or '?'}"
 
+
+    def invalid_label(self) -> str:
+        """The short mark every output of a prediction that is not :attr:`valid` carries in its title or marker
+        text: "NOT VALID: not at rest within the horizon", "NOT VALID: past a joint limit" (or both); "" when valid.
+        The full reasons are :meth:`invalid_text`."""
+        why = (["not at rest within the horizon"] if not self.stopped else []) + \
+            (["past a joint limit"] if self.limit_crossings else [])
+        return "NOT VALID: " + " and ".join(why) if why else ""
+
+    def invalid_text(self, braked: np.ndarray | None = None) -> str:
+        """Why this prediction is not the robot's stop, in one line ("" when :attr:`valid`): the joints still moving
+        at the horizon (:meth:`not_stopped_text`) and those carried past a limit (:meth:`limit_text`)."""
+        return "; ".join(x for x in (self.not_stopped_text(braked), self.limit_text()) if x)
