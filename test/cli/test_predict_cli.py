@@ -212,3 +212,33 @@ def test_a_negative_or_infinite_torque_limit_is_refused_not_read_as_no_limit(cap
     for bad in ("-150", "inf"):
         assert main(["ur5", "--category", "1", "--torque-limits", "150", bad, "150", "28", "28", "28"]) == 2
         assert f"torque_limits: '{bad}' is not a finite torque >= 0 N m" in capsys.readouterr().err
+
+
+def test_the_csv_of_a_stop_past_a_joint_limit_says_in_its_header_that_it_is_not_valid(tmp_path, capsys):
+    """The CSV's rows of the UR5's elbow driven into its upper limit read like any stop: its header named only the
+    inputs, never that the rest lies 0.1 rad past the limit."""
+    from test.core.limit_case import elbow_towards_limit
+
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    q, v, limit = elbow_towards_limit(robot)
+    cs = tmp_path / "p.csv"
+    assert main(["ur5", "--q", *map(str, q), "--v", *map(str, v), "--csv", str(cs)]) == 0
+    capsys.readouterr()
+    lines = cs.read_text().splitlines()
+    comments = [line for line in lines if line.startswith("#")]
+    assert "# vtm-predict valid: false" in comments and "# vtm-predict stopped: true" in comments
+    crossings = json.loads(next(c for c in comments if c.startswith("# vtm-predict limit_crossings: ")).split(": ", 1)[1])
+    assert crossings[0].startswith("elbow_joint reaches") and f"past its upper limit {limit:.4f} rad" in crossings[0]
+    why = next(c for c in comments if c.startswith("# vtm-predict not_valid: "))
+    assert "past a joint limit: elbow_joint" in why
+    rows = list(csv.reader(line for line in lines if not line.startswith("#")))
+    assert float(rows[-1][rows[0].index("q_elbow_joint")]) > limit + 0.1  # the rows do go past it
+    assert all(line.startswith("# vtm-predict ") for line in comments)
+
+
+def test_the_csv_of_a_valid_stop_says_it_is_valid(tmp_path, capsys):
+    cs = tmp_path / "p.csv"
+    assert main(["ur5", "--csv", str(cs)]) == 0
+    comments = [line for line in cs.read_text().splitlines() if line.startswith("#")]
+    assert "# vtm-predict valid: true" in comments and "# vtm-predict limit_crossings: []" in comments
+    assert not any(c.startswith("# vtm-predict not_valid") for c in comments)

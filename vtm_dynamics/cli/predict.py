@@ -17,7 +17,8 @@ time or TCP distance is predicted shorter than recorded by more than ``--toleran
 The summary, the JSON (``inputs``) and the CSV header state what produced them: robot and model hash, brake file
 and hash, payload, stop category and its parameters, integration step and horizon, the envelope's ranges, the
 software version and commit (:mod:`vtm_dynamics.cli.provenance`). A stop that carries a joint past its position
-limit is marked NOT VALID in the summary and ``"valid": false`` with ``limit_crossings`` in the JSON.
+limit is marked NOT VALID in the summary, ``"valid": false`` with ``limit_crossings`` in the JSON, ``# vtm-predict
+valid: false`` with the reason in the CSV, and in the titles of the plots and of the 3-D view.
 
 Size: about 440 lines: the summary table, the JSON and the CSV share the per-joint units and provenance of one
 prediction; split apart, each would repeat them.
@@ -186,7 +187,8 @@ def prediction_to_dict(robot: RobotModel, p: StopPrediction, env: StopEnvelope |
 
 
 def write_csv(path: str, robot: RobotModel, p: StopPrediction, inputs: dict | None = None) -> None:
-    """Time series as CSV: ``# key: value`` lines stating the inputs, then the header t, q_, v_, tau_brake_,
+    """Time series as CSV: ``# key: value`` lines stating the inputs and whether the rows are a valid stop
+    (``stopped``, ``valid``, ``limit_crossings``; ``not_valid`` says why not), then the header t, q_, v_, tau_brake_,
     locked_ per joint, brake work and jump losses, then one row per sample. q_ is one position per joint (a
     continuous joint's angle, continuous with its start; prismatic joints in m, m/s, N)."""
     from vtm_dynamics.core.estop.series import position_series
@@ -197,6 +199,13 @@ def write_csv(path: str, robot: RobotModel, p: StopPrediction, inputs: dict | No
         if inputs:
             fh.write("\n".join(provenance.comment_lines(("vtm-predict " + k, json.dumps(v)) for k, v in
                                                         inputs.items())) + "\n")
+        # whether the rows are a stop the robot can make: the samples of a stop past a joint limit or cut off by
+        # the horizon read like any other
+        verdict = {"stopped": p.stopped, "valid": p.valid, "limit_crossings": list(p.limit_crossings)}
+        if not p.valid:
+            verdict["not_valid"] = p.invalid_text()
+        fh.write("\n".join(provenance.comment_lines(("vtm-predict " + k, json.dumps(v)) for k, v in
+                                                    verdict.items())) + "\n")
         w = csv.writer(fh)
         w.writerow(["t_s"] + [f"q_{n}" for n in names] + [f"v_{n}" for n in names] + [f"tau_brake_{n}" for n in names]
                    + [f"locked_{n}" for n in names] + ["brake_work_J", "impulse_loss_J"])
