@@ -308,3 +308,62 @@ def test_recorded_stop_overlay(figures, tmp_path):
     comp = SimpleNamespace(label="bag/stop 1", predicted_t=t, predicted_q=np.column_stack([0.1 * t, -0.19 * t]))
     overlay_plots(str(tmp_path), robot, [stop], [comp])
     check(figures, {"stop_01_bag_stop_1.png"})
+
+
+@pytest.fixture(scope="module")
+def invalid_stops():
+    """(robot, brakes, {name: prediction}) of two UR5 stops that are not the robot's: the elbow 10 mrad below its
+    upper limit at 3 rad/s (it rests about 0.1 rad past the limit; test/core/limit_case.py) and the demo stop cut
+    off by a 0.03 s horizon (it takes about 0.07 s)."""
+    from test.core.limit_case import UR5_BRAKES, elbow_towards_limit
+    from vtm_dynamics.core.estop import StopSettings, predict_stop
+    from vtm_dynamics.core.estop.brakes import brakes_from_config
+    from vtm_dynamics.core.robot.catalogue import ROBOTS
+    from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
+
+    robot = RobotModel.from_urdf_file(example_robot_urdf("ur_description/urdf/ur5_robot.urdf"))
+    brakes = brakes_from_config(robot, UR5_BRAKES)
+    q, v, limit = elbow_towards_limit(robot)
+    past = predict_stop(robot, brakes, q, v, tcp_frame="tool0")
+    assert past.stopped and past.q_final[robot.joint_names.index("elbow_joint")] > limit + 0.1
+    demo = ROBOTS["ur5"].state("demo")
+    cut = predict_stop(robot, brakes, np.asarray(demo.q), np.asarray(demo.v), tcp_frame="tool0",
+                       settings=StopSettings(t_max=0.03))
+    assert not cut.stopped
+    return robot, brakes, {"past a joint limit": past, "not at rest within the horizon": cut}
+
+
+@pytest.mark.parametrize("case", ["past a joint limit", "not at rest within the horizon"])
+def test_every_report_plot_of_a_stop_that_is_not_valid_says_so_in_its_title_and_foot(invalid_stops, figures,
+                                                                                   tmp_path, case):
+    robot, brakes, stops = invalid_stops
+    p = stops[case]
+    plots.prediction_report_plots(str(tmp_path), robot, p, source="test", armature=brakes.armature)
+    check(figures, {"angles.png", "rates.png", "momenta.png", "energy.png"})
+    for name, fig in figures:
+        title = " ".join(fig.axes[0].get_title().split())
+        assert title.startswith(f"NOT VALID: {case}"), (name, title)
+        foot = " ".join(fig.texts[-1].get_text().split())
+        assert (("elbow_joint reaches" in foot) if case == "past a joint limit" else
+                ("still moving" in foot)), (name, foot)
+
+
+def test_the_comparison_plots_of_a_stop_past_a_joint_limit_say_so(invalid_stops, figures, tmp_path):
+    from vtm_dynamics.core.estop.braked_plant import BrakedPlant
+
+    robot, brakes, stops = invalid_stops
+    p = stops["past a joint limit"]
+    plant = BrakedPlant(robot, brakes, dt=1e-3)
+    plant.start(p.q[0], p.v[0])
+    plant.advance(float(p.t[-1]))
+    plots.prediction_vs_simulation_plots(str(tmp_path), robot, p, plant)
+    check(figures, {"joint_angles_rates.png", "tcp_path.png"})
+    shown = dict(figures)
+    assert shown["joint_angles_rates.png"].axes[0].get_title().startswith("NOT VALID: past a joint limit")
+    assert shown["tcp_path.png"].get_suptitle().startswith("NOT VALID: past a joint limit")
+
+
+def test_the_report_plots_of_a_valid_stop_carry_no_mark(planar_stop, figures, tmp_path):
+    robot, brakes, p = planar_stop
+    plots.prediction_report_plots(str(tmp_path), robot, p, source="test", armature=brakes.armature)
+    assert p.valid and not any("NOT VALID" in fig.axes[0].get_title() for _, fig in figures)

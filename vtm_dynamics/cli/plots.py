@@ -3,7 +3,9 @@ plot of the suite follows.
 
 Report plots of one prediction: the angle each joint travels after the E-stop, joint rates, generalized momenta
 M v, the energy balance since the E-stop; the comparison of a prediction with the fixed-step reference simulation
-(angles travelled and rates, TCP path). PNG files, matplotlib with the Agg backend (no display needed).
+(angles travelled and rates, TCP path). A prediction that is not the robot's stop (``StopPrediction.valid``
+false: past a joint limit, or not at rest within the horizon) has "NOT VALID: ..." heading every title and the
+reason in the foot notes. PNG files, matplotlib with the Agg backend (no display needed).
 
 Conventions (the person who prints the figure must not have to guess): every axis names its quantity and unit;
 legends sit outside the axes, never over data; one line style means one thing per figure (event markers have
@@ -123,6 +125,18 @@ def save_figure(plt: Any, fig: Any, out_dir: str, name: str, dpi: int = 110, sou
     return save_figure_at(plt, fig, os.path.join(out_dir, name), source, notes, dpi)
 
 
+def marked_title(p: StopPrediction, title: str) -> str:
+    """``title`` headed by the prediction's NOT VALID mark (``StopPrediction.invalid_label``) when it is not the
+    robot's stop: the curves of a stop past a joint limit or cut off by the horizon look like any other."""
+    mark = p.invalid_label()
+    return f"{mark} — {title}" if mark else title
+
+
+def invalid_notes(p: StopPrediction) -> list[str]:
+    """The foot note of a prediction that is not valid: why (``StopPrediction.invalid_text``); [] when valid."""
+    return [p.invalid_text()] if not p.valid else []
+
+
 def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction, source: str | None = None,
                             armature: np.ndarray | None = None) -> list[str]:
     """angles.png (angle travelled since the E-stop), rates.png, momenta.png, energy.png (balance since the E-stop)
@@ -161,6 +175,7 @@ def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction, 
     ]
     files = []
     for fname, ylabel, tt, data, labels, title in panels:
+        title = marked_title(p, title)
         fig, ax = new_figure(plt, 9.0, 4.8)
         curves = []
         for k, lab in enumerate(labels):
@@ -173,7 +188,7 @@ def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction, 
         ax.grid(alpha=0.3)
         handles, _ = ax.get_legend_handles_labels()
         legend_outside(ax, handles + events)
-        notes = overlap_note(ax, curves)
+        notes = invalid_notes(p) + overlap_note(ax, curves)
         if fname == "energy.png":
             gap = float(np.max(np.abs((T + V) - (T[0] + V[0]) - p.brake_work + p.impulse_loss)))
             scale = max(float(np.max(np.abs(p.brake_work))), 1e-9)
@@ -213,7 +228,8 @@ def prediction_vs_simulation_plots(out_dir: str, robot: RobotModel, p: StopPredi
     axes[0].set_ylabel("angle travelled since the E-stop [deg]")
     axes[1].set_ylabel("joint rate [rad/s]")
     axes[1].set_xlabel("time after the E-stop [s]")
-    axes[0].set_title(f"{robot.name}: predicted stop (solid) and the fixed-step reference simulation (dashed)",
+    axes[0].set_title("\n".join(textwrap.wrap(marked_title(p, f"{robot.name}: predicted stop (solid) and the "
+                                                           "fixed-step reference simulation (dashed)"), 100)),
                       fontsize=10)
     styles = [Line2D([], [], color="k", label="predicted"), Line2D([], [], color="k", ls="--", lw=0.9,
                                                                     label="simulated (reference)")]
@@ -221,8 +237,8 @@ def prediction_vs_simulation_plots(out_dir: str, robot: RobotModel, p: StopPredi
     for ax in axes:
         ax.grid(alpha=0.3)
     files.append(save_figure(plt, fig, out_dir, "joint_angles_rates.png", dpi=120, source=source,
-                       notes=["where a dashed curve is not visible it lies under its solid one (prediction and "
-                              "simulation agree to the line width)."]))
+                       notes=invalid_notes(p) + ["where a dashed curve is not visible it lies under its solid one "
+                                                 "(prediction and simulation agree to the line width)."]))
 
     if p.tcp_positions is not None:
         tcp_sim = np.array([robot.frame_placement(q, p.tcp_frame).translation for q in qs])
@@ -232,7 +248,7 @@ def prediction_vs_simulation_plots(out_dir: str, robot: RobotModel, p: StopPredi
             ax[k].plot(p.tcp_positions[:, a], p.tcp_positions[:, b], label="predicted")
             ax[k].plot(tcp_sim[:, a], tcp_sim[:, b], ls="--", label="simulated (reference)")
             ax[k].plot(*p.tcp_positions[0, [a, b]], "go", label="at the E-stop")
-            ax[k].plot(*p.tcp_positions[-1, [a, b]], "rs", label="at rest")
+            ax[k].plot(*p.tcp_positions[-1, [a, b]], "rs", label="at rest" if p.stopped else "at the horizon")
             ax[k].set_xlabel(f"TCP {la[0]} in the world frame {la[2:]}")
             ax[k].set_ylabel(f"TCP {lb[0]} in the world frame {lb[2:]}")
             ax[k].set_title(view, fontsize=9)
@@ -241,7 +257,9 @@ def prediction_vs_simulation_plots(out_dir: str, robot: RobotModel, p: StopPredi
             ax[k].tick_params(axis="x", labelrotation=30)
             ax[k].grid(alpha=0.3)
         legend_outside(ax[1])
-        fig.suptitle(f"{p.tcp_frame} path during the stop: {p.tcp_path_length * 1e3:.1f} mm along the path, "
-                     f"{p.tcp_straight_distance * 1e3:.1f} mm start to rest", fontsize=10)
-        files.append(save_figure(plt, fig, out_dir, "tcp_path.png", dpi=120, source=source))
+        fig.suptitle("\n".join(textwrap.wrap(marked_title(
+            p, f"{p.tcp_frame} path during the stop: {p.tcp_path_length * 1e3:.1f} mm along the path, "
+               f"{p.tcp_straight_distance * 1e3:.1f} mm start to {'rest' if p.stopped else 'the horizon'}"), 100)),
+            fontsize=10)
+        files.append(save_figure(plt, fig, out_dir, "tcp_path.png", dpi=120, source=source, notes=invalid_notes(p)))
     return files
