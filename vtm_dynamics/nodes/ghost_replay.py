@@ -5,7 +5,9 @@ Outputs (topics relative to the node)
                                 stopping motion at true time (``replay_speed`` 1), then ``replay_hold`` s at the rest
                                 pose, again and again; a second robot_state_publisher with ``frame_prefix: replay/``
                                 turns them into the ghost's TF (launch/estop_predict.launch.py)
-  ``predicted_motion_markers``  visualization_msgs/MarkerArray: DELETEALL, the TCP path (``replay_tcp_path``), the TCP
+  ``predicted_motion_markers``  visualization_msgs/MarkerArray: DELETEALL, the TCP path (``replay_tcp_path``; red
+                                with the text "NOT VALID: past a joint limit" or "NOT VALID: not at rest within
+                                the horizon" above its end for a prediction that is not the robot's stop), the TCP
                                 at each event coloured by kind (``replay_events``), and the envelope's worst-case
                                 rest pose as a line through the joints and the TCP (``replay_worst_rest``) when one was
                                 evaluated for the replayed prediction; sent when the replay changes and once a pass
@@ -81,8 +83,16 @@ def replay_markers(frames: ReplayFrames, frame_id: str, stamp: Any, width: float
         path = new_marker(frame_id, stamp, "replay_tcp_path", 0, Marker.LINE_STRIP)
         path.points = [point(p) for p in frames.tcp_path] * (2 if len(frames.tcp_path) == 1 else 1)
         path.scale.x = width
-        path.color = _rgba(palette.TCP_PATH)
+        path.color = _rgba(palette.UNSAFE if frames.not_valid else palette.TCP_PATH)
         out.markers.append(path)
+    if frames.not_valid:  # a stop past a joint limit or cut off by the horizon must not pass for the robot's stop
+        text = new_marker(frame_id, stamp, "replay_tcp_path", 1, Marker.TEXT_VIEW_FACING)
+        anchor = frames.tcp_path[-1] if frames.tcp_path is not None and len(frames.tcp_path) else np.zeros(3)
+        text.pose.position = point(np.asarray(anchor, dtype=float) + np.array([0.0, 0.0, 0.1]))
+        text.scale.z = 0.05
+        text.color = _rgba(palette.UNSAFE)
+        text.text = frames.not_valid
+        out.markers.append(text)
     if frames.events:
         dots = new_marker(frame_id, stamp, "replay_events", 0, Marker.SPHERE_LIST)
         dots.points = [point(p) for _, p in frames.events]

@@ -11,7 +11,8 @@ RViz's MarkerArray display:
 ``reaction_forces``       one ARROW per joint: force the joint transmits at rest, length = ``force_scale`` * |F|
 ``holding_torques``       one ARROW per joint along its axis: length = ``torque_scale`` * |holding torque|,
                           pointing along +axis for a positive torque
-``summary``               TEXT_VIEW_FACING with stop time and distance
+``summary``               TEXT_VIEW_FACING with stop time and distance; red, headed "NOT VALID: ...", for a
+                          prediction that is not the robot's stop (past a joint limit, not at rest in the horizon)
 ========================  =========================================================================================
 
 Inputs are plain arrays already expressed in ``frame_id`` (the model's root frame) [m, N, N m]; the nodes compute
@@ -99,11 +100,13 @@ def stop_markers(
     holding_torques: np.ndarray | None,
     summary: str = "",
     scales: MarkerScales = MarkerScales(),
+    alert: bool = False,
 ) -> MarkerArray:
     """MarkerArray of one predicted stop.
 
     ``tcp_path`` (N, 3) [m]; ``joint_origins_rest`` and ``joint_axes_rest`` (k, 3) [m, unit]; ``reaction_forces``
-    (k, 3) [N] in ``frame_id``; ``holding_torques`` (k,) [N m]; either may be None (not drawn).
+    (k, 3) [N] in ``frame_id``; ``holding_torques`` (k,) [N m]; either may be None (not drawn). ``alert``: the
+    summary is a warning (a prediction that is not a valid stop), drawn red instead of white.
     """
     out = MarkerArray()
     clear = Marker()
@@ -163,7 +166,7 @@ def stop_markers(
         anchor = tcp_path[-1] if len(tcp_path) else (origins[0] if len(origins) else np.zeros(3))
         text.pose.position = point(anchor + np.array([0.0, 0.0, 0.15]))
         text.scale.z = 0.06
-        text.color = color_rgba(1.0, 1.0, 1.0)
+        text.color = color_rgba(1.0, 0.1, 0.1) if alert else color_rgba(1.0, 1.0, 1.0)
         text.text = summary
         out.markers.append(text)
     return out

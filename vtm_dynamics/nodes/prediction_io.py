@@ -362,10 +362,13 @@ def held_reaction_verdicts(robot: RobotModel, q_final: Any, names: Sequence[str]
 def stop_markers_message(robot: RobotModel, result: estop.StopPrediction, stamp: Time, frame_id: str,
                          scales: MarkerScales = MarkerScales()) -> MarkerArray:
     """Markers of the prediction: TCP path, rest pose (joint origins), reaction forces and holding torques at rest
-    (the rest geometry computed by the core, :func:`vtm_dynamics.core.estop.wrenches.rest_geometry`)."""
+    (the rest geometry computed by the core, :func:`vtm_dynamics.core.estop.wrenches.rest_geometry`); the summary
+    text of a prediction that is not the robot's stop starts with its NOT VALID mark, in red."""
     rest = rest_geometry(robot, result)
     tcp = result.tcp_positions if result.tcp_positions is not None else np.zeros((0, 3))
-    summary = (f"stop {stop_time(result):.3f} s, {result.tcp_frame or 'TCP'} path {result.tcp_path_length:.3f} m"
-               if result.tcp_frame else f"stop {stop_time(result):.3f} s")
+    head = f"stop {stop_time(result):.3f} s" if result.stopped else f"NOT at rest after {stop_time(result):.3f} s"
+    summary = f"{head}, {result.tcp_frame} path {result.tcp_path_length:.3f} m" if result.tcp_frame else head
+    mark = result.invalid_label()  # a stop past a joint limit or cut off by the horizon is not the robot's stop
     return stop_markers(frame_id, stamp, tcp, rest.origins, rest.axes, rest.forces,
-                        np.nan_to_num(rest.holding_torques), summary, scales)
+                        np.nan_to_num(rest.holding_torques), f"{mark}\n{summary}" if mark else summary, scales,
+                        alert=bool(mark))

@@ -29,7 +29,8 @@ class ReplayFrames:
     """What one replay shows: ``times`` (F,) [s] since the E-stop and one ``positions`` row (F, n) per time, one
     position per joint of ``joint_names`` (as a JointState carries them); the TCP ``tcp_path`` (P, 3) [m] (None
     without a TCP frame), ``events`` (kind, TCP position) at each event, the worst-case rest pose
-    (``worst_positions``, ``worst_points``: joint origins and TCP [m]) or None."""
+    (``worst_positions``, ``worst_points``: joint origins and TCP [m]) or None; ``not_valid``: the mark of a
+    prediction that is not the robot's stop (past a joint limit, not at rest within the horizon), "" otherwise."""
 
     joint_names: tuple[str, ...]
     times: np.ndarray
@@ -38,6 +39,7 @@ class ReplayFrames:
     events: tuple[tuple[str, tuple[float, float, float]], ...]
     worst_positions: np.ndarray | None
     worst_points: np.ndarray | None
+    not_valid: str = ""  # the prediction's NOT VALID mark (StopPrediction.invalid_label); "" for a valid stop
 
     @property
     def duration(self) -> float:
@@ -81,7 +83,7 @@ def replay_frames(robot: RobotModel, prediction: StopPrediction, *, worst_q: np.
         worst_positions = robot.difference(neutral, worst_q)
         worst_points = joint_origins(robot, worst_q, p.tcp_frame)
     return ReplayFrames(tuple(robot.joint_names), t[keep], positions, tcp, tuple(marks), worst_positions,
-                        worst_points)
+                        worst_points, p.invalid_label())
 
 
 @dataclass(frozen=True)
