@@ -145,8 +145,11 @@ class StopOutputs:
         self.last_result, self.last_prediction = res.result, pred
         self.stats["predictions"] += 1
         sample = res.choice.sample
-        self.node.get_logger().info(
-            f"{job.scenario}: predicted stop after {io.stop_time(res.result):.3f} s, TCP {pred.tcp_frame} path "
+        label = res.result.invalid_label()  # a stop past a joint limit or cut off by the horizon: said, as a warning
+        logger = self.node.get_logger()
+        (logger.warning if label else logger.info)(
+            f"{job.scenario}: {label + ': ' + res.result.invalid_text() + '; ' if label else ''}"
+            f"predicted stop after {io.stop_time(res.result):.3f} s, TCP {pred.tcp_frame} path "
             f"{pred.tcp_path_length:.3f} m (straight {pred.tcp_straight_distance:.3f} m), {len(pred.events)} "
             f"events, start state {res.choice.age * 1e3:.1f} ms before the trigger"
             + (f" [velocities estimated for {list(sample.estimated)}]" if sample.estimated else ""))
@@ -281,13 +284,17 @@ class StopOutputs:
 
     def _publish_serialized(self, model: LoadedModel, nominal: dict[str, Any], age: float) -> None:
         """A fresh round's messages as the prediction process serialized them, with the age at publication; as
-        for a message built here, a prediction not at rest within the horizon (``success=false``) goes out alone."""
-        messages, stopped = nominal["serialized"], bool(nominal["result"].stopped)
+        for a message built here, a prediction that is not a valid stop (not at rest within the horizon, or a joint
+        carried past its limit: ``success=false``) goes out alone. Before, only the first was checked: a round
+        resting past a joint limit published its trajectory, reactions, markers and ghost, and /diagnostics said
+        "ok"."""
+        messages, result = nominal["serialized"], nominal["result"]
+        valid = bool(result.valid)
         self.pub_pred.publish(messages.prediction_with_age(age))
         self.last_prediction = StopPrediction(scenario_id="continuous", stop_category=self.settings.category,
-                                              success=stopped, message="ok" if stopped else
-                                              "not at rest within the horizon")  # what /diagnostics reports of it
-        if not stopped:
+                                              success=valid, message="ok" if valid else
+                                              result.invalid_text())  # what /diagnostics reports of it
+        if not valid:
             return
         self.pub_traj.publish(messages.trajectory)
         self.pub_react.publish(messages.reactions)
