@@ -99,6 +99,10 @@ def test_prediction_report_plots(planar_stop, figures, tmp_path):
     check(figures, {"angles.png", "rates.png", "momenta.png", "energy.png"})
     energy = dict(figures)["energy.png"]
     assert "to " in energy.texts[-1].get_text() and "integration check" in energy.texts[-1].get_text()
+    # every axis's unit ends its label: a robot without a prismatic joint had "[rad]m", "[rad/s]m/s" and "[N m s]N s"
+    labels = {name: fig.axes[0].get_ylabel() for name, fig in figures}
+    assert labels["angles.png"] == "angle travelled since the E-stop [rad]"
+    assert labels["rates.png"] == "joint rate [rad/s]" and labels["momenta.png"] == "generalized momentum M v [N m s]"
 
 
 def test_prediction_vs_simulation_plots(planar_stop, figures, tmp_path):

@@ -158,7 +158,7 @@ def prediction_report_plots(out_dir: str, robot: RobotModel, p: StopPrediction, 
     linear = any(j.prismatic for j in robot.joints)
     # a prismatic joint's curves are in m, m/s, N s: its legend entry says so, and so does the axis
     names = [j.name + (" [m; m/s; N s]" if j.prismatic else "") for j in robot.joints]
-    also = " (prismatic joints: {})" if linear else "{}"
+    also = " (prismatic joints: {})" if linear else ""  # "" formats to "": no unit is added
     what = f"{robot.name}: category-{p.category} stop, E-stop at t = 0"
     panels = [
         ("angles.png", ("travelled" if linear else "angle travelled") + " since the E-stop [rad]" + also.format("m"),
