@@ -277,3 +277,57 @@ def test_a_ramp_longer_than_the_longest_ramp_already_at_its_deceleration_limit_i
     assert peak > 59.0
     assert "'shoulder_lift_joint'" in text and " 12.5 s," in text
     assert _number_before(text, " N m at joint") == pytest.approx(peak, rel=1e-5)
+
+
+def _energy(robot, armature, q, v):
+    """Kinetic energy of the arm and its rotors plus potential energy [J], from Pinocchio directly."""
+    import pinocchio as pin
+
+    return (float(pin.computeKineticEnergy(robot.model, robot.data, q, v)) + 0.5 * float(armature @ (v * v))
+            + float(pin.computePotentialEnergy(robot.model, robot.data, q)))
+
+
+def test_the_drives_of_a_ramp_about_a_vertical_axis_take_out_all_its_kinetic_energy(ur5, ur5_brakes):
+    """Only the base joint turns (vertical axis: no potential energy changes), so the drives remove the kinetic
+    energy of the arm and the base rotor, 1/2 (M_00 + armature_0) v0^2 (8.92 J here), and the brakes nothing
+    (the ramp ends at standstill). The record holds the assumed limits as given."""
+    q = np.array([0.4, -1.0, 1.2, -0.5, 0.8, 0.1])
+    v0 = 2.0
+    limits = (20.0, 1e4, 1e4, 1e4, 1e4, 1e4)
+    p = predict_stop(ur5, ur5_brakes, q, np.array([v0, 0, 0, 0, 0, 0]), category=1,
+                     category_one=CategoryOne(deceleration=20.0, torque_limits=limits))
+    expected = 0.5 * (ur5.mass_matrix(q)[0, 0] + 2.0) * v0 * v0  # armature 2.0: shoulder_pan_joint in the YAML
+    assert p.ramp.drive_energy == pytest.approx(expected, rel=1e-9)
+    assert p.brake_energy == pytest.approx(0.0, abs=1e-9)
+    np.testing.assert_array_equal(p.ramp.deceleration, np.full(6, 20.0))
+    np.testing.assert_array_equal(p.ramp.torque_limits, limits)
+
+
+def test_the_drives_energy_is_the_change_of_kinetic_and_potential_energy_up_to_the_power_cut(ur5, ur5_brakes):
+    """Every joint moving, shoulder and elbow through gravity: the drives' energy is (T + T_rotors + V) at the
+    E-stop minus at the power cut, here computed from the predicted trajectory's sample at the cut. The ramp to
+    standstill (3 rad/s^2) ends at rest; cut at 0.4 s the arm still moves and the brakes take the rest: in both the
+    energy at the E-stop is the drives' + the brakes' + the potential energy gained."""
+    armature = _yaml_armature(ur5)
+    for c1 in (CategoryOne(deceleration=3.0), CategoryOne(deceleration=3.0, max_duration=0.4)):
+        p = predict_stop(ur5, ur5_brakes, Q, V, category=1, category_one=c1)
+        k = np.flatnonzero(p.t == p.power_off_time)[0]
+        expected = _energy(ur5, armature, Q, V) - _energy(ur5, armature, p.q[k], p.v[k])
+        assert p.ramp.drive_energy == pytest.approx(expected, rel=1e-9)
+        assert p.stopped and p.impulse_energy == 0.0
+        assert p.initial_kinetic_energy == pytest.approx(
+            p.ramp.drive_energy + p.brake_energy + p.potential_energy_change, rel=1e-4)
+    assert p.power_off_time == 0.4 and p.brake_energy > 10.0  # the cut one: the brakes did take energy out
+
+
+def test_urdf_torque_limits_are_recorded_as_the_models_effort_limits(ur5, ur5_brakes):
+    p = predict_stop(ur5, ur5_brakes, Q, V / 4.0, category=1,
+                     category_one=CategoryOne(deceleration=1.0, torque_limits="urdf"))
+    np.testing.assert_array_equal(p.ramp.torque_limits, [150.0, 150.0, 150.0, 28.0, 28.0, 28.0])
+    assert CategoryOne().torque_limits is None
+    assert predict_stop(ur5, ur5_brakes, Q, V, category=1).ramp.torque_limits is None
+
+
+def test_a_category_0_stop_has_no_ramp_and_cuts_the_power_at_the_e_stop(ur5, ur5_brakes):
+    p = predict_stop(ur5, ur5_brakes, Q, V)
+    assert p.ramp is None and p.power_off_time == 0.0

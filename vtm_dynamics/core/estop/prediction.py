@@ -26,8 +26,8 @@ from vtm_dynamics.core.estop.limit_crossings import limit_crossings
 from vtm_dynamics.core.estop.inputs import (
     CategoryOne, LockEvent, StopInputError, StopSettings, check_stop_state, stop_vector,
 )
-from vtm_dynamics.core.estop.ramp import controlled_ramp
-from vtm_dynamics.core.estop.results import StopPrediction
+from vtm_dynamics.core.estop.ramp import Ramp, controlled_ramp
+from vtm_dynamics.core.estop.results import RampRecord, StopPrediction
 from vtm_dynamics.core.estop.runge_kutta import TABLEAUS
 from vtm_dynamics.core.estop.series import travelled
 from vtm_dynamics.core.estop.wrenches import joint_forces
@@ -96,12 +96,12 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
     frame_id = robot.frame_id(tcp_frame) if tcp_frame is not None else None
 
     samples: dict[str, list] = {k: [] for k in ("t", "q", "v", "a", "tau", "drive", "locked", "W", "J")}
-    t_off, standstill = 0.0, False
+    t_off, standstill, ramp = 0.0, False, None
     q_start, v_start = q0, v0
     engage = brakes.engage_delay.copy()
     if category == 1:
-        c1 = category_one or CategoryOne()
-        t_off, q_start, v_start, standstill = controlled_ramp(robot, q0, v0, c1, settings, samples, brakes.armature)
+        ramp = controlled_ramp(robot, q0, v0, category_one or CategoryOne(), settings, samples, brakes.armature)
+        t_off, q_start, v_start, standstill = ramp.t_off, ramp.q_off, ramp.v_off, ramp.standstill
         if standstill:
             engage, brakes = _held_until_braked(brakes)
         engage = engage + t_off
@@ -162,11 +162,26 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         q_final=q_fin, brake_energy=float(-W_arr[-1]), impulse_energy=engine.impulse_energy,
         holding_torques=holding, rest_wrenches=rest_w, pre_stop_wrenches=pre, tcp_frame=tcp_frame,
         tcp_positions=tcp_pos, tcp_path_length=path, tcp_straight_distance=straight, power_off_time=t_off,
+        ramp=_ramp_record(robot, brakes.armature, q0, v0, ramp) if ramp is not None else None,
         initial_kinetic_energy=robot.kinetic_energy(q0, v0) + (  # plus the rotors' (armature) kinetic energy
             0.5 * float(brakes.armature @ (v0 * v0)) if np.any(brakes.armature > 0.0) else 0.0),
         potential_energy_change=robot.potential_energy(q_fin) - robot.potential_energy(q0),
         limit_crossings=limit_crossings(robot, q_arr), n_steps=engine.n_steps, n_evaluations=engine.n_eval,
     )
+
+
+def _ramp_record(robot: RobotModel, armature: np.ndarray, q0: np.ndarray, v0: np.ndarray, ramp: Ramp) -> RampRecord:
+    """What a category-1 ramp from (q0 [rad], v0 [rad/s]) assumed, and the energy [J] its drives took out up to the
+    power cut: the arm's and rotors' mechanical energy at the E-stop minus at the cut (:class:`.results.RampRecord`)."""
+    drive_energy = _mechanical_energy(robot, armature, q0, v0) - _mechanical_energy(robot, armature, ramp.q_off,
+                                                                                     ramp.v_off)
+    return RampRecord(ramp.deceleration, ramp.torque_limits, drive_energy)
+
+
+def _mechanical_energy(robot: RobotModel, armature: np.ndarray, q: np.ndarray, v: np.ndarray) -> float:
+    """Kinetic energy of the arm 1/2 v^T M(q) v and of its rotors 1/2 sum armature_i v_i^2 plus the gravitational
+    potential energy at q [J] (Pinocchio)."""
+    return robot.kinetic_energy(q, v) + 0.5 * float(armature @ (v * v)) + robot.potential_energy(q)
 
 
 def _joint_stop_times(rest_since: np.ndarray, category: int, t_off: float, standstill: bool,

@@ -37,11 +37,25 @@ RAMP_PEAKS = 3  # ... the highest three of them
 RAMP_FLAT = 1e-12  # (of the limit) differences below this between grid neighbours are rounding, not a peak
 
 
+@dataclass(frozen=True)
+class Ramp:
+    """A category-1 ramp as computed: power cut at ``t_off`` [s] in state (``q_off`` [rad], ``v_off`` [rad/s]),
+    ``standstill`` if the ramp had ended by then; the deceleration limits ``deceleration`` [rad/s^2] (nv) and drive
+    torque limits ``torque_limits`` [N m; N] (nv, 0: none on that joint; None: none given) it assumed, "urdf"
+    resolved to the model's effort limits."""
+
+    t_off: float
+    q_off: np.ndarray
+    v_off: np.ndarray
+    standstill: bool
+    deceleration: np.ndarray
+    torque_limits: np.ndarray | None
+
+
 def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: CategoryOne, settings: StopSettings,
-                    samples: dict, armature: np.ndarray | None = None) -> tuple[float, np.ndarray, np.ndarray, bool]:
+                    samples: dict, armature: np.ndarray | None = None) -> Ramp:
     """Category-1 ramp from (q0 [rad], v0 [rad/s]) (module docstring); appends its samples every ``settings.step``.
-    ``armature`` [kg m^2] (nv): the rotor inertias the drives decelerate with the arm (the brakes' ``armature``).
-    Returns (t_off [s], q_off, v_off, standstill)."""
+    ``armature`` [kg m^2] (nv): the rotor inertias the drives decelerate with the arm (the brakes' ``armature``)."""
     nv = robot.nv
     rotor = np.zeros(nv) if armature is None else np.asarray(armature, dtype=float)
     dec = np.broadcast_to(np.asarray(c1.deceleration, dtype=float), (nv,)).copy() \
@@ -121,7 +135,8 @@ def controlled_ramp(robot: RobotModel, q0: np.ndarray, v0: np.ndarray, c1: Categ
     standstill = t_off >= T
     if standstill:
         vv = np.zeros(nv)
-    return t_off, qq, vv, standstill
+    return Ramp(t_off, qq, vv, standstill, dec,
+                None if lim is None else np.where(np.isfinite(lim) & (lim > 0.0), lim, 0.0))
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,22 @@ class StopEvent:
 
 
 @dataclass(frozen=True)
+class RampRecord:
+    """What the controlled ramp of a category-1 stop (IEC 60204-1; :mod:`.ramp`) assumed and what the drives did
+    in it. Assumed: ``deceleration`` [rad/s^2] the deceleration limit of each joint, ``torque_limits`` [N m; N for
+    prismatic joints] the drives' torque limit of each joint (0: none on that joint; None: none given; "urdf"
+    resolved to the model's effort limits). Done: ``drive_energy`` [J] the mechanical energy the drives took out
+    of the arm and its rotors from the E-stop to the power cut, (T + T_rotors + V) at the E-stop minus at the power
+    cut (T: kinetic energy 1/2 v^T M v, T_rotors: 1/2 sum armature_i v_i^2, V: gravitational potential energy). The
+    ramp is a prescribed motion of a frictionless model, so this is exactly the negative work of its drive torques;
+    it is negative where the drives put energy in (a ramp slower than gravity would stop a rising arm)."""
+
+    deceleration: np.ndarray
+    torque_limits: np.ndarray | None
+    drive_energy: float
+
+
+@dataclass(frozen=True)
 class StopPrediction:
     """Predicted stop. Time series (K samples, events appear twice: before and after): ``t`` [s], ``q`` (K x nq),
     ``v`` (K x nv) [rad/s], ``a`` (K x nv) [rad/s^2], ``tau_brake`` (K x nv) brake torque on each joint [N m]
@@ -57,7 +73,9 @@ class StopPrediction:
     (from the caller's acceleration or torque, else None), TCP: ``tcp_frame``, ``tcp_positions`` (K x 3) [m],
     ``tcp_path_length`` [m] (integral of the TCP speed, see :func:`.prediction.tcp_path`),
     ``tcp_straight_distance`` [m]. Energies: ``initial_kinetic_energy`` [J] at the E-stop and
-    ``potential_energy_change`` [J] (gravity, rest minus start). ``limit_crossings``: one line per joint the stop
+    ``potential_energy_change`` [J] (gravity, rest minus start). Category 1: ``power_off_time`` [s] (0 for
+    category 0: power is cut at the E-stop) and ``ramp`` (:class:`RampRecord`: the ramp's assumed limits and the
+    energy the drives took out; None for category 0). ``limit_crossings``: one line per joint the stop
     carries past its position limit (:mod:`.limit_crossings`; then the prediction is not the robot's stop:
     :attr:`valid`)."""
 
@@ -88,6 +106,7 @@ class StopPrediction:
     tcp_path_length: float
     tcp_straight_distance: float
     power_off_time: float = 0.0
+    ramp: RampRecord | None = None
     initial_kinetic_energy: float = math.nan
     potential_energy_change: float = math.nan
     limit_crossings: tuple[str, ...] = ()
