@@ -262,7 +262,9 @@ def topology_events(robot: RobotModel, result: estop.StopPrediction) -> list[Top
 def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, stamp: Time, frame_id: str,
                             scenario_id: str, category: int, max_points: int = 200) -> StopPrediction:
     """The ``vtm_msgs/StopPrediction`` of a core prediction (``success`` false if the robot did not come to rest
-    within the horizon; the fields then describe the state at the horizon)."""
+    within the horizon; the fields then describe the state at the horizon). A category-1 stop carries its power-off
+    time [s], the energy its drives took out [J] and the deceleration [rad/s^2] and torque limits [N m] its ramp
+    assumed (the core's ``RampRecord``)."""
     msg = StopPrediction()
     msg.header.stamp = stamp
     msg.header.frame_id = frame_id
@@ -292,6 +294,12 @@ def stop_prediction_message(robot: RobotModel, result: estop.StopPrediction, sta
     msg.energy_dissipated_by_brakes = float(result.brake_energy)
     msg.energy_dissipated_by_impulses = float(result.impulse_energy)
     msg.potential_energy_change = float(result.potential_energy_change)
+    msg.power_off_time = float(result.power_off_time)
+    if result.ramp is not None:  # category 1; category 0 keeps 0 J and empty arrays (the message's defaults)
+        msg.energy_dissipated_by_drives = float(result.ramp.drive_energy)
+        msg.ramp_deceleration_limits = [float(x) for x in result.ramp.deceleration]
+        limits = result.ramp.torque_limits
+        msg.ramp_torque_limits = [float(x) for x in limits] if limits is not None else [0.0] * robot.nv
     msg.success = bool(result.stopped) and not result.limit_crossings
     msg.message = (f"not at rest within the horizon ({result.t[-1]:.3f} s)" if not result.stopped else
                    result.limit_text() if result.limit_crossings else "ok")
