@@ -37,6 +37,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vtm_dynamics.core.bounded_file import NOT_REGULAR, BoundedFileError, read_bounded_file
+
 FORMAT = "vtm-stopping-map/3"  # 3: the within_limits column (chunks of 2 lack it: not resumed)
 _META_HASH = b"vtm_inputs_hash"
 _META_CHUNK = b"vtm_chunk"
@@ -76,18 +78,15 @@ def read_manifest(path: str) -> dict | None:
     holding a JSON object; anything else is a one-line :class:`StoreError` naming the file by its base name."""
     name = os.path.basename(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        manifest = manifest_from_bytes(read_bounded_file(path, MAX_MANIFEST_BYTES))
     except FileNotFoundError:
         return None
     except OSError as err:
         raise StoreError(f"{name}: cannot be read ({err.strerror or type(err).__name__})") from None
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StoreError(f"{name}: not a regular file")
-        if info.st_size > MAX_MANIFEST_BYTES:
-            raise StoreError(f"{name}: {info.st_size} bytes, more than {MAX_MANIFEST_BYTES}")
-        manifest = manifest_from_bytes(fh.read(MAX_MANIFEST_BYTES + 1))
+    except BoundedFileError as err:
+        if err.why == NOT_REGULAR:
+            raise StoreError(f"{name}: not a regular file") from None
+        raise StoreError(f"{name}: {err.size} bytes, more than {MAX_MANIFEST_BYTES}") from None
     if manifest is None:
         raise StoreError(f"{name}: not a JSON object (malformed, or nested too deeply)")
     return manifest

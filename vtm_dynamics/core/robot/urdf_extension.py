@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 import xml.etree.ElementTree as ET
 from collections import Counter
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ import numpy as np
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import DefusedXMLParser
 
+from vtm_dynamics.core.bounded_file import NOT_REGULAR, TOO_LARGE, BoundedFileError, read_bounded_file
 from vtm_dynamics.core.excerpt import clip, excerpt, excerpt_list
 
 LOOP_CLOSURE_TYPES = ("revolute", "prismatic", "spherical", "fixed", "cylindrical", "point_on_line", "point_on_plane")
@@ -204,17 +204,13 @@ def read_urdf_file(path: str, max_bytes: int = DEFAULT_MAX_URDF_BYTES) -> str:
     """
     where = os.path.abspath(str(path))
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise URDFExtensionError(f"urdf: {where} is not a regular file")
-            if info.st_size > max_bytes:
-                raise URDFExtensionError(f"urdf: {where} has {info.st_size} bytes, more than max_bytes {max_bytes}")
-            data = handle.read(max_bytes + 1)
-        if len(data) > max_bytes:  # grew since it was checked
-            raise URDFExtensionError(f"urdf: {where} has more than max_bytes {max_bytes} bytes")
-        text = data.decode("utf-8")
+        text = read_bounded_file(path, max_bytes).decode("utf-8")
+    except BoundedFileError as err:
+        if err.why == NOT_REGULAR:
+            raise URDFExtensionError(f"urdf: {where} is not a regular file") from None
+        if err.why == TOO_LARGE:
+            raise URDFExtensionError(f"urdf: {where} has {err.size} bytes, more than max_bytes {max_bytes}") from None
+        raise URDFExtensionError(f"urdf: {where} has more than max_bytes {max_bytes} bytes") from None  # it grew
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or type(err).__name__
         raise URDFExtensionError(f"urdf: cannot read {where}: {reason}") from None

@@ -26,6 +26,7 @@ import math
 import os
 from typing import Any, Mapping
 
+from vtm_dynamics.core.bounded_file import NOT_REGULAR, TOO_LARGE, BoundedFileError, read_bounded_file
 from vtm_dynamics.core.excerpt import clip
 from vtm_dynamics.core.limited_yaml import load_yaml_text
 from vtm_dynamics.core.stopsafe.scene import check_keys
@@ -39,24 +40,25 @@ MAX_DURATION_SECONDS = 10 ** 9  # a Duration's sec field (the message allows int
 
 
 def read_text_file(path: str, field: str, max_bytes: int, error: type[ValueError] = TrajectoryError) -> str:
-    """The UTF-8 text of a regular file of at most ``max_bytes`` (checked before reading); one-line ``error``
+    """The UTF-8 text of a regular file of at most ``max_bytes`` (:func:`vtm_dynamics.core.bounded_file.
+    read_bounded_file`: checked on the open file before reading, a FIFO never waited for); one-line ``error``
     naming the file by its base name otherwise."""
     name = os.path.basename(str(path))
-    if not isinstance(path, str) or not os.path.isfile(path):
-        what = "not a regular file" if isinstance(path, str) and os.path.exists(path) else "file not found"
-        raise error(f"{field}: {what}: {clip(name, 120)}")
+    if not isinstance(path, str):
+        raise error(f"{field}: file not found: {clip(name, 120)}")
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            raise error(f"{field}: {clip(name, 120)} has {size} bytes, more than {max_bytes}")
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(max_bytes + 1)
+        return read_bounded_file(path, max_bytes).decode("utf-8")
+    except FileNotFoundError:
+        raise error(f"{field}: file not found: {clip(name, 120)}") from None
+    except BoundedFileError as err:
+        if err.why == NOT_REGULAR:
+            raise error(f"{field}: not a regular file: {clip(name, 120)}") from None
+        if err.why == TOO_LARGE:
+            raise error(f"{field}: {clip(name, 120)} has {err.size} bytes, more than {max_bytes}") from None
+        raise error(f"{field}: {clip(name, 120)} has more than {max_bytes} bytes") from None  # it grew
     except (OSError, UnicodeDecodeError) as err:
         reason = getattr(err, "strerror", None) or type(err).__name__
         raise error(f"{field}: cannot read {clip(name, 120)}: {reason}") from None
-    if len(text) > max_bytes:
-        raise error(f"{field}: {clip(name, 120)} has more than {max_bytes} characters")
-    return text
 
 
 def _seconds(value: Any, where: str) -> float:
