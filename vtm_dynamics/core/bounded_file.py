@@ -30,12 +30,16 @@ def read_bounded_file(path: str, max_bytes: int) -> bytes:
     """The bytes of the regular file ``path`` of at most ``max_bytes`` (module docstring). Raises
     :class:`BoundedFileError`, or the ``OSError`` of opening or reading it (``FileNotFoundError`` when there is none)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as handle:
+    try:  # checked on the descriptor before a file object is made of it (that refuses a directory on its own terms)
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise BoundedFileError(NOT_REGULAR, info.st_size)
         if info.st_size > max_bytes:
             raise BoundedFileError(TOO_LARGE, info.st_size)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise BoundedFileError(GREW, len(data))
