@@ -16,21 +16,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from vtm_dynamics.core.estop.compiled_dynamics import braked_dynamics, capacity, jit
+from vtm_dynamics.core.estop.compiled_dynamics import BRAKE_ROWS, braked_dynamics, capacity, jit
 
 # outcome codes per velocity index
 UNCHANGED, STUCK, SLIPPING, RELEASED = 0, 1, 2, 3
+# rows of the decision's table (the right-hand side reads rows of one table): velocities, brake engaged, the split's
+# held set, its slip directions, accelerations, holding and brake torques, the brake table, then nv + 2 rows of
+# scratch
+_V, _ENGAGED, _SPLIT, _S, _A, _LAM, _TAU, _B = range(8)
+_WORK = _B + BRAKE_ROWS
 
 
 @jit
-def _split_dynamics(M, h, v, t, B, engaged, split_locked, s, d, slip, a, lam, tau, work):
-    """Dynamics of one split: ``split_locked`` held, ``slip`` joints slipping from rest in direction d."""
+def _table(v, B, engaged, locked):
+    """The decision's table with the state's velocities, brake table and engaged mask; the split starts as
+    ``locked``."""
     n = v.shape[0]
-    s_split = s.copy()
+    T = np.zeros((_WORK + n + 2, n))
     for i in range(n):
-        if slip[i]:
-            s_split[i] = d[i]
-    return braked_dynamics(M, h, v, t, B, engaged, split_locked, s_split, a, lam, tau, work)
+        T[_V, i] = v[i]
+        T[_ENGAGED, i] = engaged[i]
+        T[_SPLIT, i] = locked[i]
+        for r in range(BRAKE_ROWS):
+            T[_B + r, i] = B[r, i]
+    return T
+
+
+@jit
+def _split_dynamics(M, h, t, T, s, d, slip):
+    """Dynamics of one split (rows _A, _LAM, _TAU of T): row _SPLIT held, ``slip`` joints slipping from rest in
+    direction d, the others in their directions ``s``."""
+    for i in range(T.shape[1]):
+        T[_S, i] = d[i] if slip[i] else s[i]
+    return braked_dynamics(T, M, h, t, _B, _V, _ENGAGED, _SPLIT, _S, _A, _LAM, _TAU, _WORK)
 
 
 @jit
@@ -57,7 +75,7 @@ def _consistent(candidates, S_mask, d, a, lam, cap_now, force, use_force):
 
 
 @jit
-def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau, work):
+def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau):
     """The decision at time t [s] (module docstring). Commits it to ``locked``, ``s`` and the lock capacities ``cap``
     (none for a joint that sticks or is released), writes ``outcome`` per joint (UNCHANGED, STUCK, SLIPPING,
     RELEASED) and the committed split's dynamics (a, lambda, tau). Returns the number of candidates (0: nothing
@@ -88,7 +106,8 @@ def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau, 
     for i in C:
         S_mask[i] = True
     d = np.zeros(n)
-    split_locked = locked.copy()
+    T = _table(v, B, engaged, locked)
+    split_locked, a_split, lam_split = T[_SPLIT], T[_A], T[_LAM]
     slip = np.zeros(n, dtype=np.bool_)
     max_iter = 4 * count + 4
     seen_S = np.zeros((max_iter + 1, n), dtype=np.bool_)
@@ -116,25 +135,29 @@ def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau, 
         for i in C:
             split_locked[i] = 1.0 if S_mask[i] else 0.0
             slip[i] = not S_mask[i]
-        if not _split_dynamics(M, h, v, t, B, engaged, split_locked, s, d, slip, a, lam, tau, work):
+        if not _split_dynamics(M, h, t, T, s, d, slip):
             return -1
-        worst, bad = _consistent(C, S_mask, d, a, lam, cap_now, force, use_force)
+        worst, bad = _consistent(C, S_mask, d, a_split, lam_split, cap_now, force, use_force)
         if worst < 0 and bad < 0:
             found = True
             break
         if worst >= 0:
             S_mask[worst] = False
-            d[worst] = -np.sign(lam[worst]) if lam[worst] != 0.0 else 1.0
+            d[worst] = -np.sign(lam_split[worst]) if lam_split[worst] != 0.0 else 1.0
         else:
             S_mask[bad] = True
             d[bad] = 0.0
     if not found:
-        if not _enumerate(M, h, v, t, B, engaged, locked, s, C, cap_now, S_mask, d, a, lam, tau, work):
+        if not _enumerate(M, h, t, T, s, C, cap_now, S_mask, d):
             return -1
         for i in C:
             split_locked[i] = 1.0 if S_mask[i] else 0.0
             slip[i] = not S_mask[i]
-        _split_dynamics(M, h, v, t, B, engaged, split_locked, s, d, slip, a, lam, tau, work)
+        _split_dynamics(M, h, t, T, s, d, slip)
+    for i in range(n):
+        a[i] = T[_A, i]
+        lam[i] = T[_LAM, i]
+        tau[i] = T[_TAU, i]
     for i in C:
         if S_mask[i]:
             if locked[i] < 0.5:
@@ -151,12 +174,13 @@ def decide(M, h, v, t, B, engaged, locked, s, cap, force, outcome, a, lam, tau, 
 
 
 @jit
-def _enumerate(M, h, v, t, B, engaged, locked, s, C, cap_now, S_best, d_best, a, lam, tau, work):
+def _enumerate(M, h, t, T, s, C, cap_now, S_best, d_best):
     """All 3^|C| splits (digit 0: stick, 1: slip +, 2: slip -; the first candidate is the slowest digit); the
-    consistent one with the most sticking joints, ties: least capacity usage. Writes it to S_best, d_best."""
-    n = v.shape[0]
+    consistent one with the most sticking joints, ties: least capacity usage. Writes it to S_best, d_best. (Row
+    _SPLIT of T changes only at the candidates, so it is the held set with each split.)"""
+    n = T.shape[1]
     m = C.shape[0]
-    split_locked = locked.copy()
+    split_locked, a, lam = T[_SPLIT], T[_A], T[_LAM]
     slip = np.zeros(n, dtype=np.bool_)
     d = np.zeros(n)
     best_stuck, best_usage, have = -1, 0.0, False
@@ -170,7 +194,7 @@ def _enumerate(M, h, v, t, B, engaged, locked, s, C, cap_now, S_best, d_best, a,
             split_locked[i] = 1.0 if digit == 0 else 0.0
             slip[i] = digit != 0
             d[i] = 0.0 if digit == 0 else (1.0 if digit == 1 else -1.0)
-        if not _split_dynamics(M, h, v, t, B, engaged, split_locked, s, d, slip, a, lam, tau, work):
+        if not _split_dynamics(M, h, t, T, s, d, slip):
             continue
         ok = True
         usage = 0.0

@@ -150,7 +150,6 @@ def locate_crossing(X, Z, simultaneity, zero):
 def release_margin(X, Z, M, h, t):
     """max over held joints with finite capacity of |lambda_i| - capacity_i at the state in QS, VST (Pinocchio's
     M and h there) and time t [s]; -inf if there is none."""
-    n = X.shape[1]
     evaluate(X, M, h, t, SCRATCH, TAU, LAM)
     return _margin(X, LAM, t)
 

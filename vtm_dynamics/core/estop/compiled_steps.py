@@ -32,7 +32,7 @@ import numpy as np
 from vtm_dynamics.core.estop.compiled_decision import decide
 from vtm_dynamics.core.estop.compiled_dynamics import (
     ARMATURE, BRAKE_ROWS, HOLD, INVERSE_STRIBECK_SPEED, RISE, SLIDING, STRIBECK_AMPLITUDE, VISCOUS, braked_dynamics,
-    capacity, jit, releasable, rise_factor,
+    ENGAGE, capacity, jit, releasable, rise_fraction,
 )
 
 # --- rows of X (nv columns each)
@@ -95,9 +95,8 @@ def new_tables(nv: int, sample_capacity: int = 64) -> tuple[np.ndarray, np.ndarr
 def evaluate(X, M, h, t, a_row, tau_row, lam_row):
     """Right-hand side at the state handed to Pinocchio (rows QS, VST) with the current active set at time t [s]:
     accelerations into row ``a_row``, brake and holding torques into ``tau_row`` / ``lam_row``."""
-    n = X.shape[1]
-    return braked_dynamics(M, h, X[VST], t, X[BRAKES:BRAKES + BRAKE_ROWS], X[ENGAGED], X[LOCKED], X[DIRECTION],
-                           X[a_row], X[lam_row], X[tau_row], X[MC + n:])
+    return braked_dynamics(X, M, h, t, BRAKES, VST, ENGAGED, LOCKED, DIRECTION, a_row, lam_row, tau_row,
+                           MC + X.shape[1])
 
 
 @jit
@@ -125,7 +124,7 @@ def begin_step(X, Z, limit, t_limit):
                 # by 1.5e-7 s)
                 rate = abs(a)
                 c = 0.0
-                r0 = rise_factor(X[BRAKES:BRAKES + BRAKE_ROWS], i, Z[T0])
+                r0 = rise_fraction(X[BRAKES + RISE, i], X[BRAKES + ENGAGE, i], Z[T0])
                 if r0 < 1.0:
                     full = X[BRAKES + SLIDING, i] + X[BRAKES + STRIBECK_AMPLITUDE, i] + X[BRAKES + VISCOUS, i] * abs(v)
                     rate += (1.0 - r0) * full / (X[MC + i, i] + X[BRAKES + ARMATURE, i])
@@ -249,12 +248,13 @@ def end_step(X, Z, R):
         W1_ += h * DP_A[6, s] * Z[P + s]
     Z[W1] = W1_
     flags = ACCEPTED
+    B = X[BRAKES:BRAKES + BRAKE_ROWS]  # one view for the loop (each view handed to a kernel has a cost)
     for i in range(n):
         if X[ENGAGED, i] > 0.5 and X[LOCKED, i] < 0.5 and watched_for_rest(X, i) and X[DIRECTION, i] != 0.0:
             if X[V1, i] * X[DIRECTION, i] <= 0.0:
                 flags |= CROSSING
-        elif X[LOCKED, i] > 0.5 and releasable(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], X[ENGAGED, i], i):
-            if abs(X[LAM1, i]) > capacity(X[BRAKES:BRAKES + BRAKE_ROWS], X[CAP, i], X[ENGAGED, i], i, Z[T1]):
+        elif X[LOCKED, i] > 0.5 and releasable(B, X[CAP, i], X[ENGAGED, i], i):
+            if abs(X[LAM1, i]) > capacity(B, X[CAP, i], X[ENGAGED, i], i, Z[T1]):
                 flags |= RELEASE
     if flags == ACCEPTED:
         commit_end(X, Z, R)
@@ -348,7 +348,7 @@ def decide_at_start(X, Z, force, outcome):
     or -1 when no split is consistent."""
     n = X.shape[1]
     count = decide(X[MC:MC + n], X[HC], X[V0], Z[T0], X[BRAKES:BRAKES + BRAKE_ROWS], X[ENGAGED], X[LOCKED],
-                   X[DIRECTION], X[CAP], force, outcome, X[KS], X[LAM0], X[TAU0], X[MC + n:])
+                   X[DIRECTION], X[CAP], force, outcome, X[KS], X[LAM0], X[TAU0])
     if count == 0:
         if not refresh(X, Z):
             return -1
