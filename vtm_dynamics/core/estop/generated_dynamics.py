@@ -44,16 +44,18 @@ from typing import Callable
 import defusedxml.ElementTree as ET
 import numpy as np
 
+from vtm_dynamics.core.estop.compiled_driver import module_text
 from vtm_dynamics.core.estop.generated_cache import entry_text, read_entry, safe_directory, write_entry
 from vtm_dynamics.core.robot.model import RobotModel
 
 ENV_SWITCH = "VTM_GENERATED_DYNAMICS"  # "off": never generate (Pinocchio everywhere)
 ENV_CACHE = "VTM_GENERATED_CACHE"  # a directory, or "off" (no disk cache shared between processes)
-FORMAT = 2  # bump when the layout of a generated module changes
+FORMAT = 3  # bump when the layout of a generated module changes
 PARAMETERS = 10  # inertial parameters per body
 AGREEMENT = 1e-9  # largest relative difference from Pinocchio's M and h accepted when a model's code is set up
 # the compiled kernels the generated stage function calls (their source is part of the cache key)
-_KERNELS = ("compiled_steps.py", "compiled_dynamics.py", "compiled_decision.py")
+_KERNELS = ("compiled_steps.py", "compiled_dynamics.py", "compiled_decision.py", "compiled_events.py",
+            "compiled_driver.py")
 _SUPPORTED_JOINTS = ("revolute", "prismatic")
 
 _lock = threading.Lock()
@@ -71,6 +73,7 @@ class GeneratedStages:
     robot: RobotModel
     stages: Callable
     mh: Callable
+    drive: Callable  # the engine's event loop compiled with these stages (:mod:`.compiled_driver`)
     parameters: np.ndarray  # (nv * 10,) inertial parameters of the moving bodies
     armature: np.ndarray  # (nv,) [kg m^2 or kg] added to the diagonal of M, as Pinocchio's crba does
     M: np.ndarray
@@ -81,11 +84,6 @@ class GeneratedStages:
         """Copy the robot's current body inertias and armature into the inputs of the generated code."""
         self.parameters[:] = body_parameters(self.robot)
         self.armature[:] = self.robot.model.armature
-
-    def prepared(self) -> tuple[Callable, tuple]:
-        """(stages, the arguments after X and Z) with the robot's inertias now (a payload changes them)."""
-        self.load_inertias()
-        return self.stages, (self.parameters, self.armature, self.M, self.h)
 
     def run(self, X: np.ndarray, Z: np.ndarray) -> bool:
         return self.stages(X, Z, self.parameters, self.armature, self.M, self.h)
@@ -100,8 +98,9 @@ class GeneratedStages:
 
 def body_parameters(robot: RobotModel) -> np.ndarray:
     """The ten inertial parameters of each moving body (module docstring), joint after joint, flat (nv * 10,)."""
-    inertias = robot.model.inertias
-    return np.concatenate([inertias[j].toDynamicParameters() for j in range(1, robot.model.njoints)])
+    # (one tolist of the inertias: indexing them one by one costs half as much again, at every stop of a batch)
+    inertias = robot.model.inertias.tolist()[1:robot.model.njoints]
+    return np.concatenate([inertia.toDynamicParameters() for inertia in inertias])
 
 
 def unavailable_reason(robot: RobotModel) -> str | None:
@@ -309,7 +308,7 @@ def generated_source(robot: RobotModel, key: str) -> tuple[str, int]:
             "from vtm_dynamics.core.estop.compiled_steps import QS, VST, stage", "",
             'jit = numba.njit(cache=True, nogil=True, error_model="numpy")', "", "", "@jit"]
     body = _translated(f, nv)
-    return entry_text(key, "\n".join(head + body) + "\n" + _TAIL), f.n_instructions()
+    return entry_text(key, "\n".join(head + body) + "\n" + _TAIL + "\n\n" + module_text()), f.n_instructions()
 
 
 # ------------------------------------------------------------------------------------------------------ the cache
@@ -388,7 +387,7 @@ def generated_stages(robot: RobotModel) -> GeneratedStages | None:
         return None
     _reasons.pop(id(robot), None)
     nv = robot.nv
-    out = GeneratedStages(robot, module.stages, module.mh, np.zeros(nv * PARAMETERS), np.zeros(nv),
+    out = GeneratedStages(robot, module.stages, module.mh, module.drive, np.zeros(nv * PARAMETERS), np.zeros(nv),
                           np.zeros((nv, nv)), np.zeros(nv), key)
     out.load_inertias()
     worst = _pinocchio_disagreement(robot, out)
