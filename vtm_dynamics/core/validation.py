@@ -21,7 +21,7 @@ def finite_vector(x: object, n: int, field: str, error: type[ValueError] = Value
         arr = arr.reshape(1)
     if arr.shape != (n,):
         raise error(f"{field}: expected {n} values, got shape {arr.shape}")
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise error(f"{field}[{bad[0]}]: not a finite number ({arr[bad[0]]})")
+    if not np.isfinite(arr).all():
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise error(f"{field}[{bad}]: not a finite number ({arr[bad]})")
     return arr

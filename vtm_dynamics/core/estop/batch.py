@@ -130,12 +130,13 @@ def predict_stops(
     elif batch.robot is not robot or batch.brakes is not brakes:
         raise StopInputError("batch: set up for another robot or brake set")
     locks = tuple(lock_events)
+    payload, torque, delay = (columns[name].tolist() for name in ("payloads", "torque_factors", "delay_factors"))
     out = []
     for k in range(n):
         try:
-            out.append(batch.predict(q[k], v[k], columns["payloads"][k], columns["torque_factors"][k],
-                                     columns["delay_factors"][k], category=category, category_one=category_one,
-                                     lock_events=locks, tcp_frame=tcp_frame, settings=settings))
+            out.append(batch.predict(q[k], v[k], payload[k], torque[k], delay[k], category=category,
+                                     category_one=category_one, lock_events=locks, tcp_frame=tcp_frame,
+                                     settings=settings))
         except BatchStopError:
             raise
         except Exception as err:  # noqa: BLE001 - every failure of a case is reported with its index

@@ -147,10 +147,9 @@ def check_stop_state(robot: RobotModel, q: object, v: object, field_q: str = "q"
                         f"(norm {math.hypot(c, s):.6g}); give the angle (RobotModel.configuration_from_angles)")
     lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
     vmax = robot.model.velocityLimit
-    # vectorised screen (a superset of the violations below); the loop names the first offending joint
-    suspect_q = np.isfinite(lo) & np.isfinite(hi) & (hi > lo) & ((qa < lo - 1e-9) | (qa > hi + 1e-9))
-    suspect_v = np.isfinite(vmax) & (vmax > 0) & (np.abs(va) > vmax * (1 + 1e-9))
-    if not (suspect_q.any() or suspect_v.any()):
+    # a screen (a superset of the violations below: infinite or nan limits compare False, a degenerate range or a
+    # zero velocity limit only sends the state to the loop, which names the first offending joint or passes it)
+    if not ((qa < lo - 1e-9).any() or (qa > hi + 1e-9).any() or (np.abs(va) > vmax * (1 + 1e-9)).any()):
         return qa, va
     for j in robot.joints:
         if j.nq == j.nv:

@@ -19,6 +19,7 @@ import pinocchio as pin
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
+from vtm_dynamics.core.estop.compiled_dynamics import positive_definite
 from vtm_dynamics.core.estop.compiled_engine import CompiledEngine
 from vtm_dynamics.core.estop.generated_dynamics import generated_stages
 from vtm_dynamics.core.estop.event_loop import BrakingEngine, ScheduledLock
@@ -138,7 +139,7 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
     t_arr, q_arr, v_arr = series["t"], series["q"], series["v"]
     stopped = bool(engine.locked.all())
     joint_stop = _joint_stop_times(engine.rest_since, category, t_off, standstill, v0)
-    stop_time = float(np.max(joint_stop)) if stopped else math.nan
+    stop_time = float(joint_stop.max()) if stopped else math.nan
     if category == 1 and stopped:
         # at standstill the controlled ramp already stopped the joints; brakes only hold
         stop_time = float(max(stop_time if np.isfinite(stop_time) else 0.0, 0.0))
@@ -153,7 +154,8 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         straight = float(np.linalg.norm(tcp_pos[-1] - tcp_pos[0]))
     W_arr = series["W"]
     # a continuous joint's end points give its travel only modulo 2 pi: sum the steps between the samples instead
-    stopping = robot.difference(q0, q_fin) if robot.nq == robot.nv else travelled(robot, q_arr)[-1]
+    # (on a vector configuration space the difference is q_fin - q0, as Pinocchio's difference computes it)
+    stopping = q_fin - q0 if robot.nq == robot.nv else travelled(robot, q_arr)[-1]
     return StopPrediction(
         joint_names=robot.joint_names, category=category, t=t_arr, q=q_arr, v=v_arr, a=series["a"],
         tau_brake=series["tau"], tau_drive=series["drive"], locked=series["locked"],
@@ -163,11 +165,21 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         holding_torques=holding, rest_wrenches=rest_w, pre_stop_wrenches=pre, tcp_frame=tcp_frame,
         tcp_positions=tcp_pos, tcp_path_length=path, tcp_straight_distance=straight, power_off_time=t_off,
         ramp=_ramp_record(robot, brakes.armature, q0, v0, ramp) if ramp is not None else None,
-        initial_kinetic_energy=robot.kinetic_energy(q0, v0) + (  # plus the rotors' (armature) kinetic energy
-            0.5 * float(brakes.armature @ (v0 * v0)) if np.any(brakes.armature > 0.0) else 0.0),
-        potential_energy_change=robot.potential_energy(q_fin) - robot.potential_energy(q0),
+        initial_kinetic_energy=_kinetic_energy(robot, q0, v0) + (  # plus the rotors' (armature) kinetic energy
+            0.5 * float(brakes.armature @ (v0 * v0)) if (brakes.armature > 0.0).any() else 0.0),
+        potential_energy_change=_potential_energy(robot, q_fin) - _potential_energy(robot, q0),
         limit_crossings=limit_crossings(robot, q_arr), n_steps=engine.n_steps, n_evaluations=engine.n_eval,
     )
+
+
+def _kinetic_energy(robot: RobotModel, q: np.ndarray, v: np.ndarray) -> float:
+    """1/2 v^T M(q) v [J] of a checked state (RobotModel.kinetic_energy without its input checks)."""
+    return float(pin.computeKineticEnergy(robot.model, robot.data, q, v))
+
+
+def _potential_energy(robot: RobotModel, q: np.ndarray) -> float:
+    """Gravitational potential energy [J] at a checked configuration (RobotModel.potential_energy unchecked)."""
+    return float(pin.computePotentialEnergy(robot.model, robot.data, q))
 
 
 def _ramp_record(robot: RobotModel, armature: np.ndarray, q0: np.ndarray, v0: np.ndarray, ramp: Ramp) -> RampRecord:
@@ -213,12 +225,10 @@ def _check_mass_matrix(robot: RobotModel, brakes: BrakeSet, q0: np.ndarray) -> N
     """Refuse (one line) a model whose mass matrix M(q0) + diag(armature) [kg m^2, kg] is not positive definite at
     the start state: a joint that moves no mass (a massless link at the end of the chain) has no acceleration and
     no jump of eq. (22). The engines used to fail inside the first step (a RuntimeError trace, or NaN angles)."""
-    # CRBA fills the upper triangle; Cholesky reads the lower one (here its transpose): 5 us, not the 18 us of the
-    # symmetric copy of RobotModel.mass_matrix, in every prediction
-    M = pin.crba(robot.model, robot.data, q0).T + np.diag(brakes.armature)
-    try:
-        np.linalg.cholesky(M)
-    except np.linalg.LinAlgError:
+    # compiled Cholesky pivots on the upper triangle CRBA fills: 0.3 us where numpy's took 5 us, in every prediction
+    M = pin.crba(robot.model, robot.data, q0)
+    if not positive_definite(M, brakes.armature):
+        M = M.T + np.diag(brakes.armature)
         i = int(np.argmin(np.diag(M)))
         raise StopInputError(
             f"urdf: the mass matrix is not positive definite at q (smallest diagonal entry {M[i, i]:.3g}, joint "
@@ -229,8 +239,8 @@ def _check_mass_matrix(robot: RobotModel, brakes: BrakeSet, q0: np.ndarray) -> N
 def compiled_engine_applies(robot: RobotModel, settings: StopSettings) -> bool:
     """Whether the compiled engine runs this prediction: asked for (``settings.engine``), the Dormand-Prince method,
     and a model whose configuration is a vector (revolute and prismatic joints); else the Python engine does."""
-    return (settings.engine == "compiled" and settings.method == "dp5" and robot.nq == robot.nv
-            and all(j.nq == j.nv for j in robot.joints))
+    # (a Pinocchio joint has nq >= nv, so nq == nv for the model means it for every joint)
+    return settings.engine == "compiled" and settings.method == "dp5" and robot.nq == robot.nv
 
 
 def _series(ramp: dict[str, list], rows: np.ndarray, nv: int) -> dict[str, np.ndarray]:
