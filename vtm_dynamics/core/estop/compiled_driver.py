@@ -12,14 +12,14 @@ releases) with the Python loop driving the same generated M and h, bit for bit.
 What stays in Python: abrupt locks (pawls and lock events: the jump of eq. (22) is solved by
 :mod:`vtm_dynamics.core.switching`; a stop with any runs the Python loop), and the event records
 (:class:`.results.StopEvent`, with the joints' wrenches from Pinocchio's RNEA), made after the call from the log
-this loop writes: one row per event, ``LOG`` columns (time, kind code, number of joints, the joints in the order
-the Python loop names them, then q, v before, v after, the holding torques of the held joints (nan where free)
-and the accelerations, nv each).
+this loop writes: one row of :func:`log_columns` per event (time, kind code, number of joints, the joints in the
+order the Python loop names them, then q, v before, v after, the holding torques of the held joints (nan where
+free) and the accelerations, nv each).
 
 The functions below are compiled inside each robot's generated module, which defines ``stages`` (the six
-Runge-Kutta stages of a step) and ``mh`` (M and h at a state) for that robot and includes this file's text from
-:data:`MARKER` on: Numba caches a function on disk only when the functions it calls are globals of a module, not
-arguments. Here they are never compiled. Units: SI (s, rad, rad/s, N m).
+Runge-Kutta stages of a step) and ``mh_at`` (M and h at the state in rows QS, VST) for that robot and includes this
+file's text from :data:`MARKER` on: Numba caches a function on disk only when the functions it calls are globals of
+a module, not arguments. Here they are never compiled. Units: SI (s, rad, rad/s, N m).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def module_text() -> str:
     return "\n".join(imports) + "\n\n\n" + body
 
 
-stages = mh = None  # each generated module defines its robot's own (module docstring)
+stages = mh_at = None  # each generated module defines its robot's own (module docstring)
 MARKER = "# ---- compiled inside each generated module ----"
 # ---- compiled inside each generated module ----
 
@@ -153,7 +153,7 @@ def _decide(X, Z, force, outcome, rest):
 def _margin_at(X, Z, S, p, armature, M, h, t0, step, theta):
     """The release margin at theta of the last step's continuous extension (one evaluation)."""
     ce.dense_to_evaluate(X, Z, theta)
-    mh(X[cs.QS], X[cs.VST], p, armature, M, h)
+    mh_at(X, p, armature, M, h)
     S[1] += 1
     return ce.release_margin(X, Z, M, h, t0 + theta * step)
 
@@ -218,7 +218,7 @@ def _state_event(X, Z, R, E, S, flags, force, outcome, rest, joints, p, armature
         ce.extension_to_evaluate(X)
     else:
         ce.dense_to_evaluate(X, Z, theta)
-    mh(X[cs.QS], X[cs.VST], p, armature, M, h)
+    mh_at(X, p, armature, M, h)
     S[1] += 1
     if not cs.set_state(X, Z, t, Z[cs.WE], M, h):
         return NOT_POSITIVE_DEFINITE, t, False, R, E

@@ -99,7 +99,7 @@ class CompiledEngine:
         qs, vs = self.X[cs.QS], self.X[cs.VST]
         if self.generated is not None:
             g = self.generated
-            g.mh(qs, vs, g.parameters, g.armature, g.M, g.h)
+            g.mh_at(self.X, g.parameters, g.armature, g.M, g.h)
             return g.M, g.h
         return pin.crba(self.m, self.d, qs), pin.nonLinearEffects(self.m, self.d, qs, vs)
 
@@ -315,11 +315,12 @@ class CompiledEngine:
         b = 3 + n
         # each event's arrays: rows of fresh copies (the engine's log is reused by its next stop)
         q, v_minus, v_plus, hold, acc = (log[:, b + k * n:b + (k + 1) * n].copy() for k in range(5))
+        dv = np.zeros_like(q)  # no jumps without abrupt locks
         head = log[:, :3].tolist()
         joints = log[:, 3:b].astype(np.int64).tolist()
         for k, (t_k, kind, count) in enumerate(head):
             self._append_event(t_k, cd.KINDS[int(kind)], joints[k][:int(count)], q[k], v_minus[k], v_plus[k],
-                               hold[k], acc[k])
+                               hold[k], acc[k], dv[k])
         if status != cd.DONE:
             raise RuntimeError(cd.failure(status, t, st.max_events))
         self.locked = X[cs.LOCKED] > 0.5

@@ -50,7 +50,7 @@ from vtm_dynamics.core.robot.model import RobotModel
 
 ENV_SWITCH = "VTM_GENERATED_DYNAMICS"  # "off": never generate (Pinocchio everywhere)
 ENV_CACHE = "VTM_GENERATED_CACHE"  # a directory, or "off" (no disk cache shared between processes)
-FORMAT = 3  # bump when the layout of a generated module changes
+FORMAT = 4  # bump when the layout of a generated module changes
 PARAMETERS = 10  # inertial parameters per body
 AGREEMENT = 1e-9  # largest relative difference from Pinocchio's M and h accepted when a model's code is set up
 # the compiled kernels the generated stage function calls (their source is part of the cache key)
@@ -72,7 +72,8 @@ class GeneratedStages:
 
     robot: RobotModel
     stages: Callable
-    mh: Callable
+    mh: Callable  # (q, v, p, armature, M, h)
+    mh_at: Callable  # (X, p, armature, M, h): at the state in rows QS, VST of the engine's table X
     drive: Callable  # the engine's event loop compiled with these stages (:mod:`.compiled_driver`)
     parameters: np.ndarray  # (nv * 10,) inertial parameters of the moving bodies
     armature: np.ndarray  # (nv,) [kg m^2 or kg] added to the diagonal of M, as Pinocchio's crba does
@@ -251,17 +252,19 @@ def _traced_function(robot: RobotModel):
 
 
 def _translated(f, nv: int) -> list[str]:
-    """Straight-line Python of the CasADi SX Function ``f`` (inputs q, v, p; outputs dense M column-major, h)."""
+    """Straight-line Python of the CasADi SX Function ``f`` (inputs q, v, p; outputs dense M column-major, h), with q
+    and v read from the rows QS and VST of the engine's state table X (fixed rows: a view of a row handed to the
+    function cost a sixth of an evaluation)."""
     import casadi as cs
 
     infix = {cs.OP_ADD: "+", cs.OP_SUB: "-", cs.OP_MUL: "*", cs.OP_DIV: "/"}
     calls = {cs.OP_SIN: "math.sin", cs.OP_COS: "math.cos", cs.OP_SQRT: "math.sqrt"}
-    names = ("q", "v", "p")
-    out = [f"def mh_bare(q, v, p, M, h):  # {f.n_instructions()} instructions, nv = {nv}"]
+    names = ("X[QS, {}]", "X[VST, {}]", "p[{}]")
+    out = [f"def mh_bare(X, p, M, h):  # {f.n_instructions()} instructions, nv = {nv}"]
     for k in range(f.n_instructions()):
         op, a, r = f.instruction_id(k), f.instruction_input(k), f.instruction_output(k)
         if op == cs.OP_INPUT:
-            out.append(f"    w{r[0]} = {names[a[0]]}[{a[1]}]")
+            out.append(f"    w{r[0]} = {names[a[0]].format(a[1])}")
         elif op == cs.OP_OUTPUT:
             out.append(f"    M[{r[1] % nv}, {r[1] // nv}] = w{a[0]}" if r[0] == 0 else f"    h[{r[1]}] = w{a[0]}")
         elif op == cs.OP_CONST:
@@ -284,16 +287,24 @@ def _translated(f, nv: int) -> list[str]:
 _TAIL = '''
 
 @jit
-def mh(q, v, p, armature, M, h):
-    mh_bare(q, v, p, M, h)
+def mh_at(X, p, armature, M, h):
+    mh_bare(X, p, M, h)
     for i in range(h.shape[0]):
         M[i, i] += armature[i]
 
 
 @jit
+def mh(q, v, p, armature, M, h):
+    X = np.zeros((VST + 1, q.shape[0]))
+    X[QS] = q
+    X[VST] = v
+    mh_at(X, p, armature, M, h)
+
+
+@jit
 def stages(X, Z, p, armature, M, h):
     for s in range(1, 7):
-        mh(X[QS], X[VST], p, armature, M, h)
+        mh_at(X, p, armature, M, h)
         if not stage(X, Z, M, h, s):
             return False
     return True
@@ -304,7 +315,7 @@ def generated_source(robot: RobotModel, key: str) -> tuple[str, int]:
     """The text of the generated module for ``robot`` (:func:`.generated_cache.entry_text`: its first and last
     lines name the key, the second is the sha256 of the code) and its instruction count."""
     f, nv = _traced_function(robot)
-    head = ["import math", "", "import numba", "",
+    head = ["import math", "", "import numba", "import numpy as np", "",
             "from vtm_dynamics.core.estop.compiled_steps import QS, VST, stage", "",
             'jit = numba.njit(cache=True, nogil=True, error_model="numpy")', "", "", "@jit"]
     body = _translated(f, nv)
@@ -373,6 +384,8 @@ def generated_stages(robot: RobotModel) -> GeneratedStages | None:
                                              "float64[:, ::1], float64[::1])")
                         found.mh.compile("(float64[::1], float64[::1], float64[::1], float64[::1], "
                                          "float64[:, ::1], float64[::1])")
+                        found.mh_at.compile("(float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], "
+                                            "float64[::1])")
                     except Exception as err:  # noqa: BLE001 - any failure falls back to Pinocchio, with its reason
                         found = f"generation failed: {type(err).__name__}: {str(err).splitlines()[0][:300]}"
                     _loaded[key] = found
@@ -387,7 +400,7 @@ def generated_stages(robot: RobotModel) -> GeneratedStages | None:
         return None
     _reasons.pop(id(robot), None)
     nv = robot.nv
-    out = GeneratedStages(robot, module.stages, module.mh, module.drive, np.zeros(nv * PARAMETERS), np.zeros(nv),
+    out = GeneratedStages(robot, module.stages, module.mh, module.mh_at, module.drive, np.zeros(nv * PARAMETERS), np.zeros(nv),
                           np.zeros((nv, nv)), np.zeros(nv), key)
     out.load_inertias()
     worst = _pinocchio_disagreement(robot, out)

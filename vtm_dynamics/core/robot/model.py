@@ -116,7 +116,7 @@ class RobotModel:
     ``urdf_root`` (its ``<robot>`` element as :meth:`from_urdf` parsed it, or None: read it, never change it).
     """
 
-    __slots__ = ("model", "data", "extension", "urdf_text", "urdf_root", "_joints", "_by_name")
+    __slots__ = ("model", "data", "extension", "urdf_text", "urdf_root", "_joints", "_by_name", "_joint_names")
 
     def __init__(self, model: pin.Model, extension: URDFExtension | None = None, urdf_text: str = "",
                  urdf_root: ET.Element | None = None) -> None:
@@ -139,6 +139,7 @@ class RobotModel:
         joints.sort(key=lambda j: j.idx_v)
         self._joints = tuple(joints)
         self._by_name = {j.name: j for j in joints}
+        self._joint_names = tuple(j.name for j in joints)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -219,7 +220,7 @@ class RobotModel:
     @property
     def joint_names(self) -> tuple[str, ...]:
         """Names of the movable joints in velocity order (fixed joints excluded)."""
-        return tuple(j.name for j in self._joints)
+        return self._joint_names
 
     def joint(self, name: str) -> JointCoordinates:
         """Index record of the movable joint ``name``."""
