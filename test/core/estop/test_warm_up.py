@@ -32,7 +32,7 @@ def test_after_compile_kernels_a_prediction_needs_no_other_compiled_variant():
     code = """
 import numpy as np
 from numba.core.registry import CPUDispatcher
-from vtm_dynamics.core.estop import compiled_decision, compiled_dynamics, compiled_events, compiled_steps
+from vtm_dynamics.core.estop import compiled_checks, compiled_decision, compiled_dynamics, compiled_events, compiled_steps
 from vtm_dynamics.core.estop import predict_stop
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.estop.warm_up import compile_kernels
@@ -40,7 +40,7 @@ from vtm_dynamics.core.robot.model import RobotModel, example_robot_urdf
 
 def variants():
     out = {}
-    for mod in (compiled_decision, compiled_dynamics, compiled_events, compiled_steps):
+    for mod in (compiled_checks, compiled_decision, compiled_dynamics, compiled_events, compiled_steps):
         for name, f in vars(mod).items():
             if isinstance(f, CPUDispatcher):
                 out[mod.__name__ + "." + name] = len(f.signatures)

@@ -155,11 +155,11 @@ def test_a_state_whose_stop_goes_past_a_joint_limit_is_flagged_and_counts_like_o
     assert s.distance_percentiles[0] == np.inf  # p50 of two rows interpolates towards the unknown one
 
 
-def test_the_map_says_which_dynamics_its_stops_use(monkeypatch, tmp_path):
-    """Generated M and h where the generator covers the model, else Pinocchio with the reason (for the summary)."""
+def test_the_map_says_which_dynamics_its_stops_use(monkeypatch):
+    """Generated M and h where the generator covers the model, else Pinocchio with the reason (for the summary). (The
+    run's cache of generated code, conftest: a UR5's first generation and compilation takes about 20 s.)"""
     from joint_type_models import on_track, ur5_text
 
-    monkeypatch.setenv("VTM_GENERATED_CACHE", str(tmp_path / "generated"))
     monkeypatch.delenv("VTM_GENERATED_DYNAMICS", raising=False)
     spec = MapSpec(n_states=4, chunk_size=4, tcp_frame="tool0", payload_frame="tool0", payloads=(0.0, 5.0))
     ur5 = RobotModel.from_urdf(ur5_text())

@@ -184,24 +184,3 @@ def braked_dynamics(T, M, h, t, b, v_r, engaged_r, locked_r, s_r, a_r, lam_r, ta
     brake_torques(T, b, t, v_r, engaged_r, locked_r, s_r, tau_r)
     return held_set_solve(T, M, h, b, tau_r, locked_r, a_r, lam_r, work_r)
 
-
-@jit
-def positive_definite(M, armature):
-    """Whether M + diag(armature) is positive definite (every pivot of its Cholesky factorisation positive), from
-    the upper triangle of M (CRBA fills only that)."""
-    n = M.shape[0]
-    U = np.zeros((n, n))
-    for j in range(n):
-        d = M[j, j] + armature[j]
-        for k in range(j):
-            d -= U[k, j] * U[k, j]
-        if not d > 0.0:
-            return False
-        d = math.sqrt(d)
-        U[j, j] = d
-        for i in range(j + 1, n):
-            x = M[j, i]
-            for k in range(j):
-                x -= U[k, j] * U[k, i]
-            U[j, i] = x / d
-    return True

@@ -57,6 +57,11 @@ AGREEMENT = 1e-9  # largest relative difference from Pinocchio's M and h accepte
 _KERNELS = ("compiled_steps.py", "compiled_dynamics.py", "compiled_decision.py", "compiled_events.py",
             "compiled_driver.py")
 _SUPPORTED_JOINTS = ("revolute", "prismatic")
+# compiled_driver.drive: tables X, Z, R, E; time events (times, kinds, joints); inertias, armature, M, h; rest times,
+# counters; step, end time, simultaneity, event limit
+_DRIVE_SIGNATURE = ("(float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[::1], int64[::1], "
+                    "int64[::1], float64[::1], float64[::1], float64[:, ::1], float64[::1], float64[::1], int64[::1], "
+                    "float64, float64, float64, int64)")
 
 _lock = threading.Lock()
 _loaded: dict[str, object] = {}  # cache key -> the loaded module (or the reason it could not be made)
@@ -386,6 +391,7 @@ def generated_stages(robot: RobotModel) -> GeneratedStages | None:
                                          "float64[:, ::1], float64[::1])")
                         found.mh_at.compile("(float64[:, ::1], float64[::1], float64[::1], float64[:, ::1], "
                                             "float64[::1])")
+                        found.drive.compile(_DRIVE_SIGNATURE)  # at set-up, not in the first stop
                     except Exception as err:  # noqa: BLE001 - any failure falls back to Pinocchio, with its reason
                         found = f"generation failed: {type(err).__name__}: {str(err).splitlines()[0][:300]}"
                     _loaded[key] = found

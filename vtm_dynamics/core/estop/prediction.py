@@ -19,11 +19,11 @@ import pinocchio as pin
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
 from vtm_dynamics.core.estop.abrupt_lock import JUMP_METHODS
-from vtm_dynamics.core.estop.compiled_dynamics import positive_definite
+from vtm_dynamics.core.estop.compiled_checks import inside_limits, positive_definite
 from vtm_dynamics.core.estop.compiled_engine import CompiledEngine
 from vtm_dynamics.core.estop.generated_dynamics import generated_stages
 from vtm_dynamics.core.estop.event_loop import BrakingEngine, ScheduledLock
-from vtm_dynamics.core.estop.limit_crossings import limit_crossings
+from vtm_dynamics.core.estop.limit_crossings import TOLERANCE as LIMIT_TOLERANCE, limit_crossings
 from vtm_dynamics.core.estop.inputs import (
     CategoryOne, LockEvent, StopInputError, StopSettings, check_stop_state, stop_vector,
 )
@@ -168,8 +168,17 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
         initial_kinetic_energy=_kinetic_energy(robot, q0, v0) + (  # plus the rotors' (armature) kinetic energy
             0.5 * float(brakes.armature @ (v0 * v0)) if (brakes.armature > 0.0).any() else 0.0),
         potential_energy_change=_potential_energy(robot, q_fin) - _potential_energy(robot, q0),
-        limit_crossings=limit_crossings(robot, q_arr), n_steps=engine.n_steps, n_evaluations=engine.n_eval,
+        limit_crossings=_limit_crossings(robot, q_arr), n_steps=engine.n_steps, n_evaluations=engine.n_eval,
     )
+
+
+def _limit_crossings(robot: RobotModel, q: np.ndarray) -> tuple[str, ...]:
+    """:func:`.limit_crossings.limit_crossings` of the configurations q, after a compiled screen (most stops stay
+    within their limits; the screen costs a tenth of the numpy one)."""
+    model = robot.model
+    if len(q) and inside_limits(q, model.lowerPositionLimit, model.upperPositionLimit, LIMIT_TOLERANCE):
+        return ()
+    return limit_crossings(robot, q)
 
 
 def _kinetic_energy(robot: RobotModel, q: np.ndarray, v: np.ndarray) -> float:

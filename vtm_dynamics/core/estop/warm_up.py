@@ -16,7 +16,7 @@ import numpy as np
 from vtm_dynamics.core.estop import compiled_events as ce
 from vtm_dynamics.core.estop import compiled_steps as cs
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop.compiled_dynamics import positive_definite
+from vtm_dynamics.core.estop.compiled_checks import inside_limits, positive_definite
 from vtm_dynamics.core.robot.model import RobotModel
 
 
@@ -48,6 +48,7 @@ def compile_kernels() -> float:
     ce.start_margin(X, Z)
     ce.release_force(X, 0.0, force)
     positive_definite(np.eye(nv), np.zeros(nv))  # the start state's check (prediction._check_mass_matrix)
+    inside_limits(np.zeros((2, nv)), np.zeros(nv), np.ones(nv), 1e-6)  # the result's (prediction._limit_crossings)
     return time.perf_counter() - start
 
 
