@@ -314,13 +314,13 @@ class CompiledEngine:
         n = self.nv
         b = 3 + n
         # each event's arrays: rows of fresh copies (the engine's log is reused by its next stop)
-        q, v_minus, v_plus, hold, acc = (log[:, b + k * n:b + (k + 1) * n].copy() for k in range(5))
-        dv = np.zeros_like(q)  # no jumps without abrupt locks
+        rows = log[:, b:b + 5 * n].copy()
+        dv = np.zeros((len(rows), n))  # no jumps without abrupt locks
         head = log[:, :3].tolist()
         joints = log[:, 3:b].astype(np.int64).tolist()
         for k, (t_k, kind, count) in enumerate(head):
-            self._append_event(t_k, cd.KINDS[int(kind)], joints[k][:int(count)], q[k], v_minus[k], v_plus[k],
-                               hold[k], acc[k], dv[k])
+            q, v_minus, v_plus, hold, acc = (rows[k, i * n:(i + 1) * n] for i in range(5))
+            self._append_event(t_k, cd.KINDS[int(kind)], joints[k][:int(count)], q, v_minus, v_plus, hold, acc, dv[k])
         if status != cd.DONE:
             raise RuntimeError(cd.failure(status, t, st.max_events))
         self.locked = X[cs.LOCKED] > 0.5
