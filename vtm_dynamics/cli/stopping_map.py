@@ -324,6 +324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         job = MapJob(loaded.text, loaded.brake_config, spec)
         if not (0 < args.connect_timeout <= 600):
             raise StopInputError(f"connect_timeout: must be in (0, 600] s, got {args.connect_timeout:g}")
+        # generated once here, so that local workers load it from the cache instead of each making it (about 20 s
+        # the first time on a machine)
+        dynamics = dynamics_used(loaded.robot, spec)
         run = run_map(job, args.out, scheduler=args.scheduler, workers=args.workers, threads=args.threads,
                       overwrite=args.overwrite, progress=Progress(sys.stderr, spec.n_states),
                       connect_timeout=args.connect_timeout)
@@ -344,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     # the map is read a block at a time from here on: the client's memory does not grow with the map's rows
     worst_rows = read_rows(run.path, (run.summary.worst_distance_state, run.summary.worst_time_state))
-    summary = summary_dict(run, spec, loaded, worst_rows, dynamics_used(loaded.robot, spec))
+    summary = summary_dict(run, spec, loaded, worst_rows, dynamics)
     from vtm_dynamics.cli.stop_report import write_json
 
     write_json(os.path.join(args.out, "summary.json"), summary)
