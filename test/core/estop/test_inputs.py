@@ -9,6 +9,7 @@ import pytest
 from core_testdata import REPO
 from joint_type_models import on_track, ur5_text, with_continuous
 from vtm_dynamics.core.estop import StopInputError, check_stop_state, predict_stop
+from vtm_dynamics.core.estop.inputs import states_pass_checks
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -44,3 +45,43 @@ def test_a_prismatic_joint_is_checked_against_its_travel_in_m_and_its_speed_in_m
         check_stop_state(robot, [2.5] + ANGLES, [0.0] * 7)
     with pytest.raises(StopInputError, match=r"v\[track_joint\]: \|2.5\| exceeds the velocity limit 2"):
         check_stop_state(robot, [0.0] + ANGLES, [2.5] + [0.0] * 6)
+
+
+def passes_one_by_one(robot, q, v):
+    try:
+        for qk, vk in zip(q, v, strict=True):
+            check_stop_state(robot, qk, vk)
+    except (StopInputError, ValueError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_batch_passes_the_checks_at_once_exactly_when_each_of_its_states_passes_them(ur5, seed):
+    # states at, just inside and just beyond the position and velocity limits, and a non-finite one now and then
+    rng = np.random.default_rng(seed)
+    lo, hi, vmax = ur5.model.lowerPositionLimit, ur5.model.upperPositionLimit, ur5.model.velocityLimit
+    n = 6
+    q = rng.uniform(lo, hi, (n, 6))
+    v = rng.uniform(-vmax, vmax, (n, 6))
+    k, j = rng.integers(n), rng.integers(6)
+    change = seed % 6
+    if change == 1:
+        q[k, j] = hi[j] + rng.choice([0.5e-9, 2e-9])  # within the 1e-9 tolerance, or beyond it
+    elif change == 2:
+        q[k, j] = lo[j] - rng.choice([0.5e-9, 2e-9])
+    elif change == 3:
+        v[k, j] = vmax[j] * (1 + rng.choice([0.5e-9, 2e-9]))
+    elif change == 4:
+        v[k, j] = np.nan
+    elif change == 5:
+        q = list(q[:-1]) + [q[-1][:5]]  # a ragged batch
+    together = states_pass_checks(ur5, q, v)
+    assert (together is not None) == passes_one_by_one(ur5, q, v)
+    if together is not None:
+        assert np.array_equal(together[0], np.asarray(q)) and np.array_equal(together[1], v)
+
+
+def test_a_model_with_continuous_joints_is_checked_state_by_state(continuous):
+    q = np.array([continuous.configuration_from_angles(np.zeros(6))])
+    assert states_pass_checks(continuous, q, np.zeros((1, 6))) is None

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from vtm_dynamics.core.estop.brakes import BrakeSet
-from vtm_dynamics.core.estop.inputs import CategoryOne, LockEvent, StopInputError, StopSettings
+from vtm_dynamics.core.estop.inputs import CategoryOne, LockEvent, StopInputError, StopSettings, states_pass_checks
 from vtm_dynamics.core.estop.payload import with_payload
 from vtm_dynamics.core.estop.prediction import predict_with
 from vtm_dynamics.core.estop.results import StopPrediction
@@ -131,12 +131,15 @@ def predict_stops(
         raise StopInputError("batch: set up for another robot or brake set")
     locks = tuple(lock_events)
     payload, torque, delay = (columns[name].tolist() for name in ("payloads", "torque_factors", "delay_factors"))
+    checked = states_pass_checks(robot, q, v)  # else each case is checked, and the first that fails is named
+    if checked is not None:
+        q, v = checked
     out = []
     for k in range(n):
         try:
             out.append(batch.predict(q[k], v[k], payload[k], torque[k], delay[k], category=category,
                                      category_one=category_one, lock_events=locks, tcp_frame=tcp_frame,
-                                     settings=settings))
+                                     settings=settings, checked=checked is not None))
         except BatchStopError:
             raise
         except Exception as err:  # noqa: BLE001 - every failure of a case is reported with its index

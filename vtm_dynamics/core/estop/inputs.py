@@ -167,6 +167,27 @@ def check_stop_state(robot: RobotModel, q: object, v: object, field_q: str = "q"
     return qa, va
 
 
+def states_pass_checks(robot: RobotModel, q: object, v: object) -> tuple[np.ndarray, np.ndarray] | None:
+    """The states of a batch as float arrays Q (n x nq) [rad, m] and V (n x nv) [rad/s, m/s] when every one of them
+    passes :func:`check_stop_state`, decided for all at once (a batch of thousands pays one check, not thousands);
+    None when any might not (a ragged or non-numeric input, a non-finite entry, an entry beyond a limit, a model with
+    continuous joints), and the caller checks each state with :func:`check_stop_state`, which names the first."""
+    if robot.nq != robot.nv:
+        return None
+    try:
+        Q, V = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if Q.ndim != 2 or Q.shape[1:] != (robot.nq,) or V.shape != (len(Q), robot.nv):
+        return None
+    if not (np.isfinite(Q).all() and np.isfinite(V).all()):
+        return None
+    lo, hi, vmax = robot.model.lowerPositionLimit, robot.model.upperPositionLimit, robot.model.velocityLimit
+    if (Q < lo - 1e-9).any() or (Q > hi + 1e-9).any() or (np.abs(V) > vmax * (1 + 1e-9)).any():
+        return None
+    return Q, V
+
+
 def state_from_joint_names(
     robot: RobotModel, names: Sequence[str], positions: Sequence[float], velocities: Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -65,12 +65,14 @@ def predict_with(robot: RobotModel, brakes: BrakeSet, q: object, v: object, *, a
                  tau: object | None = None, category: int = 0, category_one: CategoryOne | None = None,
                  lock_events: Iterable[LockEvent] = (), tcp_frame: str | None = None,
                  settings: StopSettings = StopSettings(), engines: dict | None = None,
-                 generated: bool = False) -> StopPrediction:
+                 generated: bool = False, checked: bool = False) -> StopPrediction:
     """:func:`predict_stop`, reusing the compiled engines in ``engines`` (one per model and settings; one dict per
     thread) instead of building one per prediction: the same code path, the same numbers. ``generated``: the
     compiled engine computes M and h with generated code inside one compiled call per step
-    (:mod:`vtm_dynamics.core.estop.generated_dynamics`; Pinocchio when that is unavailable), for batches."""
-    q0, v0 = check_stop_state(robot, q, v)
+    (:mod:`vtm_dynamics.core.estop.generated_dynamics`; Pinocchio when that is unavailable), for batches.
+    ``checked``: q and v are float arrays that passed :func:`.inputs.check_stop_state`'s checks (a batch checks
+    all its states at once, :func:`.inputs.states_pass_checks`)."""
+    q0, v0 = (q, v) if checked else check_stop_state(robot, q, v)
     if brakes.joint_names != robot.joint_names:
         raise StopInputError("brakes: built for another robot (joint names differ)")
     _check_mass_matrix(robot, brakes, q0)
