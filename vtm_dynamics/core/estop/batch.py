@@ -7,9 +7,10 @@ What the cases share is set up once: the model with each distinct payload (a poi
 the same computation as one :func:`predict_stop` call with that model and those brakes, so the results are
 bit-identical to N single calls (a test checks it). With ``generated=True`` (large batches: the workspace map) the
 compiled engine computes M(q) and h(q, v) with generated, compiled code inside one compiled call per Runge-Kutta
-step (:mod:`vtm_dynamics.core.estop.generated_dynamics`, with each model's inertias, so payloads included): 1.57x
-the batch rate, but 0.4-0.7 s of set-up per process (3 s the first time on a machine), so small batches such as
-an envelope do not take it. Its results agree with N single calls (which use Pinocchio's CRBA and RNEA) to
+step (:mod:`vtm_dynamics.core.estop.generated_dynamics`, with each model's inertias, so payloads included) and the
+event loop as one compiled call (:mod:`vtm_dynamics.core.estop.compiled_driver`): about 2.5x the batch rate, but
+0.3-0.5 s of set-up per process (about 20 s the first time on a machine), so small batches such as an envelope do
+not take it. Its results agree with N single calls (which use Pinocchio's CRBA and RNEA) to
 rounding, 1e-10 in stop times, rest angles and TCP distances (a test checks it); an unsupported model or a missing
 generator use Pinocchio. Units: rad, rad/s, kg, s.
 """

@@ -1,5 +1,6 @@
-"""M(q) and h(q, v) of a fixed-base robot as generated, compiled code, and the six Runge-Kutta stages of the E-stop
-engine's step in one compiled call (for batches of stop predictions).
+"""M(q) and h(q, v) of a fixed-base robot as generated, compiled code, the six Runge-Kutta stages of the E-stop
+engine's step in one compiled call, and with them the engine's whole event loop (:mod:`.compiled_driver`, whose
+text each generated module includes), for batches of stop predictions.
 
 What is computed: the joint-space mass matrix M(q) [kg m^2, kg m, kg] and the bias forces h(q, v) = C(q, v) v + g(q)
 [N m, N] of Mueller 2026, eq. (3) (M dv/dt + h = tau + brake torques), the same quantities as Pinocchio's ``crba``
