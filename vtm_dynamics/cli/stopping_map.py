@@ -316,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args
     from vtm_dynamics.scaleout.map_runner import MapJob, Progress, run_map
     from vtm_dynamics.scaleout.result_file import read_rows, result_passes
-    from vtm_dynamics.core.stopping.workspace_map import dynamics_used
+    from vtm_dynamics.core.stopping.workspace_map import prepared_dynamics
 
     try:
         loaded = load_robot(None if args.urdf else args.robot, args.urdf, args.brakes)
@@ -324,9 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         job = MapJob(loaded.text, loaded.brake_config, spec)
         if not (0 < args.connect_timeout <= 600):
             raise StopInputError(f"connect_timeout: must be in (0, 600] s, got {args.connect_timeout:g}")
-        # generated once here, so that local workers load it from the cache instead of each making it (about 20 s
-        # the first time on a machine)
-        dynamics = dynamics_used(loaded.robot, spec)
+        dynamics = prepared_dynamics(loaded.robot, spec)  # made once here, not by each local worker
         run = run_map(job, args.out, scheduler=args.scheduler, workers=args.workers, threads=args.threads,
                       overwrite=args.overwrite, progress=Progress(sys.stderr, spec.n_states),
                       connect_timeout=args.connect_timeout)

@@ -14,9 +14,10 @@ from vtm_dynamics.core.estop import predict_stop
 from vtm_dynamics.core.estop.brakes import brakes_from_config
 from vtm_dynamics.core.robot.catalogue import UR5
 from vtm_dynamics.core.robot.model import RobotModel
+from vtm_dynamics.core.estop.generated_dynamics import GeneratedStages
 from vtm_dynamics.core.stopping.workspace_map import (
     MapInputError, MapSpec, check_map_spec, chunk_states, evaluate_chunk, summarize,
-    dynamics_used,
+    dynamics_used, prepared_dynamics,
 )
 
 
@@ -168,3 +169,17 @@ def test_the_map_says_which_dynamics_its_stops_use(monkeypatch):
     assert dynamics_used(track, spec).startswith("Pinocchio (generation failed")
     monkeypatch.setenv("VTM_GENERATED_DYNAMICS", "off")
     assert dynamics_used(ur5, spec) == "Pinocchio (VTM_GENERATED_DYNAMICS=off)"
+
+
+def test_the_tool_makes_the_generated_code_and_its_event_loop_before_the_workers_start(monkeypatch):
+    from joint_type_models import ur5_text
+
+    monkeypatch.delenv("VTM_GENERATED_DYNAMICS", raising=False)
+    prepared = []
+    monkeypatch.setattr(GeneratedStages, "prepare_loop", lambda self: prepared.append(self.robot.name))
+    spec = MapSpec(n_states=4, chunk_size=4, tcp_frame="tool0", payload_frame="tool0", payloads=(0.0, 5.0))
+    assert prepared_dynamics(RobotModel.from_urdf(ur5_text()), spec) == "generated"
+    assert prepared == ["ur5"]
+    monkeypatch.setenv("VTM_GENERATED_DYNAMICS", "off")
+    assert prepared_dynamics(RobotModel.from_urdf(ur5_text()), spec).startswith("Pinocchio")
+    assert prepared == ["ur5"]  # nothing to prepare for Pinocchio's M and h

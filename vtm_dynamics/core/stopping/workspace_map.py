@@ -394,6 +394,15 @@ def dynamics_used(robot: RobotModel, spec: MapSpec) -> str:
     return "generated"
 
 
+def prepared_dynamics(robot: RobotModel, spec: MapSpec) -> str:
+    """:func:`dynamics_used`, with the generated code and its compiled event loop made now (into the cache that
+    local workers then load, instead of each making it: about 20 s the first time on a machine)."""
+    used = dynamics_used(robot, spec)
+    if used == "generated":
+        generated_stages(robot.copy()).prepare_loop()
+    return used
+
+
 def summarize(columns: dict[str, np.ndarray]) -> MapSummary:
     """Worst cases and distribution of a map's rows held in memory (:func:`.map_summary.summarize_passes`, which
     reduces a map of any size a block at a time, says how a state that did not stop counts)."""
