@@ -66,6 +66,13 @@ def time_events(engage_times: np.ndarray, rise: np.ndarray) -> tuple[np.ndarray,
     return times[order], codes[order], joints[order]
 
 
+# drive's argument types: tables X, Z, R, E; time events (times, kinds, joints); inertias, armature, M, h; rest
+# times, counters; step, end time, simultaneity, event limit
+DRIVE_SIGNATURE = ("(float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[::1], int64[::1], "
+                   "int64[::1], float64[::1], float64[::1], float64[:, ::1], float64[::1], float64[::1], int64[::1], "
+                   "float64, float64, float64, int64)")
+
+
 def log_columns(nv: int) -> int:
     """Columns of the event log for nv velocities (module docstring)."""
     return 3 + 6 * nv

@@ -45,7 +45,7 @@ from typing import Callable
 import defusedxml.ElementTree as ET
 import numpy as np
 
-from vtm_dynamics.core.estop.compiled_driver import module_text
+from vtm_dynamics.core.estop.compiled_driver import DRIVE_SIGNATURE, module_text
 from vtm_dynamics.core.estop.generated_cache import entry_text, read_entry, safe_directory, write_entry
 from vtm_dynamics.core.robot.model import RobotModel
 
@@ -58,11 +58,6 @@ AGREEMENT = 1e-9  # largest relative difference from Pinocchio's M and h accepte
 _KERNELS = ("compiled_steps.py", "compiled_dynamics.py", "compiled_decision.py", "compiled_events.py",
             "compiled_driver.py")
 _SUPPORTED_JOINTS = ("revolute", "prismatic")
-# compiled_driver.drive: tables X, Z, R, E; time events (times, kinds, joints); inertias, armature, M, h; rest times,
-# counters; step, end time, simultaneity, event limit
-_DRIVE_SIGNATURE = ("(float64[:, ::1], float64[::1], float64[:, ::1], float64[:, ::1], float64[::1], int64[::1], "
-                    "int64[::1], float64[::1], float64[::1], float64[:, ::1], float64[::1], float64[::1], int64[::1], "
-                    "float64, float64, float64, int64)")
 
 _lock = threading.Lock()
 _loaded: dict[str, object] = {}  # cache key -> the loaded module (or the reason it could not be made)
@@ -95,7 +90,7 @@ class GeneratedStages:
     def prepare_loop(self) -> None:
         """Compile the event loop now (or load it from the cache) instead of in the first stop: about 15 s the first
         time on a machine; :func:`generated_stages` leaves it to the first batch (a check of M and h needs none)."""
-        self.drive.compile(_DRIVE_SIGNATURE)
+        self.drive.compile(DRIVE_SIGNATURE)
 
     def run(self, X: np.ndarray, Z: np.ndarray) -> bool:
         return self.stages(X, Z, self.parameters, self.armature, self.M, self.h)
