@@ -32,6 +32,7 @@ from vtm_dynamics.core.estop import compiled_events as ce
 from vtm_dynamics.core.estop import compiled_steps as cs
 from vtm_dynamics.core.estop.compiled_decision import RELEASED, SLIPPING, STUCK
 from vtm_dynamics.core.estop.compiled_dynamics import INVERSE_STRIBECK_SPEED, jit
+from vtm_dynamics.core.estop.runge_kutta import illinois_step
 
 # status of a drive call (the Python side raises the engine's errors)
 DONE, UNDERFLOW, NOT_POSITIVE_DEFINITE, NO_SPLIT, NO_PROGRESS, TOO_MANY_EVENTS = range(6)
@@ -92,6 +93,9 @@ def module_text() -> str:
 stages = mh_at = None  # each generated module defines its robot's own (module docstring)
 MARKER = "# ---- compiled inside each generated module ----"
 # ---- compiled inside each generated module ----
+
+
+_illinois_step = jit(illinois_step)
 
 
 @jit
@@ -168,7 +172,7 @@ def _margin_at(X, Z, S, p, armature, M, h, t0, step, theta):
 @jit
 def _release_theta(X, Z, S, p, armature, M, h, step, theta_max):
     """The first theta in (0, theta_max] where a held joint's torque reaches its capacity (regula falsi with the
-    Illinois modification, as :func:`.event_loop.first_positive`); inf if none."""
+    Illinois modification, :func:`.runge_kutta.illinois_step`, as :func:`.event_loop.first_positive`); inf if none."""
     t0 = Z[cs.T0]
     ga = ce.start_margin(X, Z)
     tol = 1e-12 / step
@@ -180,17 +184,7 @@ def _release_theta(X, Z, S, p, armature, M, h, step, theta_max):
     side = 0
     for _ in range(60):
         c = (a * gb - b * ga) / (gb - ga)
-        gc = _margin_at(X, Z, S, p, armature, M, h, t0, step, c)
-        if gc > 0:
-            b, gb = c, gc
-            if side == -1:
-                ga *= 0.5
-            side = -1
-        else:
-            a, ga = c, gc
-            if side == 1:
-                gb *= 0.5
-            side = 1
+        a, ga, b, gb, side = _illinois_step(a, ga, b, gb, c, _margin_at(X, Z, S, p, armature, M, h, t0, step, c), side)
         if b - a < tol:
             break
     return b

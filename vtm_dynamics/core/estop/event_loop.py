@@ -37,7 +37,9 @@ from vtm_dynamics.core.estop.abrupt_lock import AbruptLock
 from vtm_dynamics.core.estop.held_dynamics import HeldSetDynamics
 from vtm_dynamics.core.estop.inputs import StopSettings
 from vtm_dynamics.core.estop.results import StopEvent
-from vtm_dynamics.core.estop.runge_kutta import AIM, DP5_ERROR, TABLEAUS, RungeKuttaSteps, first_root, hermite_root
+from vtm_dynamics.core.estop.runge_kutta import (
+    AIM, DP5_ERROR, TABLEAUS, RungeKuttaSteps, first_root, hermite_root, illinois_step,
+)
 from vtm_dynamics.core.estop.stick_slip import StickSlipDecisions
 from vtm_dynamics.core.estop.wrenches import joint_forces
 
@@ -403,17 +405,7 @@ def first_positive(g, b: float, ga: float, tol: float) -> float:
     side = 0
     for _ in range(60):
         c = (a * gb - b * ga) / (gb - ga)
-        gc = g(c)
-        if gc > 0:
-            b, gb = c, gc
-            if side == -1:
-                ga *= 0.5
-            side = -1
-        else:
-            a, ga = c, gc
-            if side == 1:
-                gb *= 0.5
-            side = 1
+        a, ga, b, gb, side = illinois_step(a, ga, b, gb, c, g(c), side)
         if b - a < tol:
             break
     return b

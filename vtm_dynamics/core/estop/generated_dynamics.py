@@ -56,7 +56,7 @@ PARAMETERS = 10  # inertial parameters per body
 AGREEMENT = 1e-9  # largest relative difference from Pinocchio's M and h accepted when a model's code is set up
 # the compiled kernels the generated stage function calls (their source is part of the cache key)
 _KERNELS = ("compiled_steps.py", "compiled_dynamics.py", "compiled_decision.py", "compiled_events.py",
-            "compiled_driver.py")
+            "compiled_driver.py", "runge_kutta.py")
 _SUPPORTED_JOINTS = ("revolute", "prismatic")
 
 _lock = threading.Lock()

@@ -216,3 +216,22 @@ def first_root(c: Sequence[float], s: float) -> float:
 
 _GRID = np.linspace(0.0, 1.0, 17)[1:]
 _GRID_POWERS = _GRID[:, None] ** np.arange(5)[None, :]
+
+
+def illinois_step(a: float, ga: float, b: float, gb: float, c: float, gc: float,
+                  side: int) -> tuple[float, float, float, float, int]:
+    """One step of regula falsi with the Illinois modification on a bracket [a, b] of g (g(a) = ga <= 0 < g(b) =
+    gb) after evaluating g(c) = gc at c = (a gb - b ga) / (gb - ga): the end on c's side moves to c, and the other
+    end's value is halved when the same end moved last time (``side``: -1 b moved, 1 a moved, 0 none yet). Returns
+    (a, ga, b, gb, side). Plain Python that Numba also compiles (the compiled event loop's release location)."""
+    if gc > 0:
+        b, gb = c, gc
+        if side == -1:
+            ga *= 0.5
+        side = -1
+    else:
+        a, ga = c, gc
+        if side == 1:
+            gb *= 0.5
+        side = 1
+    return a, ga, b, gb, side
