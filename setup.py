@@ -19,7 +19,7 @@ setup(
         (f"share/{PACKAGE}/config/rviz", glob("config/rviz/*.rviz")),
     ],
     package_data={PACKAGE: ["data/*", "views/assets/*"]},
-    install_requires=["setuptools", "numpy", "scipy", "pyyaml", "defusedxml"],
+    install_requires=["setuptools", "numpy", "scipy", "pyyaml", "defusedxml", "trimesh", "pycollada"],
     # GPL-licensed, opt-in: the QR route of the sparse solvability analysis (docs/solvability.md)
     extras_require={"sparse-qr": ["pyspqr==0.2.0"]},
     zip_safe=True,

@@ -31,26 +31,39 @@ _TRIANGLES = ((0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1),
               (2, 3, 7), (2, 7, 6), (0, 2, 6), (0, 6, 4), (1, 5, 7), (1, 7, 3))
 
 
-def cube_dae(meter: str | float, up_axis: str = "Z_UP", asset_extra: str = "") -> str:
+def cube_dae(meter: str | float, up_axis: str = "Z_UP", asset_extra: str = "", materials: int = 1,
+             twin: float | None = None) -> str:
     """COLLADA text of the cube (``EDGE`` m at ``CENTRE``) written in the unit ``meter`` metres (coordinates
-    divided by it), with that ``<unit>`` and ``<up_axis>``; ``asset_extra`` goes into ``<asset>`` first."""
+    divided by it), with that ``<unit>`` and ``<up_axis>``; ``asset_extra`` goes into ``<asset>`` first. With
+    ``materials`` > 1 its triangles are split into that many ``<triangles>`` elements of their own materials (as
+    CAD exporters write a part of several colours). ``twin`` [m]: a second cube, ``twin`` further along x, in the
+    same geometry with a material of its own (its own ``<triangles>`` element)."""
     per = float(meter) if 0 < float(meter) < float("inf") else 1.0  # a nonsense unit: the numbers in metres
     corners = []
-    for k in range(8):
-        for axis, bit in enumerate((4, 2, 1)):
-            corners.append((CENTRE[axis] + (EDGE / 2 if k & bit else -EDGE / 2)) / per)
+    for shift in (0.0,) if twin is None else (0.0, twin):
+        for k in range(8):
+            for axis, bit in enumerate((4, 2, 1)):
+                offset = shift if axis == 0 else 0.0
+                corners.append((CENTRE[axis] + offset + (EDGE / 2 if k & bit else -EDGE / 2)) / per)
     positions = " ".join(f"{c:.9g}" for c in corners)
-    indices = " ".join(str(i) for tri in _TRIANGLES for i in tri)
+    groups = [_TRIANGLES[k::materials] for k in range(materials)]
+    if twin is not None:
+        groups.append(tuple(tuple(i + 8 for i in tri) for tri in _TRIANGLES))
+        materials += 1
+    names = [f' material="m{k}"' if materials > 1 else "" for k in range(materials)]
+    primitives = "\n    ".join(
+        f'<triangles count="{len(g)}"{name}><input semantic="VERTEX" source="#cube-vertices" offset="0"/>'
+        f'<p>{" ".join(str(i) for tri in g for i in tri)}</p></triangles>' for name, g in zip(names, groups))
     return f"""<?xml version="1.0" encoding="utf-8"?>
 <COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
   <asset>{asset_extra}<unit name="probe" meter="{meter}"/><up_axis>{up_axis}</up_axis></asset>
   <library_geometries><geometry id="cube" name="cube"><mesh>
-    <source id="cube-pos"><float_array id="cube-pos-array" count="24">{positions}</float_array>
-      <technique_common><accessor source="#cube-pos-array" count="8" stride="3">
+    <source id="cube-pos"><float_array id="cube-pos-array" count="{len(corners)}">{positions}</float_array>
+      <technique_common><accessor source="#cube-pos-array" count="{len(corners) // 3}" stride="3">
         <param name="X" type="float"/><param name="Y" type="float"/><param name="Z" type="float"/>
       </accessor></technique_common></source>
     <vertices id="cube-vertices"><input semantic="POSITION" source="#cube-pos"/></vertices>
-    <triangles count="12"><input semantic="VERTEX" source="#cube-vertices" offset="0"/><p>{indices}</p></triangles>
+    {primitives}
   </mesh></geometry></library_geometries>
   <library_visual_scenes><visual_scene id="scene" name="scene">
     <node id="cube-node" name="cube"><instance_geometry url="#cube"/></node>

@@ -148,3 +148,20 @@ def test_an_obstacle_mesh_file_with_a_nonsense_unit_is_one_line(tmp_path):
     path.write_text(cube_dae("-1"))
     with pytest.raises(SceneError, match=r"^mesh: fixture.dae: its <unit meter='-1'> is not a length"):
         load_mesh_file(str(path))
+
+
+def test_an_obstacle_mesh_file_of_several_materials_is_its_whole_surface(tmp_path):
+    """The triangles of a COLLADA geometry of two cubes 0.3 m apart, each in its own material, are both cubes once
+    each, so a check with ``--shapes mesh`` measures to both. coal's loader numbered the second material's
+    triangles against the first one's vertices: the far cube was not there."""
+    from test.collada_testdata import CENTRE, EDGE, cube_dae
+
+    path = tmp_path / "fixture.dae"
+    path.write_text(cube_dae("1", twin=0.3))
+    V, T = load_mesh_file(str(path))
+    X = V[T]
+    assert len(T) == 24
+    assert 0.5 * np.linalg.norm(np.cross(X[:, 1] - X[:, 0], X[:, 2] - X[:, 0]), axis=1).sum() == \
+        pytest.approx(12 * EDGE**2, rel=1e-6)
+    far = X.reshape(-1, 3)[:, 0] > CENTRE[0] + 0.3 - EDGE  # corners of the far cube's triangles
+    assert far.sum() == 36

@@ -190,3 +190,36 @@ def test_a_collada_file_with_entity_declarations_is_refused(tmp_path):
     pkg = unit_package(str(tmp_path), {"bomb.dae": bomb})
     with pytest.raises(GeometryError, match="bomb.dae.*(DTD|entit)"):
         build_robot_geometry(unit_urdf("bomb.dae"), [pkg])
+
+
+def _triangles_of(bvh) -> np.ndarray:
+    V = np.array(bvh.vertices())
+    T = np.array([[bvh.tri_indices(i)[k] for k in range(3)] for i in range(bvh.num_tris)])
+    return V[T]
+
+
+@pytest.mark.parametrize("materials", [1, 2])
+def test_an_exact_collision_mesh_holds_every_part_of_a_collada_geometry_of_several_materials(tmp_path, materials):
+    """shapes='mesh' measures to the mesh's triangles. A COLLADA geometry of two cubes 0.3 m apart, each in its
+    own material (assimp reads them as two meshes; the first cube's faces split between ``materials`` more), is
+    both cubes: every face 0.05 m from a sphere just beyond it. coal's loader numbered the second material's
+    triangles against the first one's vertices: the far cube was missing, and a sphere 0.05 m beyond it measured
+    0.35 m, to the near cube."""
+    import coal
+
+    twin = 0.3
+    pkg = unit_package(str(tmp_path), {"cubes.dae": cube_dae("1", materials=materials, twin=twin)})
+    _, geometry = build_robot_geometry(unit_urdf("cubes.dae"), [pkg], shapes="mesh")
+    (part,) = geometry.parts
+    X = _triangles_of(part.shape)
+    area = 0.5 * np.linalg.norm(np.cross(X[:, 1] - X[:, 0], X[:, 2] - X[:, 0]), axis=1).sum()
+    assert area == pytest.approx(2 * 6 * EDGE**2, rel=1e-6)
+    radius, gap = 0.01, 0.05
+    for shift in (0.0, twin):
+        for direction in np.vstack([np.eye(3), -np.eye(3)]):
+            if direction[0] * (1 if shift else -1) < 0:
+                continue  # between the cubes: nearer to the other one
+            centre = np.asarray(CENTRE) + [shift, 0.0, 0.0] + direction * (EDGE / 2 + gap + radius)
+            d = coal.distance(part.shape, geometry.part_transform(0, np.eye(3), np.zeros(3)), coal.Sphere(radius),
+                              coal.Transform3s(np.eye(3), centre), coal.DistanceRequest(), coal.DistanceResult())
+            assert d == pytest.approx(gap, abs=1e-6), (shift, direction)

@@ -4,7 +4,8 @@ Each collision element becomes a *part* carried by a joint of the kinematic mode
 hull of its mesh (``shapes="convex"``, the default: GJK distances in microseconds, and never larger than the mesh's
 own distance because the hull contains the mesh - the check errs on the safe side; the hull is computed by qhull,
 see :func:`convex_hull`) or the mesh itself
-(``shapes="mesh"``: exact, about a hundred times slower); primitives (box, cylinder, sphere, capsule) stay as
+(``shapes="mesh"``: exact, about a hundred times slower; its triangles read again by :func:`exact_mesh`, since coal's
+loader misnumbers those of a COLLADA geometry in several materials); primitives (box, cylinder, sphere, capsule) stay as
 they are. For the broad phase every part is covered by a few spheres fixed in its joint frame (the part's
 oriented bounding box cut into near-cubic slabs, each slab in its circumscribed sphere), and
 :func:`joint_poses` computes the joint frames of many configurations at once (numpy, checked against Pinocchio's
@@ -39,7 +40,7 @@ from vtm_dynamics.core.robot.urdf_extension import URDFExtensionError, numbers, 
 from vtm_dynamics.core.stopsafe.bounding_volumes import (
     bounding_capsule, bounding_spheres, hull_vertices, in_frame, shape_points,
 )
-from vtm_dynamics.core.stopsafe.scene import MAX_MESH_FILE_BYTES, MAX_MESH_TRIANGLES, SceneError
+from vtm_dynamics.core.stopsafe.scene import MAX_MESH_FILE_BYTES, MAX_MESH_TRIANGLES, SceneError, mesh_file_triangles_at
 
 SHAPES = ("convex", "mesh")
 MAX_PARTS = 512
@@ -84,6 +85,26 @@ def convex_hull(mesh: object, name: str) -> object:
     except Exception:  # noqa: BLE001 - qhull fails on flat meshes; a flat mesh cannot be swept as a hull
         raise GeometryError(f"mesh of {clip(name)}: its convex hull cannot be computed (flat or degenerate)") from None
     return hull
+
+
+def exact_mesh(path: str, scale: np.ndarray, name: str) -> object:
+    """The triangle mesh (coal ``BVHModelOBBRSS``) of the collision mesh file at ``path`` (resolved and checked by
+    :func:`resolve_mesh`), its numbers times ``scale`` (the URDF's scale times a COLLADA file's unit), its
+    triangles read by :func:`~vtm_dynamics.core.stopsafe.scene.mesh_file_triangles_at`: coal's loader, which read
+    the file for Pinocchio, misnumbers the triangles of a geometry in several materials
+    (:mod:`vtm_dynamics.core.robot.mesh_triangles`); the distances of ``shapes="mesh"`` are to these triangles."""
+    import coal
+
+    try:
+        V, T = mesh_file_triangles_at(path)
+    except SceneError as err:
+        raise GeometryError(f"collision mesh of {clip(name)}: {err}") from None
+    bvh = coal.BVHModelOBBRSS()
+    bvh.beginModel(len(T), len(V))
+    bvh.addVertices(np.ascontiguousarray(V * scale, dtype=float))
+    bvh.addTriangles(np.ascontiguousarray(T, dtype=np.int64))
+    bvh.endModel()
+    return bvh
 
 
 def example_robot_package_dir() -> str:
@@ -192,7 +213,9 @@ class RobotGeometry:
                     raise GeometryError(f"urdf: collision mesh of {clip(g.name)} has {shape.num_tris} triangles, "
                                         f"more than {MAX_MESH_TRIANGLES}")
                 if shapes == "convex":
-                    shape = convex_hull(shape, g.name)
+                    shape = convex_hull(shape, g.name)  # of the vertices, which coal's loader reads right
+                else:
+                    shape = exact_mesh(g.meshPath, np.asarray(g.meshScale, dtype=float), g.name)
             pts = shape_points(g.geometry)
             centers, radii = bounding_spheres(pts)
             M = g.placement

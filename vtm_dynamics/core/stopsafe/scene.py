@@ -36,6 +36,7 @@ import numpy as np
 from vtm_dynamics.core.excerpt import clip
 from vtm_dynamics.core.estop.inputs import StopInputError
 from vtm_dynamics.core.limited_yaml import load_yaml_text
+from vtm_dynamics.core.robot.mesh_triangles import MeshTrianglesError, mesh_file_triangles
 from vtm_dynamics.core.robot.mesh_units import MeshUnitError, mesh_file_unit
 
 MAX_OBSTACLES = 1000
@@ -297,13 +298,31 @@ def scene_from_yaml_text(text: str, meshes: Mapping[str, tuple[np.ndarray, np.nd
     return scene_from_mapping(data, meshes)
 
 
-def load_mesh_file(path: str, max_bytes: int = MAX_MESH_FILE_BYTES) -> tuple[np.ndarray, np.ndarray]:
-    """(vertices [m], triangles) of a mesh file the caller names (STL, OBJ, DAE, ... through coal's loader),
-    capped in bytes before reading and in vertices and triangles after; a COLLADA file's numbers are scaled by its
-    ``<unit meter>`` (:mod:`vtm_dynamics.core.robot.mesh_units`). One-line :class:`SceneError` naming the
-    file by its base name when it cannot be read."""
-    import coal
+def mesh_file_triangles_at(path: str, max_bytes: int = MAX_MESH_FILE_BYTES) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices [file units], triangles) of the mesh file at ``path`` (its extension names the format), read
+    within ``max_bytes`` and the vertex and triangle caps by
+    :func:`~vtm_dynamics.core.robot.mesh_triangles.mesh_file_triangles`, not by coal's loader (whose triangles of
+    a geometry in several materials are misnumbered: that module). One-line :class:`SceneError` naming the file by
+    its base name."""
+    name = clip(os.path.basename(str(path)), 120)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as err:
+        raise SceneError(f"mesh: cannot read {name} ({err.strerror or type(err).__name__})") from None
+    if len(data) > max_bytes:
+        raise SceneError(f"mesh: {name} has more than {max_bytes} bytes")
+    try:
+        return mesh_file_triangles(data, os.path.splitext(str(path))[1][1:], MAX_MESH_VERTICES, MAX_MESH_TRIANGLES)
+    except MeshTrianglesError as err:
+        raise SceneError(f"mesh: cannot read {name} ({err})") from None
 
+
+def load_mesh_file(path: str, max_bytes: int = MAX_MESH_FILE_BYTES) -> tuple[np.ndarray, np.ndarray]:
+    """(vertices [m], triangles) of a mesh file the caller names (STL, OBJ, COLLADA, PLY, OFF:
+    :func:`mesh_file_triangles_at`), capped in bytes before reading and in vertices and triangles after; a COLLADA
+    file's numbers are scaled by its ``<unit meter>`` (:mod:`vtm_dynamics.core.robot.mesh_units`). One-line
+    :class:`SceneError` naming the file by its base name when it cannot be read."""
     name = clip(os.path.basename(str(path)), 120)
     if not isinstance(path, str) or not os.path.isfile(path):
         raise SceneError(f"mesh: file not found: {name}")
@@ -311,18 +330,9 @@ def load_mesh_file(path: str, max_bytes: int = MAX_MESH_FILE_BYTES) -> tuple[np.
     if size > max_bytes:
         raise SceneError(f"mesh: {name} has {size} bytes, more than {max_bytes}")
     try:
-        unit = mesh_file_unit(path)  # a COLLADA file's <unit meter>, which coal's loader does not apply
+        unit = mesh_file_unit(path)  # a COLLADA file's <unit meter>, which the reader does not apply
     except MeshUnitError as err:
         raise SceneError(f"mesh: {name}: {err}") from None
-    try:
-        bvh = coal.MeshLoader().load(path, np.full(3, unit))
-        V = np.array(bvh.vertices(), dtype=float)
-        if bvh.num_tris > MAX_MESH_TRIANGLES or len(V) > MAX_MESH_VERTICES:
-            raise SceneError(f"mesh: {name} has {bvh.num_tris} triangles and {len(V)} vertices, more than "
-                             f"{MAX_MESH_TRIANGLES} / {MAX_MESH_VERTICES}")
-        T = np.array([[t[0], t[1], t[2]] for t in (bvh.tri_indices(i) for i in range(bvh.num_tris))], dtype=np.int64)
-    except SceneError:
-        raise
-    except Exception as err:  # noqa: BLE001 - the mesh library raises several kinds; each becomes one line
-        raise SceneError(f"mesh: cannot read {name} ({type(err).__name__})") from None
+    V, T = mesh_file_triangles_at(path, max_bytes)
+    V = V * unit
     return mesh_arrays(V, T, f"mesh {name}")
