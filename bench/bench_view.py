@@ -1,7 +1,7 @@
 """What ``--view`` costs next to the prediction it shows, and next to writing the same page with Drake's own Meshcat.
 
-For the shipped robots with their shipped brakes from their demo state (UR5: seven COLLADA meshes, 6.7 MB; planar
-3R: no visuals, a stick figure): the prediction (``predict_stop``) alone and with an 8-case envelope (what
+For the shipped robots with their shipped brakes from their demo state (UR5: seven COLLADA meshes, 6.7 MB, baked
+into the page as 0.58 MB; planar 3R: no visuals, a stick figure): the prediction (``predict_stop``) alone and with an 8-case envelope (what
 ``vtm-predict --envelope 8 --view`` runs), and the view's steps: the robot's geometry (the URDF's visuals from the element
 the model kept when it parsed the URDF, mesh files found and checked), the scene (forward kinematics of every
 frame), the page (HTML with meshcat.js and the meshes inlined) and the write. The issue asks the view to cost at
@@ -26,7 +26,8 @@ the default sampling (tolerance-driven refinement); its view is the worst stop's
 Last, whole ``vtm-predict ur5 --envelope N`` runs with and without ``--view`` (``--tool-runs``, new processes, the
 two kinds alternated): what the view adds to the time a person waits for the tool.
 And the other side of the file: how long the UR5's page takes to open in headless Chromium (``--browser-runs``),
-against the same page with each copy of the robot parsing the mesh files again (as the page did before).
+with its meshes baked (as written) and with the mesh files themselves for the viewer's COLLADA loader (the page
+before meshes were baked), and the two pages' sizes.
 
 Run: ``python bench/bench_view.py [--repeat N] [--process-runs N] [--tool-runs N] [--browser-runs N]``. Medians of N
 runs in one process. The machine may be loaded by other work: compare figures of one run with each other, not
@@ -230,9 +231,9 @@ def tool_runs(runs: int, envelope: int, tmp: str) -> None:
 
 def browser_open(runs: int, envelope: int, tmp: str) -> None:
     """How long the UR5's page takes to open in headless Chromium (software WebGL; the page's own ``ready_ms``: from
-    navigation to the scene built and playing), medians of ``runs``, the two kinds alternated: as written, and the
-    same page with every copy of the robot parsing its mesh files again (the page before the built geometry was
-    shared; made from the written page by removing the line that keeps it)."""
+    navigation to the scene built and playing), medians of ``runs``, the two kinds alternated: as written (meshes
+    baked), and the same scene's page holding the mesh files themselves for the viewer's COLLADA loader (each file
+    parsed once; the page before meshes were baked); with both pages' sizes."""
     from vtm_dynamics.views import headless
 
     if headless.chromium_path() is None:
@@ -246,28 +247,20 @@ def browser_open(runs: int, envelope: int, tmp: str) -> None:
     env = stop_envelope(robot, brakes, q, v, EnvelopeSpec(n_random=envelope, payload_frame=payload_frame),
                         tcp_frame=ROBOTS["ur5"].tcp_frame)
     scene = stop_scene(robot, p, geometry=geometry_of(robot), envelope=env)
-    shared = web_page.write_page(scene, os.path.join(tmp, "open.html"))
-    with open(shared, encoding="utf-8") as fh:
-        text = fh.read()
-    keep = "if (data) built[v.mesh] = data;"
-    if keep not in text:
-        raise SystemExit("bench_view: the page no longer has the line the comparison removes; update browser_open")
-    every = os.path.join(tmp, "open_every.html")
-    with open(every, "w", encoding="utf-8") as fh:
-        fh.write(text.replace(keep, ""))
-    times: dict[str, list[float]] = {"shared": [], "every": []}
-    parses: dict[str, int] = {}
+    pages = {"baked": web_page.write_page(scene, os.path.join(tmp, "open_baked.html")),
+             "files": web_page.write_parts(web_page.page_parts(scene, bake=False), os.path.join(tmp, "open_files.html"))}
+    times: dict[str, list[float]] = {kind: [] for kind in pages}
     for _ in range(runs):
-        for kind, page in (("shared", shared), ("every", every)):
+        for kind, page in pages.items():
             status = headless.page_status(page)
-            if not status.get("ready") or status.get("errors"):
+            if not status.get("ready") or status.get("errors") or status.get("mesh_errors"):
                 raise SystemExit(f"bench_view: the page did not open: {status}")
             times[kind].append(float(status["ready_ms"]))
-            parses[kind] = int(status["mesh_parses"])
-    a, b = statistics.median(times["shared"]), statistics.median(times["every"])
+    a, b = statistics.median(times["baked"]), statistics.median(times["files"])
+    size = {kind: os.path.getsize(page) / 1e6 for kind, page in pages.items()}
     print(f"\nopening the UR5's page in headless Chromium (software WebGL, medians of {runs}): ready after "
-          f"{a:.0f} ms ({parses['shared']} mesh files parsed); {b:.0f} ms when each of the "
-          f"{len(scene.robots)} copies parses them again ({parses['every']} parses): {b / a:.2f}x")
+          f"{a:.0f} ms with its meshes baked ({size['baked']:.2f} MB); {b:.0f} ms with the mesh files for the "
+          f"viewer's loader ({size['files']:.2f} MB): {b / a:.2f}x")
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ import pytest
 from test.views.views_testdata import CHECK_CELL, ur5_check, ur5_geometry, ur5_stop
 from vtm_dynamics.views import headless, palette
 from vtm_dynamics.views.stop_view import stop_scene
-from vtm_dynamics.views.web_page import scene_payload, write_page
+from vtm_dynamics.views.web_page import page_parts, scene_payload, write_page, write_parts
 
 SIZE = (960, 640)
 GHOSTS = "start,rest,worst"
@@ -128,6 +128,55 @@ def test_each_mesh_file_is_parsed_once_and_every_copy_of_the_robot_is_drawn_wher
     inside = int(changed[lo[1]:hi[1], lo[0]:hi[0]].sum())
     assert inside > 0.03 * (hi[0] - lo[0]) * (hi[1] - lo[1]), (inside, lo.tolist(), hi.tolist())
     assert int(changed.sum()) - inside < 0.1 * inside
+
+
+def test_the_baked_meshes_are_the_triangles_the_viewers_own_collada_loader_reads_and_draw_the_same_picture(
+        robot_only, tmp_path):
+    """Two independent readers of the UR5's seven COLLADA files: trimesh with pycollada (baked into the page) and
+    three.js's COLLADA loader in the browser (the same scene's page with the files themselves). Each mesh has the
+    same triangles (count), surface area (to the grid's rounding) and box; the two pictures differ in almost no
+    pixel."""
+    path, scene, _ = robot_only
+    files = write_parts(page_parts(scene, bake=False), str(tmp_path / "files.html"))
+    pictures, geometry = {}, {}
+    for kind, page in (("baked", path), ("files", files)):
+        png, status = headless.screenshot_with_status(page, str(tmp_path / f"{kind}.png"), "t=0", size=SIZE)
+        assert status["ready"] and status["errors"] == [] and status["mesh_errors"] == 0, status
+        assert status["mesh_parses"] == 7 and sorted(status["geometry"]) == [str(k) for k in range(7)], status
+        pictures[kind], geometry[kind] = png, status["geometry"]
+    for k, baked in geometry["baked"].items():
+        loaded = geometry["files"][k]
+        assert baked["triangles"] == loaded["triangles"], k
+        assert baked["area"] == pytest.approx(loaded["area"], rel=1e-5), k
+        np.testing.assert_allclose(baked["box"], loaded["box"], atol=1e-5, err_msg=f"mesh {k}")
+    robot = _robot_pixels(pictures["files"])
+    assert robot.sum() > 5000
+    assert (_robot_pixels(pictures["baked"]) != robot).sum() < 0.01 * robot.sum()
+
+
+def test_a_baked_block_that_is_not_a_whole_mesh_is_one_error_and_the_rest_is_drawn(robot_only, tmp_path):
+    """The page's decoder checks a baked block as unbaked() does: a block whose first triangle corner names a
+    vertex before the first (its code changed, the block packed again with its size) is refused in one error for
+    its link; the other six meshes load."""
+    import base64
+    import zlib
+
+    from vtm_dynamics.views.baked_meshes import HEADER_BYTES
+
+    path, _, _ = robot_only
+    text = open(path, encoding="utf-8").read()
+    block = re.search(r'(<script type="text/plain" id="vtm-mesh-0" data-encoding="deflate">)([^<]*)<', text)
+    data = zlib.decompress(base64.b64decode(block.group(2)))
+    nv = int.from_bytes(data[8:12], "little")
+    first_code = HEADER_BYTES + 6 * nv + 2 * (nv % 2)
+    bad = data[:first_code] + (5).to_bytes(2, "little") + data[first_code + 2:]
+    packed = base64.b64encode(zlib.compress(bad)).decode()
+    tampered = str(tmp_path / "tampered.html")
+    with open(tampered, "w", encoding="utf-8") as fh:
+        fh.write(text.replace(block.group(0), block.group(1) + packed + "<", 1))
+    status = headless.page_status(tampered, "t=0")
+    assert status["ready"] and status["mesh_errors"] == 1 and status["meshes"] == 6, status
+    assert len(status["errors"]) == 1 and "names a vertex before its new ones" in status["errors"][0], status
 
 
 def test_a_request_a_console_error_and_an_exception_on_the_page_are_counted(tmp_path):

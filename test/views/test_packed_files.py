@@ -17,6 +17,8 @@ import pytest
 
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.views import packed_files, web_page
+from vtm_dynamics.views.baked_meshes import FORMAT as BAKED
+from vtm_dynamics.views.baked_meshes import baked_file, unbaked
 from vtm_dynamics.views.robot_geometry import robot_geometry
 from vtm_dynamics.views.scene import RobotLayer, Scene
 from vtm_dynamics.views.web_page import ViewError, page_bytes
@@ -74,8 +76,19 @@ def _scene(robot, **limits) -> Scene:
     return Scene("probe", g, robots=(RobotLayer("robot", "robot", (0.2, 0.4, 0.9), 1.0, np.zeros(1), poses),))
 
 
+def _fan(scale: float, n: int = 40) -> np.ndarray:
+    """The corners (n, 3, 3) [m] of :func:`_obj`'s triangles."""
+    angles = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
+    rim = np.column_stack([scale * np.cos(angles), scale * np.sin(angles), np.full(n, 0.1)])
+    return np.stack([np.zeros((n, 3)), rim, np.roll(rim, -1, axis=0)], axis=1)
+
+
+def _baked(data: bytes) -> bytes:
+    return baked_file(data, "obj")
+
+
 def _mesh_in(page: bytes) -> bytes:
-    """The mesh file as the page's script unpacks it (to at most its declared size + 1 bytes)."""
+    """The mesh as the page's script unpacks it (to at most its declared size + 1 bytes): the file baked."""
     size = int(re.search(rb'"element":"vtm-mesh-0","encoding":"deflate","size":(\d+)', page).group(1))
     block = re.search(rb'<script type="text/plain" id="vtm-mesh-0" data-encoding="deflate">([^<]*)<', page).group(1)
     out = zlib.decompressobj().decompress(base64.b64decode(block, validate=True), size + 1)
@@ -85,7 +98,7 @@ def _mesh_in(page: bytes) -> bytes:
 
 def _mesh_entry(cache, robot) -> str:
     path = os.path.realpath(robot[0] / "arm.obj")
-    return str(cache / packed_files.entry_name(packed_files.cache_key(path, os.stat(path))))
+    return str(cache / packed_files.entry_name(packed_files.cache_key(path, os.stat(path), BAKED)))
 
 
 class _Counter:
@@ -101,7 +114,9 @@ class _Counter:
 
 def test_a_page_from_the_cache_is_the_cold_page_byte_for_byte_and_reads_no_mesh(cache, robot, monkeypatch):
     cold = page_bytes(_scene(robot))
-    assert _mesh_in(cold) == (robot[0] / "arm.obj").read_bytes()
+    drawn = unbaked(_mesh_in(cold))
+    np.testing.assert_allclose(drawn.vertices[drawn.triangles], _fan(0.2), atol=0.4 / 65535)  # half a grid step
+    assert _mesh_in(cold) == _baked((robot[0] / "arm.obj").read_bytes())
     assert len([n for n in os.listdir(cache) if n.endswith(".pack")]) == 2  # the viewer and the mesh
     packed_files.clear_memory()  # a new process: the disk cache only
     monkeypatch.setattr(packed_files, "pack", _Counter())  # nothing is packed ...
@@ -155,13 +170,13 @@ def test_a_damaged_cache_entry_is_never_served_but_packed_again(cache, robot, mo
 
 def test_a_mesh_file_changed_on_disk_is_packed_again(cache, robot):
     mesh = robot[0] / "arm.obj"
-    assert _mesh_in(page_bytes(_scene(robot))) == _obj(0.2)
+    assert _mesh_in(page_bytes(_scene(robot))) == _baked(_obj(0.2))
     same_size = _obj(0.3)
     assert len(same_size) == len(_obj(0.2))
     _put(mesh, same_size, SETTLED + 10**9)  # new content, same size, another modification time
-    assert _mesh_in(page_bytes(_scene(robot))) == same_size
+    assert _mesh_in(page_bytes(_scene(robot))) == _baked(same_size)
     _put(mesh, _obj(0.3, n=41), SETTLED + 10**9)  # another size, the same modification time
-    assert _mesh_in(page_bytes(_scene(robot))) == _obj(0.3, n=41)
+    assert _mesh_in(page_bytes(_scene(robot))) == _baked(_obj(0.3, n=41))
 
 
 def test_a_mesh_file_modified_just_now_is_packed_but_not_kept(cache, robot, monkeypatch):
@@ -244,3 +259,15 @@ def test_the_entry_checksum_is_the_sum_of_the_64_bit_words_and_sees_every_single
             changed = text[:k] + bytes([(text[k] + int(rng.integers(1, 256))) % 256]) + text[k + 1:]
             assert packed_files.checksum(changed) != packed_files.checksum(text)
     assert packed_files.checksum(b"A" * 16) != packed_files.checksum(b"A" * 15)  # a truncation
+
+
+def test_a_mesh_file_that_cannot_be_baked_is_packed_as_it_is_for_the_viewers_loader(cache, robot, monkeypatch):
+    faceless = b"v 0 0 0\nv 1 0 0\nv 0 1 0\n"  # no triangle to bake
+    _put(robot[0] / "arm.obj", faceless)
+    web_page.forget_process_caches()
+    payload, blocks = web_page.scene_payload(_scene(robot))
+    assert payload["meshes"][0]["format"] == "obj"
+    assert _mesh_in(page_bytes(_scene(robot))) == faceless
+    bake = _Counter()
+    monkeypatch.setattr(web_page, "baked_file", bake)  # this process knows it cannot be baked: not tried again
+    assert _mesh_in(page_bytes(_scene(robot))) == faceless and bake.calls == 0

@@ -5,7 +5,9 @@ instant's verdict on the timeline, the scene as its file says)."""
 
 from __future__ import annotations
 
+import base64
 import os
+import zlib
 
 import numpy as np
 import pinocchio as pin
@@ -14,6 +16,7 @@ import pytest
 from test.ros_helpers import REPO_ROOT
 from test.views.views_testdata import CHECK_CELL, ur5_check, ur5_geometry
 from vtm_dynamics.views import palette
+from vtm_dynamics.views.baked_meshes import unbaked
 from vtm_dynamics.views.scene import Box, Cylinder, Sphere
 
 BOX = ((0.2, -0.5, 0.0), (0.8, 0.5, 0.6))
@@ -212,8 +215,15 @@ def test_the_check_view_draws_the_scene_file_as_written(check_view):
         ["ball", "cone", "jig", "pillar", "table"]
     payload, blocks = scene_payload(scene)
     mesh = next(s for s in payload["shapes"] if s["kind"] == "mesh")
-    obj = blocks[mesh["mesh"]][2].decode()
-    assert obj.count("v ") == 4 and obj.count("f ") == 4 and "f 2 3 4" in obj  # 1-based faces
+    element, encoding, text = blocks[mesh["mesh"]]
+    assert encoding == "deflate" and payload["meshes"][mesh["mesh"]]["format"] == "vtm"  # baked
+    drawn = unbaked(zlib.decompress(base64.b64decode(text)))
+    written = CHECK_CELL["scene"]["obstacles"][4]["mesh"]
+    corners = np.asarray(written["vertices"], dtype=float)[np.asarray(written["triangles"])]
+    step = np.ptp(np.asarray(written["vertices"], dtype=float), axis=0).max() / 65535
+    np.testing.assert_allclose(drawn.vertices[drawn.triangles], corners, atol=step)  # the file's triangles
+    obj = scene_payload(scene, bake=False)[1][mesh["mesh"]][2].decode()
+    assert obj.count("v ") == 4 and obj.count("f ") == 4 and "f 2 3 4" in obj  # as OBJ text: 1-based faces
 
 
 def test_a_mesh_with_a_face_outside_its_vertices_is_refused_in_one_line():

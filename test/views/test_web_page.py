@@ -9,12 +9,14 @@ import base64
 import dataclasses
 import html.parser
 import json
+import re
 import zlib
 
 import numpy as np
 import pytest
 
 from test.views.views_testdata import ur5_geometry, ur5_stop
+from vtm_dynamics.views.baked_meshes import unbaked
 from vtm_dynamics.views.mesh_files import MeshData, mesh_bytes
 from vtm_dynamics.views.robot_geometry import RobotGeometry
 from vtm_dynamics.views.scene import Label
@@ -93,11 +95,14 @@ def test_the_scene_data_round_trips_and_each_mesh_is_embedded_once(scene, page):
     meshes = [(a, text) for a, text in parsed.scripts if a.get("id", "").startswith("vtm-mesh-")]
     assert len(meshes) == len(scene.geometry.meshes) == 7  # four robots, seven mesh files, seven blocks
     for (attrs, text), mesh, entry in zip(meshes, scene.geometry.meshes, data["meshes"]):
-        original = mesh_bytes(mesh)  # the file as it is on disk
-        assert attrs["data-encoding"] == "deflate" and entry["size"] == len(original)
-        assert _unpacked(text, entry["size"]) == original
-    assert data["meshes"][0] == {"format": "dae", "element": "vtm-mesh-0", "encoding": "deflate",
-                                 "size": len(mesh_bytes(scene.geometry.meshes[0]))}
+        assert attrs["data-encoding"] == "deflate" and entry["format"] == "vtm"  # baked
+        baked = unbaked(_unpacked(text, entry["size"]))
+        declared = sum(int(n) for n in re.findall(rb'<triangles[^>]*count="(\d+)"', mesh_bytes(mesh)))
+        assert len(baked.triangles) == declared  # every triangle the COLLADA file declares, in one mesh
+        assert len(np.unique(baked.triangles)) == len(baked.vertices)  # and every vertex used by one
+    _, blocks = scene_payload(scene, bake=False)  # the files themselves, for the viewer's own loader
+    for (element, encoding, text), mesh in zip(blocks, scene.geometry.meshes):
+        assert encoding == "deflate" and _unpacked(text.decode(), len(mesh_bytes(mesh))) == mesh_bytes(mesh)
     viewer = next(text for a, text in parsed.scripts if a.get("id") == "vtm-viewer")
     with open(meshcat_path(), "rb") as fh:
         assert _unpacked(viewer, data["viewer"]["size"]) == fh.read()

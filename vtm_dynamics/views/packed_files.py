@@ -6,7 +6,7 @@ base64, so that writing the UR5's page copies 3.8 MB of packed text instead of r
 8.9 MB of raw files.
 
 Key: the source file's resolved path, device, inode, size, modification and change times (one ``fstat`` of the
-opened file) and :data:`FORMAT`: a hit neither reads nor hashes the source. A file modified less than
+opened file), what it is packed as (its bytes, or a mesh baked from them: ``baked_meshes``) and :data:`FORMAT`: a hit neither reads nor hashes the source. A file modified less than
 :data:`SETTLE_S` before it is packed is not kept (its time stamp cannot yet tell a second change in the same clock
 tick from none).
 
@@ -77,9 +77,10 @@ def checksum(text: bytes) -> int:
     return (words + int.from_bytes(text[8 * whole:], "little")) % (1 << 64)
 
 
-def cache_key(path: str, info: os.stat_result) -> tuple:
-    """The cache key of the file at the resolved ``path`` with status ``info``."""
-    return (FORMAT, path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+def cache_key(path: str, info: os.stat_result, kind: str = "file") -> tuple:
+    """The cache key of the file at the resolved ``path`` with status ``info``, packed as ``kind`` ('file': its
+    bytes; another name: what the caller's ``read`` makes of them, e.g. a baked mesh)."""
+    return (FORMAT, kind, path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def cache_directory() -> str | None:
@@ -241,10 +242,11 @@ def _remove(folder: str, name: str) -> None:
         pass
 
 
-def packed_file(path: str, info: os.stat_result, read: Callable[[], bytes]) -> PackedFile:
-    """The file at the resolved ``path`` with status ``info`` (of the descriptor ``read`` reads) packed: from the
-    cache (memory, then disk) when it holds this key intact, else ``read()`` packed and kept (module docstring)."""
-    key = cache_key(path, info)
+def packed_file(path: str, info: os.stat_result, read: Callable[[], bytes], kind: str = "file") -> PackedFile:
+    """The file at the resolved ``path`` with status ``info`` (of the descriptor ``read`` reads) packed as ``kind``
+    (:func:`cache_key`): from the cache (memory, then disk) when it holds this key intact, else ``read()`` packed
+    and kept (module docstring); what ``read`` raises is the caller's."""
+    key = cache_key(path, info, kind)
     item = _memory.get(key)
     if item is not None:
         return item

@@ -1,17 +1,18 @@
 """A scene as ONE self-contained HTML file: opens offline in any current browser, loads nothing from anywhere.
 
 The page inlines Drake's Meshcat viewer (``meshcat.js`` from the ``drake`` wheel: three.js with its COLLADA, OBJ
-and STL loaders) and the robot's mesh files packed (compressed and in base64, each file once, however many ghosts
-use it; ``packed_files``: packed once, then copied from its cache), meshes made in memory (a scene's triangle
-meshes) as text or base64, the scene as JSON (arrays as base64 little-endian float32/float64) and the page's own
-script and style (``assets/``). The page's script unpacks the viewer and the meshes with the browser's
-``DecompressionStream`` (each to at most the size the scene gives it) before it builds the scene. Its Content-Security-Policy (``default-src 'none'``) makes the browser refuse any
-request to the network or the file system, so the file cannot depend on one unnoticed; a
-``securitypolicyviolation`` listener counts attempts, another (``assets/watch.js``, before the viewer) records
-console errors and uncaught exceptions, and the page reports its state (ready and when [ms after navigation], meshes
-loaded, mesh files parsed, errors, console errors, violations, current time) in the ``data-vtm-status`` attribute
-of ``<html>`` for tests and tools. Each mesh file is parsed by the viewer's loader once; later copies of the robot
-get the geometry it built.
+and STL loaders), the robot's mesh files baked into triangles (``baked_meshes``; each file once, however many
+ghosts use it) and packed (compressed and in base64; ``packed_files``: made once, then copied from its cache), a
+scene's triangle meshes baked the same way, the scene as JSON (arrays as base64 little-endian float32/float64) and
+the page's own script and style (``assets/``). The page's script unpacks the viewer and the meshes with the
+browser's ``DecompressionStream`` (each to at most the size the scene gives it) before it builds the scene. Its
+Content-Security-Policy (``default-src 'none'``) makes the browser refuse any request to the network or the file
+system, so the file cannot depend on one unnoticed; a ``securitypolicyviolation`` listener counts attempts, another
+(``assets/watch.js``, before the viewer) records console errors and uncaught exceptions, and the page reports its
+state (ready and when [ms after navigation], meshes loaded, meshes built, each built mesh's box, triangles and
+area, errors, console errors, violations, current time) in the ``data-vtm-status`` attribute of ``<html>`` for
+tests and tools. Each mesh is built once (from its baked triangles, or by the viewer's loader from a file that
+could not be baked); later copies of the robot get the geometry built for the first.
 
 URL fragment (for links to one instant and for screenshots): ``#t=0.05`` shows that time paused, ``#t=end`` the
 end, ``&speed=0.25`` plays slower, ``&hide=start,rest`` hides those layers.
@@ -29,7 +30,9 @@ import stat
 
 import numpy as np
 
-from vtm_dynamics.views.packed_files import PackedFile, clear_memory, packed_file
+from vtm_dynamics.views.baked_meshes import FORMAT as BAKED
+from vtm_dynamics.views.baked_meshes import BakeError, baked_bytes, baked_file
+from vtm_dynamics.views.packed_files import PackedFile, cache_key, clear_memory, pack, packed_file
 from vtm_dynamics.views.mesh_files import (
     MeshFile,
     MeshFileError,
@@ -68,6 +71,7 @@ def forget_process_caches() -> None:
     """Forget what this process keeps between pages (the packed files, the viewer's path, the page's assets): the
     next page costs what it costs a new process (the disk cache stays)."""
     clear_memory()
+    _unbakeable.clear()
     meshcat_path.cache_clear()
     _asset.cache_clear()
 
@@ -92,14 +96,29 @@ def packed_viewer() -> PackedFile:
         raise ViewError(f"drake: cannot read meshcat.js ({err.strerror or type(err).__name__})") from None
 
 
-def packed_mesh(mesh: MeshFile) -> tuple[PackedFile, int]:
-    """(the mesh file packed, its size now [bytes]), read under the checks of ``robot_geometry`` when not cached."""
+_unbakeable: set[tuple] = set()  # mesh files coal's loader could not read in this process: packed as files
+
+
+def packed_mesh(mesh: MeshFile, fmt: str, bake: bool = True) -> tuple[PackedFile, int, str]:
+    """(the mesh file packed, its size now [bytes], the format the page reads it in), read under the checks of
+    ``robot_geometry`` when not cached: baked ('vtm': ``baked_meshes``) unless ``bake`` is False or the file
+    cannot be baked, else the file itself in ``fmt`` for the viewer's loader."""
     try:
         fd, info = open_mesh_file(mesh)
     except MeshFileError as err:
         raise ViewError(f"view: {err}") from None
     try:
-        return packed_file(mesh.path, info, lambda: read_mesh_file(fd, info, mesh)), info.st_size
+        key = cache_key(mesh.path, info, BAKED)
+        if bake and key not in _unbakeable:
+            try:
+                return packed_file(mesh.path, info, lambda: baked_file(read_mesh_file(fd, info, mesh), fmt),
+                                   BAKED), info.st_size, "vtm"
+            except BakeError:
+                if len(_unbakeable) >= 4096:
+                    _unbakeable.clear()
+                _unbakeable.add(key)
+                os.lseek(fd, 0, os.SEEK_SET)
+        return packed_file(mesh.path, info, lambda: read_mesh_file(fd, info, mesh)), info.st_size, fmt
     except MeshFileError as err:
         raise ViewError(f"view: {err}") from None
     finally:
@@ -192,19 +211,32 @@ def obj_text(vertices: np.ndarray, triangles: np.ndarray) -> bytes:
             + "".join(f"f {a} {b} {c}\n" for a, b, c in f)).encode("ascii")
 
 
-def scene_payload(scene: Scene) -> tuple[dict, list[tuple[str, str, bytes]]]:
+def scene_payload(scene: Scene, bake: bool = True) -> tuple[dict, list[tuple[str, str, bytes]]]:
     """(the JSON-ready scene, the mesh blocks (element id, encoding, ASCII or UTF-8 content)) of ``scene``: the
-    robot's mesh files packed ('deflate': base64 of zlib's format), then meshes made in memory (the scene's
-    triangle meshes as OBJ text): verbatim when they are UTF-8 and hold nothing that could end their element, else
-    base64. The robot's mesh files together are at most its geometry's ``max_total_bytes``."""
+    robot's mesh files, then meshes made in memory (the scene's triangle meshes). Baked (``baked_meshes``, format
+    'vtm') and packed ('deflate': base64 of zlib's format) unless ``bake`` is False; a file that cannot be baked,
+    or any with ``bake`` False, packed as it is; a mesh given as bytes, and any scene mesh with ``bake`` False (as
+    OBJ text), verbatim when it is UTF-8 and holds nothing that could end its element, else base64. The robot's
+    mesh files together are at most its geometry's ``max_total_bytes``."""
     g = scene.geometry
     blocks, meshes, total = [], [], 0
     files = [(m.format, m.data, m.file) for m in (g.meshes if g is not None else ())]
-    files += [("obj", obj_text(s.vertices, s.triangles), None) for s in scene.shapes if isinstance(s, Mesh)]
+    for s in scene.shapes:
+        if isinstance(s, Mesh):
+            files.append(("vtm", None, s) if bake else ("obj", obj_text(s.vertices, s.triangles), None))
     for k, (fmt, data, file) in enumerate(files):
         element = f"vtm-mesh-{k}"
+        if isinstance(file, Mesh):
+            try:
+                packed = pack(baked_bytes(file.vertices, file.triangles))
+            except BakeError:  # no triangles, not finite: the OBJ text says what it holds to the viewer
+                fmt, data, file = "obj", obj_text(file.vertices, file.triangles), None
+            else:
+                blocks.append((element, "deflate", packed.text))
+                meshes.append({"format": "vtm", "element": element, "encoding": "deflate", "size": packed.size})
+                continue
         if file is not None:
-            packed, size = packed_mesh(file)
+            packed, size, fmt = packed_mesh(file, fmt, bake)
             total += size
             if total > g.max_total_bytes:
                 raise ViewError(f"view: the mesh files exceed max_total_bytes {g.max_total_bytes}")
@@ -268,10 +300,11 @@ def _escape_html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def page_parts(scene: Scene) -> list[bytes]:
-    """The page (module docstring) as pieces of its bytes, in order (:func:`write_parts` writes them)."""
+def page_parts(scene: Scene, bake: bool = True) -> list[bytes]:
+    """The page (module docstring) as pieces of its bytes, in order (:func:`write_parts` writes them); ``bake``:
+    :func:`scene_payload`."""
     check_scene(scene)
-    payload, blocks = scene_payload(scene)
+    payload, blocks = scene_payload(scene, bake)
     viewer = packed_viewer()
     payload["viewer"] = {"element": "vtm-viewer", "size": viewer.size}
     # '<' occurs only inside JSON strings, where \u003c means the same: no '</script' or '<!--' can end the block

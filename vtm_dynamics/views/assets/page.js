@@ -4,7 +4,7 @@
   "use strict";
   var root = document.documentElement;
   var status = { ready: false, meshes: 0, mesh_parses: 0, mesh_errors: 0, errors: [], console_errors: [], violations: 0,
-                 t: 0, layers: [] };
+                 t: 0, layers: [], geometry: {} };
 
   function publish() {  // also called by watch.js when the console reports an error later
     status.violations = (window.vtmViolations || []).length;
@@ -91,7 +91,83 @@
   function meshContent(m) {
     if (m.encoding === "text") return Promise.resolve(document.getElementById(m.element).textContent);
     if (m.encoding === "base64") return Promise.resolve(bytes(document.getElementById(m.element).textContent));
-    return inflate(m.element, m.size).then(function (b) { return m.format === "stl" ? b : new TextDecoder().decode(b); });
+    return inflate(m.element, m.size).then(function (b) { return m.format === "stl" || m.format === "vtm" ? b : new TextDecoder().decode(b); });
+  }
+
+  // ------------------------------------------------------------------------------------------------ baked meshes
+  // A mesh baked by views/baked_meshes.py (format vtm-mesh/1, described there): vertices on a grid, coded as
+  // differences; triangle corners coded against the next new vertex. Built here into triangles with normals from
+  // the faces: a corner's normal sums the faces at its vertex that turn by less than the crease angle from its own.
+  var BAKED_MAX = 2000000, CREASE_COS = Math.cos(40 * Math.PI / 180);  // baked_meshes.MAX_*, CREASE_DEG
+  function unbake(b) {
+    var dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    if (b.length < 64 || String.fromCharCode(b[0], b[1], b[2], b[3]) !== "VTMM" || dv.getUint32(4, true) !== 1) {
+      throw new Error("not a vtm-mesh/1 block");
+    }
+    var nv = dv.getUint32(8, true), nt = dv.getUint32(12, true), wide = nv >= 65536;
+    var start = 64 + 6 * nv + 2 * (nv % 2);
+    if (!(nv > 0 && nt > 0 && nv <= BAKED_MAX && nt <= BAKED_MAX) || b.length !== start + 3 * nt * (wide ? 4 : 2)) {
+      throw new Error("a baked mesh whose counts do not match its length");
+    }
+    var v = new Float32Array(3 * nv), i, k;
+    for (var a = 0; a < 3; a++) {
+      var lo = dv.getFloat64(16 + 8 * a, true), step = dv.getFloat64(40 + 8 * a, true), q = 0;
+      var z = new Uint16Array(b.buffer, b.byteOffset + 64 + 2 * a * nv, nv);
+      for (i = 0; i < nv; i++) { q = (q + ((z[i] >>> 1) ^ -(z[i] & 1))) & 0xFFFF; v[3 * i + a] = lo + step * q; }
+    }
+    var codes = wide ? new Uint32Array(b.buffer, b.byteOffset + start, 3 * nt) : new Uint16Array(b.buffer, b.byteOffset + start, 3 * nt);
+    var idx = new Uint32Array(3 * nt), fresh = 0;
+    for (k = 0; k < 3 * nt; k++) {
+      if (codes[k] > fresh) throw new Error("a baked mesh names a vertex before its new ones");
+      idx[k] = fresh - codes[k];
+      if (codes[k] === 0) fresh += 1;
+    }
+    if (fresh !== nv) throw new Error("a baked mesh with vertices its triangles do not use");
+    var face = new Float64Array(3 * nt), unit = new Float64Array(3 * nt);  // area-weighted and unit face normals
+    for (var t = 0; t < nt; t++) {
+      var p = 3 * idx[3 * t], r = 3 * idx[3 * t + 1], s = 3 * idx[3 * t + 2];
+      var ux = v[r] - v[p], uy = v[r + 1] - v[p + 1], uz = v[r + 2] - v[p + 2];
+      var wx = v[s] - v[p], wy = v[s + 1] - v[p + 1], wz = v[s + 2] - v[p + 2];
+      var nx = uy * wz - uz * wy, ny = uz * wx - ux * wz, nz = ux * wy - uy * wx, n = Math.sqrt(nx * nx + ny * ny + nz * nz);
+      face[3 * t] = nx; face[3 * t + 1] = ny; face[3 * t + 2] = nz;
+      if (n > 0) { unit[3 * t] = nx / n; unit[3 * t + 1] = ny / n; unit[3 * t + 2] = nz / n; }
+    }
+    var first = new Uint32Array(nv + 1), faces = new Uint32Array(3 * nt);  // the faces at each vertex
+    for (k = 0; k < 3 * nt; k++) first[idx[k] + 1] += 1;
+    for (i = 0; i < nv; i++) first[i + 1] += first[i];
+    var fill = first.slice(0, nv);
+    for (k = 0; k < 3 * nt; k++) faces[fill[idx[k]]++] = (k / 3) | 0;
+    var position = new Float32Array(9 * nt), normal = new Float32Array(9 * nt);
+    for (k = 0; k < 3 * nt; k++) {
+      var f = (k / 3) | 0, vi = idx[k], sx = 0, sy = 0, sz = 0;
+      for (var j = first[vi]; j < first[vi + 1]; j++) {
+        var g = faces[j];
+        if (unit[3 * f] * unit[3 * g] + unit[3 * f + 1] * unit[3 * g + 1] + unit[3 * f + 2] * unit[3 * g + 2] >= CREASE_COS) {
+          sx += face[3 * g]; sy += face[3 * g + 1]; sz += face[3 * g + 2];
+        }
+      }
+      var len = Math.sqrt(sx * sx + sy * sy + sz * sz) || 1;
+      position[3 * k] = v[3 * vi]; position[3 * k + 1] = v[3 * vi + 1]; position[3 * k + 2] = v[3 * vi + 2];
+      normal[3 * k] = sx / len; normal[3 * k + 1] = sy / len; normal[3 * k + 2] = sz / len;
+    }
+    return { attributes: { position: { itemSize: 3, type: "Float32Array", array: position, normalized: false },
+                           normal: { itemSize: 3, type: "Float32Array", array: normal, normalized: false } } };
+  }
+  // what a built mesh holds, for tests: its box [file units], its triangles and their area
+  function geometryStats(position, index) {
+    var n = index ? index.length : position.length / 3, lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity], area = 0;
+    for (var k = 0; k < n; k++) {
+      var o = 3 * (index ? index[k] : k);
+      for (var a = 0; a < 3; a++) { lo[a] = Math.min(lo[a], position[o + a]); hi[a] = Math.max(hi[a], position[o + a]); }
+    }
+    for (k = 0; k + 2 < n; k += 3) {
+      var p = 3 * (index ? index[k] : k), q = 3 * (index ? index[k + 1] : k + 1), r = 3 * (index ? index[k + 2] : k + 2);
+      var ux = position[q] - position[p], uy = position[q + 1] - position[p + 1], uz = position[q + 2] - position[p + 2];
+      var wx = position[r] - position[p], wy = position[r + 1] - position[p + 1], wz = position[r + 2] - position[p + 2];
+      var cx = uy * wz - uz * wy, cy = uz * wx - ux * wz, cz = ux * wy - uy * wx;
+      area += 0.5 * Math.sqrt(cx * cx + cy * cy + cz * cz);
+    }
+    return { box: lo.concat(hi), triangles: Math.floor(n / 3), area: area };
   }
   Promise.all([inflate(scene.viewer.element, scene.viewer.size)].concat(scene.meshes.map(meshContent)))
     .then(function (unpacked) {
@@ -148,10 +224,22 @@
       var node = viewer.scene_tree.find(path.split("/").filter(function (p) { return p.length > 0; }).concat(["<object>"]));
       var g = node && node.object && node.object.geometry;
       var data = g && g.isBufferGeometry ? builtGeometry(g) : null;
-      if (data) built[v.mesh] = data;
+      if (data) {
+        built[v.mesh] = data;
+        status.geometry[v.mesh] = geometryStats(data.attributes.position.array, data.index ? data.index.array : null);
+      }
+    }
+    function bakedGeometry(index) {  // a baked mesh built once; later uses get the same arrays
+      if (!built[index]) {
+        status.mesh_parses += 1;
+        built[index] = unbake(meshData[index]);
+        status.geometry[index] = geometryStats(built[index].attributes.position.array, null);
+      }
+      return { uuid: uuid("geo"), type: "BufferGeometry", data: built[index] };
     }
     function visualGeometry(v) {
       if (v.kind === "mesh" && built[v.mesh]) return { uuid: uuid("geo"), type: "BufferGeometry", data: built[v.mesh] };
+      if (v.kind === "mesh" && scene.meshes[v.mesh].format === "vtm") return bakedGeometry(v.mesh);
       if (v.kind === "mesh") {
         status.mesh_parses += 1;
         return { uuid: uuid("geo"), type: "_meshfile_geometry", format: scene.meshes[v.mesh].format, data: meshData[v.mesh] };
@@ -196,10 +284,12 @@
       var path = "/vtm/shapes/" + s.name, geo, matrix;
       if (s.kind === "box") { geo = { uuid: uuid("geo"), type: "BoxGeometry", width: s.size[0], height: s.size[1], depth: s.size[2] }; matrix = s.pose; }
       else if (s.kind === "cylinder") { geo = { uuid: uuid("geo"), type: "CylinderGeometry", radiusTop: s.top_radius, radiusBottom: s.radius, height: s.length, radialSegments: 32 }; matrix = mul(s.pose, Y_TO_Z); }
+      else if (s.kind === "mesh" && scene.meshes[s.mesh].format === "vtm") { geo = null; matrix = s.pose; }  // built below
       else if (s.kind === "mesh") { geo = { uuid: uuid("geo"), type: "_meshfile_geometry", format: scene.meshes[s.mesh].format, data: meshData[s.mesh] }; matrix = s.pose; }
       else { geo = { uuid: uuid("geo"), type: "SphereGeometry", radius: s.radius, widthSegments: 20, heightSegments: 14 };
              matrix = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, s.center[0], s.center[1], s.center[2], 1]; }
       try {
+        if (geo === null) geo = bakedGeometry(s.mesh);
         setMesh(path + "/body", geo, material(s.color, s.opacity, s.on_top ? ON_TOP : null), matrix, s.on_top ? 3 : (s.opacity < 1 ? 1 : 2));
       } catch (e) {
         status.mesh_errors += 1;
