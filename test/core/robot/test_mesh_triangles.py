@@ -94,7 +94,10 @@ def test_an_obj_names_no_file_that_is_opened(tmp_path, monkeypatch):
     (b'<?xml version="1.0"?><!DOCTYPE c [<!ENTITY x SYSTEM "file:///etc/passwd">]><COLLADA/>', "dae",
      "document type"),
     (b"solid nothing\nendsolid nothing\n", "stl", "no triangles"),
-    (b"\x00\x01garbage", "dae", "unreadable as dae"),
+    ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE c [<!ENTITY x "x">]><COLLADA/>'.encode("utf-16"), "dae",
+     "not in UTF-8"),
+    (b"<\x00C\x00O\x00L\x00", "dae", "not in UTF-8"),
+    (b"\xef\xbb\xbf<COLLADA><geometry></COLLADA>", "dae", "unreadable as dae"),
     (b"v 0 0 0\n", "obj", "no triangles"),
     (b"anything", "fbx", "not a mesh format"),
 ])

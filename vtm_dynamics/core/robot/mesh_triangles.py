@@ -3,7 +3,8 @@
 Read by trimesh (COLLADA through pycollada) from bytes the caller read under its own caps, with no resolver, so
 the file's content names no other file that is opened: an OBJ's material lines are dropped as well, and a COLLADA
 file with a document type (``<!DOCTYPE``, ``<!ENTITY``) is refused, as :mod:`vtm_dynamics.core.robot.mesh_units`
-refuses it. The numbers are the file's own with its node transforms applied; a COLLADA file's ``<unit>`` and
+refuses it (and so is one in an encoding where that search is blind, such as UTF-16: the XML parser underneath,
+lxml, expands the entities a document declares). The numbers are the file's own with its node transforms applied; a COLLADA file's ``<unit>`` and
 ``<up_axis>`` are not applied (the callers scale by the unit, :mod:`mesh_units`; the up axis is ignored as RViz
 ignores it).
 
@@ -42,8 +43,13 @@ def mesh_file_triangles(data: bytes, fmt: str, max_vertices: int = MAX_VERTICES,
     fmt = fmt.lower()
     if fmt not in FORMATS:
         raise MeshTrianglesError(f"not a mesh format read here ({', '.join(FORMATS)})")
-    if fmt == "dae" and _DOCUMENT_TYPE.search(data):
-        raise MeshTrianglesError("a COLLADA file with a document type (DOCTYPE or ENTITY) is not read")
+    if fmt == "dae":
+        text = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+        if text.lstrip()[:1] != b"<" or b"\0" in data[:4096]:  # UTF-16, UTF-32, EBCDIC: the search below is blind
+            raise MeshTrianglesError("a COLLADA file not in UTF-8 (or an encoding ASCII text reads the same in) "
+                                     "is not read")
+        if _DOCUMENT_TYPE.search(data):
+            raise MeshTrianglesError("a COLLADA file with a document type (DOCTYPE or ENTITY) is not read")
     if fmt == "obj":
         data = _MATERIAL_LINE.sub(b"", data)
     try:
