@@ -62,7 +62,9 @@ def mesh_file_triangles(data: bytes, fmt: str, max_vertices: int = MAX_VERTICES,
         raise MeshTrianglesError(f"{len(vertices)} vertices and {len(triangles)} triangles, more than "
                                  f"{max_vertices} / {max_triangles}")
     if len(triangles) == 0:
-        raise MeshTrianglesError("no triangles")
+        raise MeshTrianglesError("no triangles" + (" in its scene (for example a node bound to a material whose "
+                                                   "texture the file does not hold; export it again, or as STL)"
+                                                   if fmt == "dae" else ""))
     if triangles.min() < 0 or triangles.max() >= len(vertices) or not np.all(np.isfinite(vertices)):
         raise MeshTrianglesError("triangles outside its vertices or vertices that are not finite")
     return vertices, triangles
