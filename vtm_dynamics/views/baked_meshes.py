@@ -93,7 +93,11 @@ def baked_bytes(vertices: np.ndarray, triangles: np.ndarray) -> bytes:
         raise BakeError("vertices that are not finite")
     U, F = _welded(V, T.astype(np.int64))
     lo, hi = U.min(axis=0), U.max(axis=0)
-    step = np.where(hi > lo, (hi - lo) / COUNTS, 1.0)
+    with np.errstate(over="ignore"):
+        span = (hi - lo) / COUNTS
+    step = np.where(span > 0, span, 1.0)
+    if not np.all(np.isfinite(step)) or not np.all(np.isfinite(lo + COUNTS * step)):
+        raise BakeError("vertices spread too far for the grid")
     counts = np.clip(np.rint((U - lo) / step), 0, COUNTS).astype(np.int64)
     delta = np.diff(counts, axis=0, prepend=np.zeros((1, 3), dtype=np.int64)).T.reshape(-1)
     signed = ((delta + 32768) & 0xFFFF) - 32768  # the difference modulo 2**16, as -32768..32767
@@ -118,6 +122,9 @@ def unbaked(data: bytes) -> BakedMesh:
     if not 0 < nv <= MAX_VERTICES or not 0 < nt <= MAX_TRIANGLES or len(data) != baked_size(nv, nt):
         raise BakeError("counts that do not match its length")
     lo, step = np.array(grid[:3]), np.array(grid[3:])
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(step)) and np.all(step > 0)
+            and np.all(np.isfinite(lo + COUNTS * step))):
+        raise BakeError("a grid that is not finite")
     zigzag = np.frombuffer(data, dtype="<u2", count=3 * nv, offset=HEADER_BYTES).astype(np.int64)
     delta = (zigzag >> 1) ^ -(zigzag & 1)
     counts = np.cumsum(delta.reshape(3, nv), axis=1) & 0xFFFF

@@ -112,6 +112,7 @@
     var v = new Float32Array(3 * nv), i, k;
     for (var a = 0; a < 3; a++) {
       var lo = dv.getFloat64(16 + 8 * a, true), step = dv.getFloat64(40 + 8 * a, true), q = 0;
+      if (!(isFinite(lo) && step > 0 && isFinite(lo + 65535 * step))) throw new Error("a baked mesh whose grid is not finite");
       var z = new Uint16Array(b.buffer, b.byteOffset + 64 + 2 * a * nv, nv);
       for (i = 0; i < nv; i++) { q = (q + ((z[i] >>> 1) ^ -(z[i] & 1))) & 0xFFFF; v[3 * i + a] = lo + step * q; }
     }
