@@ -96,7 +96,7 @@ def packed_viewer() -> PackedFile:
         raise ViewError(f"drake: cannot read meshcat.js ({err.strerror or type(err).__name__})") from None
 
 
-_unbakeable: set[tuple] = set()  # mesh files coal's loader could not read in this process: packed as files
+_unbakeable: set[tuple] = set()  # mesh files that could not be baked in this process: packed as they are
 
 
 def packed_mesh(mesh: MeshFile, fmt: str, bake: bool = True) -> tuple[PackedFile, int, str]:
@@ -211,6 +211,22 @@ def obj_text(vertices: np.ndarray, triangles: np.ndarray) -> bytes:
             + "".join(f"f {a} {b} {c}\n" for a, b, c in f)).encode("ascii")
 
 
+def _inline(fmt: str, data: bytes) -> tuple[str, str, bytes, int]:
+    """(format, encoding, content, size) of mesh bytes held as they are: verbatim when they are UTF-8 text that
+    holds nothing that could end their element, else base64."""
+    verbatim = fmt in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(data) and _is_utf8(data)
+    return fmt, ("text" if verbatim else "base64"), (data if verbatim else base64.b64encode(data)), len(data)
+
+
+def _baked_shape(shape: Mesh) -> PackedFile | None:
+    """A scene's triangle mesh baked and packed; None when it cannot be (no triangles, not finite, too large): the
+    OBJ text then shows the viewer what it holds."""
+    try:
+        return pack(baked_bytes(shape.vertices, shape.triangles))
+    except BakeError:
+        return None
+
+
 def scene_payload(scene: Scene, bake: bool = True) -> tuple[dict, list[tuple[str, str, bytes]]]:
     """(the JSON-ready scene, the mesh blocks (element id, encoding, ASCII or UTF-8 content)) of ``scene``: the
     robot's mesh files, then meshes made in memory (the scene's triangle meshes). Baked (``baked_meshes``, format
@@ -220,34 +236,28 @@ def scene_payload(scene: Scene, bake: bool = True) -> tuple[dict, list[tuple[str
     mesh files together are at most its geometry's ``max_total_bytes``."""
     g = scene.geometry
     blocks, meshes, total = [], [], 0
-    files = [(m.format, m.data, m.file) for m in (g.meshes if g is not None else ())]
+
+    def add(fmt: str, encoding: str, content: bytes, size: int) -> None:
+        element = f"vtm-mesh-{len(blocks)}"
+        blocks.append((element, encoding, content))
+        meshes.append({"format": fmt, "element": element, "encoding": encoding, "size": size})
+
+    for m in g.meshes if g is not None else ():
+        if m.file is None:
+            add(*_inline(m.format, m.data or b""))
+            continue
+        packed, size, fmt = packed_mesh(m.file, m.format, bake)
+        total += size
+        if total > g.max_total_bytes:
+            raise ViewError(f"view: the mesh files exceed max_total_bytes {g.max_total_bytes}")
+        add(fmt, "deflate", packed.text, packed.size)
     for s in scene.shapes:
         if isinstance(s, Mesh):
-            files.append(("vtm", None, s) if bake else ("obj", obj_text(s.vertices, s.triangles), None))
-    for k, (fmt, data, file) in enumerate(files):
-        element = f"vtm-mesh-{k}"
-        if isinstance(file, Mesh):
-            try:
-                packed = pack(baked_bytes(file.vertices, file.triangles))
-            except BakeError:  # no triangles, not finite: the OBJ text says what it holds to the viewer
-                fmt, data, file = "obj", obj_text(file.vertices, file.triangles), None
+            baked = _baked_shape(s) if bake else None
+            if baked is not None:
+                add("vtm", "deflate", baked.text, baked.size)
             else:
-                blocks.append((element, "deflate", packed.text))
-                meshes.append({"format": "vtm", "element": element, "encoding": "deflate", "size": packed.size})
-                continue
-        if file is not None:
-            packed, size, fmt = packed_mesh(file, fmt, bake)
-            total += size
-            if total > g.max_total_bytes:
-                raise ViewError(f"view: the mesh files exceed max_total_bytes {g.max_total_bytes}")
-            blocks.append((element, "deflate", packed.text))
-            meshes.append({"format": fmt, "element": element, "encoding": "deflate", "size": packed.size})
-            continue
-        data = data or b""
-        verbatim = fmt in ("dae", "obj") and not _UNSAFE_IN_SCRIPT.search(data) and _is_utf8(data)
-        encoding = "text" if verbatim else "base64"
-        blocks.append((element, encoding, data if verbatim else base64.b64encode(data)))
-        meshes.append({"format": fmt, "element": element, "encoding": encoding, "size": len(data)})
+                add(*_inline("obj", obj_text(s.vertices, s.triangles)))
     next_mesh = len(g.meshes) if g is not None else 0
     links = []
     for link in g.links if g is not None else ():
