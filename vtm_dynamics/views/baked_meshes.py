@@ -1,9 +1,9 @@
 """A triangle mesh baked into the page's compact format: what the page draws instead of the mesh file it came from.
 
 A robot's visual mesh files are text or loosely packed binaries (the UR5's seven COLLADA files hold 6.7 MB for
-48,643 vertices and 95,672 triangles) that the page's viewer would parse again in the browser each time the page
-opens. Baked, the same triangles take 0.43 MB before base64 (0.60 MB in the page, against 2.75 MB for the
-compressed files), and the page builds them without a parser.
+95,694 triangles) that the page's viewer would parse again in the browser each time the page opens. Baked and
+compressed, the same triangles take 0.44 MB (0.58 MB in the page's base64, against 2.75 MB for the compressed
+files), and the page builds them without a parser.
 
 How a mesh file becomes triangles: :mod:`vtm_dynamics.core.robot.mesh_triangles` reads the bytes read under
 ``mesh_files``' checks (trimesh, from memory, no file the content names is opened). The numbers are the file's own
