@@ -105,7 +105,29 @@ def test_the_scene_data_round_trips_and_each_mesh_is_embedded_once(scene, page):
         assert encoding == "deflate" and _unpacked(text.decode(), len(mesh_bytes(mesh))) == mesh_bytes(mesh)
     viewer = next(text for a, text in parsed.scripts if a.get("id") == "vtm-viewer")
     with open(meshcat_path(), "rb") as fh:
-        assert _unpacked(viewer, data["viewer"]["size"]) == fh.read()
+        original = fh.read()
+    # Drake's viewer, less the base64 of the decoders it embeds (views/viewer_script.py) and nothing else
+    assert _unpacked(viewer, data["viewer"]["size"]) == re.sub(rb"[A-Za-z0-9+/]{1000,}={0,2}", b"", original)
+
+
+def test_the_inlined_viewer_drops_only_the_glb_and_texture_decoders_no_page_uses():
+    """meshcat.js embeds the Draco and Basis/KTX2 decoders (and KTX2's Zstandard one) as base64 strings: 1.1 MB of
+    its 2.2 MB, which three.js fetches only for a Draco glTF or a KTX2 texture. The page never sends either, so
+    they are emptied: the strings stay (a data URL keeps its head), the rest of the script is unchanged."""
+    from vtm_dynamics.views.mesh_files import MESH_FORMATS
+    from vtm_dynamics.views.viewer_script import embedded_decoders, lean_viewer
+
+    with open(meshcat_path(), "rb") as fh:
+        original = fh.read()
+    lean = lean_viewer(original)
+    assert embedded_decoders(original) >= 4 and embedded_decoders(lean) == 0
+    assert len(lean) < 0.6 * len(original)
+    for name in (b"basis_transcoder.js", b"basis_transcoder.wasm", b"draco_decoder.wasm", b"draco_wasm_wrapper.js"):
+        assert lean.count(name) == original.count(name) >= 1  # the names are still mapped, to empty data
+    assert lean.count(b"data:application/wasm;base64,") == original.count(b"data:application/wasm;base64,")
+    assert set(MESH_FORMATS.values()) == {"dae", "obj", "stl"}  # no glTF a page could send
+    hostile = b'x="data:application/wasm;base64,' + b"A" * 999 + b'";y="AGFzbQ' + b"B" * 2000 + b'"'
+    assert lean_viewer(hostile) == b'x="data:application/wasm;base64,' + b"A" * 999 + b'";y=""'  # short ones stay
 
 
 def _unpacked(text: str, size: int) -> bytes:
@@ -140,3 +162,23 @@ def test_the_payload_names_every_layer_the_legend_toggles(scene):
         {ln["name"] for ln in payload["lines"]}
     toggled = {n for entry in payload["legend"] for n in entry["toggles"]}
     assert toggled <= names and {"robot", "start", "rest", "worst", "tcp_path"} <= toggled
+
+
+def test_a_process_reads_the_pages_own_script_and_style_once(scene, monkeypatch):
+    """The page's assets (its script, style, markup and the error watcher) are read once per process: a cache that
+    held two of the four read each of them again for every page written."""
+    import builtins
+
+    from vtm_dynamics.views import web_page
+
+    web_page.page_parts(scene)
+    opened = []
+
+    def watched(path, *args, **kwargs):
+        opened.append(str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(web_page, "open", watched, raising=False)
+    for _ in range(3):
+        web_page.page_parts(scene)
+    assert [p for p in opened if p.startswith(web_page.ASSETS)] == []

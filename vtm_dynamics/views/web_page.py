@@ -1,7 +1,7 @@
 """A scene as ONE self-contained HTML file: opens offline in any current browser, loads nothing from anywhere.
 
 The page inlines Drake's Meshcat viewer (``meshcat.js`` from the ``drake`` wheel: three.js with its COLLADA, OBJ
-and STL loaders), the robot's mesh files baked into triangles (``baked_meshes``; each file once, however many
+and STL loaders; without the glTF and texture decoders it embeds, which no page uses: ``viewer_script``), the robot's mesh files baked into triangles (``baked_meshes``; each file once, however many
 ghosts use it) and packed (compressed and in base64; ``packed_files``: made once, then copied from its cache), a
 scene's triangle meshes baked the same way, the scene as JSON (arrays as base64 little-endian float32/float64) and
 the page's own script and style (``assets/``). The page's script unpacks the viewer and the meshes with the
@@ -40,6 +40,7 @@ from vtm_dynamics.views.mesh_files import (
     read_mesh_file,
 )
 from vtm_dynamics.views.scene import Box, Cylinder, Mesh, Scene, Sphere, check_scene
+from vtm_dynamics.views.viewer_script import lean_viewer
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
        "worker-src blob:; base-uri 'none'; form-action 'none'")
@@ -77,7 +78,8 @@ def forget_process_caches() -> None:
 
 
 def packed_viewer() -> PackedFile:
-    """Drake's viewer script, packed (``packed_files``)."""
+    """Drake's viewer script without the decoders it embeds for formats a page never sends (``viewer_script``),
+    packed (``packed_files``)."""
     path = meshcat_path()
 
     def read() -> bytes:
@@ -91,7 +93,7 @@ def packed_viewer() -> PackedFile:
             info = os.fstat(fh.fileno())
             if info.st_size > MAX_VIEWER_BYTES:
                 raise ViewError(f"drake: meshcat.js has {info.st_size} bytes, over {MAX_VIEWER_BYTES}")
-            return packed_file(path, info, read)
+            return packed_file(path, info, lambda: lean_viewer(read()), "lean-viewer")
     except OSError as err:
         raise ViewError(f"drake: cannot read meshcat.js ({err.strerror or type(err).__name__})") from None
 
@@ -125,7 +127,7 @@ def packed_mesh(mesh: MeshFile, fmt: str, bake: bool = True) -> tuple[PackedFile
         os.close(fd)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=8)  # the page's four assets (a cache of two read each of them again for every page)
 def _asset(name: str) -> str:
     with open(os.path.join(ASSETS, name), encoding="utf-8") as fh:
         return fh.read()
@@ -136,8 +138,10 @@ def _b64(array: np.ndarray, dtype: str) -> str:
 
 
 def _hex(color) -> str:
-    r, g, b = (int(round(255 * min(max(float(c), 0.0), 1.0))) for c in color[:3])
-    return f"#{r:02x}{g:02x}{b:02x}"
+    def byte(c) -> int:
+        return round(255 * min(max(float(c), 0.0), 1.0))
+
+    return f"#{byte(color[0]):02x}{byte(color[1]):02x}{byte(color[2]):02x}"
 
 
 def _matrix(T: np.ndarray) -> list[float]:
@@ -178,10 +182,12 @@ def _camera(scene: Scene) -> dict:
     radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.15) * 1.1 + 0.05
     direction = np.array([1.0, -1.2, 1.0])
     if len(p) >= 3:
-        w, v = np.linalg.eigh(np.cov((p - center).T) + 1e-12 * np.eye(3))
+        d = p - center
+        w, v = np.linalg.eigh(d.T @ d / (len(p) - 1) + 1e-12 * np.eye(3))  # the points' covariance
         if w[0] < 0.05 * w[2]:  # flat: look at its face, from the front (-y) and a little above
             normal = v[:, 0] * (1.0 if v[:, 0] @ np.array([0.1, -1.0, 0.3]) >= 0 else -1.0)
-            direction = normal + 0.35 * np.array([0.0, 0.0, 1.0]) + 0.2 * np.cross([0.0, 0.0, 1.0], normal)
+            up_cross_normal = np.array([-normal[1], normal[0], 0.0])  # (0, 0, 1) x normal
+            direction = normal + 0.35 * np.array([0.0, 0.0, 1.0]) + 0.2 * up_cross_normal
     direction = direction / np.linalg.norm(direction)
     eye = center + direction * radius / np.sin(np.radians(37.0))
     reach = float(np.max(np.abs(drawn[:, :2] - center[:2]))) + 0.1 * radius
