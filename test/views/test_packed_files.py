@@ -112,7 +112,9 @@ class _Counter:
         return self.f(*args)
 
 
-def test_a_page_from_the_cache_is_the_cold_page_byte_for_byte_and_reads_no_mesh(cache, robot, monkeypatch):
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
+def test_a_page_from_the_cache_is_the_cold_page_byte_for_byte_and_reads_no_mesh(cache, robot, monkeypatch, mapped):
+    monkeypatch.setattr(packed_files, "MAP_MIN_BYTES", 1 if mapped else 1 << 40)
     cold = page_bytes(_scene(robot))
     drawn = unbaked(_mesh_in(cold))
     np.testing.assert_allclose(drawn.vertices[drawn.triangles], _fan(0.2), atol=0.4 / 65535)  # half a grid step
@@ -150,9 +152,13 @@ def _foreign(raw: bytes) -> bytes:
     return raw.replace(raw.split(b"\n")[1][:64], b"0" * 64, 1)
 
 
+@pytest.mark.parametrize("mapped", [False, True], ids=["read", "mapped"])
 @pytest.mark.parametrize("damage", [_truncated, _flipped, _crafted, _foreign, lambda raw: b""],
                          ids=["truncated", "one bit flipped", "crafted '<' with its checksum", "another key's", "empty"])
-def test_a_damaged_cache_entry_is_never_served_but_packed_again(cache, robot, monkeypatch, damage):
+def test_a_damaged_cache_entry_is_never_served_but_packed_again(cache, robot, monkeypatch, damage, mapped):
+    """Whether the entry is read into memory or mapped (a payload of MAP_MIN_BYTES or more: the viewer, most
+    meshes)."""
+    monkeypatch.setattr(packed_files, "MAP_MIN_BYTES", 1 if mapped else 1 << 40)
     cold = page_bytes(_scene(robot))
     entry = _mesh_entry(cache, robot)
     with open(entry, "rb") as fh:

@@ -12,6 +12,7 @@ import pytest
 from test.collada_testdata import EDGE, cube_dae, unit_package, unit_urdf
 from test.ros_helpers import REPO_ROOT
 from test.views.views_testdata import ur5_geometry, ur5_stop
+from vtm_dynamics.core.robot import mesh_units
 from vtm_dynamics.core.robot.model import RobotModel
 from vtm_dynamics.views.mesh_files import mesh_bytes
 from vtm_dynamics.views.robot_geometry import frame_positions, link_poses, robot_geometry
@@ -177,6 +178,46 @@ def test_a_collada_mesh_is_scaled_by_its_unit_times_the_urdf_scale(tmp_path, met
     payload, _ = scene_payload(Scene("unit", g))
     (drawn,) = next(link for link in payload["links"] if link["name"] == "arm")["visuals"]
     np.testing.assert_allclose(np.array(drawn["scale"]) * written, [2 * EDGE, EDGE, EDGE], rtol=1e-12)
+
+
+def test_a_collada_files_unit_is_parsed_once_then_kept_until_the_file_changes(tmp_path, monkeypatch):
+    """The unit is read from the file's head once and kept in the view cache (views/packed_files.kept_value) under
+    the file's path, inode, size and time stamps: the next geometry of the file, in this process or a new one,
+    parses nothing and gets the same unit; a file changed on disk is parsed again; a kept text that is no unit
+    (edited by hand) is not believed: the file is parsed again."""
+    from vtm_dynamics.views import mesh_files, packed_files
+
+    monkeypatch.setenv("VTM_VIEW_CACHE", str(tmp_path / "cache"))
+    packed_files.clear_memory()
+    pkg = unit_package(str(tmp_path / "pkg"), {"cube.dae": cube_dae("0.001")})
+    path = os.path.join(pkg, "probe", "meshes", "cube.dae")
+    os.utime(path, ns=(1_600_000_000 * 10**9, 1_600_000_000 * 10**9))  # settled long ago: kept
+    parsed = []
+    monkeypatch.setattr(mesh_files, "collada_unit", lambda fd: parsed.append(fd) or mesh_units.collada_unit(fd))
+    text = unit_urdf("cube.dae")
+    robot = RobotModel.from_urdf(text)
+
+    def unit() -> float:
+        g = robot_geometry(robot.model, text, package_roots=[pkg])
+        (visual,) = next(link for link in g.links if link.name == "arm").visuals
+        return visual.scale[0]
+
+    assert unit() == 0.001 and len(parsed) == 1
+    assert unit() == 0.001 and len(parsed) == 1  # this process's cache
+    packed_files.clear_memory()
+    assert unit() == 0.001 and len(parsed) == 1  # a new process: the disk cache
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(cube_dae("0.0254"))
+    os.utime(path, ns=(1_600_000_001 * 10**9, 1_600_000_001 * 10**9))
+    assert unit() == 0.0254 and len(parsed) == 2
+    info = os.stat(os.path.realpath(path))
+    entry = tmp_path / "cache" / packed_files.entry_name(packed_files.cache_key(os.path.realpath(path), info,
+                                                                                "collada-unit"))
+    assert entry.read_bytes().endswith(b"\n0.0254")
+    kept = b"4000.0"  # a kilometre is the most a unit may be: 4 km is none (an intact entry of another text)
+    entry.write_bytes(packed_files._header(entry.name[:-len(".pack")], packed_files.PackedFile(kept, 6)) + kept)
+    packed_files.clear_memory()
+    assert unit() == 0.0254 and len(parsed) == 3
 
 
 @pytest.mark.parametrize("meter", ["0", "-1", "nan", "inf", "5000", "1e-9"])

@@ -7,7 +7,8 @@ Mesh files are data named by the URDF, so they are opened only inside trusted ro
 is not a regular file, is not .dae/.obj/.stl or exceeds ``max_mesh_bytes`` (in all ``max_total_bytes``) is
 refused with the reason. A file that passes is opened and checked when the robot's geometry is made
 (:class:`MeshReader`; a COLLADA file's ``<unit meter>`` is read then, from the head of the file open for the check:
-:mod:`vtm_dynamics.core.robot.mesh_units`, a file with a unit that is no length is not drawn), and its bytes are read only when a page needs them and does not hold them packed already
+:mod:`vtm_dynamics.core.robot.mesh_units`, a file with a unit that is no length is not drawn; the unit found is
+kept in the view cache, ``packed_files``, for the next geometry made of the same file), and its bytes are read only when a page needs them and does not hold them packed already
 (``packed_files``): :func:`open_mesh_file` and :func:`read_mesh_file` apply the same checks and caps again then.
 """
 
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 
 from vtm_dynamics.core.excerpt import excerpt
 from vtm_dynamics.core.package_data import example_robot_data_share
-from vtm_dynamics.core.robot.mesh_units import MeshUnitError, collada_unit
+from vtm_dynamics.core.robot.mesh_units import MeshUnitError, collada_unit, unit_from_meter
+from vtm_dynamics.views.packed_files import kept_value
 
 MESH_FORMATS = {".dae": "dae", ".obj": "obj", ".stl": "stl"}
 DEFAULT_MAX_MESH_BYTES = 32 * 1024 * 1024  # one mesh file (the Panda's largest visual mesh is ~2 MB)
@@ -89,6 +91,12 @@ class MeshReader:
         """Whether no part of ``wanted`` below ``real_root`` (resolved) is a symbolic link: what
         ``realpath(wanted) == wanted`` says, with one ``lstat`` per folder of this geometry instead of one per part
         of every path."""
+        folder = os.path.dirname(wanted)
+        if folder in self.plain or folder == real_root:  # a folder of this geometry checked already: the file alone
+            try:
+                return not stat.S_ISLNK(os.lstat(wanted).st_mode)
+            except OSError:
+                return True  # missing (as realpath sees it): not found when opened
         path = real_root
         for part in wanted[len(real_root) + 1:].split(os.sep):
             path = os.path.join(path, part)
@@ -152,7 +160,7 @@ class MeshReader:
             try:
                 info = os.fstat(fd)
                 why = self._check(info)
-                unit = collada_unit(fd) if not why and ext == ".dae" else 1.0
+                unit = _collada_unit(wanted, info, fd) if not why and ext == ".dae" else 1.0
             except MeshUnitError as err:
                 why = str(err)
             finally:
@@ -165,6 +173,18 @@ class MeshReader:
                                         MeshFile(wanted, self.max_mesh_bytes, info.st_dev, info.st_ino), unit))
             return self.index[wanted], ""
         return -1, f"mesh {excerpt(name)}: not found in the trusted roots"
+
+
+def _collada_unit(path: str, info: os.stat_result, fd: int) -> float:
+    """The unit [m] of the COLLADA file at the resolved ``path`` open as ``fd`` with status ``info``: read from its
+    head once (``mesh_units.collada_unit``, a parse that cost 0.07-0.14 ms a file, most of the UR5 geometry's
+    time), then kept beside the packed files (``packed_files.kept_value``, the same key: path, device, inode, size
+    and time stamps) and checked again as a unit when read back."""
+    text = kept_value(path, info, "collada-unit", lambda: repr(collada_unit(fd)))
+    try:
+        return unit_from_meter(text)
+    except MeshUnitError:
+        return collada_unit(fd)  # a kept text that is no unit (edited by hand): the file says
 
 
 def open_mesh_file(mesh: MeshFile) -> tuple[int, os.stat_result]:

@@ -23,13 +23,22 @@ The directory is kept under :data:`MAX_DISK_BYTES` (least recently used entries 
 is at most :data:`MAX_ENTRY_BYTES`. A cache directory that cannot be written only costs the packing again: the page
 is the same.
 
-In the process: the entries used, least recently used dropped first beyond :data:`MAX_MEMORY_BYTES`.
+In the process: the entries used, least recently used dropped first beyond :data:`MAX_MEMORY_BYTES`. An entry
+whose payload has at least :data:`MAP_MIN_BYTES` is mapped into memory (``mmap``), not read into new memory: a new
+process reading the UR5's 1.6 MB of entries paid about 1 ms in page faults for the memory it filled, mapping them
+about 0.5 ms (checksum and '<' check included). A mapping keeps the entry as it was checked: this module never
+rewrites an entry in place (a new one is renamed over it, pruning unlinks), so a file under a mapping does not
+change; a process truncating an entry in place while it is mapped would make its reader fault.
+
+Also kept (:func:`kept_value`): short texts derived from a file that cost more to derive than to read back, e.g. a
+COLLADA file's unit, which ``mesh_files`` parses from the file's head; same key, same entries, not packed.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import mmap
 import os
 import re
 import secrets
@@ -50,6 +59,8 @@ MAX_ENTRY_BYTES = 64 * 1024 * 1024  # one entry on disk or in memory (a 32 MB me
 MAX_DISK_BYTES = 512 * 1024 * 1024  # all entries on disk
 MAX_MEMORY_BYTES = 128 * 1024 * 1024  # all entries kept in the process
 _ENTRY = re.compile(r"^[0-9a-f]{64}\.pack$")
+MAP_MIN_BYTES = 64 * 1024  # an entry's payload this long is mapped from the file, not read into new memory
+_HEX = re.compile(rb"[0-9a-f]{1,16}")
 _TEMP = re.compile(r"^\.[0-9a-f]{64}\.[0-9a-f]{16}\.part$")
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TOUCH_AFTER_S = 86400.0  # [s] an entry used is marked used (its time stamp) at most once a day: a hit writes nothing
@@ -58,10 +69,10 @@ _TEMP_AGE_S = 600.0  # [s] a temporary file this old is a writer's leftover (it 
 
 @dataclass(frozen=True)
 class PackedFile:
-    """A file as the page holds it: ``text``, the base64 (ASCII) of its zlib-compressed bytes, and ``size``, the
-    number of bytes it decompresses to."""
+    """A file as the page holds it: ``text``, the base64 (ASCII) of its zlib-compressed bytes (bytes, or a read-only
+    view of a disk cache entry mapped into memory), and ``size``, the number of bytes it decompresses to."""
 
-    text: bytes
+    text: bytes | memoryview
     size: int
 
 
@@ -155,7 +166,7 @@ def _header_fields(digest: str, head: bytes) -> tuple[int, int, int, int] | None
     if not head.startswith(lead) or end < 0:
         return None
     fields = head[len(lead):end].split(b" ")
-    if len(fields) != 3 or not all(re.fullmatch(rb"[0-9a-f]{1,16}", f) for f in fields):
+    if len(fields) != 3 or not all(_HEX.fullmatch(f) for f in fields):
         return None
     return int(fields[0], 16), end + 1, int(fields[1], 16), int(fields[2], 16)
 
@@ -175,12 +186,18 @@ def _read_entry(folder: str, digest: str) -> PackedFile | None:
         if fields is None or fields[1] + fields[2] != info.st_size:
             return None
         size, start, length, total = fields
-        text = os.pread(fd, length + 1, start)  # the payload alone: not copied out of a larger buffer
-    except OSError:
+        if length >= MAP_MIN_BYTES:
+            mapped = mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ)
+            text: bytes | memoryview = memoryview(mapped)[start:]
+            lt = mapped.find(b"<", start)
+        else:
+            text = os.pread(fd, length + 1, start)  # the payload alone: not copied out of a larger buffer
+            lt = text.find(b"<")
+    except (OSError, ValueError):
         return None
     finally:
         os.close(fd)
-    if len(text) != length or checksum(text) != total or b"<" in text:
+    if len(text) != length or checksum(text) != total or lt >= 0:
         return None
     if time.time() - info.st_mtime > _TOUCH_AFTER_S:  # pruning removes the least recently used first
         try:
@@ -246,14 +263,44 @@ def packed_file(path: str, info: os.stat_result, read: Callable[[], bytes], kind
     """The file at the resolved ``path`` with status ``info`` (of the descriptor ``read`` reads) packed as ``kind``
     (:func:`cache_key`): from the cache (memory, then disk) when it holds this key intact, else ``read()`` packed
     and kept (module docstring); what ``read`` raises is the caller's."""
-    key = cache_key(path, info, kind)
+    return _kept(cache_key(path, info, kind), info, lambda: pack(read()))
+
+
+_VALUE = re.compile(r"[ -;=-~]{1,200}")  # printable ASCII without '<', one line
+
+
+def kept_value(path: str, info: os.stat_result, kind: str, make: Callable[[], str]) -> str:
+    """A short text ``make()`` derives from the file at the resolved ``path`` with status ``info`` (e.g. a COLLADA
+    file's unit, which costs a parse of the file's head), kept in the same cache as the packed files under the
+    key of ``kind`` (:func:`cache_key`), as it is (not packed): at most 200 printable ASCII characters without
+    ``<``; a text that is not is returned but not kept. What ``make`` raises is the caller's."""
+    made: list[str] = []
+
+    def item() -> PackedFile:
+        made.append(make())
+        text = made[0].encode("ascii", "replace")
+        return PackedFile(text, len(text))
+
+    kept = _kept(cache_key(path, info, kind), info, item,
+                 keep=lambda it: _VALUE.fullmatch(bytes(it.text).decode("ascii", "replace")) is not None)
+    return made[0] if made else bytes(kept.text).decode("ascii")
+
+
+def _kept(key: tuple, info: os.stat_result, make: Callable[[], PackedFile],
+          keep: Callable[[PackedFile], bool] = lambda item: True) -> PackedFile:
+    """The cache's item for ``key`` (memory, then disk) when it holds it intact and ``keep`` accepts it, else
+    ``make()``, kept when ``keep`` accepts it and the file has settled (module docstring)."""
     item = _memory.get(key)
     if item is not None:
         return item
     folder, digest = cache_directory(), _digest(key)
     item = _read_entry(folder, digest) if folder is not None else None
+    if item is not None and not keep(item):
+        item = None
     if item is None:
-        item = pack(read())
+        item = make()
+        if not keep(item):
+            return item
         settled = time.time_ns() - info.st_mtime_ns > SETTLE_S * 1e9
         if not settled or len(item.text) + _HEADER_MAX > MAX_ENTRY_BYTES:
             return item
