@@ -12,6 +12,7 @@ import pytest
 from test.views.views_testdata import ur5_geometry, ur5_stop
 from vtm_dynamics.views.robot_geometry import frame_positions, link_poses
 from vtm_dynamics.views.scene import MAX_FRAMES, SceneError, check_scene
+from vtm_dynamics.views.web_page import page_parts
 from vtm_dynamics.views.stop_view import merged_events, stop_scene, thinned
 
 
@@ -85,6 +86,8 @@ def test_scenes_beyond_their_caps_or_with_non_finite_values_are_refused(scene):
     bad = dataclasses.replace(layer, poses=np.where(np.arange(7) == 2, np.nan, layer.poses))
     with pytest.raises(SceneError, match="robots.robot.poses: values must be finite"):
         check_scene(dataclasses.replace(scene, robots=(bad,)))
+    with pytest.raises(SceneError, match="robots.robot.poses: values must be finite"):  # the page checks what it
+        page_parts(dataclasses.replace(scene, robots=(bad,)))  # is given: a scene made from a checked one, too
     long = dataclasses.replace(layer, times=np.zeros(MAX_FRAMES + 1), poses=np.zeros((MAX_FRAMES + 1, 7, 7)))
     with pytest.raises(SceneError, match="robots.robot: expected 1..4000"):
         check_scene(dataclasses.replace(scene, robots=(long,)))

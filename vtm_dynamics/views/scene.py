@@ -10,6 +10,7 @@ world placements, quaternions (x, y, z, w); colours RGB in 0..1.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -199,7 +200,7 @@ class Scene:
 
 
 def _finite(a: np.ndarray, what: str) -> None:
-    if not np.all(np.isfinite(a)):
+    if not np.isfinite(np.asarray(a, dtype=float)).all():
         raise SceneError(f"{what}: values must be finite")
 
 
@@ -208,8 +209,15 @@ def _name(name: str, what: str) -> None:
         raise SceneError(f"{what}: name must be 1..64 ASCII letters, digits or _, got {name[:40]!r}")
 
 
+_checked: weakref.WeakValueDictionary[int, Scene] = weakref.WeakValueDictionary()  # scenes that passed, by identity
+
+
 def check_scene(scene: Scene) -> Scene:
-    """``scene`` itself when it is drawable within the caps; else a one-line :class:`SceneError` naming the part."""
+    """``scene`` itself when it is drawable within the caps; else a one-line :class:`SceneError` naming the part.
+    A scene is a value: the scene object that passed once (its builder checks it, the page writer asks again) is
+    not checked again while it lives (the arrays it holds are not to be changed after it is made)."""
+    if _checked.get(id(scene)) is scene:
+        return scene
     if not (math.isfinite(scene.duration) and scene.duration >= 0):
         raise SceneError("duration: must be finite and >= 0")
     if len(scene.robots) > MAX_LAYERS:
@@ -285,6 +293,7 @@ def check_scene(scene: Scene) -> Scene:
         _finite(focus, "focus")
     if scene.joints is not None and scene.joints.layer not in names:
         raise SceneError(f"joints.layer: no robot layer named {scene.joints.layer!r}")
+    _checked[id(scene)] = scene
     return scene
 
 

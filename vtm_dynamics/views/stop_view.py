@@ -102,12 +102,16 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     events = merged_events(p)
     t = np.asarray(p.t, dtype=float)
     keep = thinned(t, [e[0] for e in events], max_frames, values=p.q)
-    poses = link_poses(robot.model, geometry, p.q[keep])
+    worst = envelope.worst_distance if envelope is not None else None
+    q_worst = robot.integrate(p.q[0], worst.stopping_angles) if worst is not None else None
+    # one forward-kinematics pass for every pose drawn: the motion, the rest pose and the envelope's worst
+    drawn = link_poses(robot.model, geometry, np.vstack([p.q[keep], p.q_final[None, :]]
+                                                        + ([q_worst[None, :]] if q_worst is not None else [])))
+    poses, rest_poses, worst_poses = drawn[:len(keep)], drawn[len(keep):len(keep) + 1], drawn[len(keep) + 1:]
     rest = rest_label(p)
     layers = [RobotLayer("robot", "predicted stop", palette.ROBOT, 1.0, t[keep], poses),
               RobotLayer("start", "pose at the E-stop", palette.START, palette.GHOST_OPACITY, t[:1], poses[:1]),
-              RobotLayer("rest", rest, palette.REST, palette.GHOST_OPACITY, t[-1:],
-                         link_poses(robot.model, geometry, p.q_final[None, :]))]
+              RobotLayer("rest", rest, palette.REST, palette.GHOST_OPACITY, t[-1:], rest_poses)]
     legend = [LegendEntry(palette.ROBOT, "robot along the predicted stop", ("robot", "tcp_path")),
               LegendEntry(palette.START, "pose at the E-stop", ("start",)),
               LegendEntry(palette.REST, rest, ("rest",))]
@@ -132,10 +136,8 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
                                   ("tcp_path",) + tuple(f"event_{k}" for k in range(len(events)))))
     info.append(f"energy: brakes {p.brake_energy:.2f} J, impulsive locks {p.impulse_energy:.2f} J")
     if envelope is not None:
-        worst = envelope.worst_distance
-        q_worst = robot.integrate(p.q[0], worst.stopping_angles)
         layers.append(RobotLayer("worst", "worst-case rest pose", palette.WORST, palette.GHOST_OPACITY, t[-1:],
-                                 link_poses(robot.model, geometry, q_worst[None, :])))
+                                 worst_poses))
         legend.append(LegendEntry(palette.WORST, "envelope: worst-case rest pose", ("worst", "worst_tcp")))
         measure = (f"TCP {worst.tcp_straight_distance:.4f} m" if envelope.tcp_frame
                    else f"largest angle {worst.max_stopping_angle:.4f} rad")
