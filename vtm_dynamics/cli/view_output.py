@@ -58,7 +58,8 @@ def geometry(model, urdf_text: str, args: argparse.Namespace, urdf_path: str | N
     from vtm_dynamics.views.robot_geometry import robot_geometry
 
     given = list(getattr(args, "mesh_dir", None) or []) + list(getattr(args, "package_dir", None) or [])
-    roots = [os.path.abspath(d) for d in given] + default_package_roots()
+    # none given: the default roots, which the geometry looks up only when a mesh names a package
+    roots = [os.path.abspath(d) for d in given] + default_package_roots() if given else None
     return robot_geometry(model, urdf_text, urdf_dir=os.path.dirname(os.path.abspath(urdf_path)) if urdf_path
                           else None, package_roots=roots, root=root)
 

@@ -72,8 +72,9 @@ def default_package_roots() -> list[str]:
 class MeshReader:
     """Resolves mesh names inside trusted roots and checks each file once (opened, regular, within the byte caps)."""
 
-    def __init__(self, package_roots: list[str], urdf_dir: str | None, max_mesh_bytes: int, max_total: int) -> None:
-        self.package_roots = package_roots
+    def __init__(self, package_roots: list[str] | None, urdf_dir: str | None, max_mesh_bytes: int,
+                 max_total: int) -> None:
+        self._package_roots = package_roots  # None: default_package_roots(), looked up at the first package:// name
         self.urdf_dir = urdf_dir
         self.max_mesh_bytes, self.max_total = max_mesh_bytes, max_total
         self.total = 0
@@ -81,6 +82,12 @@ class MeshReader:
         self.index: dict[str, int] = {}
         self.real_roots: dict[str, str] = {}
         self.plain: set[str] = set()  # folders below a resolved root that are no symbolic link
+
+    @property
+    def package_roots(self) -> list[str]:
+        if self._package_roots is None:
+            self._package_roots = default_package_roots()
+        return self._package_roots
 
     def _real(self, root: str) -> str:
         if root not in self.real_roots:

@@ -15,6 +15,7 @@ fails a check is not drawn: the body becomes a stick figure and the notes say wh
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -36,7 +37,6 @@ from vtm_dynamics.views.mesh_files import (
     DEFAULT_MAX_TOTAL_BYTES,
     MeshData,
     MeshReader,
-    default_package_roots,
 )
 
 MAX_VISUALS = 4096
@@ -125,28 +125,25 @@ def _body_frame(model: pin.Model, link: str) -> int | None:
 
 def _cylinder_between(a: np.ndarray, b: np.ndarray, radius: float) -> Visual | None:
     """A cylinder from a to b (frame coordinates [m])."""
-    d = b - a
-    length = float(np.linalg.norm(d))
+    dx, dy, dz = float(b[0] - a[0]), float(b[1] - a[1]), float(b[2] - a[2])
+    length = math.hypot(dx, dy, dz)
     if length < 1e-9:
         return None
-    return Visual("cylinder", _z_to(d / length, 0.5 * (a + b)), radius=radius, length=length)
+    return Visual("cylinder", _z_to((dx / length, dy / length, dz / length), 0.5 * (a + b)), radius=radius,
+                  length=length)
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a x b of two 3-vectors (``numpy.cross`` spends ten times as long on its general axis handling)."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-
-
-def _z_to(axis: np.ndarray, center: np.ndarray) -> np.ndarray:
-    """4 x 4 placement whose z axis is the unit vector ``axis``, at ``center``."""
-    z = np.asarray(axis, dtype=float)
-    helper = np.array([1.0, 0.0, 0.0]) if abs(z[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    x = _cross(helper, z)
-    x /= np.linalg.norm(x)
-    T = np.eye(4)
-    T[:3, :3] = np.column_stack([x, _cross(z, x), z])
-    T[:3, 3] = center
-    return T
+def _z_to(axis, center) -> np.ndarray:
+    """4 x 4 placement whose z axis is the unit vector ``axis``, at ``center`` (plain arithmetic on three numbers:
+    numpy's calls on 3-vectors cost more than the sums)."""
+    zx, zy, zz = float(axis[0]), float(axis[1]), float(axis[2])
+    hx, hy, hz = (1.0, 0.0, 0.0) if abs(zx) < 0.9 else (0.0, 1.0, 0.0)
+    xx, xy, xz = hy * zz - hz * zy, hz * zx - hx * zz, hx * zy - hy * zx  # helper x z
+    n = math.hypot(xx, xy, xz)
+    xx, xy, xz = xx / n, xy / n, xz / n
+    yx, yy, yz = zy * xz - zz * xy, zz * xx - zx * xz, zx * xy - zy * xx  # z x x
+    return np.array([[xx, yx, zx, float(center[0])], [xy, yy, zy, float(center[1])],
+                     [xz, yz, zz, float(center[2])], [0.0, 0.0, 0.0, 1.0]])
 
 
 def _stick_points(model: pin.Model, extension: URDFExtension | None) -> dict[int, list[np.ndarray]]:
@@ -156,7 +153,7 @@ def _stick_points(model: pin.Model, extension: URDFExtension | None) -> dict[int
         points[model.parents[j]].append(np.array(model.jointPlacements[j].translation))
     for f in model.frames:
         p = np.array(f.placement.translation)
-        if np.linalg.norm(p) > 1e-9:
+        if math.hypot(*p) > 1e-9:
             points[int(f.parentJoint)].append(p)
 
     def attach(link: str, local: np.ndarray) -> None:
@@ -178,7 +175,7 @@ def _unique(points: list[np.ndarray]) -> list[np.ndarray]:
     """The points without repeats (a fixed joint and the link it carries share one placement)."""
     seen, out = set(), []
     for p in points:
-        key = tuple(np.round(p, 9))
+        key = tuple(round(float(x), 9) for x in p)
         if key not in seen:
             seen.add(key)
             out.append(p)
@@ -191,9 +188,9 @@ def _stick_figures(model: pin.Model, root, extension: URDFExtension | None, bare
     for j in bare:
         if not points[j] and j > 0:
             lever = np.array(model.inertias[j].lever)
-            if np.linalg.norm(lever) > 1e-6:
+            if math.hypot(*lever) > 1e-6:
                 points[j].append(2.0 * lever)
-    longest = max((float(np.linalg.norm(p)) for j in bare for p in points[j]), default=0.0)
+    longest = max((math.hypot(*p) for j in bare for p in points[j]), default=0.0)
     radius = min(max(0.035 * longest, 0.002), 0.05) if longest > 0 else 0.01
     axes = {}
     for joint in root.findall("joint"):
@@ -202,7 +199,8 @@ def _stick_figures(model: pin.Model, root, extension: URDFExtension | None, bare
             a = np.array(numbers(None if axis is None else axis.get("xyz"), (1.0, 0.0, 0.0), "joint.axis"))
         except URDFExtensionError:
             a = np.array([1.0, 0.0, 0.0])
-        axes[joint.get("name")] = a / np.linalg.norm(a) if np.linalg.norm(a) > 0 else np.array([1.0, 0.0, 0.0])
+        n = math.hypot(*a)
+        axes[joint.get("name")] = a / n if n > 0 else np.array([1.0, 0.0, 0.0])
     out = []
     for j in sorted(bare):
         visuals = []
@@ -234,8 +232,8 @@ def robot_geometry(model: pin.Model, urdf_text: str, *, urdf_dir: str | None = N
         extension = extension_from_root(root)
     except URDFExtensionError:
         extension = None
-    reader = MeshReader(default_package_roots() if package_roots is None else list(package_roots), urdf_dir,
-                         max_mesh_bytes, max_total_bytes)
+    reader = MeshReader(None if package_roots is None else list(package_roots), urdf_dir, max_mesh_bytes,
+                        max_total_bytes)  # None: the default roots, found only if a mesh asks for a package
     links, notes = [], []
     drawn_joints: set[int] = set()
     count = 0
