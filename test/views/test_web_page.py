@@ -102,7 +102,7 @@ def test_the_scene_data_round_trips_and_each_mesh_is_embedded_once(scene, page):
         assert len(np.unique(baked.triangles)) == len(baked.vertices)  # and every vertex used by one
     _, blocks = scene_payload(scene, bake=False)  # the files themselves, for the viewer's own loader
     for (element, encoding, text), mesh in zip(blocks, scene.geometry.meshes):
-        assert encoding == "deflate" and _unpacked(text.decode(), len(mesh_bytes(mesh))) == mesh_bytes(mesh)
+        assert encoding == "deflate" and _unpacked(bytes(text).decode(), len(mesh_bytes(mesh))) == mesh_bytes(mesh)
     viewer = next(text for a, text in parsed.scripts if a.get("id") == "vtm-viewer")
     with open(meshcat_path(), "rb") as fh:
         original = fh.read()

@@ -233,8 +233,9 @@ def _baked_shape(shape: Mesh) -> PackedFile | None:
         return None
 
 
-def scene_payload(scene: Scene, bake: bool = True) -> tuple[dict, list[tuple[str, str, bytes]]]:
-    """(the JSON-ready scene, the mesh blocks (element id, encoding, ASCII or UTF-8 content)) of ``scene``: the
+def scene_payload(scene: Scene, bake: bool = True) -> tuple[dict, list[tuple[str, str, bytes | memoryview]]]:
+    """(the JSON-ready scene, the mesh blocks (element id, encoding, ASCII or UTF-8 content: bytes, or a read-only
+    view of a mapped cache entry, ``packed_files``)) of ``scene``: the
     robot's mesh files, then meshes made in memory (the scene's triangle meshes). Baked (``baked_meshes``, format
     'vtm') and packed ('deflate': base64 of zlib's format) unless ``bake`` is False; a file that cannot be baked,
     or any with ``bake`` False, packed as it is; a mesh given as bytes, and any scene mesh with ``bake`` False (as
@@ -316,7 +317,7 @@ def _escape_html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def page_parts(scene: Scene, bake: bool = True) -> list[bytes]:
+def page_parts(scene: Scene, bake: bool = True) -> list[bytes | memoryview]:
     """The page (module docstring) as pieces of its bytes, in order (:func:`write_parts` writes them); ``bake``:
     :func:`scene_payload`."""
     check_scene(scene)
@@ -352,7 +353,7 @@ def page_html(scene: Scene) -> str:
     return page_bytes(scene).decode("utf-8")
 
 
-def write_parts(parts: list[bytes], path: str) -> str:
+def write_parts(parts: list[bytes | memoryview], path: str) -> str:
     """Write the page ``parts`` to ``path`` (a trusted path from the command line) in one ``writev``, without
     joining them; returns ``path``. A writable regular file already at ``path`` (one link) is replaced by a new
     file, not truncated and rewritten: ext4 (its default ``auto_da_alloc``) flushes a file truncated and rewritten
@@ -373,7 +374,7 @@ def write_parts(parts: list[bytes], path: str) -> str:
     return path
 
 
-def _write_all(fd: int, parts: list[bytes]) -> None:
+def _write_all(fd: int, parts: list[bytes | memoryview]) -> None:
     """All of ``parts`` to ``fd``, in order: ``os.writev`` of up to 1024 (IOV_MAX) at a time, resumed after a
     partial write."""
     views = [memoryview(p) for p in parts if len(p)]
