@@ -23,7 +23,7 @@ SMALLEST = {
                         "held out (UR5", "held out (Panda"]),
     "bench_view.py": (["--repeat", "1", "--no-peer", "--tool-runs", "1", "--process-runs", "1"],
                       ["ur5 ", "planar_3r ", "trajectory check (UR5", "whole tool runs",
-                       "ur5: the view timed inside 1 new processes"]),
+                       "ur5: prediction + envelope", "(the first in the process), view", "in-proc/+env"]),
     "bench_brake_terms.py": (["--repeat", "1"], ["shipped defaults"]),
     "bench_switching.py": ([], []),
 }
