@@ -182,3 +182,20 @@ def test_a_process_reads_the_pages_own_script_and_style_once(scene, monkeypatch)
     for _ in range(3):
         web_page.page_parts(scene)
     assert [p for p in opened if p.startswith(web_page.ASSETS)] == []
+
+
+def test_a_viewer_script_missing_or_over_its_cap_is_one_clear_error(scene, tmp_path, monkeypatch):
+    from vtm_dynamics.views import packed_files, web_page
+
+    monkeypatch.setenv("VTM_VIEW_CACHE", "off")
+    packed_files.clear_memory()
+    monkeypatch.setattr(web_page, "meshcat_path", lambda: str(tmp_path / "meshcat.js"))
+    with pytest.raises(web_page.ViewError, match=r"^drake: cannot read meshcat.js \(No such file or directory\)$"):
+        web_page.page_parts(scene)
+    (tmp_path / "meshcat.js").write_bytes(b"var MeshCat = {};" * 10)
+    monkeypatch.setattr(web_page, "MAX_VIEWER_BYTES", 100)
+    with pytest.raises(web_page.ViewError, match=r"^drake: meshcat.js has 170 bytes, over 100$"):
+        web_page.page_parts(scene)
+    monkeypatch.setattr(web_page, "MAX_VIEWER_BYTES", 1000)
+    assert b"var MeshCat = {};" * 10 in zlib.decompress(base64.b64decode(bytes(web_page.packed_viewer().text)))
+    packed_files.clear_memory()

@@ -82,18 +82,20 @@ def packed_viewer() -> PackedFile:
     packed (``packed_files``)."""
     path = meshcat_path()
 
-    def read() -> bytes:
-        data = fh.read(info.st_size + 1)
-        if len(data) != info.st_size:
+    def read() -> bytes:  # only when the cache does not hold it: the file opened is the one the key describes
+        with open(path, "rb") as fh:
+            now = os.fstat(fh.fileno())
+            data = fh.read(info.st_size + 1)
+        if len(data) != info.st_size or (now.st_dev, now.st_ino, now.st_mtime_ns) != \
+                (info.st_dev, info.st_ino, info.st_mtime_ns):
             raise ViewError("drake: meshcat.js changed while read")
         return data
 
     try:
-        with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if info.st_size > MAX_VIEWER_BYTES:
-                raise ViewError(f"drake: meshcat.js has {info.st_size} bytes, over {MAX_VIEWER_BYTES}")
-            return packed_file(path, info, lambda: lean_viewer(read()), "lean-viewer")
+        info = os.stat(path)  # the cache key: a hit opens nothing
+        if info.st_size > MAX_VIEWER_BYTES:
+            raise ViewError(f"drake: meshcat.js has {info.st_size} bytes, over {MAX_VIEWER_BYTES}")
+        return packed_file(path, info, lambda: lean_viewer(read()), "lean-viewer")
     except OSError as err:
         raise ViewError(f"drake: cannot read meshcat.js ({err.strerror or type(err).__name__})") from None
 
