@@ -149,9 +149,10 @@ def _z_to(axis, center) -> np.ndarray:
 def _stick_points(model: pin.Model, extension: URDFExtension | None) -> dict[int, list[np.ndarray]]:
     """Per joint (0 = the fixed base): the points [m, joint frame] its stick figure reaches."""
     points: dict[int, list[np.ndarray]] = {j: [] for j in range(model.njoints)}
-    for j in range(1, model.njoints):
-        points[model.parents[j]].append(np.array(model.jointPlacements[j].translation))
-    for f in model.frames:
+    placements, frames = model.jointPlacements.tolist(), model.frames.tolist()  # a list at once: a fraction of
+    for j in range(1, model.njoints):                                           # indexing the vectors each time
+        points[model.parents[j]].append(np.array(placements[j].translation))
+    for f in frames:
         p = np.array(f.placement.translation)
         if math.hypot(*p) > 1e-9:
             points[int(f.parentJoint)].append(p)

@@ -246,6 +246,9 @@ def check_scene(scene: Scene) -> Scene:
             triangles += _check_mesh(s)
             if triangles > MAX_MESH_TRIANGLES:
                 raise SceneError(f"shapes.{s.name}: the meshes have more than {MAX_MESH_TRIANGLES} triangles in all")
+        elif isinstance(s, Sphere) and len(s.center) == 3:  # the common case (event dots), without numpy
+            if not all(math.isfinite(float(x)) for x in (s.radius, *s.center)):
+                raise SceneError(f"shapes.{s.name}: values must be finite")
         else:
             values = [getattr(s, k) for k in ("size", "radius", "length", "center", "top_radius")
                       if getattr(s, k, None) is not None]

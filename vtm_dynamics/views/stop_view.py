@@ -129,9 +129,10 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
         tcp = np.asarray(p.tcp_positions, dtype=float)
         info.append(f"TCP {p.tcp_frame}: straight {p.tcp_straight_distance:.4f} m, path {p.tcp_path_length:.4f} m")
         lines.append(Polyline("tcp_path", f"path of {p.tcp_frame}", tcp[keep], palette.TCP_PATH, 3.0, t[keep], True))
-        for k, (time, kind, _) in enumerate(events):
-            at = [float(np.interp(time, t, tcp[:, i])) for i in range(3)]
-            shapes.append(Sphere(f"event_{k}", 0.01 * scale, tuple(at), palette.event_color(kind), on_top=True))
+        when = [e[0] for e in events]
+        at = np.column_stack([np.interp(when, t, tcp[:, i]) for i in range(3)]).tolist()  # the TCP at each event
+        for k, (_, kind, _) in enumerate(events):
+            shapes.append(Sphere(f"event_{k}", 0.01 * scale, tuple(at[k]), palette.event_color(kind), on_top=True))
         legend.append(LegendEntry(palette.TCP_PATH, f"path of {p.tcp_frame}; dots: events",
                                   ("tcp_path",) + tuple(f"event_{k}" for k in range(len(events)))))
     info.append(f"energy: brakes {p.brake_energy:.2f} J, impulsive locks {p.impulse_energy:.2f} J")

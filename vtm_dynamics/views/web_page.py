@@ -156,9 +156,12 @@ def _drawn_points(scene: Scene) -> np.ndarray:
     pts = [np.asarray(layer.poses, dtype=float)[..., :3].reshape(-1, 3) for layer in scene.robots]
     pts += [np.asarray(line.points, dtype=float) for line in scene.lines]
     pts += [np.asarray(c.points, dtype=float) for c in scene.clouds]
+    centers = [s.center for s in scene.shapes if isinstance(s, Sphere)]
+    if centers:
+        pts.append(np.asarray(centers, dtype=float).reshape(-1, 3))
     for s in scene.shapes:
         if isinstance(s, Sphere):
-            pts.append(np.asarray([s.center], dtype=float))
+            continue
         elif isinstance(s, Mesh):
             v = np.asarray(s.vertices, dtype=float)
             pts.append(v @ np.asarray(s.pose, dtype=float)[:3, :3].T + np.asarray(s.pose, dtype=float)[:3, 3])
