@@ -214,8 +214,10 @@ def test_a_collada_files_unit_is_parsed_once_then_kept_until_the_file_changes(tm
     entry = tmp_path / "cache" / packed_files.entry_name(packed_files.cache_key(os.path.realpath(path), info,
                                                                                 "collada-unit"))
     assert entry.read_bytes().endswith(b"\n0.0254")
-    kept = b"4000.0"  # a kilometre is the most a unit may be: 4 km is none (an intact entry of another text)
-    entry.write_bytes(packed_files._header(entry.name[:-len(".pack")], packed_files.PackedFile(kept, 6)) + kept)
+    entry.unlink()
+    packed_files.clear_memory()  # an intact entry of another text under the key: 4 km (a kilometre is the most)
+    assert packed_files.kept_value(os.path.realpath(path), info, "collada-unit", lambda: "4000.0") == "4000.0"
+    assert entry.read_bytes().endswith(b"\n4000.0")
     packed_files.clear_memory()
     assert unit() == 0.0254 and len(parsed) == 3
 
