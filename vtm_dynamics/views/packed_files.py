@@ -2,13 +2,14 @@
 once and kept in a cache in the process and on disk.
 
 Packed: compressed (zlib's DEFLATE, which the page undoes with the browser's own ``DecompressionStream``) and in
-base64, so that writing the UR5's page copies 3.8 MB of packed text instead of reading, checking and copying
-8.9 MB of raw files.
+base64, so that writing the UR5's page copies 0.97 MB of packed text (the viewer without its unused decoders,
+the meshes baked) instead of reading, checking and copying 8.9 MB of raw files.
 
 Key: the source file's resolved path, device, inode, size, modification and change times (one ``fstat`` of the
-opened file), what it is packed as (its bytes, or a mesh baked from them: ``baked_meshes``) and :data:`FORMAT`: a hit neither reads nor hashes the source. A file modified less than
-:data:`SETTLE_S` before it is packed is not kept (its time stamp cannot yet tell a second change in the same clock
-tick from none).
+opened file, or one ``stat``), what it is packed as (its bytes, the viewer without its decoders, or a mesh baked
+from them: ``baked_meshes``) and :data:`FORMAT`: a hit neither reads nor hashes the source. A file modified less
+than :data:`SETTLE_S` before it is packed is not kept (its time stamp cannot yet tell a second change in the same
+clock tick from none).
 
 On disk: one file per entry in :func:`cache_directory` (``$VTM_VIEW_CACHE``, else ``$XDG_CACHE_HOME/vtm_dynamics/
 views``, else ``~/.cache/vtm_dynamics/views``; ``VTM_VIEW_CACHE=off`` keeps the cache in the process only), named by
@@ -17,7 +18,7 @@ its name. An entry is served only when its header has this format and this key, 
 checksum the header gives and no ``<`` (so it can never end the page element it goes into): a truncated, flipped,
 edited or foreign file is packed again and replaced. The checksum is the sum of the payload's 64-bit words
 (:func:`checksum`): it finds any one changed byte, a truncation and a zeroed block like a CRC-32, in a ninth of the
-time (0.06 against 0.54 ms for the UR5's 3.8 MB, which every page that reads the disk cache pays); what it can miss
+time (0.06 against 0.54 ms for 3.8 MB, which every page that reads the disk cache pays); what it can miss
 (two changes that cancel, swapped words) the page's own check still finds: zlib's Adler-32 of every unpacked file.
 The directory is kept under :data:`MAX_DISK_BYTES` (least recently used entries removed first, to the day); an entry
 is at most :data:`MAX_ENTRY_BYTES`. A cache directory that cannot be written only costs the packing again: the page
@@ -25,8 +26,8 @@ is the same.
 
 In the process: the entries used, least recently used dropped first beyond :data:`MAX_MEMORY_BYTES`. An entry
 whose payload has at least :data:`MAP_MIN_BYTES` is mapped into memory (``mmap``), not read into new memory: a new
-process reading the UR5's 1.6 MB of entries paid about 1 ms in page faults for the memory it filled, mapping them
-about 0.5 ms (checksum and '<' check included). A mapping keeps the entry as it was checked: this module never
+process reading the UR5's 1.6 MB of entries (before the viewer lost its decoders) paid about 1 ms in page faults
+for the memory it filled, mapping them about 0.5 ms (checksum and '<' check included). A mapping keeps the entry as it was checked: this module never
 rewrites an entry in place (a new one is renamed over it, pruning unlinks), so a file under a mapping does not
 change; a process truncating an entry in place while it is mapped would make its reader fault.
 
