@@ -27,9 +27,10 @@ is the same.
 In the process: the entries used, least recently used dropped first beyond :data:`MAX_MEMORY_BYTES`. An entry
 whose payload has at least :data:`MAP_MIN_BYTES` is mapped into memory (``mmap``), not read into new memory: a new
 process reading the UR5's 1.6 MB of entries (before the viewer lost its decoders) paid about 1 ms in page faults
-for the memory it filled, mapping them about 0.5 ms (checksum and '<' check included). A mapping keeps the entry as it was checked: this module never
-rewrites an entry in place (a new one is renamed over it, pruning unlinks), so a file under a mapping does not
-change; a process truncating an entry in place while it is mapped would make its reader fault.
+for the memory it filled, mapping them about 0.5 ms (checksum and '<' check included). A mapping keeps the entry
+as it was checked: this module never rewrites an entry in place (a new one is renamed over it, pruning unlinks), so
+a file under a mapping does not change; a process truncating an entry in place while it is mapped would make its
+reader fault.
 
 Also kept (:func:`kept_value`): short texts derived from a file that cost more to derive than to read back, e.g. a
 COLLADA file's unit, which ``mesh_files`` parses from the file's head; same key, same entries, not packed.
