@@ -160,12 +160,10 @@ def _drawn_points(scene: Scene) -> np.ndarray:
     if centers:
         pts.append(np.asarray(centers, dtype=float).reshape(-1, 3))
     for s in scene.shapes:
-        if isinstance(s, Sphere):
-            continue
-        elif isinstance(s, Mesh):
+        if isinstance(s, Mesh):
             v = np.asarray(s.vertices, dtype=float)
             pts.append(v @ np.asarray(s.pose, dtype=float)[:3, :3].T + np.asarray(s.pose, dtype=float)[:3, 3])
-        else:
+        elif not isinstance(s, Sphere):  # a box or a cylinder: its corners (spheres: their centres, above)
             half = 0.5 * np.asarray(s.size if isinstance(s, Box) else (s.radius, s.radius, s.length), dtype=float)
             corners = np.array([[x, y, z, 1.0] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * [*half, 1.0]
             pts.append((np.asarray(s.pose, dtype=float) @ corners.T).T[:, :3])
