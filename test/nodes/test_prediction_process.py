@@ -251,7 +251,7 @@ def test_the_child_is_stopped_while_estop_work_runs_and_goes_on_after(ur5, proce
 
 
 # a child that answers each request 0.3 s late with a canned failure
-SLOW = [sys.executable, "-c", "import sys, time; from vtm_dynamics.nodes.prediction_process import read_frame, "
+SLOW = [sys.executable, "-c", "import sys, time; from vtm_dynamics.nodes.prediction_channel import read_frame, "
         "write_frame; from vtm_dynamics.nodes.stop_worker import Outcome; out = sys.stdout.buffer; "
         "write_frame(out, ('ready',))\nwhile True:\n    read_frame(0); time.sleep(0.3); "
         "write_frame(out, ('answer', Outcome(None, 'canned', 0.0)))"]

@@ -28,9 +28,7 @@ threads keep off one CPU, left to the child (``cpu_split``; with at least two CP
 with the node (Linux: a parent-death signal, which also reaches a stopped child; it is tied to the thread that
 started the child, the node's own or its worker's, which live as long as the node).
 
-The channel is the child's stdin and stdout, in frames of an 8-byte length and a pickle; the child is this
-package's own code, started by the node (the frames never come from the ROS graph or a file). Frames are capped
-at :data:`MAX_FRAME` bytes both ways.
+The channel is the child's stdin and stdout, in frames (:mod:`prediction_channel`).
 """
 
 from __future__ import annotations
@@ -38,21 +36,20 @@ from __future__ import annotations
 import math
 import os
 import pickle
-import select
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from vtm_dynamics.core.estop.warm_up import compile_kernels, warm_up
 from vtm_dynamics.nodes import cpu_split
+from vtm_dynamics.nodes.prediction_channel import ChannelError, read_frame, write_frame
 from vtm_dynamics.nodes.live_stopping import LiveStop, LiveStopping, StopSummary, envelope_parameters
 from vtm_dynamics.nodes.stop_worker import Outcome, predict_with_brakes
 
@@ -63,13 +60,6 @@ MAX_ROBOTS = 16
 #: [s] a child's start and its first prediction (imports; compiled kernels loaded from their cache, or compiled
 #: on a machine that has no cache yet) may take this long
 START_TIMEOUT = 60.0
-#: [bytes] largest frame either side reads
-MAX_FRAME = 256 * 1024 * 1024
-_HEADER = struct.Struct("<Q")
-
-
-class ChannelError(RuntimeError):
-    """The child's channel failed: ended, timed out or a malformed frame."""
 
 
 @dataclass(frozen=True)
@@ -78,62 +68,6 @@ class StateQV:
 
     q: np.ndarray
     v: np.ndarray
-
-
-Deadline = float | Callable[[], float] | None  # monotonic [s], or a function giving it (it may move), or none
-
-
-def _left(deadline: Deadline) -> float | None:
-    if deadline is None:
-        return None
-    return (deadline() if callable(deadline) else deadline) - time.monotonic()
-
-
-def _ready(fd: int, deadline: Deadline, write: bool) -> None:
-    """Wait until ``fd`` can be read (written), or raise when ``deadline`` has passed."""
-    while True:
-        left = _left(deadline)
-        if left is None:
-            return
-        if left <= 0:
-            raise ChannelError("no answer in time")
-        ready = select.select([], [fd], [], min(left, 0.05)) if write else select.select([fd], [], [], min(left, 0.05))
-        if ready[1 if write else 0]:
-            return
-
-
-def write_frame(stream: BinaryIO, obj: Any, deadline: Deadline = None) -> None:
-    """One frame of ``obj`` to ``stream``, by ``deadline``: a reader that stops reading cannot block the
-    writer beyond it."""
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(data) > MAX_FRAME:
-        raise ChannelError(f"frame of {len(data)} bytes over {MAX_FRAME}")
-    stream.flush()
-    view = memoryview(_HEADER.pack(len(data)) + data)
-    fd = stream.fileno()
-    while view:
-        _ready(fd, deadline, write=True)
-        view = view[os.write(fd, view[:1 << 16]):]
-
-
-def _read_exactly(fd: int, n: int, deadline: Deadline) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        _ready(fd, deadline, write=False)
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
-            raise ChannelError("the prediction process ended")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd: int, deadline: Deadline = None) -> Any:
-    """One frame from ``fd``, by ``deadline``."""
-    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size, deadline))
-    if size > MAX_FRAME:
-        raise ChannelError(f"frame of {size} bytes over {MAX_FRAME}")
-    return pickle.loads(_read_exactly(fd, size, deadline))
 
 
 class PredictionProcess:
