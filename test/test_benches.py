@@ -21,7 +21,7 @@ SMALLEST = {
     "bench_estop.py": (["--repeat", "1", "--states", "1", "--held-out", "1"],
                        ["== UR5, shipped brakes", "== Panda", "predict_stops, M and h from Pinocchio's calls:", "against the reference",
                         "held out (UR5", "held out (Panda"]),
-    "bench_view.py": (["--repeat", "1", "--no-peer", "--tool-runs", "1", "--process-runs", "1"],
+    "bench_view.py": (["--repeat", "1", "--no-peer", "--tool-runs", "1", "--process-runs", "1", "--browser-runs", "1"],
                       ["ur5 ", "planar_3r ", "trajectory check (UR5", "whole tool runs",
                        "ur5: prediction + envelope", "(the first in the process), view", "in-proc/+env"]),
     "bench_brake_terms.py": (["--repeat", "1"], ["shipped defaults"]),
