@@ -147,6 +147,27 @@ def test_the_geometry_of_a_model_reuses_the_urdf_it_parsed_and_draws_the_same(mo
     assert [m.file.path for m in kept.meshes] == [m.file.path for m in again.meshes] and kept.notes == again.notes
 
 
+@pytest.mark.parametrize("urdf", ["parallelogram_4bar.urdf", "mobile_robot_knife_edges.urdf", "planar_3rrr.urdf"])
+def test_the_geometry_of_a_model_takes_the_extension_it_parsed_and_draws_the_same_sticks(urdf, monkeypatch):
+    """A mechanism's loop-closure and knife-edge points come from the extension the model parsed from its URDF
+    (not parsed again for every view), and the stick figure is the one parsing the text again gives."""
+    from vtm_dynamics.views import robot_geometry as module
+
+    robot = RobotModel.from_urdf_file(os.path.join(REPO_ROOT, "urdf", urdf))
+    assert robot.extension is not None
+    again = robot_geometry(robot.model, robot.urdf_text)
+
+    def no_parse(*_args, **_kw):
+        raise AssertionError("the extension was parsed again")
+
+    monkeypatch.setattr(module, "extension_from_root", no_parse)
+    kept = module.geometry_of(robot)
+    assert [(link.name, link.frame_id) for link in kept.links] == [(link.name, link.frame_id) for link in again.links]
+    for a, b in zip(kept.links, again.links):
+        assert [(v.kind, v.radius, v.length) for v in a.visuals] == [(v.kind, v.radius, v.length) for v in b.visuals]
+        assert all(np.array_equal(u.origin, v.origin) for u, v in zip(a.visuals, b.visuals))
+
+
 def test_link_poses_of_many_configurations_are_each_configurations_own():
     """A motion's poses, row by row, are those of each configuration alone."""
     robot, p, _ = ur5_stop()

@@ -40,6 +40,8 @@ from vtm_dynamics.views.mesh_files import (
 )
 
 MAX_VISUALS = 4096
+_PARSE = object()  # robot_geometry: no extension given, parse it from the element
+Point = tuple[float, float, float]  # [m], in a joint's frame
 
 
 @dataclass(frozen=True)
@@ -123,17 +125,18 @@ def _body_frame(model: pin.Model, link: str) -> int | None:
     return None
 
 
-def _cylinder_between(a: np.ndarray, b: np.ndarray, radius: float) -> Visual | None:
+def _cylinder_between(a: Point, b: Point, radius: float) -> Visual | None:
     """A cylinder from a to b (frame coordinates [m])."""
-    dx, dy, dz = float(b[0] - a[0]), float(b[1] - a[1]), float(b[2] - a[2])
+    dx, dy, dz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
     length = math.hypot(dx, dy, dz)
     if length < 1e-9:
         return None
-    return Visual("cylinder", _z_to((dx / length, dy / length, dz / length), 0.5 * (a + b)), radius=radius,
-                  length=length)
+    return Visual("cylinder", _z_to((dx / length, dy / length, dz / length),
+                                    (0.5 * (a[0] + b[0]), 0.5 * (a[1] + b[1]), 0.5 * (a[2] + b[2]))),
+                  radius=radius, length=length)
 
 
-def _z_to(axis, center) -> np.ndarray:
+def _z_to(axis: Point, center: Point) -> np.ndarray:
     """4 x 4 placement whose z axis is the unit vector ``axis``, at ``center`` (plain arithmetic on three numbers:
     numpy's calls on 3-vectors cost more than the sums)."""
     zx, zy, zz = float(axis[0]), float(axis[1]), float(axis[2])
@@ -146,14 +149,14 @@ def _z_to(axis, center) -> np.ndarray:
                      [xz, yz, zz, float(center[2])], [0.0, 0.0, 0.0, 1.0]])
 
 
-def _stick_points(model: pin.Model, extension: URDFExtension | None) -> dict[int, list[np.ndarray]]:
+def _stick_points(model: pin.Model, extension: URDFExtension | None) -> dict[int, list[Point]]:
     """Per joint (0 = the fixed base): the points [m, joint frame] its stick figure reaches."""
-    points: dict[int, list[np.ndarray]] = {j: [] for j in range(model.njoints)}
+    points: dict[int, list[Point]] = {j: [] for j in range(model.njoints)}
     placements, frames = model.jointPlacements.tolist(), model.frames.tolist()  # a list at once: a fraction of
     for j in range(1, model.njoints):                                           # indexing the vectors each time
-        points[model.parents[j]].append(np.array(placements[j].translation))
+        points[model.parents[j]].append(tuple(placements[j].translation.tolist()))
     for f in frames:
-        p = np.array(f.placement.translation)
+        p = tuple(f.placement.translation.tolist())
         if math.hypot(*p) > 1e-9:
             points[int(f.parentJoint)].append(p)
 
@@ -161,7 +164,7 @@ def _stick_points(model: pin.Model, extension: URDFExtension | None) -> dict[int
         fid = _body_frame(model, link)
         if fid is not None:
             frame = model.frames[fid]
-            points[int(frame.parentJoint)].append(np.array(frame.placement.act(local)))
+            points[int(frame.parentJoint)].append(tuple(np.asarray(frame.placement.act(local), dtype=float).tolist()))
 
     if extension is not None:
         for lc in extension.loop_closures:
@@ -172,7 +175,7 @@ def _stick_points(model: pin.Model, extension: URDFExtension | None) -> dict[int
     return points
 
 
-def _unique(points: list[np.ndarray]) -> list[np.ndarray]:
+def _unique(points: list[Point]) -> list[Point]:
     """The points without repeats (a fixed joint and the link it carries share one placement)."""
     seen, out = set(), []
     for p in points:
@@ -183,36 +186,47 @@ def _unique(points: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def _joint_axes(root, names: set[str]) -> dict[str, Point]:
+    """The unit ``<axis>`` of each URDF joint named in ``names`` (the URDF's default x when it has none or it is
+    not three numbers or zero)."""
+    axes = {}
+    for joint in root.findall("joint"):
+        name = joint.get("name")
+        if name not in names:
+            continue
+        axis = joint.find("axis")
+        try:
+            a = numbers(None if axis is None else axis.get("xyz"), (1.0, 0.0, 0.0), "joint.axis")
+        except URDFExtensionError:
+            a = (1.0, 0.0, 0.0)
+        n = math.hypot(*a)
+        axes[name] = (a[0] / n, a[1] / n, a[2] / n) if n > 0 else (1.0, 0.0, 0.0)
+    return axes
+
+
 def _stick_figures(model: pin.Model, root, extension: URDFExtension | None, bare: set[int]) -> list[LinkGeometry]:
     """Stick-figure visuals of the joints in ``bare`` (bodies without any drawn visual)."""
     points = _stick_points(model, extension)
     for j in bare:
         if not points[j] and j > 0:
-            lever = np.array(model.inertias[j].lever)
+            lever = model.inertias[j].lever.tolist()
             if math.hypot(*lever) > 1e-6:
-                points[j].append(2.0 * lever)
+                points[j].append((2.0 * lever[0], 2.0 * lever[1], 2.0 * lever[2]))
     longest = max((math.hypot(*p) for j in bare for p in points[j]), default=0.0)
     radius = min(max(0.035 * longest, 0.002), 0.05) if longest > 0 else 0.01
-    axes = {}
-    for joint in root.findall("joint"):
-        axis = joint.find("axis")
-        try:
-            a = np.array(numbers(None if axis is None else axis.get("xyz"), (1.0, 0.0, 0.0), "joint.axis"))
-        except URDFExtensionError:
-            a = np.array([1.0, 0.0, 0.0])
-        n = math.hypot(*a)
-        axes[joint.get("name")] = a / n if n > 0 else np.array([1.0, 0.0, 0.0])
+    axes = _joint_axes(root, {model.names[j] for j in bare if j > 0})
+    origin = (0.0, 0.0, 0.0)
     out = []
     for j in sorted(bare):
         visuals = []
         if j == 0:  # the fixed base: a bar through its pivots, in order
-            pts = [np.zeros(3)] * (len(points[0]) == 1) + points[0]
+            pts = [origin] * (len(points[0]) == 1) + points[0]
             visuals += [v for a, b in zip(pts[:-1], pts[1:]) if (v := _cylinder_between(a, b, radius))]
             frame_id = 0
         else:
-            visuals += [v for p in _unique(points[j]) if (v := _cylinder_between(np.zeros(3), p, radius))]
+            visuals += [v for p in _unique(points[j]) if (v := _cylinder_between(origin, p, radius))]
             name = model.names[j]
-            visuals.append(Visual("cylinder", _z_to(axes.get(name, np.array([0.0, 0.0, 1.0])), np.zeros(3)),
+            visuals.append(Visual("cylinder", _z_to(axes.get(name, (0.0, 0.0, 1.0)), origin),
                                   radius=1.8 * radius, length=4.0 * radius))
             frame_id = int(model.getFrameId(name, pin.FrameType.JOINT)) if model.existFrame(name, pin.FrameType.JOINT) \
                 else int(model.getFrameId(name))
@@ -223,16 +237,20 @@ def _stick_figures(model: pin.Model, root, extension: URDFExtension | None, bare
 
 def robot_geometry(model: pin.Model, urdf_text: str, *, urdf_dir: str | None = None,
                    package_roots: list[str] | None = None, max_mesh_bytes: int = DEFAULT_MAX_MESH_BYTES,
-                   max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES, root: ET.Element | None = None) -> RobotGeometry:
+                   max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES, root: ET.Element | None = None,
+                   extension: URDFExtension | None | object = _PARSE) -> RobotGeometry:
     """What to draw of the Pinocchio ``model`` built from ``urdf_text`` (module docstring). ``urdf_dir``: the
     directory of the URDF file when it came from a file the user named (plain mesh paths resolve there only).
     ``root``: the text's ``<robot>`` element as ``parse_urdf_xml`` returned it, when the caller holds it already
-    (``RobotModel.urdf_root``: :func:`geometry_of`); else the text is parsed here (0.4 ms for the UR5)."""
+    (``RobotModel.urdf_root``: :func:`geometry_of`); else the text is parsed here (0.4 ms for the UR5).
+    ``extension``: the vtm_dynamics extension parsed from that element (``RobotModel.extension``), else parsed
+    here (an extension that does not parse draws no loop-closure or knife-edge points)."""
     root = root if root is not None else parse_urdf_xml(urdf_text)
-    try:
-        extension = extension_from_root(root)
-    except URDFExtensionError:
-        extension = None
+    if extension is _PARSE:
+        try:
+            extension = extension_from_root(root)
+        except URDFExtensionError:
+            extension = None
     reader = MeshReader(None if package_roots is None else list(package_roots), urdf_dir, max_mesh_bytes,
                         max_total_bytes)  # None: the default roots, found only if a mesh asks for a package
     links, notes = [], []
@@ -266,15 +284,19 @@ def robot_geometry(model: pin.Model, urdf_text: str, *, urdf_dir: str | None = N
 
 
 def geometry_of(robot: RobotModel, **options) -> RobotGeometry:
-    """:func:`robot_geometry` of ``robot`` (its model, URDF text and the element parsed from it); ``options`` as
-    there."""
+    """:func:`robot_geometry` of ``robot`` (its model, URDF text, and the element and extension parsed from it);
+    ``options`` as there."""
+    if robot.urdf_root is not None:  # RobotModel.from_urdf parsed both from the same element
+        options.setdefault("extension", robot.extension)
     return robot_geometry(robot.model, robot.urdf_text, root=robot.urdf_root, **options)
 
 
-def link_poses(model: pin.Model, geometry: RobotGeometry, configurations: np.ndarray) -> np.ndarray:
+def link_poses(model: pin.Model, geometry: RobotGeometry, configurations: np.ndarray,
+               data: pin.Data | None = None) -> np.ndarray:
     """(F, L, 7) world placements (position [m], quaternion x y z w) of the geometry's L frames at each of the F
-    configurations (Pinocchio forward kinematics; a private Data, so the caller's model is not disturbed)."""
-    data = model.createData()
+    configurations (Pinocchio forward kinematics; in ``data``, a Data of ``model`` the caller does not use
+    meanwhile, else a new one: the caller's model and its workspace are not disturbed)."""
+    data = data if data is not None else model.createData()
     qs = np.atleast_2d(np.asarray(configurations, dtype=float))
     fids = geometry.frame_ids
     xyzquat, kinematics = pin.SE3ToXYZQUAT, pin.framesForwardKinematics
@@ -286,9 +308,10 @@ def link_poses(model: pin.Model, geometry: RobotGeometry, configurations: np.nda
     return np.array(rows, dtype=float).reshape(len(qs), len(fids), 7)
 
 
-def frame_positions(model: pin.Model, frame: str, configurations: np.ndarray) -> np.ndarray:
-    """(F, 3) world positions [m] of ``frame`` at each configuration."""
-    data = model.createData()
+def frame_positions(model: pin.Model, frame: str, configurations: np.ndarray,
+                    data: pin.Data | None = None) -> np.ndarray:
+    """(F, 3) world positions [m] of ``frame`` at each configuration (``data`` as in :func:`link_poses`)."""
+    data = data if data is not None else model.createData()
     fid = model.getFrameId(frame)
     if fid >= model.nframes:
         raise ValueError(f"frame: {excerpt(frame)} does not exist")
@@ -302,5 +325,6 @@ def frame_positions(model: pin.Model, frame: str, configurations: np.ndarray) ->
 def geometry_scale(poses: np.ndarray) -> float:
     """A length [m] for markers in a view: the largest spread of the frames' positions (at least 0.1 m)."""
     p = np.asarray(poses, dtype=float)[..., :3].reshape(-1, 3)
-    p = p[np.all(np.isfinite(p), axis=1)]
-    return max(float(np.max(np.ptp(p, axis=0))) if len(p) else 0.0, 0.1)
+    finite = np.isfinite(p).all(axis=1)
+    p = p if finite.all() else p[finite]
+    return max(float((p.max(axis=0) - p.min(axis=0)).max()) if len(p) else 0.0, 0.1)

@@ -103,10 +103,12 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
     t = np.asarray(p.t, dtype=float)
     keep = thinned(t, [e[0] for e in events], max_frames, values=p.q)
     worst = envelope.worst_distance if envelope is not None else None
-    q_worst = robot.integrate(p.q[0], worst.stopping_angles) if worst is not None else None
+    q0 = robot.check_q(p.q[0])
+    q_worst = pin.integrate(robot.model, q0, robot.check_v(worst.stopping_angles)) if worst is not None else None
     # one forward-kinematics pass for every pose drawn: the motion, the rest pose and the envelope's worst
+    data = robot.model.createData()  # one workspace for all of them
     drawn = link_poses(robot.model, geometry, np.vstack([p.q[keep], p.q_final[None, :]]
-                                                        + ([q_worst[None, :]] if q_worst is not None else [])))
+                                                        + ([q_worst[None, :]] if q_worst is not None else [])), data)
     poses, rest_poses, worst_poses = drawn[:len(keep)], drawn[len(keep):len(keep) + 1], drawn[len(keep) + 1:]
     rest = rest_label(p)
     layers = [RobotLayer("robot", "predicted stop", palette.ROBOT, 1.0, t[keep], poses),
@@ -148,19 +150,18 @@ def stop_scene(robot: RobotModel, prediction: StopPrediction, *, geometry: Robot
         if not envelope.valid:
             info.append(f"envelope NOT VALID: {envelope.invalid_text()}")
         if p.tcp_frame:
-            at = frame_positions(robot.model, p.tcp_frame, q_worst[None, :])[0]
+            at = frame_positions(robot.model, p.tcp_frame, q_worst[None, :], data)[0]
             shapes.append(Sphere("worst_tcp", 0.015 * scale, tuple(float(x) for x in at), palette.WORST, on_top=True))
     if reference is not None:
         label, rt, rq = reference
         rt, rq = np.asarray(rt, dtype=float), np.asarray(rq, dtype=float)
         rk = thinned(rt, [], max_frames, values=rq)
         layers.append(RobotLayer("reference", clip_text(label), palette.SIMULATED, 0.45, rt[rk],
-                                 link_poses(robot.model, geometry, rq[rk])))
+                                 link_poses(robot.model, geometry, rq[rk], data)))
         legend.append(LegendEntry(palette.SIMULATED, clip_text(label), ("reference",)))
     n = robot.nv
     timeline = [TimelineEvent(time, kind, clip_text(f"{time:.4f} s {kind}: {_joints_text(j, n)}"))
                 for time, kind, j in events]
-    q0 = robot.check_q(p.q[0])
     angles = np.array([pin.difference(robot.model, q0, q) for q in np.asarray(p.q, dtype=float)[keep]])
     joints = JointTrack("robot", tuple(robot.joint_names), angles, np.asarray(p.v)[keep],
                         np.asarray(p.locked, dtype=bool)[keep])

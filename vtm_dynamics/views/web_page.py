@@ -135,20 +135,31 @@ def _asset(name: str) -> str:
         return fh.read()
 
 
+@functools.lru_cache(maxsize=None)
+def _little(dtype: str) -> np.dtype:
+    return np.dtype(dtype).newbyteorder("<")
+
+
 def _b64(array: np.ndarray, dtype: str) -> str:
-    return base64.b64encode(np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()).decode()
+    return base64.b64encode(np.ascontiguousarray(array, dtype=_little(dtype)).tobytes()).decode()
+
+
+def _byte(c: float) -> int:
+    return round(255 * min(max(c, 0.0), 1.0))
+
+
+@functools.lru_cache(maxsize=1024)  # a page's colours are a palette's few
+def _rgb_hex(r: float, g: float, b: float) -> str:
+    return f"#{_byte(r):02x}{_byte(g):02x}{_byte(b):02x}"
 
 
 def _hex(color) -> str:
-    def byte(c) -> int:
-        return round(255 * min(max(float(c), 0.0), 1.0))
-
-    return f"#{byte(color[0]):02x}{byte(color[1]):02x}{byte(color[2]):02x}"
+    return _rgb_hex(float(color[0]), float(color[1]), float(color[2]))
 
 
 def _matrix(T: np.ndarray) -> list[float]:
     """A 4 x 4 placement as three.js reads it: column-major."""
-    return [float(x) for x in np.asarray(T, dtype=float).T.ravel()]
+    return np.asarray(T, dtype=float).T.ravel().tolist()
 
 
 def _drawn_points(scene: Scene) -> np.ndarray:
