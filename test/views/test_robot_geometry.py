@@ -126,6 +126,23 @@ def test_package_names_resolve_inside_the_given_package_roots_only(robot_dir):
     assert len(g.meshes) == 1 and g.notes == ()
 
 
+def _geometry_without(module, robot, parser: str, monkeypatch):
+    """``geometry_of(robot)`` with ``module.<parser>`` failing the test when it is called."""
+    def no_parse(*_args, **_kw):
+        raise AssertionError(f"{parser} was called again")
+
+    monkeypatch.setattr(module, parser, no_parse)
+    return module.geometry_of(robot)
+
+
+def _assert_drawn_alike(kept, again) -> None:
+    assert [(link.name, link.frame_id) for link in kept.links] == [(link.name, link.frame_id) for link in again.links]
+    for a, b in zip(kept.links, again.links):
+        assert [(v.kind, v.mesh, v.scale, v.size, v.radius, v.length) for v in a.visuals] == \
+            [(v.kind, v.mesh, v.scale, v.size, v.radius, v.length) for v in b.visuals]
+        assert all(np.array_equal(u.origin, v.origin) for u, v in zip(a.visuals, b.visuals))
+
+
 def test_the_geometry_of_a_model_reuses_the_urdf_it_parsed_and_draws_the_same(monkeypatch):
     """``geometry_of`` draws from the ``<robot>`` element the model kept (its URDF is not parsed a second time),
     and what it draws is what parsing the text again gives; a copy of the model keeps the element."""
@@ -135,15 +152,8 @@ def test_the_geometry_of_a_model_reuses_the_urdf_it_parsed_and_draws_the_same(mo
     assert robot.urdf_root is not None and robot.copy().urdf_root is robot.urdf_root
     again = robot_geometry(robot.model, robot.urdf_text)
 
-    def no_parse(*_args, **_kw):
-        raise AssertionError("the URDF was parsed again")
-
-    monkeypatch.setattr(module, "parse_urdf_xml", no_parse)
-    kept = module.geometry_of(robot)
-    assert [(link.name, link.frame_id) for link in kept.links] == [(link.name, link.frame_id) for link in again.links]
-    for a, b in zip(kept.links, again.links):
-        assert [(v.kind, v.mesh, v.scale) for v in a.visuals] == [(v.kind, v.mesh, v.scale) for v in b.visuals]
-        assert all(np.array_equal(u.origin, v.origin) for u, v in zip(a.visuals, b.visuals))
+    kept = _geometry_without(module, robot, "parse_urdf_xml", monkeypatch)
+    _assert_drawn_alike(kept, again)
     assert [m.file.path for m in kept.meshes] == [m.file.path for m in again.meshes] and kept.notes == again.notes
 
 
@@ -157,15 +167,7 @@ def test_the_geometry_of_a_model_takes_the_extension_it_parsed_and_draws_the_sam
     assert robot.extension is not None
     again = robot_geometry(robot.model, robot.urdf_text)
 
-    def no_parse(*_args, **_kw):
-        raise AssertionError("the extension was parsed again")
-
-    monkeypatch.setattr(module, "extension_from_root", no_parse)
-    kept = module.geometry_of(robot)
-    assert [(link.name, link.frame_id) for link in kept.links] == [(link.name, link.frame_id) for link in again.links]
-    for a, b in zip(kept.links, again.links):
-        assert [(v.kind, v.radius, v.length) for v in a.visuals] == [(v.kind, v.radius, v.length) for v in b.visuals]
-        assert all(np.array_equal(u.origin, v.origin) for u, v in zip(a.visuals, b.visuals))
+    _assert_drawn_alike(_geometry_without(module, robot, "extension_from_root", monkeypatch), again)
 
 
 def test_link_poses_of_many_configurations_are_each_configurations_own():
