@@ -272,6 +272,28 @@ def test_time_the_child_spends_stopped_does_not_count_against_a_call(ur5):
         assert got.reason == "canned" and time.monotonic() - start > 0.8
 
 
+# a child that takes 1 s over each request that brings a robot (its warm-up) and answers the others at once
+WARMING = [sys.executable, "-c", "import sys, time; from vtm_dynamics.nodes.prediction_channel import read_frame, "
+           "write_frame; from vtm_dynamics.nodes.stop_worker import Outcome; out = sys.stdout.buffer; "
+           "write_frame(out, ('ready',))\nwhile True:\n    robot = read_frame(0)[2]; time.sleep(1.0 if robot else 0); "
+           "write_frame(out, ('answer', Outcome(None, 'canned', 0.0)))"]
+
+
+def test_a_call_that_brings_the_child_a_new_robot_may_take_the_start_allowance_for_its_warm_up(ur5):
+    """The child warms up each robot it is sent before predicting for it; a robot sent to a child that has
+    answered before (the model replaced) takes that time within the start allowance, not the call's own bound.
+    Before: only the child's first answer had the allowance, and a slow warm-up of a new robot ended the child
+    (and the next child the same way)."""
+    _, _, model = ur5
+    state = SimpleNamespace(q=Q, v=V)
+    with PredictionProcess(SETTINGS, 0.5, command=WARMING, start_timeout=30.0) as p:
+        assert p.predict(model, "first robot", state).reason == "canned"
+        pid = p.pid
+        assert p.predict(model, "second robot", state).reason == "canned"  # 1 s of warm-up > 0.5 s
+        # the same child goes on answering for it
+        assert p.predict(model, "second robot", state).reason == "canned" and p.pid == pid
+
+
 def test_the_urgent_flag_reports_when_it_goes_up_and_down():
     from vtm_dynamics.nodes.work_priority import UrgentWork
 

@@ -231,7 +231,9 @@ class PredictionProcess:
         token = self._token(robot)
         for attempt in range(2):
             payload = robot if token not in self._sent else None
-            first = 0.0 if self._answered else self.start_timeout
+            # the child's first answer, and its first for a robot it is sent (it warms that robot up first:
+            # RobotShelf), may take the start allowance beside the call's own time
+            first = self.start_timeout if not self._answered or payload is not None else 0.0
             bound, paused = time.monotonic() + self.call_timeout + first, self._suspended_time()
 
             def deadline() -> float:  # time the child spent stopped for E-stop work does not count
