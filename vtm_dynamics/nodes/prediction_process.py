@@ -58,7 +58,8 @@ CHILD_NICE = 19
 #: robots the child keeps (the node's model and its payload variants for the envelope)
 MAX_ROBOTS = 16
 #: [s] a child's start and its first prediction (imports; compiled kernels loaded from their cache, or compiled
-#: on a machine that has no cache yet) may take this long
+#: on a machine that has no cache yet), and its first prediction for each robot it is sent (the robot's warm-up),
+#: may take this long beside the call's own bound
 START_TIMEOUT = 60.0
 
 
